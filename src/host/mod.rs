@@ -1,1 +1,174 @@
 //! The built-in reference AHP 1.0.0 host.
+//!
+//! It is the default target of `ahpspec run`, the bed of every self-test, and a mock host
+//! for people writing AHP clients. It folds every action through the official `ahp`
+//! reducers and is deliberately independent of the harness: nothing here imports the
+//! checks, the runner or the reports. `--fault NAME` variants ([`Fault`]) each break one
+//! rule so the harness's checks can be proven against them.
+
+mod agent;
+pub mod agents;
+pub mod catalog;
+mod commands;
+mod conn;
+mod dispatch;
+pub mod faults;
+mod projection;
+pub mod script;
+mod world;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub use faults::Fault;
+use world::{World, WorldConfig};
+
+/// Largest WebSocket message the host accepts (and the largest frame); bigger ones close
+/// the connection with code 1009.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+/// Envelopes kept for `reconnect` replay; older gaps are answered with snapshots.
+pub const DEFAULT_REPLAY_CAPACITY: usize = 4096;
+/// How long a disconnected client stays in `activeClients` waiting for a reconnect.
+pub const DEFAULT_CLIENT_GRACE: Duration = Duration::from_secs(2);
+
+/// How to run a host.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// Address to listen on; port 0 picks a free port.
+    pub listen: SocketAddr,
+    /// The one rule to break, if any.
+    pub fault: Option<Fault>,
+    pub replay_capacity: usize,
+    pub max_message_bytes: usize,
+    pub client_grace: Duration,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        HostConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            fault: None,
+            replay_capacity: DEFAULT_REPLAY_CAPACITY,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            client_grace: DEFAULT_CLIENT_GRACE,
+        }
+    }
+}
+
+impl HostConfig {
+    /// The default configuration with one fault injected.
+    pub fn with_fault(fault: Option<Fault>) -> Self {
+        HostConfig {
+            fault,
+            ..HostConfig::default()
+        }
+    }
+}
+
+/// State shared by the accept loop, connections and agent tasks.
+#[derive(Debug)]
+pub struct Shared {
+    world: Mutex<World>,
+    config: HostConfig,
+}
+
+/// A running host.
+#[derive(Debug)]
+pub struct HostHandle {
+    url: String,
+    addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    accept: JoinHandle<()>,
+    shared: Arc<Shared>,
+}
+
+impl HostHandle {
+    /// The `ws://` URL clients connect to.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Actions the host produced that failed to decode or apply — always a host bug.
+    pub fn internal_errors(&self) -> Vec<String> {
+        self.shared
+            .world
+            .lock()
+            .map(|world| world.internal_errors.clone())
+            .unwrap_or_else(|poisoned| poisoned.into_inner().internal_errors.clone())
+    }
+
+    /// Number of open connections.
+    pub fn connection_count(&self) -> usize {
+        self.shared
+            .world
+            .lock()
+            .map(|world| world.conns.len())
+            .unwrap_or(0)
+    }
+
+    /// Stops accepting, closes every connection with 1001 and waits briefly for them.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        let HostHandle { accept, shared, .. } = self;
+        let _ = accept.await;
+        for _ in 0..100 {
+            let open = shared.world.lock().map(|world| world.conns.len()).unwrap_or(0);
+            if open == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+/// Binds the listener and starts serving on the current tokio runtime.
+pub async fn spawn(config: HostConfig) -> io::Result<HostHandle> {
+    let listener = TcpListener::bind(config.listen).await?;
+    let addr = listener.local_addr()?;
+    let shared = Arc::new_cyclic(|weak| {
+        let mut world = World::new(WorldConfig {
+            fault: config.fault,
+            replay_capacity: config.replay_capacity,
+        });
+        world.shared = weak.clone();
+        Shared {
+            world: Mutex::new(world),
+            config: config.clone(),
+        }
+    });
+    let (shutdown, mut stop) = watch::channel(false);
+    let accept_shared = Arc::clone(&shared);
+    let accept = tokio::spawn(async move {
+        let mut next_conn = 0u64;
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let Ok((stream, _)) = accepted else { continue };
+                    let _ = stream.set_nodelay(true);
+                    next_conn += 1;
+                    tokio::spawn(conn::serve(
+                        Arc::clone(&accept_shared), stream, next_conn, stop.clone(),
+                    ));
+                }
+                _ = stop.changed() => break,
+            }
+        }
+    });
+    Ok(HostHandle {
+        url: format!("ws://{addr}"),
+        addr,
+        shutdown,
+        accept,
+        shared,
+    })
+}

@@ -1,0 +1,58 @@
+//! The agents this host offers, as advertised in its root state.
+
+use ahp_types::state::RootState;
+use serde_json::json;
+
+use super::world::AgentKind;
+
+/// Provider id of the scripted test agent (the opt-in contract documented in README.md).
+pub const SCRIPTED_PROVIDER: &str = "ahpspec-scripted";
+/// Provider id of an agent whose sessions always fail to initialise.
+pub const UNAVAILABLE_PROVIDER: &str = "ahpspec-unavailable";
+
+/// Resolves a `createSession.provider` (absent = the scripted agent).
+pub fn agent_for(provider: Option<&str>) -> Option<AgentKind> {
+    match provider {
+        None | Some(SCRIPTED_PROVIDER) => Some(AgentKind::Scripted),
+        Some(UNAVAILABLE_PROVIDER) => Some(AgentKind::Unavailable),
+        Some(_) => None,
+    }
+}
+
+pub fn provider_name(agent: AgentKind) -> &'static str {
+    match agent {
+        AgentKind::Scripted => SCRIPTED_PROVIDER,
+        AgentKind::Unavailable => UNAVAILABLE_PROVIDER,
+    }
+}
+
+/// The root state the host starts with.
+pub fn root_state() -> RootState {
+    let value = json!({
+        "agents": [
+            {
+                "provider": SCRIPTED_PROVIDER,
+                "displayName": "ahpspec scripted agent",
+                "description": "Deterministic test agent: a user message starting with `ahpspec-script:` carries a JSON script of the turn (see schemas/agent-script.schema.json).",
+                "models": [{ "id": "scripted-1", "provider": SCRIPTED_PROVIDER, "name": "Scripted" }],
+                "capabilities": { "multipleChats": {}, "multipleWorkingDirectories": {} }
+            },
+            {
+                "provider": UNAVAILABLE_PROVIDER,
+                "displayName": "ahpspec unavailable agent",
+                "description": "Every session of this agent fails to initialise (session/creationFailed).",
+                "models": []
+            }
+        ],
+        "activeSessions": 0
+    });
+    // The literal above is a valid RootState; a decoding failure would be a bug caught by
+    // every test, so fall back to an empty root rather than panic.
+    serde_json::from_value(value).unwrap_or(RootState {
+        agents: vec![],
+        active_sessions: None,
+        terminals: None,
+        config: None,
+        meta: None,
+    })
+}

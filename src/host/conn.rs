@@ -1,0 +1,266 @@
+//! One WebSocket connection: frame classification (JSON-RPC 2.0 shape checks), request
+//! routing, and the writer task that drains the connection's outbound queue.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+
+use super::commands::{RpcError, INVALID_REQUEST};
+use super::faults::Fault;
+use super::world::{ConnEntry, ConnId, Outbound, World};
+use super::Shared;
+
+const PARSE_ERROR: i64 = -32700;
+
+/// Whether the reader keeps going after a frame.
+#[derive(Debug, PartialEq, Eq)]
+enum Next {
+    Continue,
+    Close,
+}
+
+/// Serves one accepted TCP connection until either side closes or the host shuts down.
+pub async fn serve(shared: Arc<Shared>, stream: TcpStream, conn: ConnId, mut shutdown: watch::Receiver<bool>) {
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(shared.config.max_message_bytes))
+        .max_frame_size(Some(shared.config.max_message_bytes));
+    let Ok(socket) = tokio_tungstenite::accept_async_with_config(stream, Some(config)).await else {
+        return;
+    };
+    let (mut sink, mut source) = socket.split();
+    let (tx, mut rx) = mpsc::unbounded_channel::<Outbound>();
+    lock(&shared).conns.insert(
+        conn,
+        ConnEntry {
+            tx: tx.clone(),
+            client_id: None,
+            version: None,
+            subscriptions: HashSet::new(),
+        },
+    );
+    let writer = tokio::spawn(async move {
+        while let Some(out) = rx.recv().await {
+            match out {
+                Outbound::Text(text) => {
+                    if sink.send(Message::Text(text)).await.is_err() {
+                        break;
+                    }
+                }
+                Outbound::Close(code, reason) => {
+                    let frame = CloseFrame {
+                        code: CloseCode::from(code),
+                        reason: reason.into(),
+                    };
+                    let _ = sink.send(Message::Close(Some(frame))).await;
+                    break;
+                }
+            }
+        }
+        let _ = sink.close().await;
+    });
+    let mut dead = false;
+    loop {
+        let frame = tokio::select! {
+            frame = source.next() => frame,
+            _ = shutdown.changed() => {
+                let _ = tx.send(Outbound::Close(1001, "host shutting down"));
+                break;
+            }
+        };
+        let next = match frame {
+            Some(Ok(Message::Text(text))) if !dead => {
+                let (next, now_dead) = handle_text(&shared, conn, text.as_str());
+                dead = now_dead;
+                next
+            }
+            Some(Ok(Message::Binary(_))) if !dead => {
+                reply_error(&shared, conn, Value::Null, RpcError::new(
+                    INVALID_REQUEST,
+                    "binary frames are not used by AHP; send one JSON-RPC object per text frame",
+                ));
+                Next::Continue
+            }
+            Some(Ok(Message::Close(_))) | None => break,
+            Some(Ok(_)) => Next::Continue,
+            Some(Err(WsError::Capacity(_))) => {
+                let _ = tx.send(Outbound::Close(1009, "message too big"));
+                break;
+            }
+            Some(Err(_)) => break,
+        };
+        if next == Next::Close {
+            break;
+        }
+    }
+    let client_id = {
+        let mut world = lock(&shared);
+        world.conns.remove(&conn).and_then(|entry| entry.client_id)
+    };
+    drop(tx);
+    // Give the writer a moment to flush queued frames and the close frame.
+    let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+    if let Some(client_id) = client_id {
+        forget_client_later(&shared, client_id);
+    }
+}
+
+/// After a grace period without a reconnect, removes the client from every session's
+/// `activeClients`.
+fn forget_client_later(shared: &Arc<Shared>, client_id: String) {
+    let shared = Arc::clone(shared);
+    let grace = shared.config.client_grace;
+    tokio::spawn(async move {
+        tokio::time::sleep(grace).await;
+        let mut world = lock(&shared);
+        let back = world
+            .conns
+            .values()
+            .any(|c| c.client_id.as_deref() == Some(client_id.as_str()));
+        if !back {
+            world.drop_active_client_outside(&client_id, &HashSet::new());
+        }
+    });
+}
+
+fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, World> {
+    shared
+        .world
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn reply_error(shared: &Shared, conn: ConnId, id: Value, error: RpcError) {
+    let world = lock(shared);
+    world.send_to(conn, &error_response(id, &error));
+}
+
+fn error_response(id: Value, error: &RpcError) -> Value {
+    let mut body = json!({ "code": error.code, "message": error.message });
+    if let Some(data) = &error.data {
+        body["data"] = data.clone();
+    }
+    json!({ "jsonrpc": "2.0", "id": id, "error": body })
+}
+
+/// Handles one text frame. Returns whether to keep reading, and whether the connection is
+/// now "dead" (the `dies-on-malformed` fault).
+fn handle_text(shared: &Shared, conn: ConnId, text: &str) -> (Next, bool) {
+    let mut world = lock(shared);
+    let message: Value = match serde_json::from_str(text) {
+        Ok(message) => message,
+        Err(error) => {
+            if world.fault(Fault::DiesOnMalformed) {
+                return (Next::Continue, true);
+            }
+            let error = RpcError::new(PARSE_ERROR, format!("parse error: {error}"));
+            world.send_to(conn, &error_response(Value::Null, &error));
+            return (Next::Continue, false);
+        }
+    };
+    let Some(object) = message.as_object() else {
+        let error = RpcError::new(INVALID_REQUEST, "a message must be one JSON-RPC object");
+        world.send_to(conn, &error_response(Value::Null, &error));
+        return (Next::Continue, false);
+    };
+    let id = object.get("id").cloned();
+    let id_ok = id
+        .as_ref()
+        .is_none_or(|id| id.is_number() || id.is_string() || id.is_null());
+    let version_ok = object.get("jsonrpc").and_then(Value::as_str) == Some("2.0");
+    let method = object.get("method");
+    let answer_id = if id_ok { id.clone().unwrap_or(Value::Null) } else { Value::Null };
+    if !version_ok || !id_ok || method.is_some_and(|m| !m.is_string()) {
+        let error = RpcError::new(INVALID_REQUEST, "not a JSON-RPC 2.0 request or notification");
+        world.send_to(conn, &error_response(answer_id, &error));
+        return (Next::Continue, false);
+    }
+    let params = object.get("params").cloned().unwrap_or(Value::Null);
+    match (method.and_then(Value::as_str), id) {
+        (Some(method), Some(id)) => request(&mut world, conn, id, method, &params),
+        (Some(method), None) => {
+            notification(&mut world, conn, method, &params);
+            (Next::Continue, false)
+        }
+        (None, Some(_)) if object.contains_key("result") || object.contains_key("error") => {
+            // A response to a host→client request; this host sends none, so nothing waits.
+            (Next::Continue, false)
+        }
+        (None, _) => {
+            if world.fault(Fault::NotRequestAccepted) {
+                world.send_to(conn, &json!({ "jsonrpc": "2.0", "id": answer_id, "result": null }));
+            } else {
+                let error = RpcError::new(INVALID_REQUEST, "a request needs a method");
+                world.send_to(conn, &error_response(answer_id, &error));
+            }
+            (Next::Continue, false)
+        }
+    }
+}
+
+fn request(world: &mut World, conn: ConnId, id: Value, method: &str, params: &Value) -> (Next, bool) {
+    if method == "ping" {
+        let initialized = world.conns.get(&conn).is_some_and(|c| c.client_id.is_some());
+        if !initialized && world.fault(Fault::PingNeedsInit) {
+            let error = RpcError::new(INVALID_REQUEST, "initialize first");
+            world.send_to(conn, &error_response(id, &error));
+            return (Next::Continue, false);
+        }
+        let mut response = json!({ "jsonrpc": "2.0", "id": id, "result": null });
+        if world.fault(Fault::NoJsonrpcMember) {
+            if let Some(object) = response.as_object_mut() {
+                object.remove("jsonrpc");
+            }
+        }
+        world.send_to(conn, &response);
+        if world.fault(Fault::DuplicateResponse) {
+            world.send_to(conn, &response);
+        }
+        return (Next::Continue, false);
+    }
+    let reply = world.handle_request(conn, method, params);
+    let response = match &reply.result {
+        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+        Err(error) => {
+            let mut response = error_response(id, error);
+            if error.code == -32601 && world.fault(Fault::ResultAndError) {
+                response["result"] = Value::Null;
+            }
+            response
+        }
+    };
+    world.send_to(conn, &response);
+    if let Some(after) = reply.after {
+        after(world);
+    }
+    if reply.close_after {
+        if let Some(entry) = world.conns.get(&conn) {
+            let _ = entry
+                .tx
+                .send(Outbound::Close(1000, "unsupported protocol version"));
+        }
+        return (Next::Close, false);
+    }
+    (Next::Continue, false)
+}
+
+fn notification(world: &mut World, conn: ConnId, method: &str, params: &Value) {
+    match method {
+        "dispatchAction" => world.client_dispatch(conn, params),
+        "unsubscribe" => {
+            world.unsubscribe(conn, params);
+            if world.fault(Fault::AnswersNotifications) {
+                world.send_to(conn, &json!({ "jsonrpc": "2.0", "id": null, "result": null }));
+            }
+        }
+        // Unknown notifications are ignored, as JSON-RPC requires.
+        _ => {}
+    }
+}

@@ -1,0 +1,489 @@
+//! Client dispatches (`dispatchAction`): the server validation tables of the chat and
+//! session channels, then the side effects an accepted action has (starting or stopping
+//! the agent, consuming queued messages).
+
+use ahp_types::actions::StateAction;
+use serde_json::{json, Value};
+
+use super::catalog::action_info;
+use super::faults::Fault;
+use super::world::{action_type, notification, to_value, ChannelKind, ConnId, World};
+
+/// Why a dispatch was refused; becomes the echo's `rejectionReason`.
+type Rejection = String;
+
+impl World {
+    /// Handles one `dispatchAction` notification from `conn`.
+    pub fn client_dispatch(&mut self, conn: ConnId, params: &Value) {
+        let Some(client_id) = self.conns.get(&conn).and_then(|c| c.client_id.clone()) else {
+            // Never apply actions from a connection that has not initialised.
+            return;
+        };
+        let (Some(channel), Some(client_seq), Some(action)) = (
+            params.get("channel").and_then(Value::as_str),
+            params.get("clientSeq").and_then(Value::as_i64),
+            params.get("action").filter(|a| a.is_object()),
+        ) else {
+            return;
+        };
+        let Some(kind) = self.channel_kind(channel) else {
+            if self.fault(Fault::EchoMissingChannel) {
+                self.reject(conn, channel, action, &client_id, client_seq, "no such channel".into());
+            }
+            return;
+        };
+        match self.check_dispatch(kind, channel, action, &client_id) {
+            Ok(()) => self.accept(channel, action.clone(), &client_id, client_seq),
+            Err(reason) => self.reject(conn, channel, action, &client_id, client_seq, reason),
+        }
+    }
+
+    fn reject(
+        &self,
+        conn: ConnId,
+        channel: &str,
+        action: &Value,
+        client_id: &str,
+        client_seq: i64,
+        reason: Rejection,
+    ) {
+        let envelope = json!({
+            "channel": channel, "action": action, "serverSeq": self.seq,
+            "origin": { "clientId": client_id, "clientSeq": client_seq },
+            "rejectionReason": reason,
+        });
+        self.send_to(conn, &notification("action", envelope));
+    }
+
+    fn check_dispatch(
+        &self,
+        kind: ChannelKind,
+        channel: &str,
+        action: &Value,
+        client_id: &str,
+    ) -> Result<(), Rejection> {
+        let type_name = action_type(action).ok_or("action has no type")?;
+        let info = action_info(type_name).ok_or_else(|| format!("unknown action type {type_name}"))?;
+        let decoded: StateAction = serde_json::from_value(action.clone())
+            .map_err(|e| format!("malformed {type_name} action: {e}"))?;
+        if matches!(decoded, StateAction::Unknown(_)) {
+            return Err(format!("malformed {type_name} action"));
+        }
+        if !info.client_dispatchable && !self.fault(Fault::ServerOnlyAccepted) {
+            return Err(format!("{type_name} may only be dispatched by the host"));
+        }
+        let scope = match type_name.split('/').next() {
+            Some("root") => ChannelKind::Root,
+            Some("session") => ChannelKind::Session,
+            Some("chat") => ChannelKind::Chat,
+            _ => return Err(format!("this host has no channel for {type_name}")),
+        };
+        if scope != kind {
+            return Err(format!("{type_name} does not belong on {channel}"));
+        }
+        if !info.client_dispatchable {
+            return Ok(());
+        }
+        match kind {
+            ChannelKind::Root => Err("this host has no root configuration".into()),
+            ChannelKind::Session => self.check_session_action(channel, type_name, action, client_id),
+            ChannelKind::Chat => self.check_chat_action(channel, type_name, action, client_id),
+        }
+    }
+
+    fn check_session_action(
+        &self,
+        _session: &str,
+        type_name: &str,
+        action: &Value,
+        client_id: &str,
+    ) -> Result<(), Rejection> {
+        match type_name {
+            "session/activeClientSet" if action["activeClient"]["clientId"] != client_id => {
+                Err("activeClient.clientId must be the dispatching client's id".into())
+            }
+            "session/customizationToggled" => Err("no such customization".into()),
+            "session/mcpServerStartRequested"
+            | "session/mcpServerStopRequested"
+            | "session/mcpServerBackgroundRequested" => Err("no such MCP server".into()),
+            "session/configChanged" => Err("this session has no session-mutable configuration".into()),
+            _ => Ok(()),
+        }
+    }
+
+    fn check_chat_action(
+        &self,
+        chat: &str,
+        type_name: &str,
+        action: &Value,
+        client_id: &str,
+    ) -> Result<(), Rejection> {
+        let entry = self.chats.get(chat).ok_or("no such chat")?;
+        let state = to_value(&entry.state);
+        let active = state.get("activeTurn").filter(|t| !t.is_null());
+        match type_name {
+            "chat/turnStarted" => {
+                let session_ready = self
+                    .sessions
+                    .get(&entry.session)
+                    .is_some_and(|s| to_value(&s.state.lifecycle) == "ready");
+                if !session_ready {
+                    return Err("the session is not ready".into());
+                }
+                if active.is_some() {
+                    return Err("a turn is already active (TurnInProgress)".into());
+                }
+                require_user_message(&action["message"])?;
+                let turn_id = action["turnId"].as_str().unwrap_or_default();
+                if turn_id.is_empty() {
+                    return Err("turnId must not be empty".into());
+                }
+                let reused = state["turns"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|turn| turn["id"] == turn_id);
+                if reused {
+                    return Err(format!("turn id {turn_id} is already used in this chat"));
+                }
+                let started = action["startedAt"].as_str().unwrap_or_default();
+                if started.parse::<jiff::Timestamp>().is_err() {
+                    return Err("startedAt is not an RFC 3339 timestamp".into());
+                }
+                Ok(())
+            }
+            "chat/turnCancelled" => {
+                if self.fault(Fault::CancelIdleAccepted) {
+                    return Ok(());
+                }
+                match active {
+                    Some(turn) if turn["id"] == action["turnId"] => Ok(()),
+                    Some(_) => Err("turnId is not the active turn".into()),
+                    None => Err("no turn is active".into()),
+                }
+            }
+            "chat/turnResume" => {
+                if active.is_some() {
+                    return Err("a turn is active".into());
+                }
+                let last = state["turns"].as_array().and_then(|turns| turns.last());
+                let resumable = last.is_some_and(|turn| {
+                    turn["id"] == action["turnId"]
+                        && turn["state"] == "error"
+                        && turn["responseParts"]
+                            .as_array()
+                            .and_then(|parts| parts.last())
+                            .is_some_and(|part| part["kind"] == "error" && part["resumable"] == true)
+                });
+                let has_work = entry
+                    .resume
+                    .as_ref()
+                    .is_some_and(|point| action["turnId"] == point.turn_id.as_str());
+                if resumable && has_work {
+                    Ok(())
+                } else {
+                    Err("turnId is not the latest turn ending in a resumable error".into())
+                }
+            }
+            "chat/toolCallConfirmed" => {
+                let call = tool_call(active, action)?;
+                if call["status"] != "pending-confirmation" && !self.fault(Fault::ConfirmNotPending) {
+                    return Err("the tool call is not pending confirmation".into());
+                }
+                if let Some(option) = action["selectedOptionId"].as_str() {
+                    let known = call["options"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|o| o["id"] == option);
+                    if !known {
+                        return Err(format!("no confirmation option {option}"));
+                    }
+                }
+                Ok(())
+            }
+            "chat/toolCallResultConfirmed" => {
+                let call = tool_call(active, action)?;
+                if call["status"] != "pending-result-confirmation" {
+                    return Err("the tool call is not pending result confirmation".into());
+                }
+                Ok(())
+            }
+            "chat/toolCallComplete" | "chat/toolCallContentChanged" => {
+                let call = tool_call(active, action)?;
+                if call["contributor"]["kind"] != "client" {
+                    return Err("only the host completes or updates its own tools".into());
+                }
+                if call["contributor"]["clientId"] != client_id {
+                    return Err("the tool belongs to another client".into());
+                }
+                if call["status"] != "running" {
+                    return Err("the tool call is not running".into());
+                }
+                Ok(())
+            }
+            "chat/inputAnswerChanged" => {
+                let request = open_request(active, &action["requestId"])?;
+                let question = action["questionId"].as_str().unwrap_or_default();
+                if let Some(questions) = request["questions"].as_array() {
+                    if !questions.iter().any(|q| q["id"] == question) {
+                        return Err(format!("no question {question} in this request"));
+                    }
+                }
+                match action.get("answer").filter(|a| !a.is_null()) {
+                    Some(answer) => check_answer(answer),
+                    None => Ok(()),
+                }
+            }
+            "chat/inputCompleted" => {
+                let request = open_request(active, &action["requestId"])?;
+                if let Some(answers) = action["answers"].as_object() {
+                    answers.values().try_for_each(check_answer)?;
+                }
+                if action["response"] == "accept" {
+                    for question in request["questions"].as_array().into_iter().flatten() {
+                        if question["required"] != true {
+                            continue;
+                        }
+                        let id = question["id"].as_str().unwrap_or_default();
+                        let answer = action["answers"]
+                            .get(id)
+                            .or_else(|| request["answers"].get(id));
+                        if answer.is_none_or(|a| a["state"] != "submitted") {
+                            return Err(format!("required question {id} has no submitted answer"));
+                        }
+                    }
+                }
+                Ok(())
+            }
+            "chat/pendingMessageSet" => require_user_message(&action["message"]),
+            "chat/draftChanged" => match action.get("draft").filter(|d| !d.is_null()) {
+                Some(draft) => require_user_message(draft),
+                None => Ok(()),
+            },
+            "chat/pendingMessageRemoved" => {
+                if self.fault(Fault::RemoveMissingPending) {
+                    return Ok(());
+                }
+                let id = &action["id"];
+                let found = match action["kind"].as_str() {
+                    Some("steering") => state["steeringMessage"]["id"] == *id,
+                    Some("queued") => state["queuedMessages"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|m| m["id"] == *id),
+                    _ => false,
+                };
+                if found {
+                    Ok(())
+                } else {
+                    Err("no pending message with that kind and id".into())
+                }
+            }
+            "chat/workingDirectorySet" => {
+                let allowed = self
+                    .sessions
+                    .get(&entry.session)
+                    .and_then(|s| s.state.working_directories.as_ref())
+                    .is_some_and(|dirs| dirs.iter().any(|d| action["directory"] == d.as_str()));
+                if allowed {
+                    Ok(())
+                } else {
+                    Err("the directory is not one of the session's working directories".into())
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Applies an accepted client action, echoes it, and runs its side effects.
+    fn accept(&mut self, channel: &str, action: Value, client_id: &str, client_seq: i64) {
+        let type_name = action_type(&action).unwrap_or_default().to_owned();
+        let before = self.chats.get(channel).map(|entry| to_value(&entry.state));
+        if type_name == "chat/truncated" && action.get("turnId").is_some_and(|t| !t.is_null()) {
+            self.load_all_turns(channel);
+        }
+        if let Err(error) = self.emit(channel, action.clone(), Some((client_id, client_seq))) {
+            self.internal_errors.push(format!("accepted {type_name} failed: {error}"));
+            return;
+        }
+        self.after_accept(channel, &type_name, &action, before.as_ref(), client_id);
+        let session = match self.chats.get(channel) {
+            Some(entry) => Some(entry.session.clone()),
+            None => self.sessions.contains_key(channel).then(|| channel.to_owned()),
+        };
+        if let Some(session) = session {
+            self.sync_projections(&session);
+        }
+    }
+
+    fn after_accept(
+        &mut self,
+        chat: &str,
+        type_name: &str,
+        action: &Value,
+        before: Option<&Value>,
+        client_id: &str,
+    ) {
+        match type_name {
+            "chat/turnStarted" => {
+                let turn_id = action["turnId"].as_str().unwrap_or_default();
+                let text = action["message"]["text"].as_str().unwrap_or_default();
+                self.run_message(chat, turn_id, text, Some(client_id.to_owned()));
+            }
+            "chat/turnCancelled" => {
+                self.stop_agent(chat);
+                if self.fault(Fault::NoSkipOnTurnEnd) {
+                    self.restore_last_turn_parts(chat, before);
+                }
+                self.consume_queue(chat);
+            }
+            "chat/truncated" => {
+                if self.fault(Fault::TruncateKeepsActive) {
+                    if let (Some(entry), Some(turn)) = (
+                        self.chats.get_mut(chat),
+                        before.and_then(|b| b.get("activeTurn")).filter(|t| !t.is_null()),
+                    ) {
+                        entry.state.active_turn = serde_json::from_value(turn.clone()).ok();
+                        return;
+                    }
+                }
+                let idle = self
+                    .chats
+                    .get(chat)
+                    .is_some_and(|entry| entry.state.active_turn.is_none());
+                if idle {
+                    self.stop_agent(chat);
+                }
+                if let Some(entry) = self.chats.get_mut(chat) {
+                    entry.resume = None;
+                }
+            }
+            "chat/turnResume" => {
+                if let Some(point) = self.chats.get_mut(chat).and_then(|e| e.resume.take()) {
+                    self.start_agent(chat, &point.turn_id, point.steps, point.client_id);
+                }
+            }
+            "chat/pendingMessageSet" if action["kind"] == "queued" => {
+                if self.fault(Fault::DropSecondQueued) {
+                    self.drop_new_queued(chat, before, &action["id"]);
+                }
+                self.consume_queue(chat);
+            }
+            _ => {}
+        }
+    }
+
+    /// Sends every turn of the chat with `chat/turnsLoaded`, so subscribers holding a
+    /// windowed snapshot have the whole history before an action refers to an old turn.
+    pub fn load_all_turns(&mut self, chat: &str) {
+        let Some(entry) = self.chats.get(chat) else {
+            return;
+        };
+        if !entry.windowed {
+            return;
+        }
+        let turns = to_value(&entry.state.turns);
+        self.emit_logged(chat, json!({ "type": "chat/turnsLoaded", "turns": turns }));
+        if let Some(entry) = self.chats.get_mut(chat) {
+            entry.windowed = false;
+        }
+    }
+
+    /// Fault injection: puts back the tool calls a cancelled turn had, un-skipped.
+    fn restore_last_turn_parts(&mut self, chat: &str, before: Option<&Value>) {
+        let Some(parts) = before
+            .and_then(|b| b.get("activeTurn"))
+            .and_then(|t| t.get("responseParts"))
+            .and_then(|p| serde_json::from_value(p.clone()).ok())
+        else {
+            return;
+        };
+        if let Some(turn) = self
+            .chats
+            .get_mut(chat)
+            .and_then(|entry| entry.state.turns.last_mut())
+        {
+            turn.response_parts = parts;
+        }
+    }
+
+    /// Fault injection: forgets a newly queued message when another one was queued already.
+    fn drop_new_queued(&mut self, chat: &str, before: Option<&Value>, id: &Value) {
+        let had = before
+            .and_then(|b| b["queuedMessages"].as_array())
+            .map_or(0, Vec::len);
+        let is_new = before
+            .and_then(|b| b["queuedMessages"].as_array())
+            .is_none_or(|queue| !queue.iter().any(|m| m["id"] == *id));
+        if had == 0 || !is_new {
+            return;
+        }
+        if let Some(queue) = self
+            .chats
+            .get_mut(chat)
+            .and_then(|entry| entry.state.queued_messages.as_mut())
+        {
+            queue.retain(|message| *id != message.id.as_str());
+        }
+    }
+}
+
+fn require_user_message(message: &Value) -> Result<(), Rejection> {
+    if message["origin"]["kind"] == "user" {
+        Ok(())
+    } else {
+        Err("clients may only send messages with origin.kind \"user\"".into())
+    }
+}
+
+/// The tool call an action names, in the active turn it names.
+fn tool_call<'a>(active: Option<&'a Value>, action: &Value) -> Result<&'a Value, Rejection> {
+    let turn = active.ok_or("no turn is active")?;
+    if turn["id"] != action["turnId"] {
+        return Err("turnId is not the active turn".into());
+    }
+    turn["responseParts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|part| part.get("toolCall"))
+        .find(|call| call["toolCallId"] == action["toolCallId"])
+        .ok_or_else(|| "no such tool call in the active turn".into())
+}
+
+/// The unresolved input request with `request_id` in the active turn.
+fn open_request<'a>(active: Option<&'a Value>, request_id: &Value) -> Result<&'a Value, Rejection> {
+    active
+        .and_then(|turn| turn["responseParts"].as_array())
+        .into_iter()
+        .flatten()
+        .filter(|part| part["kind"] == "inputRequest" && part.get("response").is_none_or(Value::is_null))
+        .map(|part| &part["request"])
+        .find(|request| request["id"] == *request_id)
+        .ok_or_else(|| "no open input request with that requestId".into())
+}
+
+/// An answer whose state needs a value must carry one of a known kind with its payload.
+fn check_answer(answer: &Value) -> Result<(), Rejection> {
+    match answer["state"].as_str() {
+        Some("skipped") => Ok(()),
+        Some("draft" | "submitted") => {
+            let value = &answer["value"];
+            let payload_ok = match value["kind"].as_str() {
+                Some("text" | "selected") => value["value"].is_string(),
+                Some("number") => value["value"].is_number(),
+                Some("boolean") => value["value"].is_boolean(),
+                Some("selected-many") => value["value"].is_array(),
+                _ => false,
+            };
+            if payload_ok {
+                Ok(())
+            } else {
+                Err("the answer's value is missing or lacks its payload".into())
+            }
+        }
+        _ => Err("unknown answer state".into()),
+    }
+}

@@ -1,0 +1,131 @@
+//! Faulty variants of the reference host. Each one breaks exactly one rule of
+//! `shared/ahp/RULES.md` (named by its stable ID) and nothing else, so that every check of
+//! the harness can be shown to fail against the one bug it exists for.
+
+use std::fmt;
+use std::str::FromStr;
+
+macro_rules! faults {
+    ($( $variant:ident => ($name:literal, $rule:literal, $what:literal), )*) => {
+        /// A deliberate single violation injected at a named seam of the host.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Fault {
+            $(
+                #[doc = $what]
+                $variant,
+            )*
+        }
+
+        impl Fault {
+            /// Every fault, in catalog order.
+            pub const ALL: &'static [Fault] = &[$(Fault::$variant,)*];
+
+            /// The `--fault` name.
+            pub fn name(self) -> &'static str {
+                match self { $(Fault::$variant => $name,)* }
+            }
+
+            /// The RULES.md ID of the one rule this fault breaks.
+            pub fn rule(self) -> &'static str {
+                match self { $(Fault::$variant => $rule,)* }
+            }
+
+            /// One sentence on what the faulty host does wrong.
+            pub fn description(self) -> &'static str {
+                match self { $(Fault::$variant => $what,)* }
+            }
+        }
+    };
+}
+
+faults! {
+    NoJsonrpcMember => ("no-jsonrpc-member", "TRANSPORT-002", "Omits the \"jsonrpc\":\"2.0\" member from responses to ping."),
+    DuplicateResponse => ("duplicate-response", "TRANSPORT-003", "Answers every ping twice."),
+    AnswersNotifications => ("answers-notifications", "TRANSPORT-004", "Answers an unsubscribe notification with a response."),
+    ResultAndError => ("result-and-error", "TRANSPORT-005", "Puts both result and error in the response to an unknown method."),
+    DiesOnMalformed => ("dies-on-malformed", "TRANSPORT-006", "Stops answering on a connection after a frame that is not valid JSON."),
+    NotRequestAccepted => ("not-request-accepted", "TRANSPORT-007", "Answers an object without a method with a success instead of -32600."),
+    WrongMethodNotFound => ("wrong-method-not-found", "TRANSPORT-008", "Answers unknown methods with -32603 instead of -32601."),
+    PingNeedsInit => ("ping-needs-init", "TRANSPORT-010", "Refuses ping before initialize."),
+    VersionNotOffered => ("version-not-offered", "VERSION-001", "Answers initialize with its own version string, not the one the client offered."),
+    LowestVersion => ("lowest-version", "VERSION-002", "Selects the lowest compatible offered version instead of the highest."),
+    NoSupportedVersions => ("no-supported-versions", "VERSION-005", "Omits data.supportedVersions from the -32005 error."),
+    NoCloseAfterVersionError => ("no-close-after-version-error", "VERSION-006", "Keeps the connection open after the -32005 error."),
+    NewActionsToOldClient => ("new-actions-to-old-client", "VERSION-009", "Sends chat/canvasesChanged (introduced in 0.10.0) to 0.9.x connections."),
+    SnapshotMissingField => ("snapshot-missing-field", "INV-SCHEMA-1", "Omits the required modifiedAt member from chat snapshots."),
+    SubscribeUnknownOk => ("subscribe-unknown-ok", "SUB-011", "Answers subscribe to a nonexistent session with a made-up snapshot."),
+    ActionAfterUnsubscribe => ("action-after-unsubscribe", "SUB-004", "Keeps sending a session's actions to a connection that unsubscribed from it."),
+    NoBroadcast => ("no-broadcast", "DISPATCH-002", "Echoes accepted client actions only to their sender, not to other subscribers."),
+    RepeatServerSeq => ("repeat-server-seq", "ENV-003", "Gives a session's second title change the same serverSeq as the one before it."),
+    HostActionOrigin => ("host-action-origin", "ENV-005", "Puts an origin on host-originated session/ready actions."),
+    WrongClientSeq => ("wrong-client-seq", "DISPATCH-001", "Echoes accepted client actions with clientSeq + 1."),
+    EchoMissingChannel => ("echo-missing-channel", "DISPATCH-004", "Answers a dispatch to a nonexistent chat with a rejection echo instead of ignoring it."),
+    ServerOnlyAccepted => ("server-only-accepted", "DISPATCH-006", "Accepts and applies server-only actions such as session/activityChanged from clients."),
+    ReplayWrongRange => ("replay-wrong-range", "RECONNECT-002", "Replays on reconnect starting one envelope too early (includes lastSeenServerSeq)."),
+    ReplayNotifications => ("replay-notifications", "RECONNECT-006", "Re-sends root/sessionAdded for sessions created while the client was away after a reconnect."),
+    NoSessionAdded => ("no-session-added", "ROOT-005", "Never sends root/sessionAdded."),
+    NoSessionRemoved => ("no-session-removed", "ROOT-006", "Never sends root/sessionRemoved."),
+    DuplicateSessionOk => ("duplicate-session-ok", "LIFECYCLE-001", "Accepts createSession for a URI that is already in use."),
+    UnknownProviderOk => ("unknown-provider-ok", "LIFECYCLE-006", "Creates a ready session for an unknown provider."),
+    CancelIdleAccepted => ("cancel-idle-accepted", "CHAT-VALIDATE-003", "Accepts chat/turnCancelled when no turn is active."),
+    ConfirmNotPending => ("confirm-not-pending", "CHAT-VALIDATE-002", "Accepts chat/toolCallConfirmed for a tool call that is not pending confirmation."),
+    RemoveMissingPending => ("remove-missing-pending", "CHAT-VALIDATE-009", "Accepts chat/pendingMessageRemoved for a message that does not exist."),
+    SummaryDrift => ("summary-drift", "CHAT-003", "Stops announcing chat status changes with session/chatUpdated, so the session catalog drifts."),
+    InProgressStuck => ("in-progress-stuck", "STATUS-003", "Leaves the InProgress bit set on the chat after a turn completes."),
+    DropSecondQueued => ("drop-second-queued", "PENDING-002", "Drops a queued message whose id is new when one is already queued."),
+    QueueLifo => ("queue-lifo", "PENDING-003", "Consumes queued messages newest first."),
+    NoSkipOnTurnEnd => ("no-skip-on-turn-end", "TOOL-007", "Leaves tool calls pending after their turn is cancelled."),
+    TruncateKeepsActive => ("truncate-keeps-active", "TURN-012", "Keeps the active turn alive (and streaming) after chat/truncated."),
+    TurnsLoadedAfterResponse => ("turns-loaded-after-response", "TURN-010", "Answers fetchTurns before dispatching chat/turnsLoaded."),
+    DeltaBeforePart => ("delta-before-part", "TURN-003", "Streams markdown deltas for a part it never created with chat/responsePart."),
+    ErrorAsResponsePart => ("error-as-response-part", "TURN-005", "Sends the scripted error as a chat/responsePart before ending the turn with chat/error."),
+    InputStatusWrong => ("input-status-wrong", "INPUT-002", "Leaves the chat InputNeeded after the last input request is completed."),
+    LegacyUri => ("legacy-uri", "SUB-012", "Names the session's default chat with a legacy agenthost: URI."),
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A `--fault` name that is not in the catalog.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown fault {0:?} (`ahpspec serve --fault list` lists them)")]
+pub struct UnknownFault(pub String);
+
+impl FromStr for Fault {
+    type Err = UnknownFault;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Fault::ALL
+            .iter()
+            .copied()
+            .find(|fault| fault.name() == name)
+            .ok_or_else(|| UnknownFault(name.to_owned()))
+    }
+}
+
+/// The catalog as printed by `ahpspec serve --fault list`: name, rule ID, what it breaks.
+pub fn catalog_lines() -> Vec<String> {
+    Fault::ALL
+        .iter()
+        .map(|fault| format!("{}\t{}\t{}", fault.name(), fault.rule(), fault.description()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for fault in Fault::ALL {
+            assert!(seen.insert(fault.name()), "duplicate fault name {}", fault.name());
+            assert_eq!(fault.name().parse::<Fault>(), Ok(*fault));
+        }
+        assert!(Fault::ALL.len() >= 20);
+        assert!("no-such-fault".parse::<Fault>().is_err());
+    }
+}

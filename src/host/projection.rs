@@ -1,0 +1,271 @@
+//! Host-produced projections of chat state: the session's chat catalog
+//! (`session/chatUpdated`), the session's aggregated `inputNeeded` list
+//! (`session/inputNeededSet/Removed`) and the root catalog summary
+//! (`root/sessionSummaryChanged`). Each is recomputed from the chats and diffed against
+//! what was last published, so no code path can forget an update.
+
+use serde_json::{json, Map, Value};
+
+use super::faults::Fault;
+use super::world::{to_value, World, ROOT};
+
+/// Inlined summary members a `ChatState` shares with its `ChatSummary`.
+const CHAT_SUMMARY_FIELDS: &[&str] = &[
+    "resource",
+    "title",
+    "status",
+    "activity",
+    "modifiedAt",
+    "changes",
+    "origin",
+    "movable",
+    "interactivity",
+    "workingDirectories",
+];
+
+/// Summary members that never appear in `root/sessionSummaryChanged`.
+const IDENTITY_FIELDS: &[&str] = &["resource", "provider", "createdAt"];
+
+const ACTIVITY_MASK: u64 = 31;
+const INPUT_NEEDED: u64 = 24;
+const ERROR: u64 = 2;
+
+impl World {
+    /// Brings every projection of `session` in line with its chats.
+    pub fn sync_projections(&mut self, session: &str) {
+        for chat in self.session_chats(session) {
+            self.sync_chat_summary(session, &chat);
+        }
+        self.sync_input_needed(session);
+        self.sync_root_summary(session);
+    }
+
+    fn sync_chat_summary(&mut self, session: &str, chat: &str) {
+        let Some(entry) = self.chats.get(chat) else {
+            return;
+        };
+        let current = chat_summary(&to_value(&entry.state));
+        let Some(session_entry) = self.sessions.get(session) else {
+            return;
+        };
+        let published = session_entry
+            .state
+            .chats
+            .iter()
+            .find(|summary| summary.resource == chat)
+            .map(to_value)
+            .unwrap_or(Value::Null);
+        let mut changes = Map::new();
+        for (key, value) in &current {
+            if key != "resource" && published.get(key) != Some(value) {
+                changes.insert(key.clone(), value.clone());
+            }
+        }
+        if changes.is_empty() || self.fault(Fault::SummaryDrift) {
+            return;
+        }
+        self.emit_logged(
+            session,
+            json!({ "type": "session/chatUpdated", "chat": chat, "changes": changes }),
+        );
+    }
+
+    fn sync_input_needed(&mut self, session: &str) {
+        let mut wanted: Vec<Value> = Vec::new();
+        for chat in self.session_chats(session) {
+            if let Some(entry) = self.chats.get(&chat) {
+                wanted.extend(input_needed_entries(&chat, &to_value(&entry.state)));
+            }
+        }
+        let Some(session_entry) = self.sessions.get(session) else {
+            return;
+        };
+        let current: Vec<Value> = session_entry
+            .state
+            .input_needed
+            .iter()
+            .flatten()
+            .map(to_value)
+            .collect();
+        let id_of = |entry: &Value| entry.get("id").cloned().unwrap_or(Value::Null);
+        for old in &current {
+            if !wanted.iter().any(|new| id_of(new) == id_of(old)) {
+                self.emit_logged(
+                    session,
+                    json!({ "type": "session/inputNeededRemoved", "id": id_of(old) }),
+                );
+            }
+        }
+        for new in wanted {
+            if !current.contains(&new) {
+                self.emit_logged(
+                    session,
+                    json!({ "type": "session/inputNeededSet", "request": new }),
+                );
+            }
+        }
+    }
+
+    fn sync_root_summary(&mut self, session: &str) {
+        let Some(summary) = self.session_summary(session) else {
+            return;
+        };
+        let Some(entry) = self.sessions.get_mut(session) else {
+            return;
+        };
+        let mut changes = Map::new();
+        if let Some(fields) = summary.as_object() {
+            for (key, value) in fields {
+                if !IDENTITY_FIELDS.contains(&key.as_str())
+                    && entry.published_summary.get(key) != Some(value)
+                {
+                    changes.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        entry.published_summary = summary;
+        if changes.is_empty() {
+            return;
+        }
+        self.notify_subscribers(
+            ROOT,
+            "root/sessionSummaryChanged",
+            json!({ "channel": ROOT, "session": session, "changes": changes }),
+        );
+    }
+
+    /// The session's root catalog entry, aggregated from its chats.
+    pub fn session_summary(&self, session: &str) -> Option<Value> {
+        let entry = self.sessions.get(session)?;
+        let state = &entry.state;
+        let chats: Vec<Value> = state
+            .chats
+            .iter()
+            .filter_map(|summary| self.chats.get(&summary.resource))
+            .map(|chat| to_value(&chat.state))
+            .collect();
+        let supplier = state
+            .default_chat
+            .as_ref()
+            .and_then(|uri| chats.iter().find(|c| c["resource"] == uri.as_str()))
+            .or_else(|| chats.iter().max_by_key(|c| instant_key(&c["modifiedAt"])));
+        let mut activity = supplier
+            .and_then(|c| c["status"].as_u64())
+            .map_or(1, |s| s & ACTIVITY_MASK);
+        let activities: Vec<u64> = chats
+            .iter()
+            .filter_map(|c| c["status"].as_u64())
+            .map(|s| s & ACTIVITY_MASK)
+            .collect();
+        if activities.contains(&INPUT_NEEDED) {
+            activity = INPUT_NEEDED;
+        } else if activities.contains(&ERROR) {
+            activity = ERROR;
+        }
+        let flags = u64::from(state.status) & !ACTIVITY_MASK;
+        let modified_at = chats
+            .iter()
+            .map(|c| &c["modifiedAt"])
+            .max_by_key(|value| instant_key(value))
+            .and_then(Value::as_str)
+            .unwrap_or(&entry.created_at)
+            .to_owned();
+        let mut summary = Map::new();
+        summary.insert("resource".into(), json!(session));
+        summary.insert("provider".into(), json!(state.provider));
+        summary.insert("title".into(), json!(state.title));
+        summary.insert("status".into(), json!(activity | flags));
+        if let Some(text) = supplier.and_then(|c| c.get("activity")).filter(|v| !v.is_null()) {
+            summary.insert("activity".into(), text.clone());
+        }
+        if let Some(dirs) = &state.working_directories {
+            summary.insert("workingDirectories".into(), json!(dirs));
+        }
+        summary.insert("createdAt".into(), json!(entry.created_at));
+        summary.insert("modifiedAt".into(), json!(modified_at));
+        let compact: Vec<Value> = chats
+            .iter()
+            .map(|c| {
+                let mut item = Map::new();
+                for key in ["resource", "title", "origin", "interactivity", "status", "changes"] {
+                    if let Some(value) = c.get(key).filter(|v| !v.is_null()) {
+                        item.insert(key.into(), value.clone());
+                    }
+                }
+                Value::Object(item)
+            })
+            .collect();
+        summary.insert("chats".into(), Value::Array(compact));
+        if let Some(default_chat) = &state.default_chat {
+            summary.insert("defaultChat".into(), json!(default_chat));
+        }
+        Some(Value::Object(summary))
+    }
+}
+
+/// The summary members of a chat state.
+fn chat_summary(chat: &Value) -> Map<String, Value> {
+    CHAT_SUMMARY_FIELDS
+        .iter()
+        .filter_map(|key| {
+            chat.get(*key)
+                .filter(|value| !value.is_null())
+                .map(|value| ((*key).to_owned(), value.clone()))
+        })
+        .collect()
+}
+
+/// The `inputNeeded` entries one chat contributes: open input requests, tool calls awaiting
+/// confirmation, and client tools running on their owner.
+fn input_needed_entries(chat: &str, state: &Value) -> Vec<Value> {
+    let mut entries = Vec::new();
+    let Some(turn) = state.get("activeTurn").filter(|t| !t.is_null()) else {
+        return entries;
+    };
+    let turn_id = turn["id"].clone();
+    for part in turn["responseParts"].as_array().into_iter().flatten() {
+        match part["kind"].as_str() {
+            Some("inputRequest") if part.get("response").is_none_or(Value::is_null) => {
+                let request_id = part["request"]["id"].as_str().unwrap_or_default();
+                entries.push(json!({
+                    "kind": "chatInput",
+                    "id": format!("{chat}#input/{request_id}"),
+                    "chat": chat,
+                    "request": part["request"],
+                }));
+            }
+            Some("toolCall") => {
+                let call = &part["toolCall"];
+                let call_id = call["toolCallId"].as_str().unwrap_or_default();
+                let id = format!("{chat}#tool/{call_id}");
+                match call["status"].as_str() {
+                    Some("pending-confirmation" | "pending-result-confirmation") => {
+                        entries.push(json!({
+                            "kind": "toolConfirmation", "id": id, "chat": chat,
+                            "turnId": turn_id, "toolCall": call,
+                        }));
+                    }
+                    Some("running") if call["contributor"]["kind"] == "client" => {
+                        entries.push(json!({
+                            "kind": "toolClientExecution", "id": id, "chat": chat,
+                            "turnId": turn_id,
+                            "clientId": call["contributor"]["clientId"],
+                            "toolCall": call,
+                        }));
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    entries
+}
+
+/// Orders RFC 3339 timestamps as instants (unparsable ones first).
+pub fn instant_key(value: &Value) -> i128 {
+    value
+        .as_str()
+        .and_then(|text| text.parse::<jiff::Timestamp>().ok())
+        .map_or(i128::MIN, |ts| ts.as_nanosecond())
+}

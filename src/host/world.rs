@@ -1,0 +1,428 @@
+//! The host's whole state: channels (root, sessions, chats), connections and their
+//! subscriptions, the host-wide `serverSeq` counter and the replay buffer.
+//!
+//! Every mutation happens under one lock, synchronously: an action is folded through the
+//! official reducers, numbered, and pushed onto each subscriber's outbound queue before the
+//! lock is released. That is what makes the per-connection wire order match `serverSeq`.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use ahp::reducers::{apply_action_to_chat, apply_action_to_root, apply_action_to_session};
+use ahp_types::actions::StateAction;
+use ahp_types::state::{ChatState, RootState, SessionState};
+use serde_json::{json, Map, Value};
+use tokio::sync::{mpsc, Notify};
+use tokio_tungstenite::tungstenite::Utf8Bytes;
+
+use super::catalog::action_info;
+use super::faults::Fault;
+
+/// Identifies one WebSocket connection for the lifetime of the host.
+pub type ConnId = u64;
+
+/// What a connection's writer task sends.
+#[derive(Debug, Clone)]
+pub enum Outbound {
+    /// One text frame.
+    Text(Utf8Bytes),
+    /// Close the socket with this code and reason.
+    Close(u16, &'static str),
+}
+
+/// A negotiated protocol version as (major, minor, patch).
+pub type Version = (u64, u64, u64);
+
+/// One connection as the world sees it.
+#[derive(Debug)]
+pub struct ConnEntry {
+    pub tx: mpsc::UnboundedSender<Outbound>,
+    pub client_id: Option<String>,
+    pub version: Option<Version>,
+    pub subscriptions: HashSet<String>,
+}
+
+impl ConnEntry {
+    pub fn send_json(&self, value: &Value) {
+        self.send_text(Utf8Bytes::from(value.to_string()));
+    }
+
+    pub fn send_text(&self, text: Utf8Bytes) {
+        // A closed receiver means the connection is going away; its entry is removed by
+        // the connection task, so a failed send needs no handling here.
+        let _ = self.tx.send(Outbound::Text(text));
+    }
+}
+
+/// Which agent runs a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentKind {
+    /// The scripted test agent (`ahpspec-scripted`).
+    Scripted,
+    /// An agent whose sessions always fail to initialise (`ahpspec-unavailable`).
+    Unavailable,
+}
+
+#[derive(Debug)]
+pub struct SessionEntry {
+    pub state: SessionState,
+    pub created_at: String,
+    /// The root summary as last published (sessionAdded / sessionSummaryChanged).
+    pub published_summary: Value,
+}
+
+/// A running agent turn.
+#[derive(Debug)]
+pub struct TurnRunner {
+    pub abort: tokio::task::AbortHandle,
+}
+
+/// Where a resumable errored turn picks up again.
+#[derive(Debug, Clone)]
+pub struct ResumePoint {
+    pub turn_id: String,
+    pub steps: Vec<super::script::Step>,
+    pub client_id: Option<String>,
+}
+
+#[derive(Debug)]
+pub struct ChatEntry {
+    pub session: String,
+    pub state: ChatState,
+    pub runner: Option<TurnRunner>,
+    /// Woken whenever an action is applied to this chat, so a waiting agent re-checks.
+    pub changed: Arc<Notify>,
+    /// Whether some subscriber got a windowed snapshot (`view.turns`) since the last full load.
+    pub windowed: bool,
+    pub resume: Option<ResumePoint>,
+}
+
+/// One accepted envelope kept for `reconnect`.
+#[derive(Debug, Clone)]
+pub struct Replayed {
+    pub seq: u64,
+    pub channel: String,
+    pub introduced_in: Version,
+    pub envelope: Value,
+}
+
+/// Why the host could not apply an action it produced itself.
+#[derive(Debug, thiserror::Error)]
+pub enum EmitError {
+    #[error("no such channel {0}")]
+    NoChannel(String),
+    #[error("action does not decode: {0}")]
+    Decode(String),
+}
+
+/// Options that shape the host's behaviour.
+#[derive(Debug, Clone)]
+pub struct WorldConfig {
+    pub fault: Option<Fault>,
+    pub replay_capacity: usize,
+}
+
+#[derive(Debug)]
+pub struct World {
+    pub config: WorldConfig,
+    pub seq: u64,
+    pub root: RootState,
+    pub sessions: BTreeMap<String, SessionEntry>,
+    pub chats: HashMap<String, ChatEntry>,
+    pub conns: HashMap<ConnId, ConnEntry>,
+    pub replay: VecDeque<Replayed>,
+    /// Sequence number of the newest envelope evicted from the replay buffer.
+    pub replay_floor: u64,
+    /// Actions the host produced itself that failed to apply: always a host bug. Tests
+    /// assert this stays empty.
+    pub internal_errors: Vec<String>,
+    /// Version each client last negotiated, for `reconnect` (which carries none).
+    pub client_versions: HashMap<String, Version>,
+    /// Lets the world start agent tasks that need the shared handle.
+    pub shared: std::sync::Weak<super::Shared>,
+    next_id: u64,
+    repeat_seq_done: bool,
+}
+
+/// Channel kinds this host serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChannelKind {
+    Root,
+    Session,
+    Chat,
+}
+
+pub const ROOT: &str = "ahp-root://";
+
+impl World {
+    pub fn new(config: WorldConfig) -> Self {
+        let root = super::agents::root_state();
+        World {
+            config,
+            seq: 0,
+            root,
+            sessions: BTreeMap::new(),
+            chats: HashMap::new(),
+            conns: HashMap::new(),
+            replay: VecDeque::new(),
+            replay_floor: 0,
+            internal_errors: Vec::new(),
+            client_versions: HashMap::new(),
+            shared: std::sync::Weak::new(),
+            next_id: 0,
+            repeat_seq_done: false,
+        }
+    }
+
+    pub fn fault(&self, fault: Fault) -> bool {
+        self.config.fault == Some(fault)
+    }
+
+    /// A fresh id, unique for this host's lifetime.
+    pub fn fresh_id(&mut self, prefix: &str) -> String {
+        self.next_id += 1;
+        format!("{prefix}{}", self.next_id)
+    }
+
+    pub fn channel_kind(&self, uri: &str) -> Option<ChannelKind> {
+        if uri == ROOT {
+            Some(ChannelKind::Root)
+        } else if self.sessions.contains_key(uri) {
+            Some(ChannelKind::Session)
+        } else if self.chats.contains_key(uri) {
+            Some(ChannelKind::Chat)
+        } else {
+            None
+        }
+    }
+
+    /// The channel's current state as a snapshot, or `None` when it does not exist.
+    pub fn snapshot(&mut self, uri: &str, view_turns: Option<i64>) -> Option<Value> {
+        let state = match self.channel_kind(uri)? {
+            ChannelKind::Root => to_value(&self.root),
+            ChannelKind::Session => to_value(&self.sessions.get(uri)?.state),
+            ChannelKind::Chat => {
+                let missing_field = self.fault(Fault::SnapshotMissingField);
+                let entry = self.chats.get_mut(uri)?;
+                let mut state = to_value(&entry.state);
+                if let (Some(limit), Some(turns)) =
+                    (view_turns, state.get_mut("turns").and_then(Value::as_array_mut))
+                {
+                    let keep = usize::try_from(limit.max(0)).unwrap_or(0);
+                    if turns.len() > keep {
+                        let cut = turns.len() - keep;
+                        let first_kept = turns
+                            .get(cut)
+                            .and_then(|t| t.get("id"))
+                            .and_then(Value::as_str)
+                            .map(str::to_owned);
+                        turns.drain(..cut);
+                        let cursor = match first_kept {
+                            Some(id) => format!("before:{id}"),
+                            None => "before-active".to_owned(),
+                        };
+                        state["turnsNextCursor"] = Value::String(cursor);
+                        entry.windowed = true;
+                    }
+                }
+                if missing_field {
+                    if let Some(object) = state.as_object_mut() {
+                        object.remove("modifiedAt");
+                    }
+                }
+                state
+            }
+        };
+        Some(json!({ "resource": uri, "state": state, "fromSeq": self.seq }))
+    }
+
+    /// Applies an action to its channel's state, numbers it, records it for replay and
+    /// delivers the envelope to every subscriber. Chat projections are not run here; the
+    /// callers that change chats run [`World::sync_projections`] afterwards.
+    pub fn emit(
+        &mut self,
+        channel: &str,
+        action: Value,
+        origin: Option<(&str, i64)>,
+    ) -> Result<u64, EmitError> {
+        let decoded: StateAction =
+            serde_json::from_value(action.clone()).map_err(|e| EmitError::Decode(e.to_string()))?;
+        self.apply(channel, &decoded)?;
+        if let Some(entry) = self.chats.get(channel) {
+            entry.changed.notify_one();
+        }
+        let seq = self.next_seq(&action);
+        let mut envelope = Map::new();
+        envelope.insert("channel".into(), Value::String(channel.to_owned()));
+        envelope.insert("action".into(), action);
+        envelope.insert("serverSeq".into(), json!(seq));
+        if let Some((client_id, client_seq)) = origin {
+            let client_seq = if self.fault(Fault::WrongClientSeq) {
+                client_seq + 1
+            } else {
+                client_seq
+            };
+            envelope.insert(
+                "origin".into(),
+                json!({ "clientId": client_id, "clientSeq": client_seq }),
+            );
+        } else if self.fault(Fault::HostActionOrigin)
+            && envelope["action"]["type"] == "session/ready"
+        {
+            envelope.insert(
+                "origin".into(),
+                json!({ "clientId": "ahpspec-host", "clientSeq": 1 }),
+            );
+        }
+        let envelope = Value::Object(envelope);
+        let introduced_in = action_type(&envelope["action"])
+            .and_then(action_info)
+            .map_or((0, 1, 0), |info| info.introduced_in);
+        self.replay.push_back(Replayed {
+            seq,
+            channel: channel.to_owned(),
+            introduced_in,
+            envelope: envelope.clone(),
+        });
+        while self.replay.len() > self.config.replay_capacity {
+            if let Some(old) = self.replay.pop_front() {
+                self.replay_floor = old.seq;
+            }
+        }
+        let frame = Utf8Bytes::from(notification("action", envelope).to_string());
+        let sender_only = if origin.is_some() && self.fault(Fault::NoBroadcast) {
+            origin.map(|(client_id, _)| client_id.to_owned())
+        } else {
+            None
+        };
+        for conn in self.conns.values() {
+            let version_ok = may_receive(conn.version, introduced_in)
+                || (self.fault(Fault::NewActionsToOldClient) && conn.version.is_some());
+            if !conn.subscriptions.contains(channel) || !version_ok {
+                continue;
+            }
+            if let Some(sender) = &sender_only {
+                if conn.client_id.as_deref() != Some(sender) {
+                    continue;
+                }
+            }
+            conn.send_text(frame.clone());
+        }
+        Ok(seq)
+    }
+
+    fn next_seq(&mut self, action: &Value) -> u64 {
+        if self.fault(Fault::RepeatServerSeq)
+            && action["type"] == "session/titleChanged"
+            && !self.repeat_seq_done
+            && self.seq > 0
+        {
+            // Reuse the previous number once: the per-channel order is no longer strict.
+            self.repeat_seq_done = true;
+            return self.seq;
+        }
+        self.seq += 1;
+        self.seq
+    }
+
+    fn apply(&mut self, channel: &str, action: &StateAction) -> Result<(), EmitError> {
+        match self.channel_kind(channel) {
+            Some(ChannelKind::Root) => {
+                apply_action_to_root(&mut self.root, action);
+            }
+            Some(ChannelKind::Session) => {
+                if let Some(entry) = self.sessions.get_mut(channel) {
+                    apply_action_to_session(&mut entry.state, action);
+                }
+            }
+            Some(ChannelKind::Chat) => {
+                if let Some(entry) = self.chats.get_mut(channel) {
+                    apply_action_to_chat(&mut entry.state, action);
+                }
+            }
+            None => return Err(EmitError::NoChannel(channel.to_owned())),
+        }
+        Ok(())
+    }
+
+    /// Emits a host-originated action, recording a failure as an internal error.
+    pub fn emit_logged(&mut self, channel: &str, action: Value) -> Option<u64> {
+        let kind = action_type(&action).unwrap_or("?").to_owned();
+        match self.emit(channel, action, None) {
+            Ok(seq) => Some(seq),
+            Err(error) => {
+                self.internal_errors.push(format!("{kind} on {channel}: {error}"));
+                None
+            }
+        }
+    }
+
+    /// Emits a host-originated chat action and refreshes the owning session's projections.
+    pub fn emit_chat(&mut self, chat: &str, action: Value) -> Option<u64> {
+        let seq = self.emit_logged(chat, action);
+        if let Some(session) = self.chats.get(chat).map(|entry| entry.session.clone()) {
+            self.sync_projections(&session);
+        }
+        seq
+    }
+
+    /// Sends a protocol notification to every subscriber of `channel`.
+    pub fn notify_subscribers(&self, channel: &str, method: &str, params: Value) {
+        let frame = Utf8Bytes::from(notification(method, params).to_string());
+        for conn in self.conns.values() {
+            if conn.subscriptions.contains(channel) {
+                conn.send_text(frame.clone());
+            }
+        }
+    }
+
+    pub fn send_to(&self, conn: ConnId, value: &Value) {
+        if let Some(entry) = self.conns.get(&conn) {
+            entry.send_json(value);
+        }
+    }
+
+    /// The chats of a session, in catalog order.
+    pub fn session_chats(&self, session: &str) -> Vec<String> {
+        self.sessions
+            .get(session)
+            .map(|entry| {
+                entry
+                    .state
+                    .chats
+                    .iter()
+                    .map(|chat| chat.resource.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// Whether a connection that negotiated `version` may receive an action introduced in
+/// `introduced_in` (nothing newer than the negotiated version is sent).
+fn may_receive(version: Option<Version>, introduced_in: Version) -> bool {
+    match version {
+        Some(version) => introduced_in <= version,
+        None => false,
+    }
+}
+
+pub fn action_type(action: &Value) -> Option<&str> {
+    action.get("type").and_then(Value::as_str)
+}
+
+pub fn notification(method: &str, params: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "method": method, "params": params })
+}
+
+pub fn to_value<T: serde::Serialize + ?Sized>(value: &T) -> Value {
+    // Serialising the crate's state types cannot fail: they contain only JSON-compatible
+    // data (string keys, no non-finite floats from our side).
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// The current time as an RFC 3339 timestamp with millisecond precision.
+pub fn now_iso() -> String {
+    let now = jiff::Timestamp::now();
+    format!("{:.3}", now)
+}
