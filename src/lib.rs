@@ -1,6 +1,9 @@
 //! ahpspec — conformance test harness and protocol fuzzer for the Agent Host Protocol (AHP).
 //!
-//! Layers, from the wire up: [`host`] is the built-in reference AHP server (an independent
-//! peer: it never imports the harness's checks).
+//! Layers, from the wire up: [`transport`] (WebSocket frames in and out, recorded into a
+//! transcript), then the protocol driver, checks, runner and reporters. [`host`] is the
+//! built-in reference AHP server: an independent peer that never imports the harness's
+//! checks.
 
 pub mod host;
+pub mod transport;

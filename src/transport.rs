@@ -1,0 +1,335 @@
+//! WebSocket client transport: connect, send typed or raw frames, receive with deadlines,
+//! and record every frame (both directions, timestamped) into a [`Transcript`].
+//!
+//! It knows JSON-RPC only as far as correlating a response to a request id; AHP meaning is
+//! left to the layers above.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::{SinkExt, StreamExt};
+use serde::Serialize;
+use serde_json::{json, Value};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// Largest message the harness accepts from a server (the official SDK's default).
+pub const MAX_INBOUND_BYTES: usize = 64 * 1024 * 1024;
+
+/// Direction of a recorded frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Sent,
+    Received,
+}
+
+/// One recorded frame.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Frame {
+    pub direction: Direction,
+    /// Time since the connection opened.
+    #[serde(rename = "atMs")]
+    pub at_ms: f64,
+    /// The frame's text (binary frames are shown as `<binary N bytes>`, closes as
+    /// `<close CODE reason>`).
+    pub text: String,
+}
+
+/// Every frame of one connection, in order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Transcript {
+    pub frames: Vec<Frame>,
+}
+
+/// What arrived from the server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Incoming {
+    /// A text frame holding one JSON value.
+    Message(Value),
+    /// A text frame that is not JSON.
+    NotJson(String),
+    /// A binary frame.
+    Binary(usize),
+    /// The server closed the connection.
+    Closed { code: Option<u16>, reason: String },
+}
+
+/// Transport failures: no verdict about the server is implied by the type itself.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    #[error("cannot connect to {url}: {source}")]
+    Connect {
+        url: String,
+        #[source]
+        source: WsError,
+    },
+    #[error("timed out after {0:?} waiting for the server")]
+    Timeout(Duration),
+    #[error("the connection is closed")]
+    Closed,
+    #[error("the server sent a message larger than {MAX_INBOUND_BYTES} bytes")]
+    Oversized,
+    #[error("websocket error: {0}")]
+    WebSocket(#[from] WsError),
+}
+
+/// One client connection.
+pub struct Connection {
+    sink: SplitSink<Socket, Message>,
+    source: SplitStream<Socket>,
+    opened: Instant,
+    transcript: Transcript,
+    backlog: VecDeque<Incoming>,
+    next_id: u64,
+    closed: bool,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("frames", &self.transcript.frames.len())
+            .field("closed", &self.closed)
+            .finish()
+    }
+}
+
+impl Connection {
+    /// Opens a WebSocket connection to `url` within `timeout`.
+    pub async fn connect(url: &str, timeout: Duration) -> Result<Self, TransportError> {
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(MAX_INBOUND_BYTES))
+            .max_frame_size(Some(MAX_INBOUND_BYTES));
+        let connecting = tokio_tungstenite::connect_async_with_config(url, Some(config), true);
+        let (socket, _) = tokio::time::timeout(timeout, connecting)
+            .await
+            .map_err(|_| TransportError::Timeout(timeout))?
+            .map_err(|source| TransportError::Connect {
+                url: url.to_owned(),
+                source,
+            })?;
+        let (sink, source) = socket.split();
+        Ok(Connection {
+            sink,
+            source,
+            opened: Instant::now(),
+            transcript: Transcript::default(),
+            backlog: VecDeque::new(),
+            next_id: 0,
+            closed: false,
+        })
+    }
+
+    pub fn transcript(&self) -> &Transcript {
+        &self.transcript
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    fn record(&mut self, direction: Direction, text: String) {
+        let at_ms = self.opened.elapsed().as_secs_f64() * 1000.0;
+        self.transcript.frames.push(Frame {
+            direction,
+            at_ms,
+            text,
+        });
+    }
+
+    /// A fresh request id for this connection.
+    pub fn next_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// Sends one text frame as is.
+    pub async fn send_raw(&mut self, text: &str) -> Result<(), TransportError> {
+        self.record(Direction::Sent, text.to_owned());
+        self.sink.send(Message::text(text)).await?;
+        Ok(())
+    }
+
+    /// Sends one binary frame.
+    pub async fn send_binary(&mut self, bytes: Vec<u8>) -> Result<(), TransportError> {
+        self.record(Direction::Sent, format!("<binary {} bytes>", bytes.len()));
+        self.sink.send(Message::binary(bytes)).await?;
+        Ok(())
+    }
+
+    pub async fn send_json(&mut self, value: &Value) -> Result<(), TransportError> {
+        self.send_raw(&value.to_string()).await
+    }
+
+    /// Sends a request and returns its id.
+    pub async fn send_request(&mut self, method: &str, params: Value) -> Result<u64, TransportError> {
+        let id = self.next_id();
+        self.send_json(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+            .await?;
+        Ok(id)
+    }
+
+    pub async fn send_notification(&mut self, method: &str, params: Value) -> Result<(), TransportError> {
+        self.send_json(&json!({ "jsonrpc": "2.0", "method": method, "params": params }))
+            .await
+    }
+
+    /// Closes the connection from the client side.
+    pub async fn close(&mut self) {
+        if !self.closed {
+            self.record(Direction::Sent, "<close 1000>".to_owned());
+            let _ = self.sink.close().await;
+            self.closed = true;
+        }
+    }
+
+    /// The next frame from the wire (not from the backlog), within `timeout`.
+    async fn read(&mut self, timeout: Duration) -> Result<Incoming, TransportError> {
+        if self.closed {
+            return Err(TransportError::Closed);
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let next = tokio::time::timeout_at(deadline, self.source.next())
+                .await
+                .map_err(|_| TransportError::Timeout(timeout))?;
+            let incoming = match next {
+                Some(Ok(Message::Text(text))) => {
+                    let text = text.as_str().to_owned();
+                    self.record(Direction::Received, text.clone());
+                    match serde_json::from_str(&text) {
+                        Ok(value) => Incoming::Message(value),
+                        Err(_) => Incoming::NotJson(text),
+                    }
+                }
+                Some(Ok(Message::Binary(bytes))) => {
+                    self.record(Direction::Received, format!("<binary {} bytes>", bytes.len()));
+                    Incoming::Binary(bytes.len())
+                }
+                Some(Ok(Message::Close(frame))) => {
+                    let (code, reason) = frame
+                        .map(|f| (Some(u16::from(f.code)), f.reason.as_str().to_owned()))
+                        .unwrap_or((None, String::new()));
+                    self.record(
+                        Direction::Received,
+                        format!("<close {} {}>", code.map_or("-".into(), |c| c.to_string()), reason),
+                    );
+                    self.closed = true;
+                    Incoming::Closed { code, reason }
+                }
+                Some(Ok(_)) => continue,
+                Some(Err(WsError::Capacity(_))) => {
+                    self.closed = true;
+                    return Err(TransportError::Oversized);
+                }
+                Some(Err(
+                    WsError::ConnectionClosed | WsError::AlreadyClosed | WsError::Protocol(_) | WsError::Io(_),
+                ))
+                | None => {
+                    self.record(Direction::Received, "<connection lost>".to_owned());
+                    self.closed = true;
+                    Incoming::Closed {
+                        code: None,
+                        reason: String::new(),
+                    }
+                }
+                Some(Err(error)) => return Err(error.into()),
+            };
+            return Ok(incoming);
+        }
+    }
+
+    /// The next incoming item (backlog first), within `timeout`.
+    pub async fn recv(&mut self, timeout: Duration) -> Result<Incoming, TransportError> {
+        if let Some(item) = self.backlog.pop_front() {
+            return Ok(item);
+        }
+        self.read(timeout).await
+    }
+
+    /// Waits for the first item matching `pred` within `timeout`; items that do not match
+    /// stay in the backlog, in order, for later calls.
+    pub async fn wait_for(
+        &mut self,
+        timeout: Duration,
+        mut pred: impl FnMut(&Incoming) -> bool,
+    ) -> Result<Incoming, TransportError> {
+        if let Some(index) = self.backlog.iter().position(&mut pred) {
+            if let Some(item) = self.backlog.remove(index) {
+                return Ok(item);
+            }
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(TransportError::Timeout(timeout));
+            }
+            let item = self.read(left).await.map_err(|e| match e {
+                TransportError::Timeout(_) => TransportError::Timeout(timeout),
+                other => other,
+            })?;
+            if pred(&item) {
+                return Ok(item);
+            }
+            let closed = matches!(item, Incoming::Closed { .. });
+            self.backlog.push_back(item);
+            if closed {
+                return Err(TransportError::Closed);
+            }
+        }
+    }
+
+    /// Waits for the response to request `id`.
+    pub async fn response(&mut self, id: u64, timeout: Duration) -> Result<Value, TransportError> {
+        let item = self
+            .wait_for(timeout, |item| match item {
+                Incoming::Message(message) => is_response_to(message, id),
+                _ => false,
+            })
+            .await?;
+        match item {
+            Incoming::Message(message) => Ok(message),
+            _ => Err(TransportError::Closed),
+        }
+    }
+
+    /// Sends a request and waits for its response.
+    pub async fn request(&mut self, method: &str, params: Value, timeout: Duration) -> Result<Value, TransportError> {
+        let id = self.send_request(method, params).await?;
+        self.response(id, timeout).await
+    }
+
+    /// Everything received but not yet consumed.
+    pub fn backlog(&self) -> impl Iterator<Item = &Incoming> {
+        self.backlog.iter()
+    }
+
+    /// Reads whatever arrives within `quiet` and keeps it in the backlog.
+    pub async fn drain(&mut self, quiet: Duration) {
+        while let Ok(item) = self.read(quiet).await {
+            let closed = matches!(item, Incoming::Closed { .. });
+            self.backlog.push_back(item);
+            if closed {
+                break;
+            }
+        }
+    }
+
+    /// Removes and returns the whole backlog.
+    pub fn take_backlog(&mut self) -> Vec<Incoming> {
+        self.backlog.drain(..).collect()
+    }
+}
+
+/// Whether `message` is a response (result or error) to request `id`.
+pub fn is_response_to(message: &Value, id: u64) -> bool {
+    message.get("id").and_then(Value::as_u64) == Some(id)
+        && message.get("method").is_none()
+        && (message.get("result").is_some() || message.get("error").is_some())
+}

@@ -1,0 +1,10 @@
+//! Integration tests of the built-in reference host over real loopback WebSockets.
+
+mod support;
+
+mod bad_input;
+mod cli;
+mod connection;
+mod sessions;
+mod sync;
+mod turns;
