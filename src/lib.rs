@@ -4,3 +4,5 @@
 //! peer: it never imports the harness's checks).
 
 pub mod host;
+pub mod schema;
+pub mod schemagen;
