@@ -275,6 +275,10 @@ impl SchemaSet {
         instance: &Value,
     ) -> Result<Result<(), Vec<SchemaViolation>>, SchemaError> {
         let validator = self.validator(def)?;
+        // Fast path: valid frames (the common case) skip error collection.
+        if validator.is_valid(instance) {
+            return Ok(Ok(()));
+        }
         let violations: Vec<SchemaViolation> = validator
             .iter_errors(instance)
             .map(|e| SchemaViolation {

@@ -212,6 +212,25 @@ fn from_dir_loads_the_committed_files() {
     assert!(set.validate("NoSuchDef", &action).is_err());
 }
 
+#[test]
+fn from_dir_loads_the_official_upstream_layout() {
+    // Upstream files each repeat every def under their own $id; the first file wins.
+    let set = SchemaSet::from_dir(&shared().join("upstream/0.8.0-dev/schema")).expect("from_dir");
+    assert!(set.has_def("SessionState") && set.has_def("URI"));
+    let icon = json!({"src": "https://x/icon.png", "theme": "dark"});
+    assert_eq!(set.validate("Icon", &icon), Ok(()));
+    assert!(set.validate("Icon", &json!({"theme": "dark"})).is_err());
+    // A def that does not compile is reported, not panicked on: upstream's actions file has a
+    // broken `{"$ref": "#/$defs/"}` inside StateAction.
+    let err = set
+        .try_validate("StateAction", &json!({"type": "session/ready"}))
+        .err()
+        .map(|e| e.to_string());
+    if let Some(msg) = err {
+        assert!(msg.contains("StateAction"), "{msg}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // (c) 1.0.0-valid fixtures validate
 // ---------------------------------------------------------------------------------------------
