@@ -6,4 +6,6 @@
 //! checks.
 
 pub mod host;
+pub mod schema;
+pub mod schemagen;
 pub mod transport;

@@ -1,0 +1,321 @@
+//! Runtime JSON Schema validation of AHP documents.
+//!
+//! A [`SchemaSet`] holds a set of draft 2020-12 schema documents (the generated 1.0.0 files
+//! embedded in the binary, or a user's directory such as the official upstream schemas) and
+//! validates instances against a named `$defs` entry. Validators are compiled lazily, once per
+//! def name, and cached; all references resolve offline against the registered documents.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use jsonschema::{Draft, Registry, Validator};
+use serde_json::{json, Value};
+
+/// The generated AHP 1.0.0 schema files, embedded at compile time (file name, text).
+pub const EMBEDDED_FILES: &[(&str, &str)] = &[
+    (
+        "actions.schema.json",
+        include_str!("../schemas/ahp/1.0.0/actions.schema.json"),
+    ),
+    (
+        "commands.schema.json",
+        include_str!("../schemas/ahp/1.0.0/commands.schema.json"),
+    ),
+    (
+        "common.schema.json",
+        include_str!("../schemas/ahp/1.0.0/common.schema.json"),
+    ),
+    (
+        "errors.schema.json",
+        include_str!("../schemas/ahp/1.0.0/errors.schema.json"),
+    ),
+    (
+        "messages.schema.json",
+        include_str!("../schemas/ahp/1.0.0/messages.schema.json"),
+    ),
+    (
+        "notifications.schema.json",
+        include_str!("../schemas/ahp/1.0.0/notifications.schema.json"),
+    ),
+    (
+        "state.schema.json",
+        include_str!("../schemas/ahp/1.0.0/state.schema.json"),
+    ),
+];
+
+/// The generated index (`index.json`) of the embedded schemas.
+pub const EMBEDDED_INDEX: &str = include_str!("../schemas/ahp/1.0.0/index.json");
+
+/// Base URI given to documents of a directory that carry no `$id`.
+const LOCAL_BASE_URI: &str = "https://schemas.ahpspec.invalid/local/";
+
+/// One reason an instance does not match a schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaViolation {
+    /// JSON pointer into the instance (`""` = the whole instance).
+    pub instance_path: String,
+    /// JSON pointer of the failing keyword, relative to the validated def.
+    pub schema_path: String,
+    /// Human-readable message.
+    pub message: String,
+}
+
+impl std::fmt::Display for SchemaViolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = if self.instance_path.is_empty() {
+            "/"
+        } else {
+            &self.instance_path
+        };
+        write!(f, "at {at}: {} (schema {})", self.message, self.schema_path)
+    }
+}
+
+/// Errors loading schemas or compiling a validator.
+#[derive(Debug, thiserror::Error)]
+pub enum SchemaError {
+    /// Reading a schema file failed.
+    #[error("reading {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A schema file is not valid JSON.
+    #[error("parsing {name}: {source}")]
+    Parse {
+        name: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The directory holds no `*.json` schema document with `$defs`.
+    #[error("no schema documents with `$defs` found in {0}")]
+    NoSchemas(PathBuf),
+    /// Two documents claim the same `$id`.
+    #[error("documents {first} and {second} have the same $id {id}")]
+    DuplicateId {
+        id: String,
+        first: String,
+        second: String,
+    },
+    /// Registering the documents failed.
+    #[error("registering schema documents: {0}")]
+    Registry(String),
+    /// No loaded document defines this `$defs` entry.
+    #[error("unknown schema definition `{0}`")]
+    UnknownDef(String),
+    /// Compiling the validator for a def failed.
+    #[error("compiling schema definition `{def}`: {message}")]
+    Compile { def: String, message: String },
+}
+
+/// A set of schema documents with a per-def validator cache.
+pub struct SchemaSet {
+    registry: Registry<'static>,
+    /// def name → URI of the document that defines it (first document in file-name order).
+    defs: BTreeMap<String, String>,
+    cache: RwLock<HashMap<String, Arc<Validator>>>,
+}
+
+impl std::fmt::Debug for SchemaSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchemaSet")
+            .field("defs", &self.defs.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SchemaSet {
+    /// The generated AHP 1.0.0 schemas compiled into the binary.
+    pub fn embedded() -> Result<SchemaSet, SchemaError> {
+        let mut docs = Vec::new();
+        for (name, text) in EMBEDDED_FILES {
+            let value = serde_json::from_str(text).map_err(|source| SchemaError::Parse {
+                name: (*name).to_string(),
+                source,
+            })?;
+            docs.push(((*name).to_string(), value));
+        }
+        SchemaSet::from_documents(docs)
+    }
+
+    /// Every `*.json` document with a `$defs` object in `dir` (not recursive), e.g. a user's
+    /// `--schemas DIR` holding the official upstream files. Other JSON files are ignored.
+    pub fn from_dir(dir: &Path) -> Result<SchemaSet, SchemaError> {
+        let io = |source| SchemaError::Io {
+            path: dir.to_path_buf(),
+            source,
+        };
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(io)? {
+            let path = entry.map_err(io)?.path();
+            if path.extension().and_then(|e| e.to_str()) == Some("json") && path.is_file() {
+                names.push(path);
+            }
+        }
+        names.sort();
+        let mut docs = Vec::new();
+        for path in names {
+            let text = std::fs::read_to_string(&path).map_err(|source| SchemaError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            let value: Value =
+                serde_json::from_str(&text).map_err(|source| SchemaError::Parse {
+                    name: path.display().to_string(),
+                    source,
+                })?;
+            if value.get("$defs").is_some_and(Value::is_object) {
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                docs.push((name, value));
+            }
+        }
+        if docs.is_empty() {
+            return Err(SchemaError::NoSchemas(dir.to_path_buf()));
+        }
+        SchemaSet::from_documents(docs)
+    }
+
+    /// Builds a set from (file name, document) pairs. A document is registered under its
+    /// `$id`, or under a local URI ending in its file name when it has none. When several
+    /// documents define the same `$defs` name, the first (in the given order) wins.
+    pub fn from_documents(
+        docs: impl IntoIterator<Item = (String, Value)>,
+    ) -> Result<SchemaSet, SchemaError> {
+        let mut resources: Vec<(String, Value)> = Vec::new();
+        let mut owner_of_id: HashMap<String, String> = HashMap::new();
+        let mut defs = BTreeMap::new();
+        for (name, doc) in docs {
+            let uri = match doc.get("$id").and_then(Value::as_str) {
+                Some(id) => id.trim_end_matches('#').to_string(),
+                None => format!("{LOCAL_BASE_URI}{name}"),
+            };
+            if let Some(first) = owner_of_id.insert(uri.clone(), name.clone()) {
+                return Err(SchemaError::DuplicateId {
+                    id: uri,
+                    first,
+                    second: name,
+                });
+            }
+            if let Some(map) = doc.get("$defs").and_then(Value::as_object) {
+                for def in map.keys() {
+                    defs.entry(def.clone()).or_insert_with(|| uri.clone());
+                }
+            }
+            resources.push((uri, doc));
+        }
+        let registry = Registry::new()
+            .draft(Draft::Draft202012)
+            .extend(
+                resources
+                    .into_iter()
+                    .map(|(uri, doc)| (uri, Draft::Draft202012.create_resource(doc))),
+            )
+            .and_then(|b| b.prepare())
+            .map_err(|e| SchemaError::Registry(e.to_string()))?;
+        Ok(SchemaSet {
+            registry,
+            defs,
+            cache: RwLock::new(HashMap::new()),
+        })
+    }
+
+    /// Whether some document defines `def`.
+    pub fn has_def(&self, def: &str) -> bool {
+        self.defs.contains_key(def)
+    }
+
+    /// All def names, sorted.
+    pub fn def_names(&self) -> impl Iterator<Item = &str> {
+        self.defs.keys().map(String::as_str)
+    }
+
+    /// The compiled validator for `def` (compiled on first use, then cached).
+    pub fn validator(&self, def: &str) -> Result<Arc<Validator>, SchemaError> {
+        if let Ok(cache) = self.cache.read() {
+            if let Some(v) = cache.get(def) {
+                return Ok(Arc::clone(v));
+            }
+        }
+        let doc = self
+            .defs
+            .get(def)
+            .ok_or_else(|| SchemaError::UnknownDef(def.to_string()))?;
+        let pointer = def.replace('~', "~0").replace('/', "~1");
+        let wrapper = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$ref": format!("{doc}#/$defs/{pointer}"),
+        });
+        let validator = jsonschema::options()
+            .with_draft(Draft::Draft202012)
+            .with_registry(&self.registry)
+            .build(&wrapper)
+            .map_err(|e| SchemaError::Compile {
+                def: def.to_string(),
+                message: e.to_string(),
+            })?;
+        let validator = Arc::new(validator);
+        if let Ok(mut cache) = self.cache.write() {
+            cache
+                .entry(def.to_string())
+                .or_insert_with(|| Arc::clone(&validator));
+        }
+        Ok(validator)
+    }
+
+    /// Validates `instance` against `def`; the outer error reports an unknown def or a schema
+    /// that does not compile, the inner one the violations.
+    pub fn try_validate(
+        &self,
+        def: &str,
+        instance: &Value,
+    ) -> Result<Result<(), Vec<SchemaViolation>>, SchemaError> {
+        let validator = self.validator(def)?;
+        // Fast path: valid frames (the common case) skip error collection.
+        if validator.is_valid(instance) {
+            return Ok(Ok(()));
+        }
+        let violations: Vec<SchemaViolation> = validator
+            .iter_errors(instance)
+            .map(|e| SchemaViolation {
+                instance_path: e.instance_path().as_str().to_string(),
+                schema_path: strip_wrapper(e.schema_path().as_str()),
+                message: e.to_string(),
+            })
+            .collect();
+        Ok(if violations.is_empty() {
+            Ok(())
+        } else {
+            Err(violations)
+        })
+    }
+
+    /// Validates `instance` against `def`. An unknown def or a def that does not compile is
+    /// reported as a single violation at the instance root.
+    pub fn validate(&self, def: &str, instance: &Value) -> Result<(), Vec<SchemaViolation>> {
+        match self.try_validate(def, instance) {
+            Ok(result) => result,
+            Err(e) => Err(vec![SchemaViolation {
+                instance_path: String::new(),
+                schema_path: format!("#/$defs/{def}"),
+                message: e.to_string(),
+            }]),
+        }
+    }
+
+    /// Whether `instance` is valid against `def` (`false` for an unknown or broken def).
+    pub fn is_valid(&self, def: &str, instance: &Value) -> bool {
+        self.validator(def)
+            .map(|v| v.is_valid(instance))
+            .unwrap_or(false)
+    }
+}
+
+/// Drops the wrapper's leading `/$ref` so paths start at the def.
+fn strip_wrapper(path: &str) -> String {
+    path.strip_prefix("/$ref").unwrap_or(path).to_string()
+}
