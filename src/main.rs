@@ -9,7 +9,11 @@ use ahpspec::host::{self, faults, Fault, HostConfig};
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "ahpspec", version, about = "Conformance harness and fuzzer for the Agent Host Protocol")]
+#[command(
+    name = "ahpspec",
+    version,
+    about = "Conformance harness and fuzzer for the Agent Host Protocol"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -44,7 +48,12 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Serve { listen, fault, replay_buffer, max_message_bytes } => {
+        Command::Serve {
+            listen,
+            fault,
+            replay_buffer,
+            max_message_bytes,
+        } => {
             let fault = match fault.as_deref() {
                 Some("list") => {
                     for line in faults::catalog_lines() {
@@ -84,7 +93,9 @@ fn usage_error(message: &str) -> ExitCode {
 /// Serves until SIGINT or SIGTERM. A current-thread runtime: loopback round trips are
 /// several times faster than on the multi-thread one.
 fn serve(config: HostConfig) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async {
         let handle = host::spawn(config.clone())
             .await
@@ -92,7 +103,10 @@ fn serve(config: HostConfig) -> anyhow::Result<()> {
         println!("{}", handle.url());
         std::io::stdout().flush()?;
         if let Some(fault) = config.fault {
-            eprintln!("ahpspec: serving with fault {fault} (breaks {})", fault.rule());
+            eprintln!(
+                "ahpspec: serving with fault {fault} (breaks {})",
+                fault.rule()
+            );
         }
         wait_for_signal().await;
         handle.shutdown().await;

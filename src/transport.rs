@@ -167,14 +167,22 @@ impl Connection {
     }
 
     /// Sends a request and returns its id.
-    pub async fn send_request(&mut self, method: &str, params: Value) -> Result<u64, TransportError> {
+    pub async fn send_request(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> Result<u64, TransportError> {
         let id = self.next_id();
         self.send_json(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
             .await?;
         Ok(id)
     }
 
-    pub async fn send_notification(&mut self, method: &str, params: Value) -> Result<(), TransportError> {
+    pub async fn send_notification(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> Result<(), TransportError> {
         self.send_json(&json!({ "jsonrpc": "2.0", "method": method, "params": params }))
             .await
     }
@@ -208,7 +216,10 @@ impl Connection {
                     }
                 }
                 Some(Ok(Message::Binary(bytes))) => {
-                    self.record(Direction::Received, format!("<binary {} bytes>", bytes.len()));
+                    self.record(
+                        Direction::Received,
+                        format!("<binary {} bytes>", bytes.len()),
+                    );
                     Incoming::Binary(bytes.len())
                 }
                 Some(Ok(Message::Close(frame))) => {
@@ -217,7 +228,11 @@ impl Connection {
                         .unwrap_or((None, String::new()));
                     self.record(
                         Direction::Received,
-                        format!("<close {} {}>", code.map_or("-".into(), |c| c.to_string()), reason),
+                        format!(
+                            "<close {} {}>",
+                            code.map_or("-".into(), |c| c.to_string()),
+                            reason
+                        ),
                     );
                     self.closed = true;
                     Incoming::Closed { code, reason }
@@ -228,7 +243,10 @@ impl Connection {
                     return Err(TransportError::Oversized);
                 }
                 Some(Err(
-                    WsError::ConnectionClosed | WsError::AlreadyClosed | WsError::Protocol(_) | WsError::Io(_),
+                    WsError::ConnectionClosed
+                    | WsError::AlreadyClosed
+                    | WsError::Protocol(_)
+                    | WsError::Io(_),
                 ))
                 | None => {
                     self.record(Direction::Received, "<connection lost>".to_owned());
@@ -300,7 +318,12 @@ impl Connection {
     }
 
     /// Sends a request and waits for its response.
-    pub async fn request(&mut self, method: &str, params: Value, timeout: Duration) -> Result<Value, TransportError> {
+    pub async fn request(
+        &mut self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, TransportError> {
         let id = self.send_request(method, params).await?;
         self.response(id, timeout).await
     }

@@ -71,7 +71,11 @@ impl World {
 
     /// Stops the agent of a chat whose turn ended from outside (cancel, truncate, dispose).
     pub fn stop_agent(&mut self, chat: &str) {
-        if let Some(runner) = self.chats.get_mut(chat).and_then(|entry| entry.runner.take()) {
+        if let Some(runner) = self
+            .chats
+            .get_mut(chat)
+            .and_then(|entry| entry.runner.take())
+        {
             runner.abort.abort();
         }
     }
@@ -90,7 +94,13 @@ impl World {
     }
 
     /// Plans the agent's work for a freshly started turn and starts it.
-    pub fn run_message(&mut self, chat: &str, turn_id: &str, text: &str, client_id: Option<String>) {
+    pub fn run_message(
+        &mut self,
+        chat: &str,
+        turn_id: &str,
+        text: &str,
+        client_id: Option<String>,
+    ) {
         match super::script::plan_for_message(text) {
             Ok(steps) => self.start_agent(chat, turn_id, steps, client_id),
             Err(error) => {
@@ -376,7 +386,12 @@ fn fail_turn(shared: &Shared, turn: &Turn, error: &ErrorStep, rest: &[Step]) {
 }
 
 /// The status of a tool call once it has left `from` (waits while it is in `from`).
-async fn status_after(shared: &Shared, turn: &Turn, tool_call_id: &str, from: &[&str]) -> Option<String> {
+async fn status_after(
+    shared: &Shared,
+    turn: &Turn,
+    tool_call_id: &str,
+    from: &[&str],
+) -> Option<String> {
     let deadline = Instant::now() + Duration::from_millis(MAX_WAIT_MS);
     let waited = wait_for(shared, turn, deadline, |world| {
         let status = world.tool_call(turn, tool_call_id)?["status"]
@@ -417,16 +432,21 @@ async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep) -> Flo
         }
     }
     let ready = |confirmed: Option<&str>| {
-        strip_nulls(json!({ "type": "chat/toolCallReady", "turnId": turn.turn_id, "toolCallId": id,
+        strip_nulls(
+            json!({ "type": "chat/toolCallReady", "turnId": turn.turn_id, "toolCallId": id,
             "invocationMessage": format!("Running {}", call.name), "toolInput": call.input,
-            "confirmed": confirmed, "options": call.options, "editable": call.editable }))
+            "confirmed": confirmed, "options": call.options, "editable": call.editable }),
+        )
     };
     let auto = call.confirmation == Confirmation::Auto;
     if emit(shared, turn, ready(auto.then_some("not-needed"))).is_none() {
         return Flow::Stop;
     }
     if !auto {
-        match status_after(shared, turn, &id, &["pending-confirmation"]).await.as_deref() {
+        match status_after(shared, turn, &id, &["pending-confirmation"])
+            .await
+            .as_deref()
+        {
             Some("running") => {}
             Some(_) => return Flow::Next,
             None => return Flow::Stop,
@@ -436,7 +456,10 @@ async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep) -> Flo
         if emit(shared, turn, ready(None)).is_none() {
             return Flow::Stop;
         }
-        match status_after(shared, turn, &id, &["pending-confirmation"]).await.as_deref() {
+        match status_after(shared, turn, &id, &["pending-confirmation"])
+            .await
+            .as_deref()
+        {
             Some("running") => {}
             Some(_) => return Flow::Next,
             None => return Flow::Stop,
@@ -454,18 +477,23 @@ async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep) -> Flo
         // user's business too.
         let settled = status_after(shared, turn, &id, &["running"]).await;
         return match settled.as_deref() {
-            Some("pending-result-confirmation") => {
-                flow_of(status_after(shared, turn, &id, &["pending-result-confirmation"]).await.map(drop))
-            }
+            Some("pending-result-confirmation") => flow_of(
+                status_after(shared, turn, &id, &["pending-result-confirmation"])
+                    .await
+                    .map(drop),
+            ),
             Some(_) => Flow::Next,
             None => Flow::Stop,
         };
     }
-    let result = call.result.clone().unwrap_or(super::script::ToolResultStep {
-        success: true,
-        message: None,
-        text: None,
-    });
+    let result = call
+        .result
+        .clone()
+        .unwrap_or(super::script::ToolResultStep {
+            success: true,
+            message: None,
+            text: None,
+        });
     let content = result
         .text
         .as_ref()
@@ -477,14 +505,20 @@ async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep) -> Flo
             format!("{} failed", call.name)
         }
     });
-    let complete = strip_nulls(json!({ "type": "chat/toolCallComplete", "turnId": turn.turn_id,
+    let complete = strip_nulls(
+        json!({ "type": "chat/toolCallComplete", "turnId": turn.turn_id,
         "toolCallId": id, "requiresResultConfirmation": call.result_confirmation.then_some(true),
-        "result": { "success": result.success, "pastTenseMessage": message, "content": content } }));
+        "result": { "success": result.success, "pastTenseMessage": message, "content": content } }),
+    );
     if emit(shared, turn, complete).is_none() {
         return Flow::Stop;
     }
     if call.result_confirmation {
-        return flow_of(status_after(shared, turn, &id, &["pending-result-confirmation"]).await.map(drop));
+        return flow_of(
+            status_after(shared, turn, &id, &["pending-result-confirmation"])
+                .await
+                .map(drop),
+        );
     }
     Flow::Next
 }

@@ -54,6 +54,9 @@ const NOT_FOUND: i64 = -32008;
 const PERMISSION_DENIED: i64 = -32009;
 const ALREADY_EXISTS: i64 = -32010;
 
+/// Work run right after a response is queued, still under the world lock.
+pub type AfterReply = Box<dyn FnOnce(&mut World) + Send>;
+
 /// The answer to one request.
 pub struct Reply {
     pub result: Result<Value, RpcError>,
@@ -61,7 +64,7 @@ pub struct Reply {
     pub close_after: bool,
     /// Work to do after the answer is queued (keeps "dispatch before respond" rules honest
     /// the other way round too).
-    pub after: Option<Box<dyn FnOnce(&mut World) + Send>>,
+    pub after: Option<AfterReply>,
 }
 
 impl Reply {
@@ -82,10 +85,7 @@ fn parse<T: DeserializeOwned>(params: &Value) -> Result<T, RpcError> {
 impl World {
     /// Answers one request. `ping` is handled by the connection layer.
     pub fn handle_request(&mut self, conn: ConnId, method: &str, params: &Value) -> Reply {
-        let initialized = self
-            .conns
-            .get(&conn)
-            .is_some_and(|c| c.client_id.is_some());
+        let initialized = self.conns.get(&conn).is_some_and(|c| c.client_id.is_some());
         match method {
             "initialize" if initialized => {
                 Reply::of(Err(RpcError::new(INVALID_REQUEST, "already initialized")))
@@ -110,10 +110,7 @@ impl World {
                 INVALID_PARAMS,
                 "unknown protected resource: this host advertises none",
             ))),
-            "completions" => Reply::of(
-                self.existing_chat(params)
-                    .map(|_| json!({ "items": [] })),
-            ),
+            "completions" => Reply::of(self.existing_chat(params).map(|_| json!({ "items": [] }))),
             "resolveSessionConfig" => Reply::of(self.resolve_session_config(params)),
             "sessionConfigCompletions" => Reply::of(Ok(json!({ "items": [] }))),
             "moveChat" => Reply::of(
@@ -125,7 +122,10 @@ impl World {
                 NOT_FOUND,
                 "this host exposes no resources",
             ))),
-            "resourceWrite" | "resourceMkdir" | "resourceRequest" | "createResourceWatch"
+            "resourceWrite"
+            | "resourceMkdir"
+            | "resourceRequest"
+            | "createResourceWatch"
             | "createTerminal" => Reply::of(Err(RpcError::new(
                 PERMISSION_DENIED,
                 "this host does not grant file-system or terminal access",
@@ -134,16 +134,20 @@ impl World {
             | "invokeChangesetOperation"
             | "listAutomationTriggerDefinitions"
             | "runAutomation"
-            | "fetchAutomationRuns" => {
-                Reply::of(Err(RpcError::new(NOT_FOUND, "no such channel on this host")))
-            }
+            | "fetchAutomationRuns" => Reply::of(Err(RpcError::new(
+                NOT_FOUND,
+                "no such channel on this host",
+            ))),
             _ => {
                 let code = if self.fault(Fault::WrongMethodNotFound) {
                     INTERNAL_ERROR
                 } else {
                     METHOD_NOT_FOUND
                 };
-                Reply::of(Err(RpcError::new(code, format!("method not found: {method}"))))
+                Reply::of(Err(RpcError::new(
+                    code,
+                    format!("method not found: {method}"),
+                )))
             }
         }
     }
@@ -205,7 +209,12 @@ impl World {
         if best.is_some() && self.fault(Fault::LowestVersion) {
             let lowest = offered
                 .iter()
-                .filter(|v| negotiate_protocol_version(std::slice::from_ref(*v)).ok().flatten().is_some())
+                .filter(|v| {
+                    negotiate_protocol_version(std::slice::from_ref(*v))
+                        .ok()
+                        .flatten()
+                        .is_some()
+                })
                 .min_by_key(|v| parse_version(v));
             return Ok(lowest.cloned());
         }
@@ -247,7 +256,9 @@ impl World {
             let actions: Vec<Value> = self
                 .replay
                 .iter()
-                .filter(|r| r.seq >= from && present.contains(&r.channel) && r.introduced_in <= version)
+                .filter(|r| {
+                    r.seq >= from && present.contains(&r.channel) && r.introduced_in <= version
+                })
                 .map(|r| r.envelope.clone())
                 .collect();
             json!({ "type": "replay", "actions": actions, "missing": missing })
@@ -260,7 +271,7 @@ impl World {
         };
         let client_id = params.client_id;
         let kept: HashSet<String> = present.into_iter().collect();
-        let after: Box<dyn FnOnce(&mut World) + Send> = Box::new(move |world: &mut World| {
+        let after: AfterReply = Box::new(move |world: &mut World| {
             world.drop_active_client_outside(&client_id, &kept);
             if world.fault(Fault::ReplayNotifications) {
                 let summaries: Vec<Value> = world
@@ -271,7 +282,10 @@ impl World {
                 for summary in summaries {
                     world.send_to(
                         conn,
-                        &notification("root/sessionAdded", json!({ "channel": ROOT, "summary": summary })),
+                        &notification(
+                            "root/sessionAdded",
+                            json!({ "channel": ROOT, "summary": summary }),
+                        ),
                     );
                 }
             }
@@ -290,7 +304,11 @@ impl World {
             .iter()
             .filter(|(uri, entry)| {
                 !kept.contains(*uri)
-                    && entry.state.active_clients.iter().any(|c| c.client_id == client_id)
+                    && entry
+                        .state
+                        .active_clients
+                        .iter()
+                        .any(|c| c.client_id == client_id)
             })
             .map(|(uri, _)| uri.clone())
             .collect();
@@ -319,15 +337,20 @@ impl World {
             None if self.fault(Fault::SubscribeUnknownOk)
                 && params.channel.starts_with("ahp-session:/") =>
             {
-                Ok(json!({ "snapshot": { "resource": params.channel, "fromSeq": self.seq,
+                Ok(
+                    json!({ "snapshot": { "resource": params.channel, "fromSeq": self.seq,
                     "state": { "provider": "none", "title": "", "status": 1, "lifecycle": "ready",
-                               "activeClients": [], "chats": [] } } }))
+                               "activeClients": [], "chats": [] } } }),
+                )
             }
             None if params.channel.starts_with("ahp-session:/") => Err(RpcError::new(
                 SESSION_NOT_FOUND,
                 format!("no such session: {}", params.channel),
             )),
-            None => Err(RpcError::new(NOT_FOUND, format!("no such channel: {}", params.channel))),
+            None => Err(RpcError::new(
+                NOT_FOUND,
+                format!("no such channel: {}", params.channel),
+            )),
         }
     }
 
@@ -345,7 +368,12 @@ impl World {
         entry.subscriptions.remove(channel);
         let client_id = entry.client_id.clone();
         if let (Some(client_id), Some(session)) = (client_id, self.sessions.get(channel)) {
-            if session.state.active_clients.iter().any(|c| c.client_id == client_id) {
+            if session
+                .state
+                .active_clients
+                .iter()
+                .any(|c| c.client_id == client_id)
+            {
                 self.emit_logged(
                     channel,
                     json!({ "type": "session/activeClientRemoved", "clientId": client_id }),
@@ -372,7 +400,9 @@ impl World {
                 .strip_prefix("offset:")
                 .and_then(|n| n.parse::<usize>().ok())
                 .filter(|n| *n <= items.len())
-                .ok_or_else(|| RpcError::new(INVALID_PARAMS, format!("unknown cursor {cursor:?}")))?,
+                .ok_or_else(|| {
+                    RpcError::new(INVALID_PARAMS, format!("unknown cursor {cursor:?}"))
+                })?,
         };
         let limit = match params.limit {
             Some(limit) if limit < 1 => {
@@ -394,13 +424,19 @@ impl World {
         let params: CreateSessionParams = parse(params)?;
         let uri = params.channel.clone();
         if !uri.starts_with("ahp-session:/") || uri.len() <= "ahp-session:/".len() {
-            return Err(RpcError::new(INVALID_PARAMS, "a session URI must start with ahp-session:/"));
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                "a session URI must start with ahp-session:/",
+            ));
         }
         if self.sessions.contains_key(&uri) {
             if self.fault(Fault::DuplicateSessionOk) {
                 return Ok(Value::Null);
             }
-            return Err(RpcError::new(SESSION_ALREADY_EXISTS, format!("{uri} already exists")));
+            return Err(RpcError::new(
+                SESSION_ALREADY_EXISTS,
+                format!("{uri} already exists"),
+            ));
         }
         let agent = match agent_for(params.provider.as_deref()) {
             Some(agent) => agent,
@@ -486,7 +522,10 @@ impl World {
         };
         tokio::spawn(async move {
             tokio::task::yield_now().await;
-            let mut world = shared.world.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut world = shared
+                .world
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             if !world.sessions.contains_key(&uri) {
                 return;
             }
@@ -520,7 +559,10 @@ impl World {
     fn dispose_session(&mut self, params: &Value) -> Result<Value, RpcError> {
         let uri = channel_param(params)?;
         let Some(entry) = self.sessions.remove(&uri) else {
-            return Err(RpcError::new(SESSION_NOT_FOUND, format!("no such session: {uri}")));
+            return Err(RpcError::new(
+                SESSION_NOT_FOUND,
+                format!("no such session: {uri}"),
+            ));
         };
         for chat in entry.state.chats.iter().map(|c| c.resource.clone()) {
             self.stop_agent(&chat);
@@ -550,7 +592,10 @@ impl World {
         let params: CreateChatParams = parse(params)?;
         let session = params.channel.clone();
         let Some(entry) = self.sessions.get(&session) else {
-            return Err(RpcError::new(SESSION_NOT_FOUND, format!("no such session: {session}")));
+            return Err(RpcError::new(
+                SESSION_NOT_FOUND,
+                format!("no such session: {session}"),
+            ));
         };
         if params.source.is_some() {
             return Err(RpcError::new(
@@ -559,13 +604,23 @@ impl World {
             ));
         }
         if !params.chat.starts_with("ahp-chat:/") || params.chat.len() <= "ahp-chat:/".len() {
-            return Err(RpcError::new(INVALID_PARAMS, "a chat URI must start with ahp-chat:/"));
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                "a chat URI must start with ahp-chat:/",
+            ));
         }
         if self.chats.contains_key(&params.chat) {
-            return Err(RpcError::new(ALREADY_EXISTS, format!("{} already exists", params.chat)));
+            return Err(RpcError::new(
+                ALREADY_EXISTS,
+                format!("{} already exists", params.chat),
+            ));
         }
         if let Some(dirs) = &params.working_directories {
-            let allowed = entry.state.working_directories.as_deref().unwrap_or_default();
+            let allowed = entry
+                .state
+                .working_directories
+                .as_deref()
+                .unwrap_or_default();
             if let Some(outside) = dirs.iter().find(|d| !allowed.contains(d)) {
                 return Err(RpcError::new(
                     INVALID_PARAMS,
@@ -573,10 +628,18 @@ impl World {
                 ));
             }
         }
-        let state = new_chat(&params.chat, "Chat", &now_iso(), params.working_directories.clone())?;
+        let state = new_chat(
+            &params.chat,
+            "Chat",
+            &now_iso(),
+            params.working_directories.clone(),
+        )?;
         let summary = chat_summary(&state);
         self.insert_chat(&session, state);
-        self.emit_logged(&session, json!({ "type": "session/chatAdded", "summary": summary }));
+        self.emit_logged(
+            &session,
+            json!({ "type": "session/chatAdded", "summary": summary }),
+        );
         self.sync_projections(&session);
         if let Some(message) = params.initial_message {
             let client_id = self.conns.get(&conn).and_then(|c| c.client_id.clone());
@@ -599,7 +662,10 @@ impl World {
         self.stop_agent(&uri);
         self.chats.remove(&uri);
         self.forget_channel(&uri);
-        self.emit_logged(&session, json!({ "type": "session/chatRemoved", "chat": uri }));
+        self.emit_logged(
+            &session,
+            json!({ "type": "session/chatRemoved", "chat": uri }),
+        );
         self.sync_projections(&session);
         Ok(Value::Null)
     }
@@ -629,7 +695,7 @@ impl World {
         let older = to_value(&turns.get(..cut).unwrap_or_default());
         let action = json!({ "type": "chat/turnsLoaded", "turns": older });
         if self.fault(Fault::TurnsLoadedAfterResponse) {
-            let after: Box<dyn FnOnce(&mut World) + Send> = Box::new(move |world: &mut World| {
+            let after: AfterReply = Box::new(move |world: &mut World| {
                 world.emit_logged(&chat, action);
             });
             return Reply {

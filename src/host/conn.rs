@@ -28,7 +28,12 @@ enum Next {
 }
 
 /// Serves one accepted TCP connection until either side closes or the host shuts down.
-pub async fn serve(shared: Arc<Shared>, stream: TcpStream, conn: ConnId, mut shutdown: watch::Receiver<bool>) {
+pub async fn serve(
+    shared: Arc<Shared>,
+    stream: TcpStream,
+    conn: ConnId,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let config = WebSocketConfig::default()
         .max_message_size(Some(shared.config.max_message_bytes))
         .max_frame_size(Some(shared.config.max_message_bytes));
@@ -176,9 +181,16 @@ fn handle_text(shared: &Shared, conn: ConnId, text: &str) -> (Next, bool) {
         .is_none_or(|id| id.is_number() || id.is_string() || id.is_null());
     let version_ok = object.get("jsonrpc").and_then(Value::as_str) == Some("2.0");
     let method = object.get("method");
-    let answer_id = if id_ok { id.clone().unwrap_or(Value::Null) } else { Value::Null };
+    let answer_id = if id_ok {
+        id.clone().unwrap_or(Value::Null)
+    } else {
+        Value::Null
+    };
     if !version_ok || !id_ok || method.is_some_and(|m| !m.is_string()) {
-        let error = RpcError::new(INVALID_REQUEST, "not a JSON-RPC 2.0 request or notification");
+        let error = RpcError::new(
+            INVALID_REQUEST,
+            "not a JSON-RPC 2.0 request or notification",
+        );
         world.send_to(conn, &error_response(answer_id, &error));
         return (Next::Continue, false);
     }
@@ -195,7 +207,10 @@ fn handle_text(shared: &Shared, conn: ConnId, text: &str) -> (Next, bool) {
         }
         (None, _) => {
             if world.fault(Fault::NotRequestAccepted) {
-                world.send_to(conn, &json!({ "jsonrpc": "2.0", "id": answer_id, "result": null }));
+                world.send_to(
+                    conn,
+                    &json!({ "jsonrpc": "2.0", "id": answer_id, "result": null }),
+                );
             } else {
                 let error = RpcError::new(INVALID_REQUEST, "a request needs a method");
                 world.send_to(conn, &error_response(answer_id, &error));
@@ -205,9 +220,18 @@ fn handle_text(shared: &Shared, conn: ConnId, text: &str) -> (Next, bool) {
     }
 }
 
-fn request(world: &mut World, conn: ConnId, id: Value, method: &str, params: &Value) -> (Next, bool) {
+fn request(
+    world: &mut World,
+    conn: ConnId,
+    id: Value,
+    method: &str,
+    params: &Value,
+) -> (Next, bool) {
     if method == "ping" {
-        let initialized = world.conns.get(&conn).is_some_and(|c| c.client_id.is_some());
+        let initialized = world
+            .conns
+            .get(&conn)
+            .is_some_and(|c| c.client_id.is_some());
         if !initialized && world.fault(Fault::PingNeedsInit) {
             let error = RpcError::new(INVALID_REQUEST, "initialize first");
             world.send_to(conn, &error_response(id, &error));
@@ -257,7 +281,10 @@ fn notification(world: &mut World, conn: ConnId, method: &str, params: &Value) {
         "unsubscribe" => {
             world.unsubscribe(conn, params);
             if world.fault(Fault::AnswersNotifications) {
-                world.send_to(conn, &json!({ "jsonrpc": "2.0", "id": null, "result": null }));
+                world.send_to(
+                    conn,
+                    &json!({ "jsonrpc": "2.0", "id": null, "result": null }),
+                );
             }
         }
         // Unknown notifications are ignored, as JSON-RPC requires.

@@ -28,7 +28,14 @@ impl World {
         };
         let Some(kind) = self.channel_kind(channel) else {
             if self.fault(Fault::EchoMissingChannel) {
-                self.reject(conn, channel, action, &client_id, client_seq, "no such channel".into());
+                self.reject(
+                    conn,
+                    channel,
+                    action,
+                    &client_id,
+                    client_seq,
+                    "no such channel".into(),
+                );
             }
             return;
         };
@@ -63,7 +70,8 @@ impl World {
         client_id: &str,
     ) -> Result<(), Rejection> {
         let type_name = action_type(action).ok_or("action has no type")?;
-        let info = action_info(type_name).ok_or_else(|| format!("unknown action type {type_name}"))?;
+        let info =
+            action_info(type_name).ok_or_else(|| format!("unknown action type {type_name}"))?;
         let decoded: StateAction = serde_json::from_value(action.clone())
             .map_err(|e| format!("malformed {type_name} action: {e}"))?;
         if matches!(decoded, StateAction::Unknown(_)) {
@@ -86,7 +94,9 @@ impl World {
         }
         match kind {
             ChannelKind::Root => Err("this host has no root configuration".into()),
-            ChannelKind::Session => self.check_session_action(channel, type_name, action, client_id),
+            ChannelKind::Session => {
+                self.check_session_action(channel, type_name, action, client_id)
+            }
             ChannelKind::Chat => self.check_chat_action(channel, type_name, action, client_id),
         }
     }
@@ -106,7 +116,9 @@ impl World {
             "session/mcpServerStartRequested"
             | "session/mcpServerStopRequested"
             | "session/mcpServerBackgroundRequested" => Err("no such MCP server".into()),
-            "session/configChanged" => Err("this session has no session-mutable configuration".into()),
+            "session/configChanged" => {
+                Err("this session has no session-mutable configuration".into())
+            }
             _ => Ok(()),
         }
     }
@@ -173,7 +185,9 @@ impl World {
                         && turn["responseParts"]
                             .as_array()
                             .and_then(|parts| parts.last())
-                            .is_some_and(|part| part["kind"] == "error" && part["resumable"] == true)
+                            .is_some_and(|part| {
+                                part["kind"] == "error" && part["resumable"] == true
+                            })
                 });
                 let has_work = entry
                     .resume
@@ -187,7 +201,8 @@ impl World {
             }
             "chat/toolCallConfirmed" => {
                 let call = tool_call(active, action)?;
-                if call["status"] != "pending-confirmation" && !self.fault(Fault::ConfirmNotPending) {
+                if call["status"] != "pending-confirmation" && !self.fault(Fault::ConfirmNotPending)
+                {
                     return Err("the tool call is not pending confirmation".into());
                 }
                 if let Some(option) = action["selectedOptionId"].as_str() {
@@ -305,13 +320,17 @@ impl World {
             self.load_all_turns(channel);
         }
         if let Err(error) = self.emit(channel, action.clone(), Some((client_id, client_seq))) {
-            self.internal_errors.push(format!("accepted {type_name} failed: {error}"));
+            self.internal_errors
+                .push(format!("accepted {type_name} failed: {error}"));
             return;
         }
         self.after_accept(channel, &type_name, &action, before.as_ref(), client_id);
         let session = match self.chats.get(channel) {
             Some(entry) => Some(entry.session.clone()),
-            None => self.sessions.contains_key(channel).then(|| channel.to_owned()),
+            None => self
+                .sessions
+                .contains_key(channel)
+                .then(|| channel.to_owned()),
         };
         if let Some(session) = session {
             self.sync_projections(&session);
@@ -343,7 +362,9 @@ impl World {
                 if self.fault(Fault::TruncateKeepsActive) {
                     if let (Some(entry), Some(turn)) = (
                         self.chats.get_mut(chat),
-                        before.and_then(|b| b.get("activeTurn")).filter(|t| !t.is_null()),
+                        before
+                            .and_then(|b| b.get("activeTurn"))
+                            .filter(|t| !t.is_null()),
                     ) {
                         entry.state.active_turn = serde_json::from_value(turn.clone()).ok();
                         return;
@@ -459,7 +480,9 @@ fn open_request<'a>(active: Option<&'a Value>, request_id: &Value) -> Result<&'a
         .and_then(|turn| turn["responseParts"].as_array())
         .into_iter()
         .flatten()
-        .filter(|part| part["kind"] == "inputRequest" && part.get("response").is_none_or(Value::is_null))
+        .filter(|part| {
+            part["kind"] == "inputRequest" && part.get("response").is_none_or(Value::is_null)
+        })
         .map(|part| &part["request"])
         .find(|request| request["id"] == *request_id)
         .ok_or_else(|| "no open input request with that requestId".into())

@@ -110,7 +110,14 @@ impl FromStr for Fault {
 pub fn catalog_lines() -> Vec<String> {
     Fault::ALL
         .iter()
-        .map(|fault| format!("{}\t{}\t{}", fault.name(), fault.rule(), fault.description()))
+        .map(|fault| {
+            format!(
+                "{}\t{}\t{}",
+                fault.name(),
+                fault.rule(),
+                fault.description()
+            )
+        })
         .collect()
 }
 
@@ -122,7 +129,11 @@ mod tests {
     fn names_round_trip_and_are_unique() {
         let mut seen = std::collections::HashSet::new();
         for fault in Fault::ALL {
-            assert!(seen.insert(fault.name()), "duplicate fault name {}", fault.name());
+            assert!(
+                seen.insert(fault.name()),
+                "duplicate fault name {}",
+                fault.name()
+            );
             assert_eq!(fault.name().parse::<Fault>(), Ok(*fault));
         }
         assert!(Fault::ALL.len() >= 20);

@@ -122,7 +122,11 @@ impl HostHandle {
         let HostHandle { accept, shared, .. } = self;
         let _ = accept.await;
         for _ in 0..100 {
-            let open = shared.world.lock().map(|world| world.conns.len()).unwrap_or(0);
+            let open = shared
+                .world
+                .lock()
+                .map(|world| world.conns.len())
+                .unwrap_or(0);
             if open == 0 {
                 break;
             }

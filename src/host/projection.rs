@@ -175,7 +175,10 @@ impl World {
         summary.insert("provider".into(), json!(state.provider));
         summary.insert("title".into(), json!(state.title));
         summary.insert("status".into(), json!(activity | flags));
-        if let Some(text) = supplier.and_then(|c| c.get("activity")).filter(|v| !v.is_null()) {
+        if let Some(text) = supplier
+            .and_then(|c| c.get("activity"))
+            .filter(|v| !v.is_null())
+        {
             summary.insert("activity".into(), text.clone());
         }
         if let Some(dirs) = &state.working_directories {
@@ -187,7 +190,14 @@ impl World {
             .iter()
             .map(|c| {
                 let mut item = Map::new();
-                for key in ["resource", "title", "origin", "interactivity", "status", "changes"] {
+                for key in [
+                    "resource",
+                    "title",
+                    "origin",
+                    "interactivity",
+                    "status",
+                    "changes",
+                ] {
                     if let Some(value) = c.get(key).filter(|v| !v.is_null()) {
                         item.insert(key.into(), value.clone());
                     }

@@ -234,7 +234,9 @@ mod tests {
         )
         .expect("valid script");
         assert_eq!(plan.len(), 3);
-        assert!(plan_for_message(r#"ahpspec-script:{"steps":[{"markdown":{"txt":"hi"}}]}"#).is_err());
+        assert!(
+            plan_for_message(r#"ahpspec-script:{"steps":[{"markdown":{"txt":"hi"}}]}"#).is_err()
+        );
         assert!(plan_for_message("ahpspec-script:{").is_err());
         assert!(plan_for_message(r#"ahpspec-script:{"steps":[{"wait":{"ms":9999999}}]}"#).is_err());
     }

@@ -205,9 +205,10 @@ impl World {
                 let missing_field = self.fault(Fault::SnapshotMissingField);
                 let entry = self.chats.get_mut(uri)?;
                 let mut state = to_value(&entry.state);
-                if let (Some(limit), Some(turns)) =
-                    (view_turns, state.get_mut("turns").and_then(Value::as_array_mut))
-                {
+                if let (Some(limit), Some(turns)) = (
+                    view_turns,
+                    state.get_mut("turns").and_then(Value::as_array_mut),
+                ) {
                     let keep = usize::try_from(limit.max(0)).unwrap_or(0);
                     if turns.len() > keep {
                         let cut = turns.len() - keep;
@@ -351,7 +352,8 @@ impl World {
         match self.emit(channel, action, None) {
             Ok(seq) => Some(seq),
             Err(error) => {
-                self.internal_errors.push(format!("{kind} on {channel}: {error}"));
+                self.internal_errors
+                    .push(format!("{kind} on {channel}: {error}"));
                 None
             }
         }

@@ -76,7 +76,10 @@ impl Client {
     /// Sends a request that must succeed and returns its result.
     pub async fn ok(&mut self, method: &str, params: Value) -> Value {
         let response = self.req(method, params).await;
-        assert!(response.get("error").is_none(), "{method} failed: {response}");
+        assert!(
+            response.get("error").is_none(),
+            "{method} failed: {response}"
+        );
         response["result"].clone()
     }
 
@@ -90,7 +93,10 @@ impl Client {
 
     pub async fn subscribe(&mut self, uri: &str) -> Value {
         let result = self
-            .ok("subscribe", json!({ "channel": uri, "delivery": { "maxLatencyMs": 0 } }))
+            .ok(
+                "subscribe",
+                json!({ "channel": uri, "delivery": { "maxLatencyMs": 0 } }),
+            )
             .await;
         result["snapshot"].clone()
     }
@@ -156,9 +162,16 @@ impl Client {
     }
 
     /// Whether a matching message arrives within `quiet`.
-    pub async fn sees_within(&mut self, quiet: Duration, mut pred: impl FnMut(&Value) -> bool) -> bool {
+    pub async fn sees_within(
+        &mut self,
+        quiet: Duration,
+        mut pred: impl FnMut(&Value) -> bool,
+    ) -> bool {
         self.conn
-            .wait_for(quiet, |item| matches!(item, Incoming::Message(m) if pred(m)))
+            .wait_for(
+                quiet,
+                |item| matches!(item, Incoming::Message(m) if pred(m)),
+            )
             .await
             .is_ok()
     }
@@ -167,7 +180,8 @@ impl Client {
     /// ready. Returns (session URI, chat URI).
     pub async fn ready_session(&mut self, name: &str) -> (String, String) {
         let session = format!("ahp-session:/{name}");
-        self.ok("createSession", json!({ "channel": session })).await;
+        self.ok("createSession", json!({ "channel": session }))
+            .await;
         let snapshot = self.subscribe(&session).await;
         if snapshot["state"]["lifecycle"] != "ready" {
             self.action(&session, "session/ready").await;
