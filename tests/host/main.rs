@@ -3,6 +3,7 @@
 mod support;
 
 mod bad_input;
+mod catalog;
 mod cli;
 mod connection;
 mod sessions;
