@@ -9,3 +9,4 @@ pub mod host;
 pub mod schema;
 pub mod schemagen;
 pub mod transport;
+pub mod verdict;
