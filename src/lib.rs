@@ -5,8 +5,12 @@
 //! built-in reference AHP server: an independent peer that never imports the harness's
 //! checks.
 
+pub mod certify;
+pub mod checks;
+pub mod engine;
 pub mod host;
 pub mod schema;
 pub mod schemagen;
+pub mod suite;
 pub mod transport;
 pub mod verdict;

@@ -282,6 +282,15 @@ impl Connection {
                 return Ok(item);
             }
         }
+        self.wait_for_new(timeout, pred).await
+    }
+
+    /// Like [`Connection::wait_for`], but only frames that arrive from now on count.
+    pub async fn wait_for_new(
+        &mut self,
+        timeout: Duration,
+        mut pred: impl FnMut(&Incoming) -> bool,
+    ) -> Result<Incoming, TransportError> {
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());

@@ -1,0 +1,162 @@
+//! Comparing a folded mirror with a fresh snapshot (INV-FOLD-1) and a session's chat catalog
+//! with its chats (CHAT-003), with the exclusions PROTOCOL §16 requires.
+
+use serde_json::{Map, Value};
+
+use super::Violation;
+
+/// Members no action of the channel can change: they may legitimately differ between a
+/// fold and a fresh snapshot (PROTOCOL §12.3, §16.16).
+const CHAT_OUT_OF_BAND: &[&str] = &["title", "changes", "interactivity", "origin", "_meta"];
+const SESSION_OUT_OF_BAND: &[&str] = &["provider", "origin", "project", "annotations", "_meta"];
+const TIMESTAMP_KEYS: &[&str] = &["modifiedAt", "startedAt", "createdAt"];
+
+/// Which kind of channel a state belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Root,
+    Session,
+    Chat,
+}
+
+impl Kind {
+    pub fn of(uri: &str) -> Option<Kind> {
+        if uri == "ahp-root://" {
+            Some(Kind::Root)
+        } else if uri.starts_with("ahp-session:") {
+            Some(Kind::Session)
+        } else if uri.starts_with("ahp-chat:") {
+            Some(Kind::Chat)
+        } else {
+            None
+        }
+    }
+}
+
+/// Drops null members and turns timestamps into comparable instants.
+pub fn normalize(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| {
+                    let v = if TIMESTAMP_KEYS.contains(&k.as_str()) { instant(v) } else { normalize(v) };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(normalize).collect()),
+        other => other.clone(),
+    }
+}
+
+fn instant(value: &Value) -> Value {
+    value
+        .as_str()
+        .and_then(|text| text.parse::<jiff::Timestamp>().ok())
+        .map_or_else(|| value.clone(), |ts| Value::String(format!("@{}", ts.as_nanosecond())))
+}
+
+fn comparable(kind: Kind, state: &Value) -> Value {
+    let mut state = normalize(state);
+    if let Some(object) = state.as_object_mut() {
+        let drop: &[&str] = match kind {
+            Kind::Chat => CHAT_OUT_OF_BAND,
+            Kind::Session => SESSION_OUT_OF_BAND,
+            Kind::Root => &["_meta"],
+        };
+        for key in drop {
+            object.remove(*key);
+        }
+        if kind == Kind::Session {
+            // Session activity bits follow only inputNeeded actions (§16.4); keep the flags.
+            if let Some(status) = object.get("status").and_then(Value::as_u64) {
+                object.insert("status".into(), Value::from(status & !31));
+            }
+            if let Some(schema) = object.get_mut("config").and_then(Value::as_object_mut) {
+                schema.remove("schema");
+            }
+            for chat in object.get_mut("chats").and_then(Value::as_array_mut).into_iter().flatten() {
+                if let Some(chat) = chat.as_object_mut() {
+                    chat.remove("movable");
+                    chat.remove("interactivity");
+                }
+            }
+        }
+    }
+    state
+}
+
+/// INV-FOLD-1: the fold equals the fresh snapshot on the fields the version defines.
+pub fn fold_matches(channel: &str, kind: Kind, folded: &Value, fresh: &Value) -> Option<Violation> {
+    let (folded, fresh) = (comparable(kind, folded), comparable(kind, fresh));
+    let difference = first_difference(&folded, &fresh, String::new())?;
+    Some(Violation::new(
+        "INV-FOLD-1",
+        format!("fold of {channel} == fresh snapshot"),
+        difference,
+    ))
+}
+
+/// JSON pointer of the first difference, with both values.
+pub fn first_difference(left: &Value, right: &Value, at: String) -> Option<String> {
+    match (left, right) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter().find_map(|key| {
+                let path = format!("{at}/{key}");
+                match (a.get(key), b.get(key)) {
+                    (Some(x), Some(y)) => first_difference(x, y, path),
+                    (Some(x), None) => Some(format!("{path}: fold has {}, snapshot has nothing", short(x))),
+                    (None, Some(y)) => Some(format!("{path}: fold has nothing, snapshot has {}", short(y))),
+                    (None, None) => None,
+                }
+            })
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => a
+            .iter()
+            .zip(b)
+            .enumerate()
+            .find_map(|(i, (x, y))| first_difference(x, y, format!("{at}/{i}"))),
+        _ if left == right => None,
+        _ => Some(format!("{}: fold has {}, snapshot has {}", if at.is_empty() { "/" } else { &at }, short(left), short(right))),
+    }
+}
+
+fn short(value: &Value) -> String {
+    super::frame::clip(&value.to_string())
+}
+
+/// CHAT-003: each chat's inlined summary fields equal its catalog entry in the session.
+pub fn catalog_matches(session: &Value, chat_states: &[(String, Value)]) -> Vec<Violation> {
+    let mut found = Vec::new();
+    for (uri, chat) in chat_states {
+        let Some(entry) = session["chats"].as_array().into_iter().flatten().find(|c| c["resource"] == uri.as_str()) else {
+            continue;
+        };
+        let pick = |state: &Value| -> Value {
+            let mut out = Map::new();
+            for key in ["title", "status", "activity", "modifiedAt", "changes", "origin", "workingDirectories"] {
+                if let Some(v) = state.get(key).filter(|v| !v.is_null()) {
+                    out.insert(key.into(), v.clone());
+                }
+            }
+            out.insert("movable".into(), state.get("movable").filter(|v| !v.is_null()).cloned().unwrap_or(Value::Bool(false)));
+            out.insert(
+                "interactivity".into(),
+                state.get("interactivity").filter(|v| !v.is_null()).cloned().unwrap_or(Value::String("full".into())),
+            );
+            normalize(&Value::Object(out))
+        };
+        if let Some(difference) = first_difference(&pick(entry), &pick(chat), String::new()) {
+            found.push(Violation::new(
+                "CHAT-003",
+                format!("catalog entry of {uri} == the chat's inlined summary"),
+                difference.replace("fold", "catalog").replace("snapshot", "chat"),
+            ));
+        }
+    }
+    found
+}

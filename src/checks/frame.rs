@@ -1,0 +1,382 @@
+//! Always-on checks over the frames of one connection: JSON-RPC shape and correlation,
+//! notification routing members, schema validity, and `serverSeq` order.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::Violation;
+use crate::schema::SchemaSet;
+
+/// Which schema definition validates what, from the schema index.
+#[derive(Debug, Clone, Default)]
+pub struct SchemaMap {
+    /// method → def of its result.
+    pub results: HashMap<String, String>,
+    /// host notification method → def of its params.
+    pub notifications: HashMap<String, String>,
+    /// method → def of its params (requests and client notifications).
+    pub params: HashMap<String, String>,
+    /// action type → whether a client may dispatch it.
+    pub client_dispatchable: HashMap<String, bool>,
+}
+
+impl SchemaMap {
+    /// Reads `index.json` as written by `ahpspec-schemagen`.
+    pub fn from_index(index: &Value) -> SchemaMap {
+        let def = |entry: &Value| entry.get("def").and_then(Value::as_str).map(str::to_owned);
+        let mut map = SchemaMap::default();
+        for (method, entry) in index["commands"].as_object().into_iter().flatten() {
+            if let Some(result) = def(&entry["result"]) {
+                map.results.insert(method.clone(), result);
+            }
+            if let Some(params) = def(&entry["params"]) {
+                map.params.insert(method.clone(), params);
+            }
+        }
+        for (method, entry) in index["clientNotifications"].as_object().into_iter().flatten() {
+            if let Some(params) = def(&entry["params"]) {
+                map.params.insert(method.clone(), params);
+            }
+        }
+        for (method, entry) in index["hostNotifications"].as_object().into_iter().flatten() {
+            if let Some(params) = def(&entry["params"]) {
+                map.notifications.insert(method.clone(), params);
+            }
+        }
+        for (kind, entry) in index["actions"].as_object().into_iter().flatten() {
+            let dispatchable = entry["clientDispatchable"].as_bool().unwrap_or(false);
+            map.client_dispatchable.insert(kind.clone(), dispatchable);
+        }
+        map
+    }
+
+    /// The embedded 1.0.0 index.
+    pub fn embedded() -> SchemaMap {
+        serde_json::from_str(crate::schema::EMBEDDED_INDEX)
+            .map(|index: Value| SchemaMap::from_index(&index))
+            .unwrap_or_default()
+    }
+}
+
+/// Schemas plus the map of which def applies where.
+#[derive(Clone)]
+pub struct Schemas {
+    pub set: Arc<SchemaSet>,
+    pub map: Arc<SchemaMap>,
+}
+
+impl std::fmt::Debug for Schemas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Schemas")
+    }
+}
+
+/// How many things each rule looked at.
+pub type Counts = HashMap<&'static str, usize>;
+
+/// Per-connection history the frame checks need.
+#[derive(Debug, Default)]
+pub struct FrameChecker {
+    /// Request id (as JSON text) → method, for requests not yet answered.
+    pending: HashMap<String, String>,
+    answered: HashSet<String>,
+    last_seq: HashMap<String, u64>,
+    from_seq: HashMap<String, u64>,
+    pub counts: Counts,
+}
+
+fn bump(counts: &mut Counts, rule: &'static str) {
+    *counts.entry(rule).or_insert(0) += 1;
+}
+
+impl FrameChecker {
+    /// Records a frame the harness sent (requests are remembered for correlation).
+    pub fn on_sent(&mut self, message: &Value) {
+        if let Some(id) = message.get("id").filter(|_| message.get("result").is_none() && message.get("error").is_none()) {
+            let method = message["method"].as_str().unwrap_or("(no method)");
+            self.pending.insert(id.to_string(), method.to_owned());
+        }
+        if message["method"] == "unsubscribe" {
+            if let Some(channel) = message["params"]["channel"].as_str() {
+                self.from_seq.remove(channel);
+            }
+        }
+    }
+
+    /// Checks a binary frame from the host.
+    pub fn on_binary(&mut self) -> Vec<Violation> {
+        bump(&mut self.counts, "TRANSPORT-001");
+        vec![Violation::new(
+            "TRANSPORT-001",
+            "text frames only",
+            "a binary frame",
+        )]
+    }
+
+    /// Checks one text frame from the host; returns its JSON (when it is JSON) and any
+    /// violations. `method` of the answered request is returned alongside for responses.
+    pub fn on_text(&mut self, text: &str, schemas: &Schemas) -> (Option<Value>, Option<String>, Vec<Violation>) {
+        let mut found = Vec::new();
+        bump(&mut self.counts, "TRANSPORT-001");
+        let message: Value = match serde_json::from_str(text) {
+            Ok(message) => message,
+            Err(error) => {
+                found.push(Violation::new("TRANSPORT-001", "one JSON object per text frame", format!("not JSON ({error}): {}", clip(text))));
+                return (None, None, found);
+            }
+        };
+        if !message.is_object() {
+            found.push(Violation::new("TRANSPORT-001", "one JSON object per text frame", format!("a JSON {}", kind_of(&message))));
+            return (Some(message), None, found);
+        }
+        bump(&mut self.counts, "TRANSPORT-002");
+        if message["jsonrpc"] != "2.0" {
+            found.push(Violation::new("TRANSPORT-002", "\"jsonrpc\": \"2.0\"", format!("jsonrpc = {}", message.get("jsonrpc").map_or("absent".into(), Value::to_string))));
+        }
+        scan_legacy_uris(&message, &mut found, &mut self.counts);
+        scan_status(&message, &mut found, &mut self.counts);
+        let mut answered_method = None;
+        if let Some(method) = message["method"].as_str() {
+            if message.get("id").is_none() {
+                self.check_notification(method, &message, schemas, &mut found);
+            }
+        } else {
+            answered_method = self.check_response(&message, schemas, &mut found);
+        }
+        (Some(message), answered_method, found)
+    }
+
+    fn check_response(&mut self, message: &Value, schemas: &Schemas, found: &mut Vec<Violation>) -> Option<String> {
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let key = id.to_string();
+        let has_result = message.get("result").is_some();
+        let has_error = message.get("error").is_some();
+        bump(&mut self.counts, "TRANSPORT-005");
+        if has_result == has_error {
+            found.push(Violation::new("TRANSPORT-005", "exactly one of result or error", format!("result {}, error {}", present(has_result), present(has_error))));
+        } else if has_error {
+            let error = &message["error"];
+            if !error["code"].is_i64() || !error["message"].is_string() {
+                found.push(Violation::new("TRANSPORT-005", "error with an integer code and a string message", clip(&error.to_string())));
+            }
+        }
+        bump(&mut self.counts, "TRANSPORT-003");
+        bump(&mut self.counts, "TRANSPORT-004");
+        if self.answered.contains(&key) {
+            found.push(Violation::new("TRANSPORT-003", format!("one response to request {key}"), "a second response with the same id"));
+            return None;
+        }
+        let Some(method) = self.pending.remove(&key) else {
+            if has_result {
+                found.push(Violation::new("TRANSPORT-004", "responses only to requests", format!("a success response with id {key}, which answers no request")));
+            }
+            return None;
+        };
+        self.answered.insert(key);
+        if has_result && !has_error {
+            let result = &message["result"];
+            self.record_snapshots(result);
+            if let Some(def) = schemas.map.results.get(&method) {
+                validate(schemas, def, result, &format!("{method} result"), found, &mut self.counts);
+            }
+        }
+        Some(method)
+    }
+
+    /// Remembers `fromSeq` of every snapshot in a result.
+    fn record_snapshots(&mut self, result: &Value) {
+        let mut remember = |snapshot: &Value| {
+            if let (Some(resource), Some(from)) = (snapshot["resource"].as_str(), snapshot["fromSeq"].as_u64()) {
+                self.from_seq.insert(resource.to_owned(), from);
+            }
+        };
+        if result["snapshot"].is_object() {
+            remember(&result["snapshot"]);
+        }
+        for snapshot in result["snapshots"].as_array().into_iter().flatten() {
+            remember(snapshot);
+        }
+    }
+
+    fn check_notification(&mut self, method: &str, message: &Value, schemas: &Schemas, found: &mut Vec<Violation>) {
+        let params = &message["params"];
+        bump(&mut self.counts, "TRANSPORT-011");
+        if !params["channel"].is_string() {
+            found.push(Violation::new("TRANSPORT-011", "params.channel (string)", format!("{method} without a string channel")));
+        }
+        if let Some(def) = schemas.map.notifications.get(method) {
+            validate(schemas, def, params, &format!("{method} params"), found, &mut self.counts);
+        }
+        if method == "action" {
+            self.check_envelope(params, schemas, found);
+        }
+    }
+
+    fn check_envelope(&mut self, envelope: &Value, schemas: &Schemas, found: &mut Vec<Violation>) {
+        let channel = envelope["channel"].as_str().unwrap_or_default();
+        let action_type = envelope["action"]["type"].as_str().unwrap_or_default();
+        bump(&mut self.counts, "ENV-004");
+        if let Some(prefix) = expected_scheme(action_type) {
+            if !channel.starts_with(prefix) {
+                found.push(Violation::new("ENV-004", format!("{action_type} on a {prefix} channel"), format!("channel {channel}")));
+            }
+        }
+        bump(&mut self.counts, "ENV-005");
+        let host_only = schemas.map.client_dispatchable.get(action_type) == Some(&false);
+        if host_only && envelope.get("origin").is_some_and(|o| !o.is_null()) {
+            found.push(Violation::new("ENV-005", format!("host-originated {action_type} without origin"), format!("origin {}", envelope["origin"])));
+        }
+        if envelope.get("rejectionReason").is_some_and(|r| !r.is_null()) {
+            return;
+        }
+        let Some(seq) = envelope["serverSeq"].as_u64() else {
+            return;
+        };
+        bump(&mut self.counts, "ENV-003");
+        if let Some(last) = self.last_seq.get(channel) {
+            if seq <= *last {
+                found.push(Violation::new("ENV-003", format!("serverSeq > {last} (the previous envelope on {channel})"), format!("serverSeq {seq} for {action_type}")));
+            }
+        }
+        bump(&mut self.counts, "SUB-002");
+        if let Some(from) = self.from_seq.get(channel) {
+            if seq <= *from {
+                found.push(Violation::new("SUB-002", format!("serverSeq > snapshot fromSeq {from} on {channel}"), format!("serverSeq {seq} for {action_type}")));
+            }
+        }
+        self.last_seq.insert(channel.to_owned(), seq.max(self.last_seq.get(channel).copied().unwrap_or(0)));
+    }
+
+    /// Highest accepted `serverSeq` seen on any channel.
+    pub fn highest_seq(&self) -> u64 {
+        self.last_seq.values().copied().max().unwrap_or(0)
+    }
+}
+
+fn validate(schemas: &Schemas, def: &str, instance: &Value, what: &str, found: &mut Vec<Violation>, counts: &mut Counts) {
+    bump(counts, "INV-SCHEMA-1");
+    if !schemas.set.has_def(def) {
+        return;
+    }
+    if let Err(errors) = schemas.set.validate(def, instance) {
+        let listed: Vec<String> = errors.iter().take(3).map(|e| format!("{}: {}", pointer_or_root(&e.instance_path), e.message)).collect();
+        found.push(Violation::new("INV-SCHEMA-1", format!("{what} valid against {def}"), listed.join("; ")));
+    }
+}
+
+fn pointer_or_root(pointer: &str) -> &str {
+    if pointer.is_empty() {
+        "(root)"
+    } else {
+        pointer
+    }
+}
+
+/// The channel scheme an action type's prefix belongs to.
+fn expected_scheme(action_type: &str) -> Option<&'static str> {
+    match action_type.split('/').next()? {
+        "root" => Some("ahp-root://"),
+        "session" => Some("ahp-session:"),
+        "chat" => Some("ahp-chat:"),
+        "terminal" => Some("ahp-terminal:"),
+        "changeset" => Some("ahp-changeset:"),
+        "resourceWatch" => Some("ahp-resource-watch:"),
+        "canvas" => Some("ahp-canvas:"),
+        "automation" => Some("ahp-automations://"),
+        "automationRun" => Some("ahp-automation-run:"),
+        _ => None,
+    }
+}
+
+const LEGACY_PREFIXES: &[&str] = &["agenthost:", "copilot:"];
+
+/// SUB-012: no legacy URIs anywhere in a host message.
+fn scan_legacy_uris(message: &Value, found: &mut Vec<Violation>, counts: &mut Counts) {
+    bump(counts, "SUB-012");
+    let mut legacy = None;
+    walk_strings(message, &mut |text| {
+        if legacy.is_none() && LEGACY_PREFIXES.iter().any(|p| text.starts_with(p)) {
+            legacy = Some(text.to_owned());
+        }
+    });
+    if let Some(uri) = legacy {
+        found.push(Violation::new("SUB-012", "1.0.0 channel URIs (ahp-…)", format!("legacy URI {uri}")));
+    }
+}
+
+fn walk_strings(value: &Value, visit: &mut impl FnMut(&str)) {
+    match value {
+        Value::String(text) => visit(text),
+        Value::Array(items) => items.iter().for_each(|v| walk_strings(v, visit)),
+        Value::Object(map) => map.values().for_each(|v| walk_strings(v, visit)),
+        _ => {}
+    }
+}
+
+/// STATUS-001: every integer `status` member holds exactly one activity value.
+fn scan_status(message: &Value, found: &mut Vec<Violation>, counts: &mut Counts) {
+    fn walk(value: &Value, path: &mut Vec<String>, out: &mut Vec<(String, u64)>) {
+        match value {
+            Value::Object(map) => {
+                for (key, member) in map {
+                    if key == "status" {
+                        if let Some(status) = member.as_u64() {
+                            out.push((format!("/{}/status", path.join("/")), status));
+                        }
+                    }
+                    path.push(key.clone());
+                    walk(member, path, out);
+                    path.pop();
+                }
+            }
+            Value::Array(items) => {
+                for (index, item) in items.iter().enumerate() {
+                    path.push(index.to_string());
+                    walk(item, path, out);
+                    path.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut statuses = Vec::new();
+    walk(message, &mut Vec::new(), &mut statuses);
+    for (pointer, status) in statuses {
+        bump(counts, "STATUS-001");
+        if ![1, 2, 8, 24].contains(&(status & 31)) {
+            found.push(Violation::new("STATUS-001", "status & 31 ∈ {1, 2, 8, 24}", format!("{pointer} = {status}")));
+        }
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn present(yes: bool) -> &'static str {
+    if yes {
+        "present"
+    } else {
+        "absent"
+    }
+}
+
+/// Shortens long text for messages.
+pub fn clip(text: &str) -> String {
+    const MAX: usize = 300;
+    if text.chars().count() <= MAX {
+        text.to_owned()
+    } else {
+        let head: String = text.chars().take(MAX).collect();
+        format!("{head}…")
+    }
+}

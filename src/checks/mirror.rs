@@ -1,0 +1,181 @@
+//! The reducer mirror of one connection: per subscribed channel, the snapshot it got plus
+//! every accepted envelope folded through the official `ahp` reducers. Stream checks run
+//! against the state *before* each action is applied.
+
+use std::collections::HashMap;
+
+use ahp::reducers::{apply_action_to_chat, apply_action_to_root, apply_action_to_session};
+use ahp_types::actions::StateAction;
+use ahp_types::state::{ChatState, RootState, SessionState};
+use serde_json::Value;
+
+use super::compare::Kind;
+use super::Violation;
+
+#[derive(Debug, Clone)]
+enum State {
+    Root(Box<RootState>),
+    Session(Box<SessionState>),
+    Chat(Box<ChatState>),
+}
+
+impl State {
+    fn decode(kind: Kind, state: &Value) -> Option<State> {
+        Some(match kind {
+            Kind::Root => State::Root(Box::new(serde_json::from_value(state.clone()).ok()?)),
+            Kind::Session => State::Session(Box::new(serde_json::from_value(state.clone()).ok()?)),
+            Kind::Chat => State::Chat(Box::new(serde_json::from_value(state.clone()).ok()?)),
+        })
+    }
+
+    fn to_json(&self) -> Value {
+        let encoded = match self {
+            State::Root(s) => serde_json::to_value(s),
+            State::Session(s) => serde_json::to_value(s),
+            State::Chat(s) => serde_json::to_value(s),
+        };
+        encoded.unwrap_or(Value::Null)
+    }
+
+    fn apply(&mut self, action: &StateAction) {
+        match self {
+            State::Root(s) => {
+                apply_action_to_root(s, action);
+            }
+            State::Session(s) => {
+                apply_action_to_session(s, action);
+            }
+            State::Chat(s) => {
+                apply_action_to_chat(s, action);
+            }
+        }
+    }
+}
+
+/// One connection's mirrors.
+#[derive(Debug, Default, Clone)]
+pub struct Mirror {
+    channels: HashMap<String, State>,
+    /// serverSeq of the snapshot or last envelope each mirror reflects.
+    seqs: HashMap<String, u64>,
+    /// Channels whose mirror could not follow (undecodable snapshot or action): not compared.
+    lost: HashMap<String, String>,
+    /// Text deltas checked (TURN-003) and response parts checked (TURN-005).
+    pub deltas_checked: usize,
+    pub parts_checked: usize,
+}
+
+impl Mirror {
+    /// Starts (or restarts) the mirror of a channel from a snapshot.
+    pub fn load_snapshot(&mut self, snapshot: &Value) {
+        let Some(resource) = snapshot["resource"].as_str() else {
+            return;
+        };
+        let Some(kind) = Kind::of(resource) else {
+            return;
+        };
+        match State::decode(kind, &snapshot["state"]) {
+            Some(state) => {
+                self.lost.remove(resource);
+                self.channels.insert(resource.to_owned(), state);
+                self.seqs.insert(resource.to_owned(), snapshot["fromSeq"].as_u64().unwrap_or(0));
+            }
+            None => {
+                self.channels.remove(resource);
+                self.lost.insert(resource.to_owned(), "snapshot does not decode".into());
+            }
+        }
+    }
+
+    pub fn forget(&mut self, channel: &str) {
+        self.channels.remove(channel);
+        self.seqs.remove(channel);
+        self.lost.remove(channel);
+    }
+
+    pub fn channels(&self) -> impl Iterator<Item = &str> {
+        self.channels.keys().map(String::as_str)
+    }
+
+    /// The serverSeq the channel's mirror reflects.
+    pub fn seq(&self, channel: &str) -> Option<u64> {
+        self.seqs.get(channel).copied()
+    }
+
+    /// Why a channel's mirror stopped following, if it did.
+    pub fn lost(&self, channel: &str) -> Option<&str> {
+        self.lost.get(channel).map(String::as_str)
+    }
+
+    pub fn state(&self, channel: &str) -> Option<Value> {
+        self.channels.get(channel).map(State::to_json)
+    }
+
+    /// Applies one envelope (rejected ones change nothing) after the stream checks.
+    pub fn apply(&mut self, envelope: &Value) -> Vec<Violation> {
+        let mut found = Vec::new();
+        if envelope.get("rejectionReason").is_some_and(|r| !r.is_null()) {
+            return found;
+        }
+        let Some(channel) = envelope["channel"].as_str() else {
+            return found;
+        };
+        let Some(state) = self.channels.get_mut(channel) else {
+            return found;
+        };
+        let action = &envelope["action"];
+        if let State::Chat(chat) = state {
+            stream_checks(chat, action, &mut found, &mut self.deltas_checked, &mut self.parts_checked);
+        }
+        if let Some(seq) = envelope["serverSeq"].as_u64() {
+            self.seqs.insert(channel.to_owned(), seq);
+        }
+        match serde_json::from_value::<StateAction>(action.clone()) {
+            Ok(decoded) => state.apply(&decoded),
+            Err(error) => {
+                self.lost.insert(channel.to_owned(), format!("action does not decode: {error}"));
+                self.channels.remove(channel);
+            }
+        }
+        found
+    }
+}
+
+/// TURN-003 and TURN-005, judged against the chat state before the action.
+fn stream_checks(chat: &ChatState, action: &Value, found: &mut Vec<Violation>, deltas: &mut usize, parts: &mut usize) {
+    let kind = action["type"].as_str().unwrap_or_default();
+    match kind {
+        "chat/delta" | "chat/reasoning" => {
+            *deltas += 1;
+            let wanted = if kind == "chat/delta" { "markdown" } else { "reasoning" };
+            let part_id = action["partId"].as_str().unwrap_or_default();
+            let active = chat.active_turn.as_ref().filter(|turn| action["turnId"] == turn.id.as_str());
+            let exists = active.is_some_and(|turn| {
+                let parts = serde_json::to_value(&turn.response_parts).unwrap_or(Value::Null);
+                parts
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|part| part["kind"] == wanted && part["id"] == part_id)
+            });
+            if !exists {
+                found.push(Violation::new(
+                    "TURN-003",
+                    format!("{kind} for a {wanted} part created earlier in active turn {}", action["turnId"]),
+                    format!("partId {part_id:?}, which the turn does not have"),
+                ));
+            }
+        }
+        "chat/responsePart" => {
+            *parts += 1;
+            if action["part"]["kind"] == "error" {
+                found.push(Violation::new(
+                    "TURN-005",
+                    "errors only through chat/error",
+                    "chat/responsePart carrying an error part",
+                ));
+            }
+        }
+        _ => {}
+    }
+}

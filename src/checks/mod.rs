@@ -1,0 +1,99 @@
+//! Checks: small functions over frames, history and state that say whether a rule held.
+//! No I/O, no sleeping, no printing. Two tiers:
+//! - always-on checks ([`frame`], [`mirror`], [`invariants`]) run on every frame of every
+//!   connection; each is reported as one case row under its own rule ID, with the number of
+//!   things it looked at;
+//! - case expectations (in the engine) judge what a scenario asks for.
+
+pub mod compare;
+pub mod frame;
+pub mod invariants;
+pub mod mirror;
+
+use crate::verdict::Level;
+
+/// A rule broken by the server, found by an always-on check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Violation {
+    /// RULES.md ID.
+    pub rule: &'static str,
+    pub expected: String,
+    pub actual: String,
+}
+
+impl Violation {
+    pub fn new(rule: &'static str, expected: impl Into<String>, actual: impl Into<String>) -> Self {
+        Violation {
+            rule,
+            expected: expected.into(),
+            actual: actual.into(),
+        }
+    }
+}
+
+/// What the report says about an always-on rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AlwaysOnRule {
+    pub id: &'static str,
+    pub level: Level,
+    pub area: &'static str,
+    pub spec: &'static str,
+    pub requirement: &'static str,
+    /// What one unit of work is, for "looked at N …".
+    pub unit: &'static str,
+}
+
+macro_rules! rules {
+    ($( ($id:literal, $level:ident, $area:literal, $spec:literal, $unit:literal, $req:literal), )*) => {
+        /// Every always-on rule, in report order.
+        pub const ALWAYS_ON: &[AlwaysOnRule] = &[
+            $( AlwaysOnRule { id: $id, level: Level::$level, area: $area, spec: $spec, unit: $unit, requirement: $req }, )*
+        ];
+    };
+}
+
+rules! {
+    ("TRANSPORT-001", Must, "transport", "docs/specification/transport.md § Common Transports", "frames",
+        "Every frame the host sends is a text frame holding exactly one JSON-RPC object."),
+    ("TRANSPORT-002", Must, "transport", "docs/specification/overview.md § Base Protocol", "messages",
+        "Every host message has \"jsonrpc\": \"2.0\"."),
+    ("TRANSPORT-003", Must, "transport", "docs/specification/overview.md § Requests", "responses",
+        "Each request receives exactly one response carrying the same id."),
+    ("TRANSPORT-004", Must, "transport", "docs/specification/overview.md § Notifications", "responses",
+        "Notifications never receive a response."),
+    ("TRANSPORT-005", Must, "transport", "JSON-RPC 2.0 § Response object", "responses",
+        "A response has either result or error, never both; error has an integer code and a string message."),
+    ("TRANSPORT-011", Must, "transport", "docs/specification/subscriptions.md § Every message carries channel", "notifications",
+        "Every host notification's params carries a top-level string channel."),
+    ("INV-SCHEMA-1", Must, "schema", "RULES.md §17; schemas/ahp/<version>/", "messages",
+        "Every result, snapshot, envelope and notification validates against the negotiated version's schema."),
+    ("ENV-003", Must, "actions", "crate: ahp-types/src/state.rs (Snapshot)", "envelopes",
+        "Per channel, serverSeq of accepted envelopes is strictly increasing."),
+    ("SUB-002", Must, "subscriptions", "crate: ahp-types/src/state.rs (Snapshot.fromSeq)", "envelopes",
+        "Every accepted action delivered after a subscribe has serverSeq greater than the snapshot's fromSeq."),
+    ("ENV-004", Must, "actions", "docs/specification/subscriptions.md § Action Delivery", "envelopes",
+        "An envelope's channel is the channel its action belongs to."),
+    ("ENV-005", Must, "actions", "docs/guide/actions.md § Action Envelope", "envelopes",
+        "Host-originated actions carry no origin."),
+    ("SUB-012", Must, "subscriptions", "docs/specification/subscriptions.md § URI Scheme", "messages",
+        "Channel URIs the host returns use the 1.0.0 schemes; no agenthost: or copilot: URIs."),
+    ("STATUS-001", Must, "status", "docs/guide/state-model.md § Session Status Bitset", "status values",
+        "status & 31 is one of 1, 2, 8, 24 for every session, chat and summary status."),
+    ("STATUS-003", Must, "status", "crate: ahp/src/reducers.rs (summary_status)", "chat states",
+        "Chat activity matches content: active turn ⇒ 8 or 24, none ⇒ 1 or 2, 24 ⇔ a blocking part in the active turn."),
+    ("TURN-003", Must, "chat-channel", "crate: ahp-types/src/actions.rs (ChatDeltaAction)", "text deltas",
+        "chat/delta and chat/reasoning only target a part created earlier by chat/responsePart in the same active turn."),
+    ("TURN-005", Must, "chat-channel", "docs/specification/chat-channel.md § Error recovery", "response parts",
+        "Error parts are never sent through chat/responsePart; errors end a turn through chat/error."),
+    ("TOOL-007", Must, "tool-calls", "crate: ahp/src/reducers.rs (end_turn)", "completed turns",
+        "When a turn ends, every non-terminal tool call in it is cancelled with reason skipped."),
+    ("INV-FOLD-1", Must, "state", "RULES.md §17 INV-FOLD-1", "checkpoints",
+        "Snapshot + accepted envelopes folded through the reference reducers equals a fresh snapshot."),
+    ("CHAT-003", Must, "chat-channel", "docs/specification/chat-channel.md § State", "chat catalog entries",
+        "A chat's inlined summary fields equal its entry in the session's chat catalog (at quiescence)."),
+}
+
+/// Looks an always-on rule up.
+pub fn always_on(id: &str) -> Option<&'static AlwaysOnRule> {
+    ALWAYS_ON.iter().find(|rule| rule.id == id)
+}

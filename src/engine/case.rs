@@ -1,0 +1,927 @@
+//! Runs one case: executes its steps on its own connections, judges each expectation, and
+//! collects what the always-on checks found along the way.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::conn::{Conn, Located};
+use super::profile::Profile;
+use super::vars::Vars;
+use crate::checks::compare::{catalog_matches, fold_matches, Kind};
+use crate::checks::frame::{Counts, Schemas};
+use crate::checks::Violation;
+use crate::suite::*;
+use crate::transport::{Connection, Direction, Incoming, TransportError};
+use crate::verdict::{CaseResult, Finding, Level, ReportedFrame, Verdict};
+
+/// Everything a case needs from the run.
+#[derive(Debug, Clone)]
+pub struct CaseContext {
+    pub url: String,
+    pub schemas: Schemas,
+    pub profile: Profile,
+    pub timeout: Duration,
+    /// Unique per case run, for URIs and client ids.
+    pub token: String,
+    pub rerun: String,
+    /// `capabilities` of the agent the profile uses (from the root state).
+    pub agent_capabilities: Value,
+}
+
+/// A case's result plus the always-on findings made while it ran.
+#[derive(Debug)]
+pub struct CaseOutcome {
+    pub result: CaseResult,
+    pub always_on: Vec<(Located, Vec<ReportedFrame>)>,
+    pub counts: Counts,
+}
+
+/// Why a step stopped the case.
+enum Stop {
+    /// An expectation failed at the case's own level.
+    Broken(Finding),
+    NotTestable(String),
+    NotApplicable(String),
+    Harness(String),
+}
+
+type StepResult = Result<(), Stop>;
+
+const DEFAULT_CONN: &str = "c1";
+const ROOT: &str = "ahp-root://";
+const CONTEXT_FRAMES: usize = 8;
+
+struct Runner<'a> {
+    case: &'a Case,
+    ctx: &'a CaseContext,
+    conns: BTreeMap<String, Conn>,
+    vars: Vars,
+    /// name → (conn, request id)
+    requests: HashMap<String, (String, u64)>,
+    /// name → (conn, clientSeq)
+    dispatches: HashMap<String, (String, i64)>,
+    findings: Vec<Finding>,
+    always_on: Vec<(Located, Vec<ReportedFrame>)>,
+    at: String,
+    /// Things checked outside the frame checker (checkpoints, catalog entries).
+    counts: Counts,
+    started: Instant,
+    next_client: usize,
+}
+
+pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
+    let started = Instant::now();
+    let mut runner = Runner {
+        case,
+        ctx,
+        conns: BTreeMap::new(),
+        vars: Vars::new(&ctx.token),
+        requests: HashMap::new(),
+        dispatches: HashMap::new(),
+        findings: Vec::new(),
+        always_on: Vec::new(),
+        at: case.info.source.clone(),
+        counts: Counts::new(),
+        started,
+        next_client: 0,
+    };
+    let mut stop = None;
+    for capability in &case.capabilities {
+        if stop.is_none() && ctx.agent_capabilities.get(capability).is_none_or(Value::is_null) {
+            stop = Some(Stop::NotApplicable(format!(
+                "the agent does not advertise capabilities.{capability}"
+            )));
+        }
+    }
+    if let Some(probe) = &case.probe {
+        stop = Some(Stop::Harness(format!("unknown probe {probe:?}")));
+    }
+    for need in &case.needs {
+        if stop.is_none() && ctx.profile.behaviour(need).is_none() {
+            stop = Some(Stop::NotTestable(format!(
+                "the target profile has no trigger for behaviour {need:?}"
+            )));
+        }
+    }
+    if stop.is_none() {
+        for located in &case.steps {
+            runner.at = located.at.clone();
+            let outcome = runner.step(&located.step).await;
+            runner.process_all();
+            if let Err(reason) = outcome {
+                stop = Some(reason);
+                break;
+            }
+        }
+    }
+    for conn in runner.conns.values_mut() {
+        conn.link.close().await;
+    }
+    runner.process_all();
+    runner.finish(stop)
+}
+
+impl Runner<'_> {
+    fn level(&self) -> Level {
+        self.case.info.level
+    }
+
+    fn conn_name(on: &Option<String>) -> String {
+        on.clone().unwrap_or_else(|| DEFAULT_CONN.to_owned())
+    }
+
+    fn conn(&mut self, on: &Option<String>) -> Result<&mut Conn, Stop> {
+        let name = Self::conn_name(on);
+        self.conns
+            .get_mut(&name)
+            .ok_or_else(|| Stop::Harness(format!("{}: no connection named {name} (connect or initialize it first)", self.at)))
+    }
+
+    fn process_all(&mut self) {
+        for conn in self.conns.values_mut() {
+            for located in conn.process(&self.ctx.schemas) {
+                let context = context_frames(conn, located.frame + 1);
+                self.always_on.push((located, context));
+            }
+        }
+    }
+
+    /// A failed expectation: stops the case at its own level, or is recorded at a lower
+    /// step level and the case goes on.
+    fn broken(&mut self, level: &Option<String>, on: &Option<String>, expected: String, actual: String) -> StepResult {
+        let step_level = match level.as_deref() {
+            Some("SHOULD") => Level::Should,
+            Some("MAY") => Level::May,
+            _ => self.level(),
+        };
+        let name = Self::conn_name(on);
+        let context = self
+            .conns
+            .get(&name)
+            .map(|conn| context_frames(conn, conn.link.transcript().frames.len()))
+            .unwrap_or_default();
+        let finding = Finding {
+            rule: self.case.info.id.clone(),
+            verdict: step_level.broken(),
+            expected,
+            actual,
+            step: Some(self.at.clone()),
+            context,
+        };
+        if level.is_some() && step_level > self.level() {
+            self.findings.push(finding);
+            Ok(())
+        } else {
+            Err(Stop::Broken(finding))
+        }
+    }
+
+    async fn open(&mut self, name: &str) -> Result<(), Stop> {
+        if self.conns.contains_key(name) {
+            return Ok(());
+        }
+        let link = Connection::connect(&self.ctx.url, self.ctx.timeout)
+            .await
+            .map_err(|e| Stop::Harness(format!("{}: {e}", self.at)))?;
+        self.next_client += 1;
+        let client_id = format!("ahpspec-{}-{name}", self.ctx.token);
+        self.vars.set(&format!("{name}.clientId"), json!(client_id));
+        self.conns.insert(name.to_owned(), Conn::new(name, &client_id, link));
+        Ok(())
+    }
+
+    fn subst(&self, value: &Value) -> Result<Value, Stop> {
+        self.vars.substitute(value).map_err(|e| Stop::Harness(format!("{}: {e}", self.at)))
+    }
+
+    fn subst_str(&self, text: &str) -> Result<String, Stop> {
+        match self.subst(&Value::String(text.to_owned()))? {
+            Value::String(s) => Ok(s),
+            other => Ok(other.to_string()),
+        }
+    }
+
+    async fn step(&mut self, step: &Step) -> StepResult {
+        match step {
+            Step::Connect(s) => self.open(&Self::conn_name(&s.on)).await,
+            Step::Initialize(s) => self.initialize(s).await,
+            Step::Reconnect(s) => self.reconnect(s).await,
+            Step::Request(s) => {
+                let params = match &s.params {
+                    Some(p) => Some(self.subst(p)?),
+                    None => None,
+                };
+                let conn = self.conn(&s.on)?;
+                let id = conn.link.next_id();
+                let mut message = json!({ "jsonrpc": "2.0", "id": id, "method": s.method });
+                if let Some(params) = params {
+                    message["params"] = params;
+                }
+                if s.intent.is_some() {
+                    conn.intended_invalid.push(conn.link.transcript().frames.len());
+                }
+                conn.link.send_json(&message).await.map_err(|e| Stop::Harness(e.to_string()))?;
+                let name = s.name.clone().unwrap_or_else(|| s.method.clone());
+                self.requests.insert(name, (Self::conn_name(&s.on), id));
+                Ok(())
+            }
+            Step::Notify(s) => {
+                let params = match &s.params {
+                    Some(p) => self.subst(p)?,
+                    None => Value::Null,
+                };
+                let conn = self.conn(&s.on)?;
+                if s.intent.is_some() {
+                    conn.intended_invalid.push(conn.link.transcript().frames.len());
+                }
+                let mut message = json!({ "jsonrpc": "2.0", "method": s.method });
+                if !params.is_null() {
+                    message["params"] = params;
+                }
+                conn.link.send_json(&message).await.map_err(|e| Stop::Harness(e.to_string()))
+            }
+            Step::Raw(s) => {
+                let text = self.subst_str(&s.text)?;
+                let conn = self.conn(&s.on)?;
+                conn.intended_invalid.push(conn.link.transcript().frames.len());
+                conn.link.send_raw(&text).await.map_err(|e| Stop::Harness(e.to_string()))
+            }
+            Step::Binary(s) => {
+                let conn = self.conn(&s.on)?;
+                conn.link.send_binary(vec![0u8; s.bytes]).await.map_err(|e| Stop::Harness(e.to_string()))
+            }
+            Step::Dispatch(s) => {
+                let channel = self.subst_str(&s.channel)?;
+                let action = self.subst(&s.action)?;
+                let name = s.name.clone();
+                let seq = self.dispatch(&s.on, &channel, action, s.intent.is_some()).await?;
+                if let Some(name) = name {
+                    self.dispatches.insert(name, (Self::conn_name(&s.on), seq));
+                }
+                Ok(())
+            }
+            Step::Response(s) => self.expect_response(s).await,
+            Step::Echo(s) => self.expect_echo(s).await,
+            Step::Action(s) => {
+                let channel = self.subst_str(&s.channel)?;
+                let matching = self.subst_matches(&s.matching)?;
+                let kind = s.action_type.clone();
+                let within = s.within_ms.map_or(self.ctx.timeout, Duration::from_millis);
+                let found = self
+                    .wait_message(&s.on, within, |m| {
+                        m["method"] == "action"
+                            && m["params"]["channel"] == channel.as_str()
+                            && m["params"]["action"]["type"] == kind.as_str()
+                            && matches_all(&m["params"], &matching)
+                    })
+                    .await?;
+                match found {
+                    Some(message) => {
+                        if let Some(name) = &s.name {
+                            self.vars.set(name, message["params"].clone());
+                        }
+                        Ok(())
+                    }
+                    None => self.broken(
+                        &s.level,
+                        &s.on,
+                        format!("a {kind} action on {channel}{}", describe(&matching)),
+                        format!("nothing within {} ms", within.as_millis()),
+                    ),
+                }
+            }
+            Step::Notification(s) => {
+                let matching = self.subst_matches(&s.matching)?;
+                let method = s.method.clone();
+                let within = s.within_ms.map_or(self.ctx.timeout, Duration::from_millis);
+                let found = self
+                    .wait_message(&s.on, within, |m| {
+                        m["method"] == method.as_str() && m.get("id").is_none() && matches_all(&m["params"], &matching)
+                    })
+                    .await?;
+                match found {
+                    Some(message) => {
+                        if let Some(name) = &s.name {
+                            self.vars.set(name, message["params"].clone());
+                        }
+                        Ok(())
+                    }
+                    None => self.broken(
+                        &s.level,
+                        &s.on,
+                        format!("a {method} notification{}", describe(&matching)),
+                        format!("nothing within {} ms", within.as_millis()),
+                    ),
+                }
+            }
+            Step::Silence(s) => self.expect_silence(s).await,
+            Step::Closed(s) => {
+                let within = s.within_ms.map_or(self.ctx.timeout, Duration::from_millis);
+                let conn = self.conn(&s.on)?;
+                let closed = if conn.link.is_closed() {
+                    true
+                } else {
+                    match conn.link.wait_for(within, |i| matches!(i, Incoming::Closed { .. })).await {
+                        Ok(_) | Err(TransportError::Closed) | Err(TransportError::Oversized) => true,
+                        Err(TransportError::Timeout(_)) => false,
+                        Err(error) => return Err(Stop::Harness(error.to_string())),
+                    }
+                };
+                if closed {
+                    Ok(())
+                } else {
+                    self.broken(&s.level, &s.on, "the server closes the connection".into(), format!("still open after {} ms", within.as_millis()))
+                }
+            }
+            Step::State(s) => self.expect_state(s).await,
+            Step::Session(s) => self.make_session(s).await,
+            Step::Turn(s) => self.start_turn(s).await,
+            Step::Disconnect(s) => {
+                let conn = self.conn(&s.on)?;
+                conn.link.close().await;
+                Ok(())
+            }
+            Step::Sleep(s) => {
+                tokio::time::sleep(Duration::from_millis(s.ms)).await;
+                Ok(())
+            }
+            Step::Checkpoint(s) => self.checkpoint(s).await,
+        }
+    }
+
+    fn subst_matches(&self, matching: &Matches) -> Result<Matches, Stop> {
+        matching
+            .iter()
+            .map(|(k, v)| Ok((self.subst_str(k)?, self.subst(v)?)))
+            .collect()
+    }
+
+    async fn dispatch(&mut self, on: &Option<String>, channel: &str, action: Value, invalid: bool) -> Result<i64, Stop> {
+        let conn = self.conn(on)?;
+        conn.client_seq += 1;
+        let seq = conn.client_seq;
+        if invalid {
+            conn.intended_invalid.push(conn.link.transcript().frames.len());
+        }
+        conn.link
+            .send_notification("dispatchAction", json!({ "channel": channel, "clientSeq": seq, "action": action }))
+            .await
+            .map_err(|e| Stop::Harness(e.to_string()))?;
+        Ok(seq)
+    }
+
+    /// Waits for a message on a connection; `None` on timeout or close.
+    async fn wait_message(&mut self, on: &Option<String>, within: Duration, mut pred: impl FnMut(&Value) -> bool) -> Result<Option<Value>, Stop> {
+        let conn = self.conn(on)?;
+        match conn.link.wait_for(within, |item| matches!(item, Incoming::Message(m) if pred(m))).await {
+            Ok(Incoming::Message(message)) => Ok(Some(message)),
+            Ok(_) | Err(TransportError::Timeout(_)) | Err(TransportError::Closed) | Err(TransportError::Oversized) => Ok(None),
+            Err(error) => Err(Stop::Harness(error.to_string())),
+        }
+    }
+
+    async fn initialize(&mut self, s: &Initialize) -> StepResult {
+        let name = Self::conn_name(&s.on);
+        self.open(&name).await?;
+        let versions = s.versions.clone().unwrap_or_else(|| vec!["1.0.0".to_owned()]);
+        let subscriptions = s.subscriptions.clone().unwrap_or_else(|| vec![ROOT.to_owned()]);
+        let subscriptions: Vec<String> = subscriptions.iter().map(|u| self.subst_str(u)).collect::<Result<_, _>>()?;
+        let client_id = match &s.client_id {
+            Some(id) => {
+                let id = self.subst_str(id)?;
+                self.vars.set(&format!("{name}.clientId"), json!(id));
+                id
+            }
+            None => self.conns.get(&name).map(|c| c.client_id.clone()).unwrap_or_default(),
+        };
+        let conn = self.conn(&s.on)?;
+        conn.client_id = client_id.clone();
+        let params = json!({ "channel": ROOT, "protocolVersions": versions, "clientId": client_id,
+                             "clientInfo": { "name": "ahpspec", "version": env!("CARGO_PKG_VERSION") },
+                             "initialSubscriptions": subscriptions });
+        let id = conn.link.send_request("initialize", params).await.map_err(|e| Stop::Harness(e.to_string()))?;
+        let key = s.name.clone().unwrap_or_else(|| format!("{name}.init"));
+        self.requests.insert(key.clone(), (name.clone(), id));
+        if s.send_only {
+            return Ok(());
+        }
+        let timeout = self.ctx.timeout;
+        let response = self.conn(&s.on)?.link.response(id, timeout).await;
+        match response {
+            Ok(response) if response.get("result").is_some() => {
+                self.vars.set(&key, response);
+                Ok(())
+            }
+            Ok(response) if s.refused_means_not_applicable => Err(Stop::NotApplicable(format!(
+                "the server does not accept {versions:?}: {}",
+                crate::checks::frame::clip(&response["error"].to_string())
+            ))),
+            Ok(response) => Err(Stop::NotTestable(format!(
+                "initialize offering {versions:?} failed: {}",
+                crate::checks::frame::clip(&response.to_string())
+            ))),
+            Err(error) => Err(Stop::NotTestable(format!("initialize got no answer: {error}"))),
+        }
+    }
+
+    async fn reconnect(&mut self, s: &Reconnect) -> StepResult {
+        let name = Self::conn_name(&s.on);
+        let mut old = self
+            .conns
+            .remove(&name)
+            .ok_or_else(|| Stop::Harness(format!("{}: no connection {name} to resume", self.at)))?;
+        old.link.close().await;
+        for located in old.process(&self.ctx.schemas) {
+            let context = context_frames(&old, located.frame + 1);
+            self.always_on.push((located, context));
+        }
+        let last_seen = match &s.last_seen {
+            Some(value) => self.subst(value)?,
+            None => json!(old.checker.highest_seq()),
+        };
+        let subscriptions: Vec<String> = s.subscriptions.iter().map(|u| self.subst_str(u)).collect::<Result<_, _>>()?;
+        let link = Connection::connect(&self.ctx.url, self.ctx.timeout)
+            .await
+            .map_err(|e| Stop::Harness(format!("{}: {e}", self.at)))?;
+        let mut conn = Conn::new(&name, &old.client_id, link);
+        conn.mirror = old.mirror.clone();
+        let params = json!({ "channel": ROOT, "clientId": old.client_id, "lastSeenServerSeq": last_seen,
+                             "subscriptions": subscriptions });
+        let id = conn.link.send_request("reconnect", params).await.map_err(|e| Stop::Harness(e.to_string()))?;
+        // Keep the old transcript in the case's report under its own name.
+        self.conns.insert(format!("{name}~{}", self.conns.len()), old);
+        self.conns.insert(name.clone(), conn);
+        self.requests.insert(s.name.clone(), (name, id));
+        Ok(())
+    }
+
+    async fn expect_response(&mut self, s: &ExpectResponse) -> StepResult {
+        let on_name = Self::conn_name(&s.on);
+        let (conn_name, id) = match &s.to {
+            Some(to) => self
+                .requests
+                .get(to)
+                .cloned()
+                .ok_or_else(|| Stop::Harness(format!("{}: no request named {to}", self.at)))?,
+            None => (on_name.clone(), 0),
+        };
+        let literal_id = s.id.clone().unwrap_or(Value::Null);
+        let on = Some(conn_name.clone());
+        let timeout = self.ctx.timeout;
+        let conn = self.conn(&on)?;
+        let waited = if s.to.is_some() {
+            conn.link.response(id, timeout).await
+        } else {
+            conn.link
+                .wait_for(timeout, |item| matches!(item, Incoming::Message(m) if m.get("id") == Some(&literal_id) && m.get("method").is_none()))
+                .await
+                .and_then(|item| match item {
+                    Incoming::Message(m) => Ok(m),
+                    _ => Err(TransportError::Closed),
+                })
+        };
+        let what = s.to.clone().unwrap_or_else(|| match &s.id {
+            Some(id) => format!("the frame with id {id}"),
+            None => "the unparseable frame".into(),
+        });
+        let response = match waited {
+            Ok(response) => response,
+            Err(TransportError::Closed) | Err(TransportError::Oversized) if s.or_close => return Ok(()),
+            Err(TransportError::Closed) => {
+                return self.broken(&s.level, &on, format!("a response to {what}"), "the connection closed".into());
+            }
+            Err(TransportError::Timeout(t)) => {
+                return self.broken(&s.level, &on, format!("a response to {what}"), format!("nothing within {} ms", t.as_millis()));
+            }
+            Err(error) => return Err(Stop::Harness(error.to_string())),
+        };
+        if let Some(name) = &s.name {
+            self.vars.set(name, response.clone());
+        }
+        let is_error = response.get("error").is_some();
+        if let Some(ok) = s.ok {
+            if ok && is_error {
+                return self.broken(&s.level, &on, format!("{what} succeeds"), format!("error {}", response["error"]));
+            }
+            if !ok && !is_error {
+                return self.broken(&s.level, &on, format!("{what} fails with an error"), format!("success {}", crate::checks::frame::clip(&response.to_string())));
+            }
+        }
+        if let Some(codes) = &s.codes {
+            let code = response["error"]["code"].as_i64();
+            if !code.is_some_and(|c| codes.contains(&c)) {
+                return self.broken(&s.level, &on, format!("error code in {codes:?}"), format!("{}", crate::checks::frame::clip(&response.to_string())));
+            }
+        }
+        self.judge_document(&response, &s.has, &s.lacks, &s.equals, &s.one_of, &BTreeMap::new(), &s.level, &on)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn judge_document(
+        &mut self,
+        document: &Value,
+        has: &[String],
+        lacks: &[String],
+        equals: &Matches,
+        one_of: &BTreeMap<String, Vec<Value>>,
+        len: &BTreeMap<String, usize>,
+        level: &Option<String>,
+        on: &Option<String>,
+    ) -> StepResult {
+        for pointer in has {
+            let pointer = self.subst_str(pointer)?;
+            if document.pointer(&pointer).is_none_or(Value::is_null) {
+                return self.broken(level, on, format!("{pointer} present"), format!("absent in {}", crate::checks::frame::clip(&document.to_string())));
+            }
+        }
+        for pointer in lacks {
+            let pointer = self.subst_str(pointer)?;
+            if let Some(value) = document.pointer(&pointer).filter(|v| !v.is_null()) {
+                return self.broken(level, on, format!("{pointer} absent"), format!("{pointer} = {}", crate::checks::frame::clip(&value.to_string())));
+            }
+        }
+        for (pointer, expected) in self.subst_matches(equals)? {
+            let actual = document.pointer(&pointer).cloned().unwrap_or(Value::Null);
+            if !json_eq(&actual, &expected) {
+                return self.broken(level, on, format!("{pointer} = {expected}"), format!("{pointer} = {}", crate::checks::frame::clip(&actual.to_string())));
+            }
+        }
+        for (pointer, allowed) in one_of {
+            let actual = document.pointer(pointer).cloned().unwrap_or(Value::Null);
+            let allowed: Vec<Value> = allowed.iter().map(|v| self.subst(v)).collect::<Result<_, _>>()?;
+            if !allowed.iter().any(|v| json_eq(&actual, v)) {
+                return self.broken(level, on, format!("{pointer} one of {}", Value::Array(allowed.clone())), format!("{pointer} = {actual}"));
+            }
+        }
+        for (pointer, expected) in len {
+            let actual = document.pointer(pointer).and_then(Value::as_array).map(Vec::len);
+            if actual != Some(*expected) {
+                return self.broken(level, on, format!("{pointer} has {expected} items"), format!("{}", actual.map_or("no array".into(), |n| format!("{n} items"))));
+            }
+        }
+        Ok(())
+    }
+
+    async fn expect_echo(&mut self, s: &ExpectEcho) -> StepResult {
+        let (conn_name, seq) = self
+            .dispatches
+            .get(&s.of)
+            .cloned()
+            .ok_or_else(|| Stop::Harness(format!("{}: no dispatch named {}", self.at, s.of)))?;
+        let on = Some(conn_name.clone());
+        let client_id = self.conn(&on)?.client_id.clone();
+        let timeout = if s.or_ignored && !s.accepted { Duration::from_millis(300).min(self.ctx.timeout) } else { self.ctx.timeout };
+        let echo = self
+            .wait_message(&on, timeout, |m| {
+                m["method"] == "action" && m["params"]["origin"]["clientId"] == client_id.as_str() && m["params"]["origin"]["clientSeq"] == seq
+            })
+            .await?;
+        let Some(echo) = echo else {
+            if s.or_ignored && !s.accepted {
+                return Ok(());
+            }
+            return self.broken(&s.level, &on, format!("an echo of {} (clientSeq {seq})", s.of), format!("nothing within {} ms", timeout.as_millis()));
+        };
+        if let Some(name) = &s.name {
+            self.vars.set(name, echo["params"].clone());
+        }
+        let reason = echo["params"].get("rejectionReason").filter(|r| !r.is_null());
+        match (s.accepted, reason) {
+            (true, Some(reason)) => self.broken(&s.level, &on, format!("{} accepted", s.of), format!("rejected: {reason}")),
+            (false, None) => self.broken(&s.level, &on, format!("{} rejected (echo with rejectionReason)", s.of), "accepted (echo without rejectionReason)".into()),
+            (false, Some(reason)) if reason.as_str().is_none_or(str::is_empty) => {
+                self.broken(&s.level, &on, "a non-empty rejectionReason".into(), format!("rejectionReason {reason}"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    async fn expect_silence(&mut self, s: &ExpectSilence) -> StepResult {
+        let method = s.method.clone();
+        let channel = match &s.channel {
+            Some(c) => Some(self.subst_str(c)?),
+            None => None,
+        };
+        let kind = s.action_type.clone();
+        let matching = self.subst_matches(&s.matching)?;
+        let conn = self.conn(&s.on)?;
+        let responses = s.responses;
+        let pred = |m: &Value| {
+            (!responses || m.get("method").is_none())
+                && method.as_ref().is_none_or(|x| m["method"] == x.as_str())
+                && channel.as_ref().is_none_or(|c| m["params"]["channel"] == c.as_str())
+                && kind.as_ref().is_none_or(|k| m["params"]["action"]["type"] == k.as_str())
+                && matches_all(m, &matching)
+        };
+        let within = Duration::from_millis(s.for_ms);
+        match conn.link.wait_for_new(within, |i| matches!(i, Incoming::Message(m) if pred(m))).await {
+            Ok(Incoming::Message(message)) => self.broken(
+                &s.level,
+                &s.on,
+                format!("nothing matching for {} ms", s.for_ms),
+                crate::checks::frame::clip(&message.to_string()),
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    async fn subscribe_state(&mut self, on: &Option<String>, channel: &str) -> Result<Value, Stop> {
+        let timeout = self.ctx.timeout;
+        let conn = self.conn(on)?;
+        let response = conn
+            .link
+            .request("subscribe", json!({ "channel": channel, "delivery": { "maxLatencyMs": 0 } }), timeout)
+            .await
+            .map_err(|e| Stop::NotTestable(format!("subscribe {channel}: {e}")))?;
+        Ok(response)
+    }
+
+    async fn expect_state(&mut self, s: &ExpectState) -> StepResult {
+        let channel = self.subst_str(&s.channel)?;
+        let response = self.subscribe_state(&s.on, &channel).await?;
+        let Some(state) = response.pointer("/result/snapshot/state").cloned() else {
+            return self.broken(&s.level, &s.on, format!("a snapshot of {channel}"), crate::checks::frame::clip(&response.to_string()));
+        };
+        if let Some(name) = &s.name {
+            self.vars.set(name, state.clone());
+        }
+        self.judge_document(&state, &s.has, &s.lacks, &s.equals, &BTreeMap::new(), &s.len, &s.level, &s.on)
+    }
+
+    async fn make_session(&mut self, s: &MakeSession) -> StepResult {
+        let uri = format!("ahp-session:/{}-{}", self.ctx.token, s.name);
+        let mut params = json!({ "channel": uri });
+        if let Some(provider) = s.provider.clone().or_else(|| self.ctx.profile.provider.clone()) {
+            params["provider"] = json!(provider);
+        }
+        if let Some(dirs) = &s.working_directories {
+            params["workingDirectories"] = json!(dirs);
+        }
+        let timeout = self.ctx.timeout;
+        let conn = self.conn(&s.on)?;
+        let created = conn.link.request("createSession", params, timeout).await.map_err(|e| Stop::NotTestable(format!("createSession: {e}")))?;
+        if created.get("error").is_some() {
+            return Err(Stop::NotTestable(format!("could not create a session: {}", created["error"])));
+        }
+        let snapshot = self.subscribe_state(&s.on, &uri).await?;
+        let mut state = snapshot.pointer("/result/snapshot/state").cloned().unwrap_or(Value::Null);
+        if s.wait_ready.unwrap_or(true) && state["lifecycle"] != "ready" {
+            let uri_for = uri.clone();
+            let found = self
+                .wait_message(&s.on, timeout, |m| {
+                    m["method"] == "action"
+                        && m["params"]["channel"] == uri_for.as_str()
+                        && (m["params"]["action"]["type"] == "session/ready" || m["params"]["action"]["type"] == "session/creationFailed")
+                })
+                .await?;
+            match found {
+                Some(m) if m["params"]["action"]["type"] == "session/ready" => {}
+                Some(m) => return Err(Stop::NotTestable(format!("session creation failed: {}", m["params"]["action"]["error"]))),
+                None => return Err(Stop::NotTestable("the session never became ready".into())),
+            }
+            state = self.subscribe_state(&s.on, &uri).await?.pointer("/result/snapshot/state").cloned().unwrap_or(Value::Null);
+        }
+        let chat = state["defaultChat"]
+            .as_str()
+            .or_else(|| state["chats"][0]["resource"].as_str())
+            .map(str::to_owned);
+        self.vars.set(&s.name, json!(uri));
+        if let Some(chat) = chat {
+            self.subscribe_state(&s.on, &chat).await?;
+            self.vars.set(&format!("{}.chat", s.name), json!(chat));
+        }
+        Ok(())
+    }
+
+    async fn start_turn(&mut self, s: &StartTurn) -> StepResult {
+        let behaviour = s.behaviour.clone().unwrap_or_else(|| "echo".to_owned());
+        let Some(text) = self.ctx.profile.behaviour(&behaviour).map(str::to_owned) else {
+            return Err(Stop::NotTestable(format!("the target profile has no trigger for behaviour {behaviour:?}")));
+        };
+        let chat = self.subst_str(&s.chat)?;
+        let turn_id = s.id.clone().unwrap_or_else(|| "t1".to_owned());
+        let message = json!({ "text": text, "origin": { "kind": "user" } });
+        let action = match &s.pending {
+            Some(kind) => json!({ "type": "chat/pendingMessageSet", "kind": kind,
+                                  "id": s.message_id.clone().unwrap_or_else(|| turn_id.clone()), "message": message }),
+            None => json!({ "type": "chat/turnStarted", "turnId": turn_id, "startedAt": now(), "message": message }),
+        };
+        let seq = self.dispatch(&s.on, &chat, action, false).await?;
+        self.dispatches.insert(s.name.clone().unwrap_or_else(|| turn_id.clone()), (Self::conn_name(&s.on), seq));
+        if s.wait_end {
+            let within = self.ctx.timeout * 4;
+            let ended = self
+                .wait_message(&s.on, within, |m| {
+                    m["method"] == "action"
+                        && m["params"]["channel"] == chat.as_str()
+                        && m["params"]["action"]["turnId"] == turn_id.as_str()
+                        && matches!(m["params"]["action"]["type"].as_str(), Some("chat/turnComplete" | "chat/turnCancelled" | "chat/error"))
+                })
+                .await?;
+            if ended.is_none() {
+                return self.broken(&None, &s.on, format!("turn {turn_id} ends"), format!("no end within {} ms", within.as_millis()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Compares every mirror with a fresh snapshot from a separate observer connection,
+    /// and every session catalog with its chats.
+    async fn checkpoint(&mut self, s: &Checkpoint) -> StepResult {
+        // Let in-flight frames land first.
+        for conn in self.conns.values_mut() {
+            if !conn.link.is_closed() {
+                conn.link.drain(Duration::from_millis(20)).await;
+            }
+        }
+        self.process_all();
+        let channels: Vec<String> = match &s.channels {
+            Some(list) => list.iter().map(|c| self.subst_str(c)).collect::<Result<_, _>>()?,
+            None => {
+                let mut all: Vec<String> = self
+                    .conns
+                    .values()
+                    .filter(|c| !c.link.is_closed())
+                    .flat_map(|c| c.mirror.channels().map(str::to_owned).collect::<Vec<_>>())
+                    .filter(|c| c != ROOT)
+                    .collect();
+                all.sort();
+                all.dedup();
+                all
+            }
+        };
+        let mut observer = Connection::connect(&self.ctx.url, self.ctx.timeout)
+            .await
+            .map_err(|e| Stop::Harness(format!("checkpoint observer: {e}")))?;
+        let client_id = format!("ahpspec-{}-observer", self.ctx.token);
+        let init = observer
+            .request("initialize", json!({ "channel": ROOT, "protocolVersions": ["1.0.0"], "clientId": client_id }), self.ctx.timeout)
+            .await
+            .map_err(|e| Stop::Harness(format!("checkpoint observer: {e}")))?;
+        if init.get("result").is_none() {
+            return Err(Stop::Harness(format!("checkpoint observer could not initialize: {init}")));
+        }
+        let mut fresh: Vec<(String, Value, u64)> = Vec::new();
+        for channel in &channels {
+            let response = observer
+                .request("subscribe", json!({ "channel": channel }), self.ctx.timeout)
+                .await
+                .map_err(|e| Stop::Harness(format!("checkpoint subscribe {channel}: {e}")))?;
+            if let (Some(state), Some(from)) = (
+                response.pointer("/result/snapshot/state"),
+                response.pointer("/result/snapshot/fromSeq").and_then(Value::as_u64),
+            ) {
+                fresh.push((channel.clone(), state.clone(), from));
+            }
+        }
+        observer.close().await;
+        let mut violations: Vec<(String, Violation)> = Vec::new();
+        for (channel, state, from) in &fresh {
+            let Some(kind) = Kind::of(channel) else { continue };
+            for conn in self.conns.values().filter(|c| !c.link.is_closed()) {
+                let (Some(folded), Some(seq)) = (conn.mirror.state(channel), conn.mirror.seq(channel)) else {
+                    continue;
+                };
+                if seq > *from {
+                    // The mirror is ahead of the snapshot (the channel moved meanwhile).
+                    continue;
+                }
+                *self.counts.entry("INV-FOLD-1").or_insert(0) += 1;
+                if let Some(violation) = fold_matches(channel, kind, &folded, state) {
+                    violations.push((conn.name.clone(), violation));
+                }
+            }
+        }
+        for (channel, state, _) in fresh.iter().filter(|(c, _, _)| Kind::of(c) == Some(Kind::Session)) {
+            let chats: Vec<(String, Value)> = fresh
+                .iter()
+                .filter(|(c, _, _)| state["chats"].as_array().into_iter().flatten().any(|k| k["resource"] == c.as_str()))
+                .map(|(c, s, _)| (c.clone(), s.clone()))
+                .collect();
+            *self.counts.entry("CHAT-003").or_insert(0) += chats.len();
+            for violation in catalog_matches(state, &chats) {
+                violations.push((channel.clone(), violation));
+            }
+        }
+        for (conn_name, violation) in violations {
+            let context = self.conns.get(&conn_name).map(|c| context_frames(c, c.link.transcript().frames.len())).unwrap_or_default();
+            self.always_on.push((
+                Located { violation, conn: conn_name, frame: 0 },
+                context,
+            ));
+        }
+        Ok(())
+    }
+
+    fn finish(self, stop: Option<Stop>) -> CaseOutcome {
+        let mut counts = self.counts.clone();
+        for conn in self.conns.values() {
+            for (rule, n) in &conn.checker.counts {
+                *counts.entry(rule).or_insert(0) += n;
+            }
+            *counts.entry("TURN-003").or_insert(0) += conn.mirror.deltas_checked;
+            *counts.entry("TURN-005").or_insert(0) += conn.mirror.parts_checked;
+            for (rule, n) in &conn.invariant_counts {
+                *counts.entry(rule).or_insert(0) += n;
+            }
+        }
+        let harness: Vec<String> = self.conns.values().flat_map(|c| c.harness_errors.clone()).collect();
+        let mut findings = self.findings;
+        let (mut verdict, mut summary) = match stop {
+            None => (Verdict::Pass, format!("{} steps passed", self.case.steps.len())),
+            Some(Stop::Broken(finding)) => {
+                let summary = format!("expected {}; got {}", finding.expected, finding.actual);
+                let verdict = finding.verdict;
+                findings.push(finding);
+                (verdict, summary)
+            }
+            Some(Stop::NotTestable(why)) => (Verdict::NotTestable, format!("Not testable: {why}")),
+            Some(Stop::NotApplicable(why)) => (Verdict::NotApplicable, why),
+            Some(Stop::Harness(why)) => (Verdict::HarnessError, why),
+        };
+        for finding in &findings {
+            verdict = verdict.worst(finding.verdict);
+        }
+        if verdict == Verdict::Pass && !findings.is_empty() {
+            summary = format!("{} (with notes)", summary);
+        }
+        if let Some(first) = harness.first() {
+            if matches!(verdict, Verdict::Pass) {
+                verdict = Verdict::HarnessError;
+                summary = first.clone();
+            }
+        }
+        let mut transcript: Vec<ReportedFrame> = self
+            .conns
+            .values()
+            .flat_map(|conn| reported(conn, 0, conn.link.transcript().frames.len()))
+            .collect();
+        transcript.sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
+        let elapsed = self.started.elapsed();
+        let result = CaseResult {
+            info: self.case.info.clone(),
+            verdict,
+            summary,
+            findings,
+            transcript,
+            duration_ms: elapsed.as_secs_f64() * 1000.0,
+            rerun: self.ctx.rerun.clone(),
+        };
+        CaseOutcome {
+            result,
+            always_on: self.always_on,
+            counts,
+        }
+    }
+}
+
+fn now() -> String {
+    format!("{:.3}", jiff::Timestamp::now())
+}
+
+fn describe(matching: &Matches) -> String {
+    if matching.is_empty() {
+        String::new()
+    } else {
+        let parts: Vec<String> = matching.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        format!(" with {}", parts.join(", "))
+    }
+}
+
+/// Whether every pointer of `matching` holds its value in `document`.
+pub fn matches_all(document: &Value, matching: &Matches) -> bool {
+    matching
+        .iter()
+        .all(|(pointer, expected)| json_eq(document.pointer(pointer).unwrap_or(&Value::Null), expected))
+}
+
+/// JSON equality where integers and floats of equal value match (TOML writes `1` for both).
+fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        _ => a == b,
+    }
+}
+
+fn reported(conn: &Conn, from: usize, to: usize) -> Vec<ReportedFrame> {
+    conn.link.transcript().frames[from.min(to)..to]
+        .iter()
+        .map(|frame| ReportedFrame {
+            conn: conn.name.clone(),
+            direction: match frame.direction {
+                Direction::Sent => "sent".into(),
+                Direction::Received => "received".into(),
+            },
+            at_ms: frame.at_ms,
+            text: frame.text.clone(),
+        })
+        .collect()
+}
+
+/// The frames just before transcript position `end` on a connection.
+fn context_frames(conn: &Conn, end: usize) -> Vec<ReportedFrame> {
+    let end = end.min(conn.link.transcript().frames.len());
+    reported(conn, end.saturating_sub(CONTEXT_FRAMES), end)
+}

@@ -1,0 +1,154 @@
+//! A case's connection: the transport plus the always-on checks and the reducer mirror,
+//! fed with every frame the transport recorded since the last look.
+
+use serde_json::Value;
+
+use crate::checks::frame::{FrameChecker, Schemas};
+use crate::checks::invariants;
+use crate::checks::mirror::Mirror;
+use crate::checks::Violation;
+use crate::transport::{Connection, Direction};
+
+/// A violation with the transcript position it was found at.
+#[derive(Debug, Clone)]
+pub struct Located {
+    pub violation: Violation,
+    pub conn: String,
+    pub frame: usize,
+}
+
+#[derive(Debug)]
+pub struct Conn {
+    pub name: String,
+    pub client_id: String,
+    pub link: Connection,
+    pub checker: FrameChecker,
+    pub mirror: Mirror,
+    /// Transcript frames already looked at.
+    seen: usize,
+    /// Schema violations in frames the harness sent without declaring them invalid.
+    pub harness_errors: Vec<String>,
+    /// Frames sent deliberately invalid (transcript indices) — not schema-checked.
+    pub intended_invalid: Vec<usize>,
+    /// clientSeq of the last dispatch.
+    pub client_seq: i64,
+    /// States and turns the snapshot invariants looked at.
+    pub invariant_counts: crate::checks::frame::Counts,
+}
+
+impl Conn {
+    pub fn new(name: &str, client_id: &str, link: Connection) -> Conn {
+        Conn {
+            name: name.to_owned(),
+            client_id: client_id.to_owned(),
+            link,
+            checker: FrameChecker::default(),
+            mirror: Mirror::default(),
+            seen: 0,
+            harness_errors: Vec::new(),
+            intended_invalid: Vec::new(),
+            client_seq: 0,
+            invariant_counts: Default::default(),
+        }
+    }
+
+    /// Runs the always-on checks over every frame recorded since the last call.
+    pub fn process(&mut self, schemas: &Schemas) -> Vec<Located> {
+        let mut found = Vec::new();
+        let frames = self.link.transcript().frames.len();
+        while self.seen < frames {
+            let index = self.seen;
+            self.seen += 1;
+            let frame = &self.link.transcript().frames[index];
+            let text = frame.text.clone();
+            match frame.direction {
+                Direction::Sent => self.on_sent(index, &text, schemas),
+                Direction::Received => {
+                    for violation in self.on_received(&text, schemas) {
+                        found.push(Located {
+                            violation,
+                            conn: self.name.clone(),
+                            frame: index,
+                        });
+                    }
+                }
+            }
+        }
+        found
+    }
+
+    fn on_sent(&mut self, index: usize, text: &str, schemas: &Schemas) {
+        let Ok(message) = serde_json::from_str::<Value>(text) else {
+            return;
+        };
+        self.checker.on_sent(&message);
+        if message["method"] == "unsubscribe" {
+            if let Some(channel) = message["params"]["channel"].as_str() {
+                self.mirror.forget(channel);
+            }
+        }
+        if self.intended_invalid.contains(&index) {
+            return;
+        }
+        let Some(method) = message["method"].as_str() else {
+            return;
+        };
+        if let Some(def) = schemas.map.params.get(method) {
+            if schemas.set.has_def(def) {
+                if let Err(errors) = schemas.set.validate(def, &message["params"]) {
+                    let first = errors.first().map(|e| format!("{}: {}", e.instance_path, e.message));
+                    self.harness_errors.push(format!(
+                        "the harness sent an invalid {method} (not declared deliberate): {}",
+                        first.unwrap_or_default()
+                    ));
+                }
+            }
+        }
+    }
+
+    fn on_received(&mut self, text: &str, schemas: &Schemas) -> Vec<Violation> {
+        if text.starts_with("<binary") {
+            return self.checker.on_binary();
+        }
+        if text.starts_with('<') && text.ends_with('>') {
+            // Close or connection-lost markers.
+            return Vec::new();
+        }
+        let (message, _method, mut found) = self.checker.on_text(text, schemas);
+        let Some(message) = message else {
+            return found;
+        };
+        if message["method"] == "action" {
+            found.extend(self.mirror.apply(&message["params"]));
+            return found;
+        }
+        if let Some(result) = message.get("result") {
+            for snapshot in snapshots_in(result) {
+                if snapshot["resource"].as_str().is_some_and(|r| r.starts_with("ahp-chat:")) {
+                    let state = &snapshot["state"];
+                    *self.invariant_counts.entry("STATUS-003").or_insert(0) += 1;
+                    let turns = state["turns"].as_array().map_or(0, Vec::len);
+                    *self.invariant_counts.entry("TOOL-007").or_insert(0) += turns;
+                    found.extend(invariants::chat_state(state));
+                }
+                self.mirror.load_snapshot(snapshot);
+            }
+            if result["type"] == "replay" {
+                for envelope in result["actions"].as_array().into_iter().flatten() {
+                    found.extend(self.mirror.apply(envelope));
+                }
+            }
+        }
+        found
+    }
+}
+
+/// Every snapshot a result carries (`snapshot`, `snapshots[]`).
+pub fn snapshots_in(result: &Value) -> Vec<&Value> {
+    let mut all = Vec::new();
+    if result["snapshot"].is_object() {
+        all.push(&result["snapshot"]);
+    }
+    all.extend(result["snapshots"].as_array().into_iter().flatten());
+    all
+}

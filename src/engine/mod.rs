@@ -1,0 +1,307 @@
+//! The runner: selects cases, runs them (in parallel up to `jobs`, each on its own
+//! connections and session), turns always-on check findings into one row per rule,
+//! reconciles with the baseline, and emits events. It never prints, writes files or exits.
+
+pub mod baseline;
+mod case;
+mod conn;
+pub mod profile;
+pub mod vars;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use tokio::sync::watch;
+
+pub use case::{run_case, CaseContext, CaseOutcome};
+pub use profile::Profile;
+
+use crate::checks::frame::{Counts, Schemas};
+use crate::checks::{AlwaysOnRule, ALWAYS_ON};
+use crate::suite::{Case, Catalog};
+use crate::verdict::{CaseInfo, CaseResult, Finding, Level, ReportedFrame, RunReport, Tally, Verdict};
+use baseline::Baseline;
+
+/// Which cases to run.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// Glob patterns over case IDs (`*` and `?`); empty = all.
+    pub filter: Vec<String>,
+    pub exclude: Vec<String>,
+    /// Only cases of these levels; empty = all.
+    pub levels: Vec<Level>,
+}
+
+impl Selection {
+    pub fn includes(&self, id: &str, level: Level) -> bool {
+        (self.filter.is_empty() || self.filter.iter().any(|p| glob(p, id)))
+            && !self.exclude.iter().any(|p| glob(p, id))
+            && (self.levels.is_empty() || self.levels.contains(&level))
+    }
+}
+
+/// Glob match with `*` (any run) and `?` (one character); a pattern without wildcards
+/// also matches as a prefix followed by `/` (`TOOL-007` selects `TOOL-007/denied`).
+pub fn glob(pattern: &str, text: &str) -> bool {
+    fn matches(p: &[char], t: &[char]) -> bool {
+        match (p.first(), t.first()) {
+            (None, None) => true,
+            (Some('*'), _) => matches(&p[1..], t) || (!t.is_empty() && matches(p, &t[1..])),
+            (Some('?'), Some(_)) => matches(&p[1..], &t[1..]),
+            (Some(a), Some(b)) if a == b => matches(&p[1..], &t[1..]),
+            _ => false,
+        }
+    }
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    matches(&p, &t) || (!pattern.contains(['*', '?']) && text.starts_with(&format!("{pattern}/")))
+}
+
+/// Everything a run needs.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub url: String,
+    /// Shown in reports (`builtin` for the in-process host).
+    pub target_label: String,
+    pub fault: Option<String>,
+    pub catalog: Catalog,
+    pub selection: Selection,
+    pub schemas: Schemas,
+    pub profile: Profile,
+    pub timeout: Duration,
+    pub jobs: usize,
+    pub strict: bool,
+    pub baseline: Option<Baseline>,
+    /// The command prefix that re-runs a case (`--filter ID` is appended).
+    pub rerun_prefix: String,
+}
+
+/// What the runner reports while it works.
+#[derive(Debug, Clone)]
+pub enum Event {
+    RunStarted { cases: usize },
+    CaseFinished { result: Box<CaseResult>, done: usize, total: usize },
+    RunFinished,
+}
+
+/// Receives every event (progress bars, live output).
+pub trait EventSink {
+    fn event(&mut self, event: &Event);
+}
+
+/// An event sink that ignores everything.
+pub struct Quiet;
+
+impl EventSink for Quiet {
+    fn event(&mut self, _: &Event) {}
+}
+
+/// Runs the selected cases. Stops early (keeping what it has) when `interrupt` turns true.
+pub async fn run(config: &RunConfig, sink: &mut dyn EventSink, mut interrupt: watch::Receiver<bool>) -> RunReport {
+    let started = Instant::now();
+    let started_at = format!("{:.0}", jiff::Timestamp::now());
+    let cases: Vec<&Case> = config
+        .catalog
+        .cases
+        .iter()
+        .filter(|case| config.selection.includes(&case.info.id, case.info.level))
+        .collect();
+    let always_on: Vec<&AlwaysOnRule> = ALWAYS_ON
+        .iter()
+        .filter(|rule| config.selection.includes(rule.id, rule.level))
+        .collect();
+    sink.event(&Event::RunStarted { cases: cases.len() + always_on.len() });
+    let nonce = format!("{:x}", jiff::Timestamp::now().as_nanosecond() as u64 & 0xffff_ffff);
+    let total = cases.len() + always_on.len();
+    let mut results: Vec<CaseResult> = Vec::new();
+    let mut findings: HashMap<&'static str, Vec<Finding>> = HashMap::new();
+    let mut counts = Counts::new();
+    let mut interrupted = *interrupt.borrow();
+    let agent_capabilities = agent_capabilities(config).await;
+    let contexts: Vec<CaseContext> = cases
+        .iter()
+        .enumerate()
+        .map(|(index, case)| CaseContext {
+            url: config.url.clone(),
+            schemas: config.schemas.clone(),
+            profile: config.profile.clone(),
+            timeout: config.timeout,
+            token: format!("{nonce}-{index}"),
+            rerun: format!("{} --filter {}", config.rerun_prefix, case.info.id),
+            agent_capabilities: agent_capabilities.clone(),
+        })
+        .collect();
+    let contexts = Arc::new(contexts);
+    let mut pending = FuturesUnordered::new();
+    let mut next = 0;
+    let jobs = config.jobs.max(1);
+    while !interrupted && (next < cases.len() || !pending.is_empty()) {
+        while next < cases.len() && pending.len() < jobs {
+            let case = cases[next];
+            let contexts = Arc::clone(&contexts);
+            let index = next;
+            pending.push(async move { (index, run_case(case, &contexts[index]).await) });
+            next += 1;
+        }
+        tokio::select! {
+            Some((index, outcome)) = pending.next() => {
+                let _ = index;
+                let outcome: CaseOutcome = outcome;
+                for (rule, n) in outcome.counts {
+                    *counts.entry(rule).or_insert(0) += n;
+                }
+                for (located, context) in outcome.always_on {
+                    let rule = located.violation.rule;
+                    findings.entry(rule).or_default().push(Finding {
+                        rule: rule.to_owned(),
+                        verdict: Verdict::Fail,
+                        expected: located.violation.expected,
+                        actual: format!("{} (on {} in case {})", located.violation.actual, located.conn, outcome.result.info.id),
+                        step: None,
+                        context,
+                    });
+                }
+                results.push(outcome.result);
+                sink.event(&Event::CaseFinished { result: Box::new(results[results.len() - 1].clone()), done: results.len(), total });
+            }
+            changed = interrupt.changed() => {
+                if changed.is_err() || *interrupt.borrow() {
+                    interrupted = true;
+                }
+            }
+        }
+    }
+    // Order results as in the catalog, not by completion.
+    let order: HashMap<String, usize> = cases.iter().enumerate().map(|(i, c)| (c.info.id.clone(), i)).collect();
+    results.sort_by_key(|r| order.get(&r.info.id).copied().unwrap_or(usize::MAX));
+    if !interrupted {
+        for rule in always_on {
+            let result = always_on_result(rule, findings.remove(rule.id).unwrap_or_default(), counts.get(rule.id).copied().unwrap_or(0), config);
+            results.push(result.clone());
+            sink.event(&Event::CaseFinished { result: Box::new(result), done: results.len(), total });
+        }
+    }
+    let mut report = RunReport {
+        format: 1,
+        tool: "ahpspec".into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        target: config.target_label.clone(),
+        fault: config.fault.clone(),
+        protocol_version: "1.0.0".into(),
+        started_at,
+        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+        interrupted,
+        strict: config.strict,
+        tally: Tally::default(),
+        cases: results,
+        stale_baseline: Vec::new(),
+        unexpected_failures: Vec::new(),
+    };
+    reconcile(&mut report, config.baseline.as_ref());
+    sink.event(&Event::RunFinished);
+    report
+}
+
+/// `capabilities` of the profile's agent as the root state advertises it (`{}` when the
+/// server cannot be asked: cases then fail on their own steps).
+async fn agent_capabilities(config: &RunConfig) -> serde_json::Value {
+    use serde_json::{json, Value};
+    let Ok(mut link) = crate::transport::Connection::connect(&config.url, config.timeout).await else {
+        return json!({});
+    };
+    let init = link
+        .request(
+            "initialize",
+            json!({ "channel": "ahp-root://", "protocolVersions": ["1.0.0"], "clientId": format!("ahpspec-probe-{}", std::process::id()),
+                    "initialSubscriptions": ["ahp-root://"] }),
+            config.timeout,
+        )
+        .await;
+    link.close().await;
+    let Ok(init) = init else {
+        return json!({});
+    };
+    let agents = init.pointer("/result/snapshots/0/state/agents").and_then(Value::as_array).cloned().unwrap_or_default();
+    let agent = agents
+        .iter()
+        .find(|a| config.profile.provider.as_deref().is_some_and(|p| a["provider"] == p))
+        .or_else(|| agents.first());
+    agent.and_then(|a| a.get("capabilities")).cloned().unwrap_or_else(|| json!({}))
+}
+
+/// The row of an always-on rule: what it looked at and every violation found.
+fn always_on_result(rule: &AlwaysOnRule, findings: Vec<Finding>, looked_at: usize, config: &RunConfig) -> CaseResult {
+    let verdict = if !findings.is_empty() {
+        rule.level.broken()
+    } else if looked_at == 0 {
+        Verdict::NotTestable
+    } else {
+        Verdict::Pass
+    };
+    let summary = match (&verdict, findings.first()) {
+        (Verdict::NotTestable, _) => format!("Not testable: no {} were seen during the run", rule.unit),
+        (_, Some(first)) => format!("{} violation(s) in {looked_at} {}; first: expected {}; got {}", findings.len(), rule.unit, first.expected, first.actual),
+        (_, None) => format!("checked {looked_at} {}; no violation", rule.unit),
+    };
+    let mut findings = findings;
+    for finding in &mut findings {
+        finding.verdict = rule.level.broken();
+    }
+    findings.truncate(20);
+    CaseResult {
+        info: CaseInfo {
+            id: rule.id.to_owned(),
+            level: rule.level,
+            area: rule.area.to_owned(),
+            spec: rule.spec.to_owned(),
+            requirement: rule.requirement.to_owned(),
+            does: format!("Checked on every frame of every case ({})", rule.unit),
+            source: "builtin".to_owned(),
+        },
+        verdict,
+        summary,
+        findings,
+        transcript: Vec::<ReportedFrame>::new(),
+        duration_ms: 0.0,
+        rerun: format!("{} --filter {}", config.rerun_prefix, rule.id),
+    }
+}
+
+/// Applies the baseline: failures it lists are accepted; listed cases that now pass are
+/// stale. Fills the tally and the two lists that decide the exit code.
+pub fn reconcile(report: &mut RunReport, baseline: Option<&Baseline>) {
+    let mut tally = Tally::default();
+    let mut unexpected = Vec::new();
+    let mut stale = Vec::new();
+    for case in &report.cases {
+        tally.add(case.verdict);
+        let failing = case.verdict == Verdict::Fail || (report.strict && case.verdict == Verdict::Warn);
+        let listed = baseline.is_some_and(|b| b.lists(&case.info.id));
+        if failing && listed {
+            tally.baselined += 1;
+        } else if failing {
+            unexpected.push(case.info.id.clone());
+        } else if listed && case.verdict == Verdict::Pass {
+            stale.push(case.info.id.clone());
+        }
+    }
+    report.tally = tally;
+    report.unexpected_failures = unexpected;
+    report.stale_baseline = stale;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob;
+
+    #[test]
+    fn glob_matches_ids() {
+        assert!(glob("TOOL-*", "TOOL-007"));
+        assert!(glob("TOOL-007", "TOOL-007/denied"));
+        assert!(glob("*-00?", "ENV-003"));
+        assert!(!glob("TOOL-00", "TOOL-007"));
+        assert!(!glob("ENV-*", "TOOL-007"));
+    }
+}

@@ -1,0 +1,117 @@
+//! Case variables and `${…}` substitution in suite values.
+//!
+//! `${name}` is replaced by the variable's value (a whole-string reference keeps the value's
+//! JSON type); `${name/json/pointer}` reads inside it. Built-ins: `${run}` (unique per case
+//! run), `${now}` (RFC 3339 timestamp). `$${` writes a literal `${`.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+#[derive(Debug, Clone)]
+pub struct Vars {
+    values: HashMap<String, Value>,
+}
+
+/// A reference that cannot be resolved.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown variable ${{{0}}}")]
+pub struct UnknownVar(pub String);
+
+impl Vars {
+    pub fn new(token: &str) -> Vars {
+        let mut values = HashMap::new();
+        values.insert("run".to_owned(), Value::String(token.to_owned()));
+        Vars { values }
+    }
+
+    pub fn set(&mut self, name: &str, value: Value) {
+        self.values.insert(name.to_owned(), value);
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.values.get(name)
+    }
+
+    fn resolve(&self, reference: &str) -> Result<Value, UnknownVar> {
+        if reference == "null" {
+            return Ok(Value::Null);
+        }
+        if reference == "pad1m" {
+            return Ok(Value::String("x".repeat(1 << 20)));
+        }
+        if reference == "now" {
+            return Ok(Value::String(format!("{:.3}", jiff::Timestamp::now())));
+        }
+        let (name, pointer) = match reference.find('/') {
+            Some(at) => (&reference[..at], &reference[at..]),
+            None => (reference, ""),
+        };
+        let value = self.values.get(name).ok_or_else(|| UnknownVar(reference.to_owned()))?;
+        if pointer.is_empty() {
+            Ok(value.clone())
+        } else {
+            value.pointer(pointer).cloned().ok_or_else(|| UnknownVar(reference.to_owned()))
+        }
+    }
+
+    /// Substitutes every reference in `value` (recursively).
+    pub fn substitute(&self, value: &Value) -> Result<Value, UnknownVar> {
+        Ok(match value {
+            Value::String(text) => self.substitute_str(text)?,
+            Value::Array(items) => Value::Array(items.iter().map(|v| self.substitute(v)).collect::<Result<_, _>>()?),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| Ok((k.clone(), self.substitute(v)?)))
+                    .collect::<Result<_, UnknownVar>>()?,
+            ),
+            other => other.clone(),
+        })
+    }
+
+    fn substitute_str(&self, text: &str) -> Result<Value, UnknownVar> {
+        if let Some(inner) = text.strip_prefix("${").and_then(|t| t.strip_suffix('}')) {
+            if !inner.contains('}') && !inner.contains("${") {
+                return self.resolve(inner);
+            }
+        }
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some(start) = rest.find("${") {
+            if rest[..start].ends_with('$') {
+                out.push_str(&rest[..start - 1]);
+                out.push_str("${");
+                rest = &rest[start + 2..];
+                continue;
+            }
+            out.push_str(&rest[..start]);
+            let after = &rest[start + 2..];
+            let end = after.find('}').ok_or_else(|| UnknownVar(after.to_owned()))?;
+            match self.resolve(&after[..end])? {
+                Value::String(s) => out.push_str(&s),
+                other => out.push_str(&other.to_string()),
+            }
+            rest = &after[end + 1..];
+        }
+        out.push_str(rest);
+        Ok(Value::String(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn substitutes_whole_values_pointers_and_inline_text() {
+        let mut vars = Vars::new("r1");
+        vars.set("S", json!("ahp-session:/x"));
+        vars.set("init", json!({ "result": { "serverSeq": 7 } }));
+        assert_eq!(vars.substitute(&json!("${init/result/serverSeq}")).ok(), Some(json!(7)));
+        assert_eq!(vars.substitute(&json!("chan ${S} in ${run}")).ok(), Some(json!("chan ahp-session:/x in r1")));
+        assert_eq!(vars.substitute(&json!({ "a": ["${S}"] })).ok(), Some(json!({ "a": ["ahp-session:/x"] })));
+        assert_eq!(vars.substitute(&json!("$${S}")).ok(), Some(json!("${S}")));
+        assert!(vars.substitute(&json!("${nope}")).is_err());
+    }
+}

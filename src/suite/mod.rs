@@ -1,0 +1,251 @@
+//! Declarative scenarios: the suite file format (TOML, one file per spec area), its typed
+//! steps, and discovery. Parsing rejects unknown fields and reports `file:line`. Nothing
+//! here executes anything.
+
+mod steps;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+pub use steps::*;
+
+use crate::verdict::{CaseInfo, Level};
+
+/// Suites compiled into the binary, so an installed `ahpspec` works from any directory.
+pub const EMBEDDED: &[(&str, &str)] = &[
+    ("transport.toml", include_str!("../../suites/transport.toml")),
+    ("lifecycle.toml", include_str!("../../suites/lifecycle.toml")),
+    ("subscriptions.toml", include_str!("../../suites/subscriptions.toml")),
+    ("actions.toml", include_str!("../../suites/actions.toml")),
+    ("reconnect.toml", include_str!("../../suites/reconnect.toml")),
+    ("root-channel.toml", include_str!("../../suites/root-channel.toml")),
+    ("session-channel.toml", include_str!("../../suites/session-channel.toml")),
+    ("chat-channel.toml", include_str!("../../suites/chat-channel.toml")),
+    ("pending-messages.toml", include_str!("../../suites/pending-messages.toml")),
+    ("tool-calls.toml", include_str!("../../suites/tool-calls.toml")),
+    ("input-requests.toml", include_str!("../../suites/input-requests.toml")),
+    ("status.toml", include_str!("../../suites/status.toml")),
+    ("errors.toml", include_str!("../../suites/errors.toml")),
+    ("robustness.toml", include_str!("../../suites/robustness.toml")),
+];
+
+/// Why suites could not be loaded. No verdict is possible until they are fixed.
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{file}:{line}: {message}")]
+    Parse {
+        file: String,
+        line: usize,
+        message: String,
+    },
+    #[error("{file}:{line}: duplicate case id {id}")]
+    DuplicateId { file: String, line: usize, id: String },
+    #[error("no suite files (*.toml) in {0}")]
+    Empty(PathBuf),
+}
+
+/// One suite file as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SuiteFile {
+    /// Spec area this file covers (defaults to the file name).
+    area: Option<String>,
+    /// The spec page, e.g. `docs/specification/lifecycle.md`.
+    page: String,
+    #[serde(default, rename = "case")]
+    cases: Vec<Spanned<CaseFile>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaseFile {
+    id: String,
+    level: LevelText,
+    spec: String,
+    requirement: String,
+    does: String,
+    /// Agent behaviours (target-profile keys) the case needs.
+    #[serde(default)]
+    needs: Vec<String>,
+    /// Agent capabilities the case needs (`multipleChats`, …); absent ⇒ not applicable.
+    #[serde(default)]
+    capabilities: Vec<String>,
+    /// A registered Rust probe instead of steps.
+    #[serde(default)]
+    probe: Option<String>,
+    #[serde(default)]
+    steps: Vec<Spanned<Step>>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+enum LevelText {
+    #[serde(rename = "MUST", alias = "MUST*")]
+    Must,
+    #[serde(rename = "SHOULD")]
+    Should,
+    #[serde(rename = "MAY")]
+    May,
+}
+
+impl From<LevelText> for Level {
+    fn from(level: LevelText) -> Self {
+        match level {
+            LevelText::Must => Level::Must,
+            LevelText::Should => Level::Should,
+            LevelText::May => Level::May,
+        }
+    }
+}
+
+/// A step with where it stands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocatedStep {
+    pub step: Step,
+    /// `file:line`
+    pub at: String,
+}
+
+/// A parsed case, ready to run.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub info: CaseInfo,
+    pub needs: Vec<String>,
+    pub capabilities: Vec<String>,
+    pub probe: Option<String>,
+    pub steps: Vec<LocatedStep>,
+}
+
+/// Every loaded case, in file order.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    pub cases: Vec<Case>,
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text.get(..offset).map_or(1, |head| head.matches('\n').count() + 1)
+}
+
+/// Parses one suite file's text.
+pub fn parse_suite(file: &str, text: &str) -> Result<Vec<Case>, SuiteError> {
+    let parsed: SuiteFile = toml::from_str(text).map_err(|error| SuiteError::Parse {
+        file: file.to_owned(),
+        line: error.span().map_or(1, |span| line_of(text, span.start)),
+        message: error.message().to_owned(),
+    })?;
+    let area = parsed.area.clone().unwrap_or_else(|| {
+        Path::new(file)
+            .file_stem()
+            .map_or_else(|| file.to_owned(), |stem| stem.to_string_lossy().into_owned())
+    });
+    let mut cases = Vec::new();
+    for spanned in parsed.cases {
+        let line = line_of(text, spanned.span().start);
+        let case = spanned.into_inner();
+        if case.steps.is_empty() && case.probe.is_none() {
+            return Err(SuiteError::Parse {
+                file: file.to_owned(),
+                line,
+                message: format!("case {} has neither steps nor a probe", case.id),
+            });
+        }
+        let steps = case
+            .steps
+            .into_iter()
+            .map(|step| LocatedStep {
+                at: format!("{file}:{}", line_of(text, step.span().start)),
+                step: step.into_inner(),
+            })
+            .collect();
+        cases.push(Case {
+            info: CaseInfo {
+                id: case.id,
+                level: case.level.into(),
+                area: area.clone(),
+                spec: if case.spec.contains(".md") {
+                    case.spec
+                } else {
+                    format!("{} {}", parsed.page, case.spec)
+                },
+                requirement: case.requirement,
+                does: case.does,
+                source: format!("{file}:{line}"),
+            },
+            needs: case.needs,
+            capabilities: case.capabilities,
+            probe: case.probe,
+            steps,
+        });
+    }
+    Ok(cases)
+}
+
+impl Catalog {
+    /// The suites compiled into the binary.
+    pub fn embedded() -> Result<Catalog, SuiteError> {
+        Catalog::from_texts(EMBEDDED.iter().map(|(name, text)| (name.to_string(), text.to_string())))
+    }
+
+    /// Every `*.toml` in `dir` (sorted by name).
+    pub fn from_dir(dir: &Path) -> Result<Catalog, SuiteError> {
+        let entries = std::fs::read_dir(dir).map_err(|source| SuiteError::Io {
+            path: dir.to_owned(),
+            source,
+        })?;
+        let mut paths: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+            .collect();
+        paths.sort();
+        if paths.is_empty() {
+            return Err(SuiteError::Empty(dir.to_owned()));
+        }
+        let mut texts = Vec::new();
+        for path in paths {
+            let text = std::fs::read_to_string(&path).map_err(|source| SuiteError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            let name = path
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            texts.push((name, text));
+        }
+        Catalog::from_texts(texts)
+    }
+
+    fn from_texts(texts: impl IntoIterator<Item = (String, String)>) -> Result<Catalog, SuiteError> {
+        let mut catalog = Catalog::default();
+        let mut seen = HashSet::new();
+        for (name, text) in texts {
+            for case in parse_suite(&name, &text)? {
+                if !seen.insert(case.info.id.clone()) {
+                    let (file, line) = split_source(&case.info.source);
+                    return Err(SuiteError::DuplicateId {
+                        file,
+                        line,
+                        id: case.info.id,
+                    });
+                }
+                catalog.cases.push(case);
+            }
+        }
+        Ok(catalog)
+    }
+}
+
+fn split_source(source: &str) -> (String, usize) {
+    match source.rsplit_once(':') {
+        Some((file, line)) => (file.to_owned(), line.parse().unwrap_or(1)),
+        None => (source.to_owned(), 1),
+    }
+}

@@ -1,0 +1,330 @@
+//! The typed steps a case is made of. Strings may hold `${name}` references (see the
+//! engine's variable rules); JSON values are written as TOML tables and arrays.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// JSON pointer → expected value.
+pub type Matches = BTreeMap<String, Value>;
+
+/// One directive of a case.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Step {
+    /// Open a connection without initialising it.
+    Connect(Connect),
+    /// Open (if needed) and initialise a connection.
+    Initialize(Initialize),
+    /// Resume a connection with `reconnect` on a new socket.
+    Reconnect(Reconnect),
+    /// Send a JSON-RPC request.
+    Request(Request),
+    /// Send a JSON-RPC notification.
+    Notify(Notify),
+    /// Send a text frame verbatim (deliberately invalid input).
+    Raw(Raw),
+    /// Send a binary frame of `bytes` bytes.
+    Binary(Binary),
+    /// Dispatch an action (`dispatchAction`).
+    Dispatch(Dispatch),
+    /// Expect the response to a named request.
+    Response(ExpectResponse),
+    /// Expect the echo of a named dispatch.
+    Echo(ExpectEcho),
+    /// Expect an action envelope.
+    Action(ExpectAction),
+    /// Expect a protocol notification.
+    Notification(ExpectNotification),
+    /// Expect that nothing matching arrives for a while.
+    Silence(ExpectSilence),
+    /// Expect the server to close the connection.
+    Closed(ExpectClosed),
+    /// Assert on a channel's current state (fresh subscription).
+    State(ExpectState),
+    /// Create a session, subscribe to it and its default chat, wait until ready.
+    Session(MakeSession),
+    /// Start a turn whose agent behaviour comes from the target profile.
+    Turn(StartTurn),
+    /// Drop the connection (no close handshake).
+    Disconnect(OnConn),
+    /// Wait a fixed time.
+    Sleep(Sleep),
+    /// Compare every mirror of the case with fresh snapshots (fold == snapshot) and run
+    /// the catalog-consistency checks.
+    Checkpoint(Checkpoint),
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct OnConn {
+    /// Connection name (default `c1`).
+    pub on: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Connect {
+    pub on: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Initialize {
+    pub on: Option<String>,
+    /// Offered versions (default `["1.0.0"]`).
+    pub versions: Option<Vec<String>>,
+    /// Client id (default: a fresh one per connection).
+    pub client_id: Option<String>,
+    /// Initial subscriptions (default `["ahp-root://"]`).
+    pub subscriptions: Option<Vec<String>>,
+    /// Name under which the response is stored (default `<conn>.init`).
+    #[serde(rename = "as")]
+    pub name: Option<String>,
+    /// When true, only send: the response is checked by a later `response` step.
+    #[serde(default)]
+    pub send_only: bool,
+    /// When the server refuses the offered versions, the case is not applicable (for
+    /// cases about optional version support) instead of not testable.
+    #[serde(default)]
+    pub refused_means_not_applicable: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reconnect {
+    pub on: Option<String>,
+    /// `lastSeenServerSeq` (default: the highest accepted `serverSeq` the connection saw).
+    pub last_seen: Option<Value>,
+    pub subscriptions: Vec<String>,
+    #[serde(rename = "as")]
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    pub on: Option<String>,
+    pub method: String,
+    #[serde(default)]
+    pub params: Option<Value>,
+    #[serde(rename = "as")]
+    pub name: Option<String>,
+    /// Why the frame is deliberately not schema-valid (skips the outbound schema check).
+    pub intent: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Notify {
+    pub on: Option<String>,
+    pub method: String,
+    #[serde(default)]
+    pub params: Option<Value>,
+    pub intent: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Raw {
+    pub on: Option<String>,
+    pub text: String,
+    /// Always required: says why the frame is invalid.
+    pub intent: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Binary {
+    pub on: Option<String>,
+    pub bytes: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dispatch {
+    pub on: Option<String>,
+    pub channel: String,
+    pub action: Value,
+    #[serde(rename = "as")]
+    pub name: Option<String>,
+    pub intent: Option<String>,
+}
+
+/// What a response may be; the first alternative that matches wins.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectResponse {
+    pub on: Option<String>,
+    /// Name of the request (or `initialize` / reconnect `as` name). Absent (and no `id`):
+    /// the next response with `id: null` (answers to unparseable input).
+    pub to: Option<String>,
+    /// Wait for the response with this literal id (for requests sent with `raw`).
+    pub id: Option<Value>,
+    /// `true`: must succeed; `false`: must be an error.
+    pub ok: Option<bool>,
+    /// Acceptable error codes (any error when absent).
+    pub codes: Option<Vec<i64>>,
+    /// Members that must be present (JSON pointers into the response).
+    #[serde(default)]
+    pub has: Vec<String>,
+    /// Members that must be absent.
+    #[serde(default)]
+    pub lacks: Vec<String>,
+    /// Pointer → value equalities.
+    #[serde(default)]
+    pub equals: Matches,
+    /// Pointer → allowed values.
+    #[serde(default)]
+    pub one_of: BTreeMap<String, Vec<Value>>,
+    /// A close of the connection is acceptable instead of the response.
+    #[serde(default)]
+    pub or_close: bool,
+    /// Level of this expectation when lower than the case's (e.g. the SHOULD part of a
+    /// MUST case): a miss is reported at this level and the case continues.
+    pub level: Option<String>,
+    #[serde(rename = "as")]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectEcho {
+    pub on: Option<String>,
+    /// Name of the dispatch.
+    pub of: String,
+    /// `true`: accepted (no `rejectionReason`); `false`: rejected.
+    pub accepted: bool,
+    /// A missing echo is also acceptable for a rejection (host ignores instead).
+    #[serde(default)]
+    pub or_ignored: bool,
+    pub level: Option<String>,
+    #[serde(rename = "as")]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectAction {
+    pub on: Option<String>,
+    pub channel: String,
+    #[serde(rename = "type")]
+    pub action_type: String,
+    /// Pointer (into the envelope) → value.
+    #[serde(default, rename = "where")]
+    pub matching: Matches,
+    pub within_ms: Option<u64>,
+    pub level: Option<String>,
+    #[serde(rename = "as")]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectNotification {
+    pub on: Option<String>,
+    pub method: String,
+    /// Pointer (into params) → value.
+    #[serde(default, rename = "where")]
+    pub matching: Matches,
+    pub within_ms: Option<u64>,
+    pub level: Option<String>,
+    #[serde(rename = "as")]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectSilence {
+    pub on: Option<String>,
+    pub for_ms: u64,
+    /// Only messages with this method count (any when absent).
+    pub method: Option<String>,
+    /// Only responses (messages without a method) count.
+    #[serde(default)]
+    pub responses: bool,
+    /// Only messages on this channel count.
+    pub channel: Option<String>,
+    /// Only actions of this type count.
+    #[serde(rename = "type")]
+    pub action_type: Option<String>,
+    /// Pointer → value filters.
+    #[serde(default, rename = "where")]
+    pub matching: Matches,
+    pub level: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectClosed {
+    pub on: Option<String>,
+    pub within_ms: Option<u64>,
+    pub level: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectState {
+    pub on: Option<String>,
+    pub channel: String,
+    #[serde(default)]
+    pub equals: Matches,
+    #[serde(default)]
+    pub has: Vec<String>,
+    #[serde(default)]
+    pub lacks: Vec<String>,
+    /// Pointer → expected array length.
+    #[serde(default)]
+    pub len: BTreeMap<String, usize>,
+    pub level: Option<String>,
+    #[serde(rename = "as")]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MakeSession {
+    pub on: Option<String>,
+    /// Variable name: `${S}` is the session URI, `${S.chat}` its default chat.
+    #[serde(rename = "as")]
+    pub name: String,
+    pub provider: Option<String>,
+    pub working_directories: Option<Vec<String>>,
+    /// Wait for `ready` (default true).
+    pub wait_ready: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StartTurn {
+    pub on: Option<String>,
+    pub chat: String,
+    /// Turn id (default `t1`).
+    pub id: Option<String>,
+    /// Target-profile behaviour that drives the agent (default `echo`).
+    pub behaviour: Option<String>,
+    /// Name of the dispatch, for `echo` steps.
+    #[serde(rename = "as")]
+    pub name: Option<String>,
+    /// Queue it (`chat/pendingMessageSet` kind) instead of starting it: `queued` / `steering`.
+    pub pending: Option<String>,
+    /// Message id when `pending` is set.
+    pub message_id: Option<String>,
+    /// Wait for the turn's end (`turnComplete`/`turnCancelled`/`error`) before going on.
+    #[serde(default)]
+    pub wait_end: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sleep {
+    pub ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Checkpoint {
+    /// Channels to compare (default: every channel any connection of the case mirrors).
+    pub channels: Option<Vec<String>>,
+}
