@@ -62,6 +62,8 @@ struct Runner<'a> {
     requests: HashMap<String, (String, u64)>,
     /// name → (conn, clientSeq)
     dispatches: HashMap<String, (String, i64)>,
+    /// Responses already consumed by a step (initialize), by request name.
+    received: HashMap<String, Value>,
     findings: Vec<Finding>,
     always_on: Vec<(Located, Vec<ReportedFrame>)>,
     at: String,
@@ -77,9 +79,10 @@ pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
         case,
         ctx,
         conns: BTreeMap::new(),
-        vars: Vars::new(&ctx.token),
+        vars: Vars::with_profile(&ctx.token, &ctx.profile),
         requests: HashMap::new(),
         dispatches: HashMap::new(),
+        received: HashMap::new(),
         findings: Vec::new(),
         always_on: Vec::new(),
         at: case.info.source.clone(),
@@ -411,7 +414,8 @@ impl Runner<'_> {
         let response = self.conn(&s.on)?.link.response(id, timeout).await;
         match response {
             Ok(response) if response.get("result").is_some() => {
-                self.vars.set(&key, response);
+                self.vars.set(&key, response.clone());
+                self.received.insert(key, response);
                 Ok(())
             }
             Ok(response) if s.refused_means_not_applicable => Err(Stop::NotApplicable(format!(
@@ -468,10 +472,13 @@ impl Runner<'_> {
             None => (on_name.clone(), 0),
         };
         let literal_id = s.id.clone().unwrap_or(Value::Null);
+        let already = s.to.as_ref().and_then(|to| self.received.get(to).cloned());
         let on = Some(conn_name.clone());
         let timeout = self.ctx.timeout;
         let conn = self.conn(&on)?;
-        let waited = if s.to.is_some() {
+        let waited = if let Some(response) = already {
+            Ok(response)
+        } else if s.to.is_some() {
             conn.link.response(id, timeout).await
         } else {
             conn.link
@@ -515,53 +522,70 @@ impl Runner<'_> {
                 return self.broken(&s.level, &on, format!("error code in {codes:?}"), format!("{}", crate::checks::frame::clip(&response.to_string())));
             }
         }
-        self.judge_document(&response, &s.has, &s.lacks, &s.equals, &s.one_of, &BTreeMap::new(), &s.level, &on)
+        let no_len = BTreeMap::new();
+        let checks = DocChecks { has: &s.has, lacks: &s.lacks, equals: &s.equals, one_of: &s.one_of, len: &no_len, at_most: &s.at_most, contains: &s.contains, excludes: &s.excludes };
+        self.judge_document(&response, &checks, &s.level, &on)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn judge_document(
-        &mut self,
-        document: &Value,
-        has: &[String],
-        lacks: &[String],
-        equals: &Matches,
-        one_of: &BTreeMap<String, Vec<Value>>,
-        len: &BTreeMap<String, usize>,
-        level: &Option<String>,
-        on: &Option<String>,
-    ) -> StepResult {
+    fn judge_document(&mut self, document: &Value, checks: &DocChecks<'_>, level: &Option<String>, on: &Option<String>) -> StepResult {
+        match self.evaluate(document, checks)? {
+            Ok(()) => Ok(()),
+            Err((expected, actual)) => self.broken(level, on, expected, actual),
+        }
+    }
+
+    fn evaluate(&self, document: &Value, checks: &DocChecks<'_>) -> Result<Result<(), (String, String)>, Stop> {
+        let DocChecks { has, lacks, equals, one_of, len, at_most, contains, excludes } = *checks;
+        for (pointer, bound) in self.subst_matches(at_most)? {
+            let actual = document.pointer(&pointer).and_then(Value::as_f64);
+            if !actual.is_some_and(|a| bound.as_f64().is_some_and(|b| a <= b)) {
+                return Ok(Err((format!("{pointer} <= {bound}"), format!("{pointer} = {}", document.pointer(&pointer).unwrap_or(&Value::Null)))));
+            }
+        }
+        for (pointer, element) in self.subst_matches(contains)? {
+            let found = document.pointer(&pointer).and_then(Value::as_array).is_some_and(|items| items.iter().any(|i| partial_match(i, &element)));
+            if !found {
+                return Ok(Err((format!("{pointer} contains {element}"), crate::checks::frame::clip(&document.pointer(&pointer).unwrap_or(&Value::Null).to_string()))));
+            }
+        }
+        for (pointer, element) in self.subst_matches(excludes)? {
+            let found = document.pointer(&pointer).and_then(Value::as_array).is_some_and(|items| items.iter().any(|i| partial_match(i, &element)));
+            if found {
+                return Ok(Err((format!("{pointer} has no element like {element}"), crate::checks::frame::clip(&document.pointer(&pointer).unwrap_or(&Value::Null).to_string()))));
+            }
+        }
         for pointer in has {
             let pointer = self.subst_str(pointer)?;
             if document.pointer(&pointer).is_none_or(Value::is_null) {
-                return self.broken(level, on, format!("{pointer} present"), format!("absent in {}", crate::checks::frame::clip(&document.to_string())));
+                return Ok(Err((format!("{pointer} present"), format!("absent in {}", crate::checks::frame::clip(&document.to_string())))));
             }
         }
         for pointer in lacks {
             let pointer = self.subst_str(pointer)?;
             if let Some(value) = document.pointer(&pointer).filter(|v| !v.is_null()) {
-                return self.broken(level, on, format!("{pointer} absent"), format!("{pointer} = {}", crate::checks::frame::clip(&value.to_string())));
+                return Ok(Err((format!("{pointer} absent"), format!("{pointer} = {}", crate::checks::frame::clip(&value.to_string())))));
             }
         }
         for (pointer, expected) in self.subst_matches(equals)? {
             let actual = document.pointer(&pointer).cloned().unwrap_or(Value::Null);
             if !json_eq(&actual, &expected) {
-                return self.broken(level, on, format!("{pointer} = {expected}"), format!("{pointer} = {}", crate::checks::frame::clip(&actual.to_string())));
+                return Ok(Err((format!("{pointer} = {expected}"), format!("{pointer} = {}", crate::checks::frame::clip(&actual.to_string())))));
             }
         }
         for (pointer, allowed) in one_of {
             let actual = document.pointer(pointer).cloned().unwrap_or(Value::Null);
             let allowed: Vec<Value> = allowed.iter().map(|v| self.subst(v)).collect::<Result<_, _>>()?;
             if !allowed.iter().any(|v| json_eq(&actual, v)) {
-                return self.broken(level, on, format!("{pointer} one of {}", Value::Array(allowed.clone())), format!("{pointer} = {actual}"));
+                return Ok(Err((format!("{pointer} one of {}", Value::Array(allowed.clone())), format!("{pointer} = {actual}"))));
             }
         }
         for (pointer, expected) in len {
             let actual = document.pointer(pointer).and_then(Value::as_array).map(Vec::len);
             if actual != Some(*expected) {
-                return self.broken(level, on, format!("{pointer} has {expected} items"), format!("{}", actual.map_or("no array".into(), |n| format!("{n} items"))));
+                return Ok(Err((format!("{pointer} has {expected} items"), format!("{}", actual.map_or("no array".into(), |n| format!("{n} items"))))));
             }
         }
-        Ok(())
+        Ok(Ok(()))
     }
 
     async fn expect_echo(&mut self, s: &ExpectEcho) -> StepResult {
@@ -640,14 +664,23 @@ impl Runner<'_> {
 
     async fn expect_state(&mut self, s: &ExpectState) -> StepResult {
         let channel = self.subst_str(&s.channel)?;
-        let response = self.subscribe_state(&s.on, &channel).await?;
-        let Some(state) = response.pointer("/result/snapshot/state").cloned() else {
-            return self.broken(&s.level, &s.on, format!("a snapshot of {channel}"), crate::checks::frame::clip(&response.to_string()));
-        };
-        if let Some(name) = &s.name {
-            self.vars.set(name, state.clone());
+        let no_bounds = Matches::new();
+        let checks = DocChecks { has: &s.has, lacks: &s.lacks, equals: &s.equals, one_of: &s.one_of, len: &s.len, at_most: &no_bounds, contains: &s.contains, excludes: &s.excludes };
+        let deadline = Instant::now() + Duration::from_millis(s.within_ms.unwrap_or(0));
+        loop {
+            let response = self.subscribe_state(&s.on, &channel).await?;
+            let Some(state) = response.pointer("/result/snapshot/state").cloned() else {
+                return self.broken(&s.level, &s.on, format!("a snapshot of {channel}"), crate::checks::frame::clip(&response.to_string()));
+            };
+            if let Some(name) = &s.name {
+                self.vars.set(name, state.clone());
+            }
+            match self.evaluate(&state, &checks)? {
+                Ok(()) => return Ok(()),
+                Err(_) if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(25)).await,
+                Err((expected, actual)) => return self.broken(&s.level, &s.on, expected, actual),
+            }
         }
-        self.judge_document(&state, &s.has, &s.lacks, &s.equals, &BTreeMap::new(), &s.len, &s.level, &s.on)
     }
 
     async fn make_session(&mut self, s: &MakeSession) -> StepResult {
@@ -874,6 +907,27 @@ impl Runner<'_> {
             always_on: self.always_on,
             counts,
         }
+    }
+}
+
+/// The document checks shared by `response` and `state` steps.
+#[derive(Clone, Copy)]
+struct DocChecks<'a> {
+    has: &'a [String],
+    lacks: &'a [String],
+    equals: &'a Matches,
+    one_of: &'a BTreeMap<String, Vec<Value>>,
+    len: &'a BTreeMap<String, usize>,
+    at_most: &'a Matches,
+    contains: &'a Matches,
+    excludes: &'a Matches,
+}
+
+/// Whether `item` has every member of `partial` (recursively for objects).
+fn partial_match(item: &Value, partial: &Value) -> bool {
+    match (item, partial) {
+        (Value::Object(a), Value::Object(b)) => b.iter().all(|(k, v)| a.get(k).is_some_and(|x| partial_match(x, v))),
+        _ => json_eq(item, partial),
     }
 }
 

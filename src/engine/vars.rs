@@ -25,6 +25,16 @@ impl Vars {
         Vars { values }
     }
 
+    /// Variables of a case run: `${run}` plus `${behaviour.NAME}` for every behaviour of the
+    /// target profile.
+    pub fn with_profile(token: &str, profile: &super::profile::Profile) -> Vars {
+        let mut vars = Vars::new(token);
+        for (name, text) in &profile.behaviours {
+            vars.set(&format!("behaviour.{name}"), Value::String(text.clone()));
+        }
+        vars
+    }
+
     pub fn set(&mut self, name: &str, value: Value) {
         self.values.insert(name.to_owned(), value);
     }

@@ -178,6 +178,15 @@ pub struct ExpectResponse {
     /// Pointer → allowed values.
     #[serde(default)]
     pub one_of: BTreeMap<String, Vec<Value>>,
+    /// Pointer → upper bound (numbers).
+    #[serde(default)]
+    pub at_most: Matches,
+    /// Pointer to an array → an element it must contain (partial object match).
+    #[serde(default)]
+    pub contains: Matches,
+    /// Pointer to an array → an element it must not contain (partial object match).
+    #[serde(default)]
+    pub excludes: Matches,
     /// A close of the connection is acceptable instead of the response.
     #[serde(default)]
     pub or_close: bool,
@@ -268,6 +277,8 @@ pub struct ExpectClosed {
 pub struct ExpectState {
     pub on: Option<String>,
     pub channel: String,
+    /// Re-check until the expectations hold or this many ms pass (eventual consistency).
+    pub within_ms: Option<u64>,
     #[serde(default)]
     pub equals: Matches,
     #[serde(default)]
@@ -277,6 +288,15 @@ pub struct ExpectState {
     /// Pointer → expected array length.
     #[serde(default)]
     pub len: BTreeMap<String, usize>,
+    /// Pointer → allowed values.
+    #[serde(default)]
+    pub one_of: BTreeMap<String, Vec<Value>>,
+    /// Pointer to an array → an element it must contain (partial object match).
+    #[serde(default)]
+    pub contains: Matches,
+    /// Pointer to an array → an element it must not contain (partial object match).
+    #[serde(default)]
+    pub excludes: Matches,
     pub level: Option<String>,
     #[serde(rename = "as")]
     pub name: Option<String>,
