@@ -206,7 +206,10 @@ impl FrameChecker {
         if !params["channel"].is_string() {
             found.push(Violation::new("TRANSPORT-011", "params.channel (string)", format!("{method} without a string channel")));
         }
-        if let Some(def) = schemas.map.notifications.get(method) {
+        // A rejected echo carries the client's own action back, valid or not: the host only
+        // vouches for the members it added.
+        let rejected = method == "action" && params.get("rejectionReason").is_some_and(|r| !r.is_null());
+        if let Some(def) = schemas.map.notifications.get(method).filter(|_| !rejected) {
             validate(schemas, def, params, &format!("{method} params"), found, &mut self.counts);
         }
         if method == "action" {
@@ -223,9 +226,10 @@ impl FrameChecker {
                 found.push(Violation::new("ENV-004", format!("{action_type} on a {prefix} channel"), format!("channel {channel}")));
             }
         }
+        let rejected = envelope.get("rejectionReason").is_some_and(|r| !r.is_null());
         bump(&mut self.counts, "ENV-005");
         let host_only = schemas.map.client_dispatchable.get(action_type) == Some(&false);
-        if host_only && envelope.get("origin").is_some_and(|o| !o.is_null()) {
+        if host_only && !rejected && envelope.get("origin").is_some_and(|o| !o.is_null()) {
             found.push(Violation::new("ENV-005", format!("host-originated {action_type} without origin"), format!("origin {}", envelope["origin"])));
         }
         if envelope.get("rejectionReason").is_some_and(|r| !r.is_null()) {
