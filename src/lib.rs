@@ -6,6 +6,7 @@
 //! checks.
 
 pub mod host;
+pub mod report;
 pub mod schema;
 pub mod schemagen;
 pub mod transport;
