@@ -7,8 +7,11 @@ use std::fmt::Write as _;
 use super::{arrow, by_area, render_summary_line, seconds, tally_count, verdict_label, VERDICTS};
 use crate::verdict::{CaseResult, Finding, ReportedFrame, RunReport, Verdict};
 
-/// Longest frame text shown in the page, in characters; `report.json` keeps it whole.
+/// Longest frame text shown in a transcript, in characters; `report.json` keeps it whole.
 pub const HTML_FRAME_LIMIT: usize = 4000;
+
+/// Longest frame text shown in a finding's context frames, in characters.
+pub const HTML_CONTEXT_LIMIT: usize = 600;
 
 const STYLE: &str = r#"
 :root{--fg:#1d232a;--muted:#5f6b76;--line:#d9dee3;--bg:#f6f7f9;--card:#fff;
@@ -290,7 +293,7 @@ fn case_card(out: &mut String, case: &CaseResult) {
                 "frames"
             }
         );
-        frames_table(out, &case.transcript);
+        frames_table(out, &case.transcript, HTML_FRAME_LIMIT);
         out.push_str("</details>\n");
     }
     if case.verdict != Verdict::Pass {
@@ -325,20 +328,20 @@ fn finding_block(out: &mut String, finding: &Finding, case: &CaseResult) {
     }
     out.push_str("</dl>\n");
     if !finding.context.is_empty() {
-        frames_table(out, &finding.context);
+        frames_table(out, &finding.context, HTML_CONTEXT_LIMIT);
     }
     out.push_str("</div>\n");
 }
 
-fn frames_table(out: &mut String, frames: &[ReportedFrame]) {
+fn frames_table(out: &mut String, frames: &[ReportedFrame], limit: usize) {
     out.push_str("<table class=\"frames\">\n");
     for frame in frames {
         let total = frame.text.chars().count();
-        let shown = super::truncate_chars(&frame.text, HTML_FRAME_LIMIT);
-        let more = if total > HTML_FRAME_LIMIT {
+        let shown = super::truncate_chars(&frame.text, limit);
+        let more = if total > limit {
             format!(
                 " <em>({} more characters in report.json)</em>",
-                total - HTML_FRAME_LIMIT
+                total - limit
             )
         } else {
             String::new()
@@ -429,6 +432,8 @@ mod tests {
         assert!(html.contains("<dt>Protocol version</dt><dd>1.0.0</dd>"));
         assert!(html.contains("not conforming"));
         assert!(html.contains("Transcript (3 frames)"));
+        // The long frame is cut in the finding's context but whole in the transcript.
+        assert_eq!(html.matches("more characters in report.json").count(), 1);
         assert!(html.contains("<dt>Expected</dt><dd>no `action` on ahp-root:// for 500 ms</dd>"));
         // The subscriptions row of the matrix: 0 pass, 1 fail, 1 warn, 0 info, 1 n/a, 0 n/t, 1 error.
         assert!(html.contains(

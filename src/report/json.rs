@@ -48,7 +48,8 @@ mod tests {
     fn schema_is_closed_and_enumerates_verdicts() {
         let validator = validator();
         let good = serde_json::to_value(sample_report()).expect("serialises");
-        let broken: [(&str, fn(&mut Value)); 6] = [
+        type Mutation = (&'static str, fn(&mut Value));
+        let broken: [Mutation; 6] = [
             ("extra top-level field", |v| {
                 v["extra"] = json!(1);
             }),

@@ -327,6 +327,10 @@ mod tests {
                 || xml.contains("&lt;script&gt;alert('x')&lt;/script&gt; &amp; friends")
         );
         assert!(!xml.contains("<script>"));
+        assert!(
+            !xml.contains('\u{1b}'),
+            "control bytes cannot appear in XML 1.0"
+        );
         assert!(xml.contains("<skipped message=\"Not testable: the idle timeout"));
         golden("junit.xml", &xml);
     }

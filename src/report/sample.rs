@@ -22,7 +22,11 @@ fn info(id: &str, level: Level, area: &str, requirement: &str, does: &str, line:
         area: area.to_owned(),
         spec: format!(
             "docs/specification/{area}.md § {}",
-            id.split('-').next().unwrap_or(id)
+            if area == "lifecycle" {
+                "Initialize"
+            } else {
+                "Unsubscribe"
+            }
         ),
         requirement: requirement.to_owned(),
         does: does.to_owned(),
@@ -69,8 +73,9 @@ fn case(info: CaseInfo, verdict: Verdict, summary: &str, findings: Vec<Finding>)
 /// ampersands, a terminal escape and a very long line.
 pub(crate) fn sample_report() -> RunReport {
     let long = format!(
-        r#"{{"jsonrpc":"2.0","method":"action","params":{{"channel":"ahp-root://","seq":7,"note":"{}\u001b[31m"}}}}"#,
-        "x".repeat(2000)
+        r#"{{"jsonrpc":"2.0","method":"action","params":{{"channel":"ahp-root://","seq":7,"note":"{}{}[31m"}}}}"#,
+        "x".repeat(2000),
+        '\u{1b}' // a raw terminal escape, as a hostile server might send
     );
     let cases = vec![
         case(
@@ -114,7 +119,7 @@ pub(crate) fn sample_report() -> RunReport {
                         "c2",
                         "received",
                         61.25,
-                        r#"{"title":"<script>alert('x')</script> & friends"}"#,
+                        "{\"title\":\"<script>alert('x')</script> & friends\u{1b}[2J\"}",
                     ),
                     frame("c1", "received", 130.0, &long),
                 ],
