@@ -376,8 +376,8 @@ fn anchor_safe(s: &str) -> String {
         .collect()
 }
 
-/// Escapes text for HTML content and double- or single-quoted attributes. C0 control
-/// characters other than tab and newline become U+FFFD.
+/// Escapes text for HTML content and double- or single-quoted attributes. Control
+/// characters other than tab and newline are shown as `\u{1b}`-style escapes.
 pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -388,7 +388,9 @@ pub(crate) fn esc(s: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
             '\n' | '\t' => out.push(c),
-            c if c.is_control() => out.push('\u{fffd}'),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
             c => out.push(c),
         }
     }
@@ -451,6 +453,7 @@ mod tests {
         );
         assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; friends"));
         assert!(!html.contains('\u{1b}'));
+        assert!(html.contains("friends\\u{1b}[2J"));
     }
 
     #[test]
