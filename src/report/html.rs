@@ -4,7 +4,9 @@
 
 use std::fmt::Write as _;
 
-use super::{arrow, by_area, render_summary_line, seconds, tally_count, verdict_label, VERDICTS};
+use super::{
+    arrow, by_area, outcome, render_summary_line, seconds, tally_count, verdict_label, VERDICTS,
+};
 use crate::verdict::{CaseResult, Finding, ReportedFrame, RunReport, Verdict};
 
 /// Longest frame text shown in a transcript, in characters; `report.json` keeps it whole.
@@ -68,7 +70,7 @@ footer{color:var(--muted);margin:28px 0 8px;font-size:12px}
 /// The report as a single HTML page.
 pub fn render(report: &RunReport) -> String {
     let mut out = String::with_capacity(16 * 1024);
-    let conforming = report.conforming();
+    let conforming = report.conforming() && !report.interrupted;
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
@@ -83,11 +85,7 @@ pub fn render(report: &RunReport) -> String {
         out,
         "<h1>AHP conformance report<span class=\"outcome {}\">{}</span></h1>",
         if conforming { "ok" } else { "bad" },
-        if conforming {
-            "conforming"
-        } else {
-            "not conforming"
-        }
+        outcome(report)
     );
     out.push_str("<dl class=\"meta\">\n");
     meta(

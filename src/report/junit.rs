@@ -336,6 +336,16 @@ mod tests {
     }
 
     #[test]
+    fn empty_run_is_well_formed() {
+        let mut report = sample_report();
+        report.cases.clear();
+        report.tally = Default::default();
+        let xml = render(&report);
+        let names = check_well_formed(&xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
+        assert_eq!(names, ["testsuites"]);
+    }
+
+    #[test]
     fn strict_turns_warnings_into_failures() {
         let mut report = sample_report();
         report.strict = true;

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{by_area, seconds, tally_count, truncate_chars, verdict_label, VERDICTS};
+use super::{by_area, outcome, seconds, tally_count, truncate_chars, verdict_label, VERDICTS};
 use crate::verdict::{CaseResult, RunReport, Verdict};
 
 /// Longest one-line "actual" shown per case, in characters.
@@ -13,15 +13,7 @@ const ACTUAL_LIMIT: usize = 200;
 /// The report as a Markdown summary.
 pub fn render(report: &RunReport) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "## AHP conformance: {}\n",
-        if report.conforming() {
-            "conforming"
-        } else {
-            "not conforming"
-        }
-    );
+    let _ = writeln!(out, "## AHP conformance: {}\n", outcome(report));
     let mut about = format!(
         "Target {} · protocol {} · started {} · {}",
         md(&report.target),

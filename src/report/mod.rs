@@ -267,6 +267,16 @@ pub(crate) fn tally_count(report: &RunReport, verdict: Verdict) -> usize {
     }
 }
 
+/// The run's one-phrase outcome. An interrupted run without failures is not called
+/// conforming: the cases that did not run prove nothing.
+pub(crate) fn outcome(report: &RunReport) -> &'static str {
+    match (report.conforming(), report.interrupted) {
+        (false, _) => "not conforming",
+        (true, false) => "conforming",
+        (true, true) => "incomplete (interrupted)",
+    }
+}
+
 /// Human label of a verdict (`not applicable`).
 pub(crate) fn verdict_label(verdict: Verdict) -> &'static str {
     match verdict {
@@ -323,6 +333,27 @@ mod tests {
         assert!(block
             .lines()
             .all(|l| l.chars().count() < FRAME_TEXT_LIMIT + 40));
+    }
+
+    #[test]
+    fn empty_and_interrupted_run_renders() {
+        let mut report = sample_report();
+        report.cases.clear();
+        report.tally = Default::default();
+        report.interrupted = true;
+        report.unexpected_failures.clear();
+        assert_eq!(
+            render_summary_line(&report),
+            "0 cases: 0 pass, 0 fail, 0 warn, 0 info, 0 not applicable, 0 not testable, \
+             0 harness errors in 1.84 s (interrupted)"
+        );
+        let md = markdown::render(&report);
+        assert!(md.contains("## AHP conformance: incomplete (interrupted)"));
+        assert!(md.contains("**interrupted**"));
+        assert!(!md.contains("### Failures"));
+        let html = html::render(&report);
+        assert!(html.contains("The run was interrupted"));
+        assert!(html.contains("<span class=\"outcome bad\">incomplete (interrupted)</span>"));
     }
 
     #[test]
