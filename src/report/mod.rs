@@ -17,6 +17,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::verdict::{CaseResult, ReportedFrame, RunReport, Verdict};
 
@@ -81,7 +82,10 @@ pub fn write_all(report: &RunReport, dir: &Path) -> Result<WrittenReports, Repor
 /// file is removed if anything fails.
 fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, ReportError> {
     let target = dir.join(name);
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    // Unique per process and per call, so concurrent writers never share a temp file.
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let seq = NEXT.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.tmp-{}-{seq}", std::process::id()));
     let result = (|| {
         let mut file = fs::File::create(&tmp)?;
         file.write_all(bytes)?;
