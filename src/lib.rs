@@ -9,6 +9,7 @@ pub mod certify;
 pub mod checks;
 pub mod engine;
 pub mod host;
+pub mod report;
 pub mod schema;
 pub mod schemagen;
 pub mod suite;
