@@ -5,8 +5,17 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ahpspec::certify::{self, Options};
+use ahpspec::engine::{Event, EventSink, Selection};
 use ahpspec::host::{self, faults, Fault, HostConfig};
-use clap::{Parser, Subcommand};
+use ahpspec::report;
+use ahpspec::suite::Catalog;
+use ahpspec::verdict::{Level, Verdict};
+use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -21,6 +30,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Certify an AHP server (the built-in reference host when no URL is given).
+    Run(RunArgs),
+    /// Print the case catalog, one case per line: ID, level, area, description.
+    List(ListArgs),
     /// Run the built-in reference AHP host.
     Serve {
         /// Address to listen on (port 0 picks a free port).
@@ -38,6 +51,90 @@ enum Command {
     },
 }
 
+/// Which cases, shared by `run` and `list`.
+#[derive(Debug, Args)]
+struct SelectArgs {
+    /// Only cases whose ID matches one of these globs (comma-separated or repeated).
+    #[arg(long, value_delimiter = ',')]
+    filter: Vec<String>,
+    /// Leave out cases whose ID matches one of these globs.
+    #[arg(long, value_delimiter = ',')]
+    exclude: Vec<String>,
+    /// Only cases of these levels (MUST, SHOULD, MAY).
+    #[arg(long, value_delimiter = ',', value_parser = parse_level)]
+    level: Vec<Level>,
+    /// Read suites from this directory instead of the built-in ones.
+    #[arg(long)]
+    suites: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct ListArgs {
+    #[command(flatten)]
+    select: SelectArgs,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// Server to certify (ws:// URL); omitted: the built-in reference host.
+    url: Option<String>,
+    #[command(flatten)]
+    select: SelectArgs,
+    /// Break one rule in the built-in host (see `ahpspec serve --fault list`).
+    #[arg(long)]
+    fault: Option<String>,
+    /// JSON Schema directory to validate against instead of the built-in 1.0.0 schemas.
+    #[arg(long)]
+    schemas: Option<PathBuf>,
+    /// Target profile: how to trigger agent behaviours on this server.
+    #[arg(long)]
+    target_profile: Option<PathBuf>,
+    /// Known failures (one case ID per line); unlisted failures and stale entries fail the run.
+    #[arg(long)]
+    baseline: Option<PathBuf>,
+    /// Warnings (broken SHOULDs) fail the run too.
+    #[arg(long)]
+    strict: bool,
+    /// Per-expectation timeout, e.g. 5s or 500ms.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    timeout: Duration,
+    /// Cases run in parallel (each on its own connections and session).
+    #[arg(long, default_value_t = 4)]
+    jobs: usize,
+    /// Where the reports go.
+    #[arg(long, default_value = "reports")]
+    report_dir: PathBuf,
+}
+
+fn parse_level(text: &str) -> Result<Level, String> {
+    match text.to_ascii_uppercase().as_str() {
+        "MUST" => Ok(Level::Must),
+        "SHOULD" => Ok(Level::Should),
+        "MAY" => Ok(Level::May),
+        other => Err(format!("unknown level {other:?} (MUST, SHOULD or MAY)")),
+    }
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let value: u64 = number.parse().map_err(|_| format!("invalid duration {text:?} (e.g. 5s, 500ms)"))?;
+    match unit {
+        "ms" => Ok(Duration::from_millis(value)),
+        "s" => Ok(Duration::from_secs(value)),
+        "m" => Ok(Duration::from_secs(value * 60)),
+        _ => Err(format!("invalid duration {text:?} (e.g. 5s, 500ms)")),
+    }
+}
+
+impl SelectArgs {
+    fn selection(&self) -> Selection {
+        Selection { filter: self.filter.clone(), exclude: self.exclude.clone(), levels: self.level.clone() }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -48,6 +145,8 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
+        Command::List(args) => list(&args),
+        Command::Run(args) => run(args),
         Command::Serve {
             listen,
             fault,
@@ -133,5 +232,114 @@ async fn wait_for_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn list(args: &ListArgs) -> ExitCode {
+    let catalog = match &args.select.suites {
+        Some(dir) => Catalog::from_dir(dir),
+        None => Catalog::embedded(),
+    };
+    let catalog = match catalog {
+        Ok(catalog) => catalog,
+        Err(error) => return usage_error(&error.to_string()),
+    };
+    let selection = args.select.selection();
+    for case in catalog.cases.iter().filter(|c| selection.includes(&c.info.id, c.info.level)) {
+        println!("{}\t{}\t{}\t{}", case.info.id, case.info.level.as_str(), case.info.area, case.info.does);
+    }
+    for rule in ahpspec::checks::ALWAYS_ON.iter().filter(|r| selection.includes(r.id, r.level)) {
+        println!("{}\t{}\t{}\tChecked on every frame of every case ({})", rule.id, rule.level.as_str(), rule.area, rule.unit);
+    }
+    ExitCode::SUCCESS
+}
+
+/// Terminal output while cases finish: failures in full, a progress line on a terminal.
+struct Console {
+    progress: bool,
+}
+
+impl EventSink for Console {
+    fn event(&mut self, event: &Event) {
+        match event {
+            Event::CaseFinished { result, done, total } => {
+                if self.progress {
+                    eprint!("\r\x1b[2K[{done}/{total}] {}", result.info.id);
+                }
+                if matches!(result.verdict, Verdict::Fail | Verdict::Warn | Verdict::HarnessError) {
+                    if self.progress {
+                        eprint!("\r\x1b[2K");
+                    }
+                    println!("{}", report::render_failure(result));
+                }
+            }
+            Event::RunFinished if self.progress => eprint!("\r\x1b[2K"),
+            _ => {}
+        }
+    }
+}
+
+fn run(args: RunArgs) -> ExitCode {
+    let fault = match args.fault.as_deref().map(str::parse::<Fault>).transpose() {
+        Ok(fault) => fault,
+        Err(error) => return usage_error(&error.to_string()),
+    };
+    if fault.is_some() && args.url.is_some() {
+        return usage_error("--fault applies to the built-in host only (omit the URL)");
+    }
+    if let Some(url) = &args.url {
+        if !(url.starts_with("ws://") || url.starts_with("wss://")) {
+            return usage_error(&format!("not a WebSocket URL: {url} (expected ws://… or wss://…)"));
+        }
+    }
+    let options = Options {
+        url: args.url.clone(),
+        fault,
+        suites: args.select.suites.clone(),
+        schemas: args.schemas.clone(),
+        profile: args.target_profile.clone(),
+        baseline: args.baseline.clone(),
+        selection: args.select.selection(),
+        timeout: args.timeout,
+        jobs: args.jobs.max(1),
+        strict: args.strict,
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => return usage_error(&format!("cannot start the runtime: {error}")),
+    };
+    let outcome = runtime.block_on(async {
+        let (stop, interrupt) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                let _ = stop.send(true);
+            }
+        });
+        let mut console = Console { progress: std::io::stderr().is_terminal() };
+        certify::certify(&options, &mut console, interrupt).await
+    });
+    let report = match outcome {
+        Ok(report) => report,
+        Err(error) => return usage_error(&error.to_string()),
+    };
+    let written = report::write_all(&report, &args.report_dir);
+    println!("{}", report::render_summary_line(&report));
+    match written {
+        Ok(files) => println!("reports: {} (also {}, {}, {})", files.html.display(), files.json.display(), files.junit.display(), files.markdown.display()),
+        Err(error) => {
+            eprintln!("ahpspec: {error}");
+            return ExitCode::from(2);
+        }
+    }
+    for id in &report.stale_baseline {
+        println!("stale baseline entry: {id} now passes (remove it from the baseline)");
+    }
+    if report.tally.harness_error > 0 && report.tally.total() == report.tally.harness_error {
+        return ExitCode::from(2);
+    }
+    if report.conforming() && !report.interrupted {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }
