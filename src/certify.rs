@@ -118,7 +118,9 @@ pub async fn certify(options: &Options, sink: &mut dyn EventSink, interrupt: wat
             Ok(run(&config, sink, interrupt).await)
         }
         None => {
-            let host = host::spawn(HostConfig::with_fault(options.fault)).await.map_err(HarnessError::Host)?;
+            // A short grace period keeps RECONNECT-009 (removal after a disconnect) quick.
+            let config = HostConfig { client_grace: Duration::from_millis(300), ..HostConfig::with_fault(options.fault) };
+            let host = host::spawn(config).await.map_err(HarnessError::Host)?;
             let config = prepare(options, host.url().to_owned(), "builtin".to_owned());
             let report = match config {
                 Ok(config) => Ok(run(&config, sink, interrupt).await),

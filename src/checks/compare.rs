@@ -150,7 +150,13 @@ pub fn catalog_matches(session: &Value, chat_states: &[(String, Value)]) -> Vec<
             );
             normalize(&Value::Object(out))
         };
-        if let Some(difference) = first_difference(&pick(entry), &pick(chat), String::new()) {
+        // Members the chat itself lacks are a schema matter (INV-SCHEMA-1), not drift.
+        let mut entry_fields = pick(entry);
+        let chat_fields = pick(chat);
+        if let (Some(fields), Some(present)) = (entry_fields.as_object_mut(), chat_fields.as_object()) {
+            fields.retain(|key, _| present.contains_key(key));
+        }
+        if let Some(difference) = first_difference(&entry_fields, &chat_fields, String::new()) {
             found.push(Violation::new(
                 "CHAT-003",
                 format!("catalog entry of {uri} == the chat's inlined summary"),

@@ -230,7 +230,11 @@ impl FrameChecker {
         bump(&mut self.counts, "ENV-005");
         let host_only = schemas.map.client_dispatchable.get(action_type) == Some(&false);
         if host_only && !rejected && envelope.get("origin").is_some_and(|o| !o.is_null()) {
-            found.push(Violation::new("ENV-005", format!("host-originated {action_type} without origin"), format!("origin {}", envelope["origin"])));
+            let mut violation = Violation::new("ENV-005", format!("host-originated {action_type} without origin"), format!("origin {}", envelope["origin"]));
+            if let (Some(client), Some(seq)) = (envelope["origin"]["clientId"].as_str(), envelope["origin"]["clientSeq"].as_i64()) {
+                violation.origin = Some((client.to_owned(), seq));
+            }
+            found.push(violation);
         }
         if envelope.get("rejectionReason").is_some_and(|r| !r.is_null()) {
             return;

@@ -93,6 +93,11 @@ impl Mirror {
         self.lost.remove(channel);
     }
 
+    /// Channels whose mirror stopped following.
+    pub fn lost_channels(&self) -> impl Iterator<Item = &str> {
+        self.lost.keys().map(String::as_str)
+    }
+
     pub fn channels(&self) -> impl Iterator<Item = &str> {
         self.channels.keys().map(String::as_str)
     }

@@ -19,6 +19,9 @@ pub struct Violation {
     pub rule: &'static str,
     pub expected: String,
     pub actual: String,
+    /// The envelope origin involved, when the rule is about one (lets the runner tell a
+    /// harness client's echo from a host-originated action).
+    pub origin: Option<(String, i64)>,
 }
 
 impl Violation {
@@ -27,6 +30,7 @@ impl Violation {
             rule,
             expected: expected.into(),
             actual: actual.into(),
+            origin: None,
         }
     }
 }
@@ -73,6 +77,8 @@ rules! {
         "Every accepted action delivered after a subscribe has serverSeq greater than the snapshot's fromSeq."),
     ("ENV-004", Must, "actions", "docs/specification/subscriptions.md § Action Delivery", "envelopes",
         "An envelope's channel is the channel its action belongs to."),
+    ("DISPATCH-001", Must, "actions", "docs/guide/reconciliation.md § Reconciliation Algorithm", "echoes",
+        "An echo of a client dispatch carries origin.clientId and origin.clientSeq of that dispatch and the dispatched action."),
     ("ENV-005", Must, "actions", "docs/guide/actions.md § Action Envelope", "envelopes",
         "Host-originated actions carry no origin."),
     ("SUB-012", Must, "subscriptions", "docs/specification/subscriptions.md § URI Scheme", "messages",

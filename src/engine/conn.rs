@@ -32,6 +32,8 @@ pub struct Conn {
     pub intended_invalid: Vec<usize>,
     /// clientSeq of the last dispatch.
     pub client_seq: i64,
+    /// Every dispatch sent: clientSeq → action.
+    pub dispatched: std::collections::HashMap<i64, Value>,
     /// States and turns the snapshot invariants looked at.
     pub invariant_counts: crate::checks::frame::Counts,
 }
@@ -48,6 +50,7 @@ impl Conn {
             harness_errors: Vec::new(),
             intended_invalid: Vec::new(),
             client_seq: 0,
+            dispatched: Default::default(),
             invariant_counts: Default::default(),
         }
     }
@@ -119,6 +122,7 @@ impl Conn {
             return found;
         };
         if message["method"] == "action" {
+            found.extend(self.check_echo(&message["params"]));
             found.extend(self.mirror.apply(&message["params"]));
             return found;
         }
@@ -140,6 +144,41 @@ impl Conn {
             }
         }
         found
+    }
+}
+
+impl Conn {
+    /// DISPATCH-001: an envelope naming this client as origin echoes one of its dispatches,
+    /// with that dispatch's clientSeq and action.
+    fn check_echo(&mut self, envelope: &Value) -> Vec<Violation> {
+        if envelope["origin"]["clientId"] != self.client_id.as_str() {
+            return Vec::new();
+        }
+        *self.invariant_counts.entry("DISPATCH-001").or_insert(0) += 1;
+        let seq = envelope["origin"]["clientSeq"].as_i64().unwrap_or(-1);
+        match self.dispatched.get(&seq) {
+            Some(action) if json_equal(action, &envelope["action"]) => Vec::new(),
+            Some(action) => vec![Violation::new(
+                "DISPATCH-001",
+                format!("the echo of clientSeq {seq} carries the dispatched {}", action["type"]),
+                format!("{} {}", envelope["action"]["type"], crate::checks::frame::clip(&envelope["action"].to_string())),
+            )],
+            None => vec![Violation::new(
+                "DISPATCH-001",
+                format!("origin.clientSeq of one of this client's dispatches (1..={})", self.client_seq),
+                format!("clientSeq {seq} on an echo of {}", envelope["action"]["type"]),
+            )],
+        }
+    }
+}
+
+/// JSON equality where integers and floats of equal value match.
+pub fn json_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q)),
+        (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w))),
+        _ => a == b,
     }
 }
 

@@ -157,8 +157,8 @@ impl World {
             Ok(params) => params,
             Err(error) => return Reply::of(Err(error)),
         };
-        let chosen = match self.negotiate(&params.protocol_versions) {
-            Ok(Some(version)) => version,
+        let (chosen, version) = match self.negotiate(&params.protocol_versions) {
+            Ok(Some(pair)) => pair,
             Ok(None) => {
                 let mut error = RpcError::new(
                     UNSUPPORTED_PROTOCOL_VERSION,
@@ -175,7 +175,6 @@ impl World {
             }
             Err(message) => return Reply::of(Err(RpcError::new(INVALID_PARAMS, message))),
         };
-        let version = parse_version(&chosen).unwrap_or((1, 0, 0));
         let snapshots: Vec<Value> = params
             .initial_subscriptions
             .iter()
@@ -191,34 +190,40 @@ impl World {
             entry.version = Some(version);
         }
         self.client_versions.insert(params.client_id, version);
-        Reply::of(Ok(json!({
+        let mut result = json!({
             "protocolVersion": chosen,
             "serverSeq": self.seq,
             "snapshots": snapshots,
             "serverInfo": { "name": "ahpspec-reference-host", "version": env!("CARGO_PKG_VERSION") },
-        })))
+        });
+        if self.fault(Fault::LegacyUri) {
+            result["defaultDirectory"] = json!("agenthost:/workspace");
+        }
+        Reply::of(Ok(result))
     }
 
-    /// Picks the version to answer with (faults bend the choice).
-    fn negotiate(&self, offered: &[String]) -> Result<Option<String>, String> {
-        let best = negotiate_protocol_version(offered)?.map(str::to_owned);
+    /// Picks the version: (the string answered, the version the connection then speaks).
+    /// Faults bend the choice.
+    fn negotiate(&self, offered: &[String]) -> Result<Option<(String, Version)>, String> {
+        let Some(best) = negotiate_protocol_version(offered)?.map(str::to_owned) else {
+            return Ok(None);
+        };
+        let speaks = parse_version(&best).unwrap_or((1, 0, 0));
         let own = ahp_types::PROTOCOL_VERSION.to_owned();
-        if best.is_some() && self.fault(Fault::VersionNotOffered) && !offered.contains(&own) {
-            return Ok(Some(own));
+        if self.fault(Fault::VersionNotOffered) && !offered.contains(&own) {
+            return Ok(Some((own, speaks)));
         }
-        if best.is_some() && self.fault(Fault::LowestVersion) {
+        if self.fault(Fault::LowestVersion) {
             let lowest = offered
                 .iter()
-                .filter(|v| {
-                    negotiate_protocol_version(std::slice::from_ref(*v))
-                        .ok()
-                        .flatten()
-                        .is_some()
-                })
-                .min_by_key(|v| parse_version(v));
-            return Ok(lowest.cloned());
+                .filter(|v| negotiate_protocol_version(std::slice::from_ref(*v)).ok().flatten().is_some())
+                .min_by_key(|v| parse_version(v))
+                .cloned()
+                .unwrap_or(best);
+            let speaks = parse_version(&lowest).unwrap_or(speaks);
+            return Ok(Some((lowest, speaks)));
         }
-        Ok(best)
+        Ok(Some((best, speaks)))
     }
 
     fn reconnect(&mut self, conn: ConnId, params: &Value) -> Reply {
@@ -321,6 +326,7 @@ impl World {
     }
 
     pub fn subscribe_conn(&mut self, conn: ConnId, uri: &str) {
+        self.subscribed_at.insert(uri.to_owned(), self.seq);
         if let Some(entry) = self.conns.get_mut(&conn) {
             entry.subscriptions.insert(uri.to_owned());
         }
@@ -359,13 +365,13 @@ impl World {
         let Some(channel) = params.get("channel").and_then(Value::as_str) else {
             return;
         };
-        if self.fault(Fault::ActionAfterUnsubscribe) {
-            return;
-        }
+        let keep_sending = self.fault(Fault::ActionAfterUnsubscribe);
         let Some(entry) = self.conns.get_mut(&conn) else {
             return;
         };
-        entry.subscriptions.remove(channel);
+        if !keep_sending {
+            entry.subscriptions.remove(channel);
+        }
         let client_id = entry.client_id.clone();
         if let (Some(client_id), Some(session)) = (client_id, self.sessions.get(channel)) {
             if session
@@ -458,11 +464,7 @@ impl World {
             }
         }
         let now = now_iso();
-        let chat_uri = if self.fault(Fault::LegacyUri) {
-            self.fresh_id("agenthost:/chat-")
-        } else {
-            self.fresh_id("ahp-chat:/chat-")
-        };
+        let chat_uri = self.fresh_id("ahp-chat:/chat-");
         let chat_state = new_chat(&chat_uri, "Chat", &now, None)?;
         let session_state: SessionState = serde_json::from_value(json!({
             "provider": provider_name(agent),
@@ -521,7 +523,8 @@ impl World {
             return;
         };
         tokio::spawn(async move {
-            tokio::task::yield_now().await;
+            // Initialising takes a moment, as with a real agent: subscribers see `creating`.
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
             let mut world = shared
                 .world
                 .lock()

@@ -55,8 +55,8 @@ faults! {
     SnapshotMissingField => ("snapshot-missing-field", "INV-SCHEMA-1", "Omits the required modifiedAt member from chat snapshots."),
     SubscribeUnknownOk => ("subscribe-unknown-ok", "SUB-011", "Answers subscribe to a nonexistent session with a made-up snapshot."),
     ActionAfterUnsubscribe => ("action-after-unsubscribe", "SUB-004", "Keeps sending a session's actions to a connection that unsubscribed from it."),
-    NoBroadcast => ("no-broadcast", "DISPATCH-002", "Echoes accepted client actions only to their sender, not to other subscribers."),
-    RepeatServerSeq => ("repeat-server-seq", "ENV-003", "Gives a session's second title change the same serverSeq as the one before it."),
+    NoBroadcast => ("no-broadcast", "DISPATCH-002", "Echoes accepted client session actions only to their sender, not to other subscribers."),
+    RepeatServerSeq => ("repeat-server-seq", "ENV-003", "Gives a title change the same serverSeq as the title change of the same session just before it (once)."),
     HostActionOrigin => ("host-action-origin", "ENV-005", "Puts an origin on host-originated session/ready actions."),
     WrongClientSeq => ("wrong-client-seq", "DISPATCH-001", "Echoes accepted client actions with clientSeq + 1."),
     EchoMissingChannel => ("echo-missing-channel", "DISPATCH-004", "Answers a dispatch to a nonexistent chat with a rejection echo instead of ignoring it."),
@@ -80,7 +80,7 @@ faults! {
     DeltaBeforePart => ("delta-before-part", "TURN-003", "Streams markdown deltas for a part it never created with chat/responsePart."),
     ErrorAsResponsePart => ("error-as-response-part", "TURN-005", "Sends the scripted error as a chat/responsePart before ending the turn with chat/error."),
     InputStatusWrong => ("input-status-wrong", "INPUT-002", "Leaves the chat InputNeeded after the last input request is completed."),
-    LegacyUri => ("legacy-uri", "SUB-012", "Names the session's default chat with a legacy agenthost: URI."),
+    LegacyUri => ("legacy-uri", "SUB-012", "Answers initialize with a legacy agenthost: URI as defaultDirectory."),
 }
 
 impl fmt::Display for Fault {

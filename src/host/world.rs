@@ -142,6 +142,10 @@ pub struct World {
     pub shared: std::sync::Weak<super::Shared>,
     next_id: u64,
     repeat_seq_done: bool,
+    /// (channel, action type, serverSeq) of the newest envelope, for the repeat-server-seq fault.
+    last_envelope: Option<(String, String, u64)>,
+    /// serverSeq at the newest subscription of each channel, for the same fault.
+    pub subscribed_at: HashMap<String, u64>,
 }
 
 /// Channel kinds this host serves.
@@ -171,6 +175,8 @@ impl World {
             shared: std::sync::Weak::new(),
             next_id: 0,
             repeat_seq_done: false,
+            last_envelope: None,
+            subscribed_at: HashMap::new(),
         }
     }
 
@@ -252,7 +258,7 @@ impl World {
         if let Some(entry) = self.chats.get(channel) {
             entry.changed.notify_one();
         }
-        let seq = self.next_seq(&action);
+        let seq = self.next_seq(channel, &action);
         let mut envelope = Map::new();
         envelope.insert("channel".into(), Value::String(channel.to_owned()));
         envelope.insert("action".into(), action);
@@ -291,7 +297,8 @@ impl World {
             }
         }
         let frame = Utf8Bytes::from(notification("action", envelope).to_string());
-        let sender_only = if origin.is_some() && self.fault(Fault::NoBroadcast) {
+        let session_action = channel.starts_with("ahp-session:");
+        let sender_only = if origin.is_some() && self.fault(Fault::NoBroadcast) && session_action {
             origin.map(|(client_id, _)| client_id.to_owned())
         } else {
             None
@@ -312,17 +319,22 @@ impl World {
         Ok(seq)
     }
 
-    fn next_seq(&mut self, action: &Value) -> u64 {
-        if self.fault(Fault::RepeatServerSeq)
-            && action["type"] == "session/titleChanged"
-            && !self.repeat_seq_done
-            && self.seq > 0
-        {
-            // Reuse the previous number once: the per-channel order is no longer strict.
-            self.repeat_seq_done = true;
-            return self.seq;
+    fn next_seq(&mut self, channel: &str, action: &Value) -> u64 {
+        let kind = action["type"].as_str().unwrap_or_default().to_owned();
+        if self.fault(Fault::RepeatServerSeq) && !self.repeat_seq_done && kind == "session/titleChanged" {
+            // Reuse the number of the previous envelope once, when it was a title change of
+            // the same session and nobody subscribed since: the channel's order is then no
+            // longer strict, while every snapshot's fromSeq stays below it.
+            if let Some((last_channel, last_kind, last_seq)) = &self.last_envelope {
+                let quiet = self.subscribed_at.get(channel).is_none_or(|at| at < last_seq);
+                if last_channel == channel && *last_kind == kind && *last_seq == self.seq && quiet {
+                    self.repeat_seq_done = true;
+                    return self.seq;
+                }
+            }
         }
         self.seq += 1;
+        self.last_envelope = Some((channel.to_owned(), kind, self.seq));
         self.seq
     }
 

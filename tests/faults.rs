@@ -1,0 +1,100 @@
+//! Every faulty variant of the built-in host breaks exactly the rules it declares: the
+//! cases for those rules fail and every other case still passes.
+
+use std::collections::BTreeSet;
+
+use ahpspec::certify::{certify, Options};
+use ahpspec::engine::Quiet;
+use ahpspec::host::Fault;
+use ahpspec::verdict::Verdict;
+
+/// Rules a fault is expected to break. Faults that change host state behind the reducers'
+/// back also make the fold differ from a fresh snapshot (INV-FOLD-1) by construction.
+fn expected(fault: Fault) -> BTreeSet<String> {
+    let mut rules = BTreeSet::from([fault.rule().to_owned()]);
+    if matches!(
+        fault,
+        Fault::InProgressStuck | Fault::DropSecondQueued | Fault::NoSkipOnTurnEnd | Fault::TruncateKeepsActive | Fault::InputStatusWrong
+    ) {
+        rules.insert("INV-FOLD-1".to_owned());
+    }
+    rules
+}
+
+async fn check(fault: Fault) {
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let options = Options { fault: Some(fault), ..Options::default() };
+    let report = certify(&options, &mut Quiet, rx).await.expect("harness starts");
+    let mut failing = BTreeSet::new();
+    let mut details = Vec::new();
+    for case in report.cases.iter().filter(|c| c.verdict != Verdict::Pass) {
+        let rule = case.info.id.split('/').next().unwrap_or_default().to_owned();
+        details.push(format!("  {} [{}] {}", case.info.id, case.verdict.as_str(), case.summary));
+        failing.insert(rule);
+    }
+    assert_eq!(failing, expected(fault), "fault {fault} ({}):\n{}", fault.description(), details.join("\n"));
+}
+
+macro_rules! fault_tests {
+    ($($name:ident => $fault:ident,)*) => {
+        $(
+            #[tokio::test]
+            async fn $name() {
+                check(Fault::$fault).await;
+            }
+        )*
+
+        #[test]
+        fn every_fault_has_a_test() {
+            let tested = [$(Fault::$fault,)*];
+            for fault in Fault::ALL {
+                assert!(tested.contains(fault), "fault {fault} has no test");
+            }
+        }
+    };
+}
+
+fault_tests! {
+    no_jsonrpc_member => NoJsonrpcMember,
+    duplicate_response => DuplicateResponse,
+    answers_notifications => AnswersNotifications,
+    result_and_error => ResultAndError,
+    dies_on_malformed => DiesOnMalformed,
+    not_request_accepted => NotRequestAccepted,
+    wrong_method_not_found => WrongMethodNotFound,
+    ping_needs_init => PingNeedsInit,
+    version_not_offered => VersionNotOffered,
+    lowest_version => LowestVersion,
+    no_supported_versions => NoSupportedVersions,
+    no_close_after_version_error => NoCloseAfterVersionError,
+    new_actions_to_old_client => NewActionsToOldClient,
+    snapshot_missing_field => SnapshotMissingField,
+    subscribe_unknown_ok => SubscribeUnknownOk,
+    action_after_unsubscribe => ActionAfterUnsubscribe,
+    no_broadcast => NoBroadcast,
+    repeat_server_seq => RepeatServerSeq,
+    host_action_origin => HostActionOrigin,
+    wrong_client_seq => WrongClientSeq,
+    echo_missing_channel => EchoMissingChannel,
+    server_only_accepted => ServerOnlyAccepted,
+    replay_wrong_range => ReplayWrongRange,
+    replay_notifications => ReplayNotifications,
+    no_session_added => NoSessionAdded,
+    no_session_removed => NoSessionRemoved,
+    duplicate_session_ok => DuplicateSessionOk,
+    unknown_provider_ok => UnknownProviderOk,
+    cancel_idle_accepted => CancelIdleAccepted,
+    confirm_not_pending => ConfirmNotPending,
+    remove_missing_pending => RemoveMissingPending,
+    summary_drift => SummaryDrift,
+    in_progress_stuck => InProgressStuck,
+    drop_second_queued => DropSecondQueued,
+    queue_lifo => QueueLifo,
+    no_skip_on_turn_end => NoSkipOnTurnEnd,
+    truncate_keeps_active => TruncateKeepsActive,
+    turns_loaded_after_response => TurnsLoadedAfterResponse,
+    delta_before_part => DeltaBeforePart,
+    error_as_response_part => ErrorAsResponsePart,
+    input_status_wrong => InputStatusWrong,
+    legacy_uri => LegacyUri,
+}
