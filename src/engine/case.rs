@@ -517,6 +517,9 @@ impl Runner<'_> {
             }
             Err(error) => return Err(Stop::Harness(error.to_string())),
         };
+        if let Some(to) = &s.to {
+            self.vars.set(to, response.clone());
+        }
         if let Some(name) = &s.name {
             self.vars.set(name, response.clone());
         }
