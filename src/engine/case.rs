@@ -661,7 +661,12 @@ impl Runner<'_> {
                 && matches_all(m, &matching)
         };
         let within = Duration::from_millis(s.for_ms);
-        match conn.link.wait_for(within, |i| matches!(i, Incoming::Message(m) if pred(m))).await {
+        let waited = if s.fresh {
+            conn.link.wait_for_new(within, |i| matches!(i, Incoming::Message(m) if pred(m))).await
+        } else {
+            conn.link.wait_for(within, |i| matches!(i, Incoming::Message(m) if pred(m))).await
+        };
+        match waited {
             Ok(Incoming::Message(message)) => self.broken(
                 &s.level,
                 &s.on,
@@ -711,7 +716,7 @@ impl Runner<'_> {
             params["provider"] = json!(provider);
         }
         if let Some(dirs) = &s.working_directories {
-            params["workingDirectories"] = json!(dirs);
+            params["workingDirectories"] = self.subst(&json!(dirs))?;
         }
         let timeout = self.ctx.timeout;
         let conn = self.conn(&s.on)?;

@@ -253,6 +253,9 @@ pub struct ExpectSilence {
     /// Only responses (messages without a method) count.
     #[serde(default)]
     pub responses: bool,
+    /// Only frames that arrive from now on count (not what earlier steps already read).
+    #[serde(default)]
+    pub fresh: bool,
     /// Only messages on this channel count.
     pub channel: Option<String>,
     /// Only actions of this type count.
