@@ -282,15 +282,22 @@ impl Runner<'_> {
                 let matching = self.subst_matches(&s.matching)?;
                 let kind = s.action_type.clone();
                 let within = s.within_ms.map_or(self.ctx.timeout, Duration::from_millis);
+                let next = s.next;
                 let found = self
                     .wait_message(&s.on, within, |m| {
                         m["method"] == "action"
                             && m["params"]["channel"] == channel.as_str()
                             && m["params"]["action"]["type"] == kind.as_str()
-                            && matches_all(&m["params"], &matching)
+                            && (next || matches_all(&m["params"], &matching))
                     })
                     .await?;
                 match found {
+                    Some(message) if next && !matches_all(&message["params"], &matching) => self.broken(
+                        &s.level,
+                        &s.on,
+                        format!("the next {kind} on {channel}{}", describe(&matching)),
+                        crate::checks::frame::clip(&message["params"].to_string()),
+                    ),
                     Some(message) => {
                         if let Some(name) = &s.name {
                             self.vars.set(name, message["params"].clone());

@@ -223,6 +223,10 @@ pub struct ExpectAction {
     /// Pointer (into the envelope) → value.
     #[serde(default, rename = "where")]
     pub matching: Matches,
+    /// The next action of this type on the channel must match `where` (instead of waiting
+    /// for any matching one): for order requirements.
+    #[serde(default)]
+    pub next: bool,
     pub within_ms: Option<u64>,
     pub level: Option<String>,
     #[serde(rename = "as")]
