@@ -546,7 +546,8 @@ impl Runner<'_> {
             }
         }
         let no_len = BTreeMap::new();
-        let checks = DocChecks { has: &s.has, lacks: &s.lacks, equals: &s.equals, one_of: &s.one_of, len: &no_len, at_most: &s.at_most, contains: &s.contains, excludes: &s.excludes };
+        let no_bits = BTreeMap::new();
+        let checks = DocChecks { has: &s.has, lacks: &s.lacks, equals: &s.equals, one_of: &s.one_of, len: &no_len, bits_set: &no_bits, bits_clear: &no_bits, at_most: &s.at_most, contains: &s.contains, excludes: &s.excludes };
         self.judge_document(&response, &checks, &s.level, &on)
     }
 
@@ -558,7 +559,19 @@ impl Runner<'_> {
     }
 
     fn evaluate(&self, document: &Value, checks: &DocChecks<'_>) -> Result<Result<(), (String, String)>, Stop> {
-        let DocChecks { has, lacks, equals, one_of, len, at_most, contains, excludes } = *checks;
+        let DocChecks { has, lacks, equals, one_of, len, bits_set, bits_clear, at_most, contains, excludes } = *checks;
+        for (pointer, bits) in bits_set {
+            let actual = document.pointer(pointer).and_then(Value::as_u64);
+            if !actual.is_some_and(|a| a & bits == *bits) {
+                return Ok(Err((format!("{pointer} has bits {bits} set"), format!("{pointer} = {}", document.pointer(pointer).unwrap_or(&Value::Null)))));
+            }
+        }
+        for (pointer, bits) in bits_clear {
+            let actual = document.pointer(pointer).and_then(Value::as_u64);
+            if !actual.is_some_and(|a| a & bits == 0) {
+                return Ok(Err((format!("{pointer} has bits {bits} clear"), format!("{pointer} = {}", document.pointer(pointer).unwrap_or(&Value::Null)))));
+            }
+        }
         for (pointer, bound) in self.subst_matches(at_most)? {
             let actual = document.pointer(&pointer).and_then(Value::as_f64);
             if !actual.is_some_and(|a| bound.as_f64().is_some_and(|b| a <= b)) {
@@ -627,7 +640,8 @@ impl Runner<'_> {
                 // The echo of this dispatch; a wrong clientSeq is DISPATCH-001's business.
                 m["method"] == "action"
                     && m["params"]["origin"]["clientId"] == client_id.as_str()
-                    && (m["params"]["origin"]["clientSeq"] == seq || json_eq(&m["params"]["action"], &dispatched))
+                    && (json_eq(&m["params"]["action"], &dispatched)
+                        || (m["params"]["origin"]["clientSeq"] == seq && m["params"]["action"]["type"] == dispatched["type"]))
             })
             .await?;
         let Some(echo) = echo else {
@@ -698,7 +712,7 @@ impl Runner<'_> {
     async fn expect_state(&mut self, s: &ExpectState) -> StepResult {
         let channel = self.subst_str(&s.channel)?;
         let no_bounds = Matches::new();
-        let checks = DocChecks { has: &s.has, lacks: &s.lacks, equals: &s.equals, one_of: &s.one_of, len: &s.len, at_most: &no_bounds, contains: &s.contains, excludes: &s.excludes };
+        let checks = DocChecks { has: &s.has, lacks: &s.lacks, equals: &s.equals, one_of: &s.one_of, len: &s.len, bits_set: &s.bits_set, bits_clear: &s.bits_clear, at_most: &no_bounds, contains: &s.contains, excludes: &s.excludes };
         let deadline = Instant::now() + Duration::from_millis(s.within_ms.unwrap_or(0));
         loop {
             let response = self.subscribe_state(&s.on, &channel).await?;
@@ -962,6 +976,8 @@ struct DocChecks<'a> {
     equals: &'a Matches,
     one_of: &'a BTreeMap<String, Vec<Value>>,
     len: &'a BTreeMap<String, usize>,
+    bits_set: &'a BTreeMap<String, u64>,
+    bits_clear: &'a BTreeMap<String, u64>,
     at_most: &'a Matches,
     contains: &'a Matches,
     excludes: &'a Matches,

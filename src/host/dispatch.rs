@@ -27,7 +27,7 @@ impl World {
             return;
         };
         let Some(kind) = self.channel_kind(channel) else {
-            if self.fault(Fault::EchoMissingChannel) {
+            if self.fault(Fault::EchoMissingChannel) && channel.starts_with("ahp-session:") {
                 self.reject(
                     conn,
                     channel,
@@ -367,6 +367,7 @@ impl World {
                             .filter(|t| !t.is_null()),
                     ) {
                         entry.state.active_turn = serde_json::from_value(turn.clone()).ok();
+                        entry.state.status = (entry.state.status & !31) | 8;
                         return;
                     }
                 }
@@ -387,8 +388,8 @@ impl World {
                 }
             }
             "chat/pendingMessageSet" if action["kind"] == "queued" => {
-                if self.fault(Fault::DropSecondQueued) {
-                    self.drop_new_queued(chat, before, &action["id"]);
+                if self.fault(Fault::QueuedUpdateAppends) {
+                    self.append_duplicate_queued(chat, before, action);
                 }
                 self.consume_queue(chat);
             }
@@ -430,23 +431,21 @@ impl World {
         }
     }
 
-    /// Fault injection: forgets a newly queued message when another one was queued already.
-    fn drop_new_queued(&mut self, chat: &str, before: Option<&Value>, id: &Value) {
-        let had = before
+    /// Fault injection: a queued set with an id that was already queued appends a second
+    /// entry instead of replacing the first.
+    fn append_duplicate_queued(&mut self, chat: &str, before: Option<&Value>, action: &Value) {
+        let existed = before
             .and_then(|b| b["queuedMessages"].as_array())
-            .map_or(0, Vec::len);
-        let is_new = before
-            .and_then(|b| b["queuedMessages"].as_array())
-            .is_none_or(|queue| !queue.iter().any(|m| m["id"] == *id));
-        if had == 0 || !is_new {
+            .is_some_and(|queue| queue.iter().any(|m| m["id"] == action["id"]));
+        let Some(entry) = self.chats.get_mut(chat) else {
+            return;
+        };
+        if !existed {
             return;
         }
-        if let Some(queue) = self
-            .chats
-            .get_mut(chat)
-            .and_then(|entry| entry.state.queued_messages.as_mut())
-        {
-            queue.retain(|message| *id != message.id.as_str());
+        let message = json!({ "id": action["id"], "message": action["message"] });
+        if let (Some(queue), Ok(message)) = (entry.state.queued_messages.as_mut(), serde_json::from_value(message)) {
+            queue.push(message);
         }
     }
 }

@@ -55,13 +55,17 @@ impl World {
             .find(|summary| summary.resource == chat)
             .map(to_value)
             .unwrap_or(Value::Null);
+        let drift = self.fault(Fault::SummaryDrift);
         let mut changes = Map::new();
         for (key, value) in &current {
-            if key != "resource" && published.get(key) != Some(value) {
+            if key == "resource" || (drift && key == "modifiedAt") {
+                continue;
+            }
+            if published.get(key) != Some(value) {
                 changes.insert(key.clone(), value.clone());
             }
         }
-        if changes.is_empty() || self.fault(Fault::SummaryDrift) {
+        if changes.is_empty() {
             return;
         }
         self.emit_logged(

@@ -295,6 +295,12 @@ pub struct ExpectState {
     /// Pointer → expected array length.
     #[serde(default)]
     pub len: BTreeMap<String, usize>,
+    /// Pointer → bits that must all be set (integers, e.g. status flags).
+    #[serde(default)]
+    pub bits_set: BTreeMap<String, u64>,
+    /// Pointer → bits that must all be clear.
+    #[serde(default)]
+    pub bits_clear: BTreeMap<String, u64>,
     /// Pointer → allowed values.
     #[serde(default)]
     pub one_of: BTreeMap<String, Vec<Value>>,
