@@ -16,7 +16,7 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         // The chat keeps a status its content contradicts, and the fold disagrees with it.
         Fault::InProgressStuck => rules.extend(["INV-FOLD-1".to_owned()]),
         // INPUT-002 is STATUS-003 for input requests: breaking it breaks both.
-        Fault::InputStatusWrong => rules.extend(["STATUS-003".to_owned(), "INV-FOLD-1".to_owned()]),
+        Fault::InputStatusWrong => rules.extend(["STATUS-003".to_owned()]),
         _ => {}
     }
     rules

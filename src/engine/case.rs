@@ -637,11 +637,11 @@ impl Runner<'_> {
         let timeout = if s.or_ignored && !s.accepted { Duration::from_millis(300).min(self.ctx.timeout) } else { self.ctx.timeout };
         let echo = self
             .wait_message(&on, timeout, |m| {
-                // The echo of this dispatch; a wrong clientSeq is DISPATCH-001's business.
+                // The echo of this dispatch carries its action (a wrong clientSeq is
+                // DISPATCH-001's business, checked on every echo).
                 m["method"] == "action"
                     && m["params"]["origin"]["clientId"] == client_id.as_str()
-                    && (json_eq(&m["params"]["action"], &dispatched)
-                        || (m["params"]["origin"]["clientSeq"] == seq && m["params"]["action"]["type"] == dispatched["type"]))
+                    && json_eq(&m["params"]["action"], &dispatched)
             })
             .await?;
         let Some(echo) = echo else {
