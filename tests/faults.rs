@@ -114,4 +114,18 @@ fault_tests! {
     error_as_response_part => ErrorAsResponsePart,
     input_status_wrong => InputStatusWrong,
     legacy_uri => LegacyUri,
+    binary_frame => BinaryFrame,
+    notification_without_channel => NotificationWithoutChannel,
+    action_on_wrong_channel => ActionOnWrongChannel,
+    snapshot_seq_ahead => SnapshotSeqAhead,
+    summary_status_bits => SummaryStatusBits,
+}
+
+/// Every always-on check is proven by at least one fault that breaks it.
+#[test]
+fn every_always_on_check_has_a_fault() {
+    for rule in ahpspec::checks::ALWAYS_ON {
+        let proven = Fault::ALL.iter().any(|fault| expected(*fault).contains(rule.id));
+        assert!(proven, "always-on check {} has no faulty host variant", rule.id);
+    }
 }

@@ -199,7 +199,25 @@ impl World {
         if self.fault(Fault::LegacyUri) {
             result["defaultDirectory"] = json!("agenthost:/workspace");
         }
-        Reply::of(Ok(result))
+        let binary = self.fault(Fault::BinaryFrame);
+        let no_channel = self.fault(Fault::NotificationWithoutChannel);
+        let after: Option<AfterReply> = (binary || no_channel).then(|| {
+            Box::new(move |world: &mut World| {
+                if let Some(entry) = world.conns.get(&conn) {
+                    if binary {
+                        let _ = entry.tx.send(super::world::Outbound::Binary(vec![0, 1, 2, 3]));
+                    }
+                    if no_channel {
+                        entry.send_json(&notification("ahpspec/heartbeat", json!({})));
+                    }
+                }
+            }) as AfterReply
+        });
+        Reply {
+            result: Ok(result),
+            close_after: false,
+            after,
+        }
     }
 
     /// Picks the version: (the string answered, the version the connection then speaks).
@@ -539,6 +557,9 @@ impl World {
                                "message": "the ahpspec-unavailable agent never starts" } }),
             };
             world.emit_logged(&uri, action);
+            if world.fault(Fault::ActionOnWrongChannel) {
+                world.emit_logged(&uri, json!({ "type": "chat/activityChanged" }));
+            }
             world.sync_projections(&uri);
             if let Some(token) = token {
                 world.notify_subscribers(

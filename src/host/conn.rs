@@ -59,6 +59,11 @@ pub async fn serve(
                         break;
                     }
                 }
+                Outbound::Binary(bytes) => {
+                    if sink.send(Message::binary(bytes)).await.is_err() {
+                        break;
+                    }
+                }
                 Outbound::Close(code, reason) => {
                     let frame = CloseFrame {
                         code: CloseCode::from(code),

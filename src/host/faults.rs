@@ -80,6 +80,11 @@ faults! {
     DeltaBeforePart => ("delta-before-part", "TURN-003", "Streams markdown deltas for a part it never created with chat/responsePart."),
     ErrorAsResponsePart => ("error-as-response-part", "TURN-005", "Sends the scripted error as a chat/responsePart before ending the turn with chat/error."),
     InputStatusWrong => ("input-status-wrong", "INPUT-002", "Leaves the chat InputNeeded after the last input request is completed."),
+    BinaryFrame => ("binary-frame", "TRANSPORT-001", "Sends a binary frame after answering initialize."),
+    NotificationWithoutChannel => ("notification-without-channel", "TRANSPORT-011", "Sends an extension notification whose params carry no channel after answering initialize."),
+    ActionOnWrongChannel => ("action-on-wrong-channel", "ENV-004", "Sends a chat/activityChanged action on the session channel when a session becomes ready."),
+    SnapshotSeqAhead => ("snapshot-seq-ahead", "SUB-002", "Reports session snapshots with a fromSeq one higher than the serverSeq they reflect."),
+    SummaryStatusBits => ("summary-status-bits", "STATUS-001", "Sets both the Idle and InProgress bits in root session summaries while a turn runs."),
     LegacyUri => ("legacy-uri", "SUB-012", "Answers initialize with a legacy agenthost: URI as defaultDirectory."),
 }
 

@@ -166,6 +166,9 @@ impl World {
         } else if activities.contains(&ERROR) {
             activity = ERROR;
         }
+        if activity == 8 && self.fault(Fault::SummaryStatusBits) {
+            activity |= 1;
+        }
         let flags = u64::from(state.status) & !ACTIVITY_MASK;
         let modified_at = chats
             .iter()

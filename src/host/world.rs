@@ -26,6 +26,8 @@ pub type ConnId = u64;
 pub enum Outbound {
     /// One text frame.
     Text(Utf8Bytes),
+    /// One binary frame (only the binary-frame fault sends one).
+    Binary(Vec<u8>),
     /// Close the socket with this code and reason.
     Close(u16, &'static str),
 }
@@ -240,7 +242,9 @@ impl World {
                 state
             }
         };
-        Some(json!({ "resource": uri, "state": state, "fromSeq": self.seq }))
+        let ahead = self.fault(Fault::SnapshotSeqAhead) && uri.starts_with("ahp-session:");
+        let from_seq = if ahead { self.seq + 1 } else { self.seq };
+        Some(json!({ "resource": uri, "state": state, "fromSeq": from_seq }))
     }
 
     /// Applies an action to its channel's state, numbers it, records it for replay and
