@@ -45,7 +45,7 @@ impl Default for Options {
             baseline: None,
             selection: Selection::default(),
             timeout: Duration::from_secs(5),
-            jobs: 4,
+            jobs: 8,
             strict: false,
         }
     }

@@ -99,7 +99,7 @@ struct RunArgs {
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     timeout: Duration,
     /// Cases run in parallel (each on its own connections and session).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 8)]
     jobs: usize,
     /// Where the reports go.
     #[arg(long, default_value = "reports")]
