@@ -9,9 +9,18 @@ use ahpspec::engine::Quiet;
 use ahpspec::verdict::Verdict;
 
 fn main() {
-    let runs: usize = std::env::var("AHPSPEC_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
-    let jobs: usize = std::env::var("AHPSPEC_BENCH_JOBS").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runs: usize = std::env::var("AHPSPEC_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    let jobs: usize = std::env::var("AHPSPEC_BENCH_JOBS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(8);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("cannot start runtime: {error}");
@@ -21,7 +30,10 @@ fn main() {
     let mut times = Vec::new();
     for run in 1..=runs {
         let (_stop, interrupt) = tokio::sync::watch::channel(false);
-        let options = Options { jobs, ..Options::default() };
+        let options = Options {
+            jobs,
+            ..Options::default()
+        };
         let started = Instant::now();
         let report = runtime.block_on(certify(&options, &mut Quiet, interrupt));
         let elapsed = started.elapsed().as_secs_f64();
@@ -32,7 +44,11 @@ fn main() {
                 std::process::exit(2);
             }
         };
-        let passed = report.cases.iter().filter(|c| c.verdict == Verdict::Pass).count();
+        let passed = report
+            .cases
+            .iter()
+            .filter(|c| c.verdict == Verdict::Pass)
+            .count();
         println!(
             "run {run}: {} cases ({passed} pass) in {elapsed:.3} s = {:.0} cases/s (jobs {jobs})",
             report.cases.len(),
@@ -42,6 +58,9 @@ fn main() {
     }
     times.sort_by(|a, b| a.0.total_cmp(&b.0));
     if let Some((median, cases)) = times.get(times.len() / 2) {
-        println!("catalog wall time: median {median:.3} s over {runs} runs, {:.0} cases/s (aim: <= 2 s)", *cases as f64 / median);
+        println!(
+            "catalog wall time: median {median:.3} s over {runs} runs, {:.0} cases/s (aim: <= 2 s)",
+            *cases as f64 / median
+        );
     }
 }

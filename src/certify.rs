@@ -82,7 +82,11 @@ pub fn prepare(options: &Options, url: String, label: String) -> Result<RunConfi
         Some(path) => Profile::load(path)?,
         None => Profile::scripted()?,
     };
-    let baseline = options.baseline.as_deref().map(Baseline::load).transpose()?;
+    let baseline = options
+        .baseline
+        .as_deref()
+        .map(Baseline::load)
+        .transpose()?;
     let mut rerun = String::from("ahpspec run");
     if options.url.is_some() {
         rerun.push(' ');
@@ -97,7 +101,10 @@ pub fn prepare(options: &Options, url: String, label: String) -> Result<RunConfi
         fault: options.fault.map(|f| f.name().to_owned()),
         catalog,
         selection: options.selection.clone(),
-        schemas: Schemas { set: Arc::new(set), map: Arc::new(SchemaMap::embedded()) },
+        schemas: Schemas {
+            set: Arc::new(set),
+            map: Arc::new(SchemaMap::embedded()),
+        },
         profile,
         timeout: options.timeout,
         jobs: options.jobs,
@@ -108,7 +115,11 @@ pub fn prepare(options: &Options, url: String, label: String) -> Result<RunConfi
 }
 
 /// Certifies the target and returns the report (also when interrupted).
-pub async fn certify(options: &Options, sink: &mut dyn EventSink, interrupt: watch::Receiver<bool>) -> Result<RunReport, HarnessError> {
+pub async fn certify(
+    options: &Options,
+    sink: &mut dyn EventSink,
+    interrupt: watch::Receiver<bool>,
+) -> Result<RunReport, HarnessError> {
     match &options.url {
         Some(url) => {
             if options.fault.is_some() {
@@ -119,7 +130,10 @@ pub async fn certify(options: &Options, sink: &mut dyn EventSink, interrupt: wat
         }
         None => {
             // A short grace period keeps RECONNECT-009 (removal after a disconnect) quick.
-            let config = HostConfig { client_grace: Duration::from_millis(300), ..HostConfig::with_fault(options.fault) };
+            let config = HostConfig {
+                client_grace: Duration::from_millis(300),
+                ..HostConfig::with_fault(options.fault)
+            };
             let host = host::spawn(config).await.map_err(HarnessError::Host)?;
             let config = prepare(options, host.url().to_owned(), "builtin".to_owned());
             let report = match config {

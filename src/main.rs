@@ -120,7 +120,9 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         Some(at) => text.split_at(at),
         None => (text, "s"),
     };
-    let value: u64 = number.parse().map_err(|_| format!("invalid duration {text:?} (e.g. 5s, 500ms)"))?;
+    let value: u64 = number
+        .parse()
+        .map_err(|_| format!("invalid duration {text:?} (e.g. 5s, 500ms)"))?;
     match unit {
         "ms" => Ok(Duration::from_millis(value)),
         "s" => Ok(Duration::from_secs(value)),
@@ -131,7 +133,11 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 
 impl SelectArgs {
     fn selection(&self) -> Selection {
-        Selection { filter: self.filter.clone(), exclude: self.exclude.clone(), levels: self.level.clone() }
+        Selection {
+            filter: self.filter.clone(),
+            exclude: self.exclude.clone(),
+            levels: self.level.clone(),
+        }
     }
 }
 
@@ -245,11 +251,30 @@ fn list(args: &ListArgs) -> ExitCode {
         Err(error) => return usage_error(&error.to_string()),
     };
     let selection = args.select.selection();
-    for case in catalog.cases.iter().filter(|c| selection.includes(&c.info.id, c.info.level)) {
-        println!("{}\t{}\t{}\t{}", case.info.id, case.info.level.as_str(), case.info.area, case.info.does);
+    for case in catalog
+        .cases
+        .iter()
+        .filter(|c| selection.includes(&c.info.id, c.info.level))
+    {
+        println!(
+            "{}\t{}\t{}\t{}",
+            case.info.id,
+            case.info.level.as_str(),
+            case.info.area,
+            case.info.does
+        );
     }
-    for rule in ahpspec::checks::ALWAYS_ON.iter().filter(|r| selection.includes(r.id, r.level)) {
-        println!("{}\t{}\t{}\tChecked on every frame of every case ({})", rule.id, rule.level.as_str(), rule.area, rule.unit);
+    for rule in ahpspec::checks::ALWAYS_ON
+        .iter()
+        .filter(|r| selection.includes(r.id, r.level))
+    {
+        println!(
+            "{}\t{}\t{}\tChecked on every frame of every case ({})",
+            rule.id,
+            rule.level.as_str(),
+            rule.area,
+            rule.unit
+        );
     }
     ExitCode::SUCCESS
 }
@@ -262,11 +287,18 @@ struct Console {
 impl EventSink for Console {
     fn event(&mut self, event: &Event) {
         match event {
-            Event::CaseFinished { result, done, total } => {
+            Event::CaseFinished {
+                result,
+                done,
+                total,
+            } => {
                 if self.progress {
                     eprint!("\r\x1b[2K[{done}/{total}] {}", result.info.id);
                 }
-                if matches!(result.verdict, Verdict::Fail | Verdict::Warn | Verdict::HarnessError) {
+                if matches!(
+                    result.verdict,
+                    Verdict::Fail | Verdict::Warn | Verdict::HarnessError
+                ) {
                     if self.progress {
                         eprint!("\r\x1b[2K");
                     }
@@ -289,7 +321,9 @@ fn run(args: RunArgs) -> ExitCode {
     }
     if let Some(url) = &args.url {
         if !(url.starts_with("ws://") || url.starts_with("wss://")) {
-            return usage_error(&format!("not a WebSocket URL: {url} (expected ws://… or wss://…)"));
+            return usage_error(&format!(
+                "not a WebSocket URL: {url} (expected ws://… or wss://…)"
+            ));
         }
     }
     let options = Options {
@@ -304,7 +338,10 @@ fn run(args: RunArgs) -> ExitCode {
         jobs: args.jobs.max(1),
         strict: args.strict,
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => return usage_error(&format!("cannot start the runtime: {error}")),
     };
@@ -315,7 +352,9 @@ fn run(args: RunArgs) -> ExitCode {
                 let _ = stop.send(true);
             }
         });
-        let mut console = Console { progress: std::io::stderr().is_terminal() };
+        let mut console = Console {
+            progress: std::io::stderr().is_terminal(),
+        };
         certify::certify(&options, &mut console, interrupt).await
     });
     let report = match outcome {
@@ -325,7 +364,13 @@ fn run(args: RunArgs) -> ExitCode {
     let written = report::write_all(&report, &args.report_dir);
     println!("{}", report::render_summary_line(&report));
     match written {
-        Ok(files) => println!("reports: {} (also {}, {}, {})", files.html.display(), files.json.display(), files.junit.display(), files.markdown.display()),
+        Ok(files) => println!(
+            "reports: {} (also {}, {}, {})",
+            files.html.display(),
+            files.json.display(),
+            files.junit.display(),
+            files.markdown.display()
+        ),
         Err(error) => {
             eprintln!("ahpspec: {error}");
             return ExitCode::from(2);

@@ -26,21 +26,39 @@ fn expected(fault: Fault) -> BTreeSet<String> {
 fn expected_not_testable(fault: Fault) -> BTreeSet<String> {
     match fault {
         // Chat snapshots that do not decode leave the stream checks without a mirror.
-        Fault::SnapshotMissingField => BTreeSet::from(["TURN-003".to_owned(), "TURN-005".to_owned()]),
+        Fault::SnapshotMissingField => {
+            BTreeSet::from(["TURN-003".to_owned(), "TURN-005".to_owned()])
+        }
         _ => BTreeSet::new(),
     }
 }
 
 async fn check(fault: Fault) {
     let (_tx, rx) = tokio::sync::watch::channel(false);
-    let options = Options { fault: Some(fault), ..Options::default() };
-    let report = certify(&options, &mut Quiet, rx).await.expect("harness starts");
+    let options = Options {
+        fault: Some(fault),
+        ..Options::default()
+    };
+    let report = certify(&options, &mut Quiet, rx)
+        .await
+        .expect("harness starts");
     let mut failing = BTreeSet::new();
     let mut not_testable = BTreeSet::new();
     let mut details = Vec::new();
     for case in report.cases.iter().filter(|c| c.verdict != Verdict::Pass) {
-        let rule = case.info.id.split('/').next().unwrap_or_default().to_owned();
-        details.push(format!("  {} [{}] {}", case.info.id, case.verdict.as_str(), case.summary));
+        let rule = case
+            .info
+            .id
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        details.push(format!(
+            "  {} [{}] {}",
+            case.info.id,
+            case.verdict.as_str(),
+            case.summary
+        ));
         if case.verdict == Verdict::NotTestable {
             not_testable.insert(rule);
         } else {
@@ -48,8 +66,17 @@ async fn check(fault: Fault) {
         }
     }
     let details = details.join("\n");
-    assert_eq!(failing, expected(fault), "fault {fault} ({}):\n{details}", fault.description());
-    assert_eq!(not_testable, expected_not_testable(fault), "fault {fault}: not testable\n{details}");
+    assert_eq!(
+        failing,
+        expected(fault),
+        "fault {fault} ({}):\n{details}",
+        fault.description()
+    );
+    assert_eq!(
+        not_testable,
+        expected_not_testable(fault),
+        "fault {fault}: not testable\n{details}"
+    );
 }
 
 macro_rules! fault_tests {
@@ -125,7 +152,13 @@ fault_tests! {
 #[test]
 fn every_always_on_check_has_a_fault() {
     for rule in ahpspec::checks::ALWAYS_ON {
-        let proven = Fault::ALL.iter().any(|fault| expected(*fault).contains(rule.id));
-        assert!(proven, "always-on check {} has no faulty host variant", rule.id);
+        let proven = Fault::ALL
+            .iter()
+            .any(|fault| expected(*fault).contains(rule.id));
+        assert!(
+            proven,
+            "always-on check {} has no faulty host variant",
+            rule.id
+        );
     }
 }

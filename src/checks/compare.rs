@@ -40,7 +40,11 @@ pub fn normalize(value: &Value) -> Value {
             map.iter()
                 .filter(|(_, v)| !v.is_null())
                 .map(|(k, v)| {
-                    let v = if TIMESTAMP_KEYS.contains(&k.as_str()) { instant(v) } else { normalize(v) };
+                    let v = if TIMESTAMP_KEYS.contains(&k.as_str()) {
+                        instant(v)
+                    } else {
+                        normalize(v)
+                    };
                     (k.clone(), v)
                 })
                 .collect(),
@@ -54,7 +58,10 @@ fn instant(value: &Value) -> Value {
     value
         .as_str()
         .and_then(|text| text.parse::<jiff::Timestamp>().ok())
-        .map_or_else(|| value.clone(), |ts| Value::String(format!("@{}", ts.as_nanosecond())))
+        .map_or_else(
+            || value.clone(),
+            |ts| Value::String(format!("@{}", ts.as_nanosecond())),
+        )
 }
 
 fn comparable(kind: Kind, state: &Value) -> Value {
@@ -76,7 +83,12 @@ fn comparable(kind: Kind, state: &Value) -> Value {
             if let Some(schema) = object.get_mut("config").and_then(Value::as_object_mut) {
                 schema.remove("schema");
             }
-            for chat in object.get_mut("chats").and_then(Value::as_array_mut).into_iter().flatten() {
+            for chat in object
+                .get_mut("chats")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
                 if let Some(chat) = chat.as_object_mut() {
                     chat.remove("movable");
                     chat.remove("interactivity");
@@ -109,8 +121,14 @@ pub fn first_difference(left: &Value, right: &Value, at: String) -> Option<Strin
                 let path = format!("{at}/{key}");
                 match (a.get(key), b.get(key)) {
                     (Some(x), Some(y)) => first_difference(x, y, path),
-                    (Some(x), None) => Some(format!("{path}: fold has {}, snapshot has nothing", short(x))),
-                    (None, Some(y)) => Some(format!("{path}: fold has nothing, snapshot has {}", short(y))),
+                    (Some(x), None) => Some(format!(
+                        "{path}: fold has {}, snapshot has nothing",
+                        short(x)
+                    )),
+                    (None, Some(y)) => Some(format!(
+                        "{path}: fold has nothing, snapshot has {}",
+                        short(y)
+                    )),
                     (None, None) => None,
                 }
             })
@@ -121,7 +139,12 @@ pub fn first_difference(left: &Value, right: &Value, at: String) -> Option<Strin
             .enumerate()
             .find_map(|(i, (x, y))| first_difference(x, y, format!("{at}/{i}"))),
         _ if left == right => None,
-        _ => Some(format!("{}: fold has {}, snapshot has {}", if at.is_empty() { "/" } else { &at }, short(left), short(right))),
+        _ => Some(format!(
+            "{}: fold has {}, snapshot has {}",
+            if at.is_empty() { "/" } else { &at },
+            short(left),
+            short(right)
+        )),
     }
 }
 
@@ -133,34 +156,62 @@ fn short(value: &Value) -> String {
 pub fn catalog_matches(session: &Value, chat_states: &[(String, Value)]) -> Vec<Violation> {
     let mut found = Vec::new();
     for (uri, chat) in chat_states {
-        let Some(entry) = session["chats"].as_array().into_iter().flatten().find(|c| c["resource"] == uri.as_str()) else {
+        let Some(entry) = session["chats"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["resource"] == uri.as_str())
+        else {
             continue;
         };
         let pick = |state: &Value| -> Value {
             let mut out = Map::new();
-            for key in ["title", "status", "activity", "modifiedAt", "changes", "origin", "workingDirectories"] {
+            for key in [
+                "title",
+                "status",
+                "activity",
+                "modifiedAt",
+                "changes",
+                "origin",
+                "workingDirectories",
+            ] {
                 if let Some(v) = state.get(key).filter(|v| !v.is_null()) {
                     out.insert(key.into(), v.clone());
                 }
             }
-            out.insert("movable".into(), state.get("movable").filter(|v| !v.is_null()).cloned().unwrap_or(Value::Bool(false)));
+            out.insert(
+                "movable".into(),
+                state
+                    .get("movable")
+                    .filter(|v| !v.is_null())
+                    .cloned()
+                    .unwrap_or(Value::Bool(false)),
+            );
             out.insert(
                 "interactivity".into(),
-                state.get("interactivity").filter(|v| !v.is_null()).cloned().unwrap_or(Value::String("full".into())),
+                state
+                    .get("interactivity")
+                    .filter(|v| !v.is_null())
+                    .cloned()
+                    .unwrap_or(Value::String("full".into())),
             );
             normalize(&Value::Object(out))
         };
         // Members the chat itself lacks are a schema matter (INV-SCHEMA-1), not drift.
         let mut entry_fields = pick(entry);
         let chat_fields = pick(chat);
-        if let (Some(fields), Some(present)) = (entry_fields.as_object_mut(), chat_fields.as_object()) {
+        if let (Some(fields), Some(present)) =
+            (entry_fields.as_object_mut(), chat_fields.as_object())
+        {
             fields.retain(|key, _| present.contains_key(key));
         }
         if let Some(difference) = first_difference(&entry_fields, &chat_fields, String::new()) {
             found.push(Violation::new(
                 "CHAT-003",
                 format!("catalog entry of {uri} == the chat's inlined summary"),
-                difference.replace("fold", "catalog").replace("snapshot", "chat"),
+                difference
+                    .replace("fold", "catalog")
+                    .replace("snapshot", "chat"),
             ));
         }
     }

@@ -35,7 +35,11 @@ impl SchemaMap {
                 map.params.insert(method.clone(), params);
             }
         }
-        for (method, entry) in index["clientNotifications"].as_object().into_iter().flatten() {
+        for (method, entry) in index["clientNotifications"]
+            .as_object()
+            .into_iter()
+            .flatten()
+        {
             if let Some(params) = def(&entry["params"]) {
                 map.params.insert(method.clone(), params);
             }
@@ -94,7 +98,10 @@ fn bump(counts: &mut Counts, rule: &'static str) {
 impl FrameChecker {
     /// Records a frame the harness sent (requests are remembered for correlation).
     pub fn on_sent(&mut self, message: &Value) {
-        if let Some(id) = message.get("id").filter(|_| message.get("result").is_none() && message.get("error").is_none()) {
+        if let Some(id) = message
+            .get("id")
+            .filter(|_| message.get("result").is_none() && message.get("error").is_none())
+        {
             let method = message["method"].as_str().unwrap_or("(no method)");
             self.pending.insert(id.to_string(), method.to_owned());
         }
@@ -117,23 +124,44 @@ impl FrameChecker {
 
     /// Checks one text frame from the host; returns its JSON (when it is JSON) and any
     /// violations. `method` of the answered request is returned alongside for responses.
-    pub fn on_text(&mut self, text: &str, schemas: &Schemas) -> (Option<Value>, Option<String>, Vec<Violation>) {
+    pub fn on_text(
+        &mut self,
+        text: &str,
+        schemas: &Schemas,
+    ) -> (Option<Value>, Option<String>, Vec<Violation>) {
         let mut found = Vec::new();
         bump(&mut self.counts, "TRANSPORT-001");
         let message: Value = match serde_json::from_str(text) {
             Ok(message) => message,
             Err(error) => {
-                found.push(Violation::new("TRANSPORT-001", "one JSON object per text frame", format!("not JSON ({error}): {}", clip(text))));
+                found.push(Violation::new(
+                    "TRANSPORT-001",
+                    "one JSON object per text frame",
+                    format!("not JSON ({error}): {}", clip(text)),
+                ));
                 return (None, None, found);
             }
         };
         if !message.is_object() {
-            found.push(Violation::new("TRANSPORT-001", "one JSON object per text frame", format!("a JSON {}", kind_of(&message))));
+            found.push(Violation::new(
+                "TRANSPORT-001",
+                "one JSON object per text frame",
+                format!("a JSON {}", kind_of(&message)),
+            ));
             return (Some(message), None, found);
         }
         bump(&mut self.counts, "TRANSPORT-002");
         if message["jsonrpc"] != "2.0" {
-            found.push(Violation::new("TRANSPORT-002", "\"jsonrpc\": \"2.0\"", format!("jsonrpc = {}", message.get("jsonrpc").map_or("absent".into(), Value::to_string))));
+            found.push(Violation::new(
+                "TRANSPORT-002",
+                "\"jsonrpc\": \"2.0\"",
+                format!(
+                    "jsonrpc = {}",
+                    message
+                        .get("jsonrpc")
+                        .map_or("absent".into(), Value::to_string)
+                ),
+            ));
         }
         scan_legacy_uris(&message, &mut found, &mut self.counts);
         scan_status(&message, &mut found, &mut self.counts);
@@ -148,29 +176,54 @@ impl FrameChecker {
         (Some(message), answered_method, found)
     }
 
-    fn check_response(&mut self, message: &Value, schemas: &Schemas, found: &mut Vec<Violation>) -> Option<String> {
+    fn check_response(
+        &mut self,
+        message: &Value,
+        schemas: &Schemas,
+        found: &mut Vec<Violation>,
+    ) -> Option<String> {
         let id = message.get("id").cloned().unwrap_or(Value::Null);
         let key = id.to_string();
         let has_result = message.get("result").is_some();
         let has_error = message.get("error").is_some();
         bump(&mut self.counts, "TRANSPORT-005");
         if has_result == has_error {
-            found.push(Violation::new("TRANSPORT-005", "exactly one of result or error", format!("result {}, error {}", present(has_result), present(has_error))));
+            found.push(Violation::new(
+                "TRANSPORT-005",
+                "exactly one of result or error",
+                format!(
+                    "result {}, error {}",
+                    present(has_result),
+                    present(has_error)
+                ),
+            ));
         } else if has_error {
             let error = &message["error"];
             if !error["code"].is_i64() || !error["message"].is_string() {
-                found.push(Violation::new("TRANSPORT-005", "error with an integer code and a string message", clip(&error.to_string())));
+                found.push(Violation::new(
+                    "TRANSPORT-005",
+                    "error with an integer code and a string message",
+                    clip(&error.to_string()),
+                ));
             }
         }
         bump(&mut self.counts, "TRANSPORT-003");
         bump(&mut self.counts, "TRANSPORT-004");
         if self.answered.contains(&key) {
-            found.push(Violation::new("TRANSPORT-003", format!("one response to request {key}"), "a second response with the same id"));
+            found.push(Violation::new(
+                "TRANSPORT-003",
+                format!("one response to request {key}"),
+                "a second response with the same id",
+            ));
             return None;
         }
         let Some(method) = self.pending.remove(&key) else {
             if has_result {
-                found.push(Violation::new("TRANSPORT-004", "responses only to requests", format!("a success response with id {key}, which answers no request")));
+                found.push(Violation::new(
+                    "TRANSPORT-004",
+                    "responses only to requests",
+                    format!("a success response with id {key}, which answers no request"),
+                ));
             }
             return None;
         };
@@ -179,7 +232,14 @@ impl FrameChecker {
             let result = &message["result"];
             self.record_snapshots(result);
             if let Some(def) = schemas.map.results.get(&method) {
-                validate(schemas, def, result, &format!("{method} result"), found, &mut self.counts);
+                validate(
+                    schemas,
+                    def,
+                    result,
+                    &format!("{method} result"),
+                    found,
+                    &mut self.counts,
+                );
             }
         }
         Some(method)
@@ -188,7 +248,9 @@ impl FrameChecker {
     /// Remembers `fromSeq` of every snapshot in a result.
     fn record_snapshots(&mut self, result: &Value) {
         let mut remember = |snapshot: &Value| {
-            if let (Some(resource), Some(from)) = (snapshot["resource"].as_str(), snapshot["fromSeq"].as_u64()) {
+            if let (Some(resource), Some(from)) =
+                (snapshot["resource"].as_str(), snapshot["fromSeq"].as_u64())
+            {
                 self.from_seq.insert(resource.to_owned(), from);
             }
         };
@@ -200,17 +262,35 @@ impl FrameChecker {
         }
     }
 
-    fn check_notification(&mut self, method: &str, message: &Value, schemas: &Schemas, found: &mut Vec<Violation>) {
+    fn check_notification(
+        &mut self,
+        method: &str,
+        message: &Value,
+        schemas: &Schemas,
+        found: &mut Vec<Violation>,
+    ) {
         let params = &message["params"];
         bump(&mut self.counts, "TRANSPORT-011");
         if !params["channel"].is_string() {
-            found.push(Violation::new("TRANSPORT-011", "params.channel (string)", format!("{method} without a string channel")));
+            found.push(Violation::new(
+                "TRANSPORT-011",
+                "params.channel (string)",
+                format!("{method} without a string channel"),
+            ));
         }
         // A rejected echo carries the client's own action back, valid or not: the host only
         // vouches for the members it added.
-        let rejected = method == "action" && params.get("rejectionReason").is_some_and(|r| !r.is_null());
+        let rejected =
+            method == "action" && params.get("rejectionReason").is_some_and(|r| !r.is_null());
         if let Some(def) = schemas.map.notifications.get(method).filter(|_| !rejected) {
-            validate(schemas, def, params, &format!("{method} params"), found, &mut self.counts);
+            validate(
+                schemas,
+                def,
+                params,
+                &format!("{method} params"),
+                found,
+                &mut self.counts,
+            );
         }
         if method == "action" {
             self.check_envelope(params, schemas, found);
@@ -223,20 +303,36 @@ impl FrameChecker {
         bump(&mut self.counts, "ENV-004");
         if let Some(prefix) = expected_scheme(action_type) {
             if !channel.starts_with(prefix) {
-                found.push(Violation::new("ENV-004", format!("{action_type} on a {prefix} channel"), format!("channel {channel}")));
+                found.push(Violation::new(
+                    "ENV-004",
+                    format!("{action_type} on a {prefix} channel"),
+                    format!("channel {channel}"),
+                ));
             }
         }
-        let rejected = envelope.get("rejectionReason").is_some_and(|r| !r.is_null());
+        let rejected = envelope
+            .get("rejectionReason")
+            .is_some_and(|r| !r.is_null());
         bump(&mut self.counts, "ENV-005");
         let host_only = schemas.map.client_dispatchable.get(action_type) == Some(&false);
         if host_only && !rejected && envelope.get("origin").is_some_and(|o| !o.is_null()) {
-            let mut violation = Violation::new("ENV-005", format!("host-originated {action_type} without origin"), format!("origin {}", envelope["origin"]));
-            if let (Some(client), Some(seq)) = (envelope["origin"]["clientId"].as_str(), envelope["origin"]["clientSeq"].as_i64()) {
+            let mut violation = Violation::new(
+                "ENV-005",
+                format!("host-originated {action_type} without origin"),
+                format!("origin {}", envelope["origin"]),
+            );
+            if let (Some(client), Some(seq)) = (
+                envelope["origin"]["clientId"].as_str(),
+                envelope["origin"]["clientSeq"].as_i64(),
+            ) {
                 violation.origin = Some((client.to_owned(), seq));
             }
             found.push(violation);
         }
-        if envelope.get("rejectionReason").is_some_and(|r| !r.is_null()) {
+        if envelope
+            .get("rejectionReason")
+            .is_some_and(|r| !r.is_null())
+        {
             return;
         }
         let Some(seq) = envelope["serverSeq"].as_u64() else {
@@ -245,16 +341,27 @@ impl FrameChecker {
         bump(&mut self.counts, "ENV-003");
         if let Some(last) = self.last_seq.get(channel) {
             if seq <= *last {
-                found.push(Violation::new("ENV-003", format!("serverSeq > {last} (the previous envelope on {channel})"), format!("serverSeq {seq} for {action_type}")));
+                found.push(Violation::new(
+                    "ENV-003",
+                    format!("serverSeq > {last} (the previous envelope on {channel})"),
+                    format!("serverSeq {seq} for {action_type}"),
+                ));
             }
         }
         bump(&mut self.counts, "SUB-002");
         if let Some(from) = self.from_seq.get(channel) {
             if seq <= *from {
-                found.push(Violation::new("SUB-002", format!("serverSeq > snapshot fromSeq {from} on {channel}"), format!("serverSeq {seq} for {action_type}")));
+                found.push(Violation::new(
+                    "SUB-002",
+                    format!("serverSeq > snapshot fromSeq {from} on {channel}"),
+                    format!("serverSeq {seq} for {action_type}"),
+                ));
             }
         }
-        self.last_seq.insert(channel.to_owned(), seq.max(self.last_seq.get(channel).copied().unwrap_or(0)));
+        self.last_seq.insert(
+            channel.to_owned(),
+            seq.max(self.last_seq.get(channel).copied().unwrap_or(0)),
+        );
     }
 
     /// Highest accepted `serverSeq` seen on any channel.
@@ -263,14 +370,29 @@ impl FrameChecker {
     }
 }
 
-fn validate(schemas: &Schemas, def: &str, instance: &Value, what: &str, found: &mut Vec<Violation>, counts: &mut Counts) {
+fn validate(
+    schemas: &Schemas,
+    def: &str,
+    instance: &Value,
+    what: &str,
+    found: &mut Vec<Violation>,
+    counts: &mut Counts,
+) {
     bump(counts, "INV-SCHEMA-1");
     if !schemas.set.has_def(def) {
         return;
     }
     if let Err(errors) = schemas.set.validate(def, instance) {
-        let listed: Vec<String> = errors.iter().take(3).map(|e| format!("{}: {}", pointer_or_root(&e.instance_path), e.message)).collect();
-        found.push(Violation::new("INV-SCHEMA-1", format!("{what} valid against {def}"), listed.join("; ")));
+        let listed: Vec<String> = errors
+            .iter()
+            .take(3)
+            .map(|e| format!("{}: {}", pointer_or_root(&e.instance_path), e.message))
+            .collect();
+        found.push(Violation::new(
+            "INV-SCHEMA-1",
+            format!("{what} valid against {def}"),
+            listed.join("; "),
+        ));
     }
 }
 
@@ -310,7 +432,11 @@ fn scan_legacy_uris(message: &Value, found: &mut Vec<Violation>, counts: &mut Co
         }
     });
     if let Some(uri) = legacy {
-        found.push(Violation::new("SUB-012", "1.0.0 channel URIs (ahp-…)", format!("legacy URI {uri}")));
+        found.push(Violation::new(
+            "SUB-012",
+            "1.0.0 channel URIs (ahp-…)",
+            format!("legacy URI {uri}"),
+        ));
     }
 }
 
@@ -354,7 +480,11 @@ fn scan_status(message: &Value, found: &mut Vec<Violation>, counts: &mut Counts)
     for (pointer, status) in statuses {
         bump(counts, "STATUS-001");
         if ![1, 2, 8, 24].contains(&(status & 31)) {
-            found.push(Violation::new("STATUS-001", "status & 31 ∈ {1, 2, 8, 24}", format!("{pointer} = {status}")));
+            found.push(Violation::new(
+                "STATUS-001",
+                "status & 31 ∈ {1, 2, 8, 24}",
+                format!("{pointer} = {status}"),
+            ));
         }
     }
 }

@@ -4,7 +4,11 @@ use serde_json::Value;
 
 use super::Violation;
 
-const BLOCKING_TOOL_STATUSES: &[&str] = &["pending-confirmation", "pending-result-confirmation", "auth-required"];
+const BLOCKING_TOOL_STATUSES: &[&str] = &[
+    "pending-confirmation",
+    "pending-result-confirmation",
+    "auth-required",
+];
 const TERMINAL_TOOL_STATUSES: &[&str] = &["completed", "cancelled"];
 
 /// Invariants of a chat state: STATUS-003 (activity matches content) and TOOL-007
@@ -28,7 +32,10 @@ pub fn chat_state(state: &Value) -> Vec<Violation> {
             found.push(Violation::new(
                 "STATUS-003",
                 format!("activity {expected:?} for {what}"),
-                format!("status {status} (activity {activity}) on {}", state["resource"].as_str().unwrap_or("?")),
+                format!(
+                    "status {status} (activity {activity}) on {}",
+                    state["resource"].as_str().unwrap_or("?")
+                ),
             ));
         }
     }
@@ -39,7 +46,10 @@ pub fn chat_state(state: &Value) -> Vec<Violation> {
                 found.push(Violation::new(
                     "TOOL-007",
                     "tool calls of ended turns are completed or cancelled (skipped)",
-                    format!("tool call {} of turn {} is {status}", call["toolCallId"], turn["id"]),
+                    format!(
+                        "tool call {} of turn {} is {status}",
+                        call["toolCallId"], turn["id"]
+                    ),
                 ));
             }
         }
@@ -59,9 +69,14 @@ fn tool_calls(turn: &Value) -> impl Iterator<Item = &Value> {
 /// Whether an active turn holds a part that needs the user: an open input request or a
 /// tool call awaiting confirmation or authentication.
 pub fn has_blocking_part(turn: &Value) -> bool {
-    turn["responseParts"].as_array().into_iter().flatten().any(|part| match part["kind"].as_str() {
-        Some("inputRequest") => part.get("response").is_none_or(Value::is_null),
-        Some("toolCall") => BLOCKING_TOOL_STATUSES.contains(&part["toolCall"]["status"].as_str().unwrap_or_default()),
-        _ => false,
-    })
+    turn["responseParts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|part| match part["kind"].as_str() {
+            Some("inputRequest") => part.get("response").is_none_or(Value::is_null),
+            Some("toolCall") => BLOCKING_TOOL_STATUSES
+                .contains(&part["toolCall"]["status"].as_str().unwrap_or_default()),
+            _ => false,
+        })
 }

@@ -78,11 +78,15 @@ impl Mirror {
             Some(state) => {
                 self.lost.remove(resource);
                 self.channels.insert(resource.to_owned(), state);
-                self.seqs.insert(resource.to_owned(), snapshot["fromSeq"].as_u64().unwrap_or(0));
+                self.seqs.insert(
+                    resource.to_owned(),
+                    snapshot["fromSeq"].as_u64().unwrap_or(0),
+                );
             }
             None => {
                 self.channels.remove(resource);
-                self.lost.insert(resource.to_owned(), "snapshot does not decode".into());
+                self.lost
+                    .insert(resource.to_owned(), "snapshot does not decode".into());
             }
         }
     }
@@ -119,7 +123,10 @@ impl Mirror {
     /// Applies one envelope (rejected ones change nothing) after the stream checks.
     pub fn apply(&mut self, envelope: &Value) -> Vec<Violation> {
         let mut found = Vec::new();
-        if envelope.get("rejectionReason").is_some_and(|r| !r.is_null()) {
+        if envelope
+            .get("rejectionReason")
+            .is_some_and(|r| !r.is_null())
+        {
             return found;
         }
         let Some(channel) = envelope["channel"].as_str() else {
@@ -130,7 +137,13 @@ impl Mirror {
         };
         let action = &envelope["action"];
         if let State::Chat(chat) = state {
-            stream_checks(chat, action, &mut found, &mut self.deltas_checked, &mut self.parts_checked);
+            stream_checks(
+                chat,
+                action,
+                &mut found,
+                &mut self.deltas_checked,
+                &mut self.parts_checked,
+            );
         }
         if let Some(seq) = envelope["serverSeq"].as_u64() {
             self.seqs.insert(channel.to_owned(), seq);
@@ -138,7 +151,10 @@ impl Mirror {
         match serde_json::from_value::<StateAction>(action.clone()) {
             Ok(decoded) => state.apply(&decoded),
             Err(error) => {
-                self.lost.insert(channel.to_owned(), format!("action does not decode: {error}"));
+                self.lost.insert(
+                    channel.to_owned(),
+                    format!("action does not decode: {error}"),
+                );
                 self.channels.remove(channel);
             }
         }
@@ -147,14 +163,27 @@ impl Mirror {
 }
 
 /// TURN-003 and TURN-005, judged against the chat state before the action.
-fn stream_checks(chat: &ChatState, action: &Value, found: &mut Vec<Violation>, deltas: &mut usize, parts: &mut usize) {
+fn stream_checks(
+    chat: &ChatState,
+    action: &Value,
+    found: &mut Vec<Violation>,
+    deltas: &mut usize,
+    parts: &mut usize,
+) {
     let kind = action["type"].as_str().unwrap_or_default();
     match kind {
         "chat/delta" | "chat/reasoning" => {
             *deltas += 1;
-            let wanted = if kind == "chat/delta" { "markdown" } else { "reasoning" };
+            let wanted = if kind == "chat/delta" {
+                "markdown"
+            } else {
+                "reasoning"
+            };
             let part_id = action["partId"].as_str().unwrap_or_default();
-            let active = chat.active_turn.as_ref().filter(|turn| action["turnId"] == turn.id.as_str());
+            let active = chat
+                .active_turn
+                .as_ref()
+                .filter(|turn| action["turnId"] == turn.id.as_str());
             let exists = active.is_some_and(|turn| {
                 let parts = serde_json::to_value(&turn.response_parts).unwrap_or(Value::Null);
                 parts
@@ -166,7 +195,10 @@ fn stream_checks(chat: &ChatState, action: &Value, found: &mut Vec<Violation>, d
             if !exists {
                 found.push(Violation::new(
                     "TURN-003",
-                    format!("{kind} for a {wanted} part created earlier in active turn {}", action["turnId"]),
+                    format!(
+                        "{kind} for a {wanted} part created earlier in active turn {}",
+                        action["turnId"]
+                    ),
                     format!("partId {part_id:?}, which the turn does not have"),
                 ));
             }

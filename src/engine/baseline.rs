@@ -32,7 +32,10 @@ impl Baseline {
     pub fn load(path: &Path) -> Result<Baseline, BaselineError> {
         std::fs::read_to_string(path)
             .map(|text| Baseline::parse(&text))
-            .map_err(|source| BaselineError { path: path.display().to_string(), source })
+            .map_err(|source| BaselineError {
+                path: path.display().to_string(),
+                source,
+            })
     }
 
     pub fn lists(&self, id: &str) -> bool {

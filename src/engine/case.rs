@@ -41,7 +41,7 @@ pub struct CaseOutcome {
 /// Why a step stopped the case.
 enum Stop {
     /// An expectation failed at the case's own level.
-    Broken(Finding),
+    Broken(Box<Finding>),
     NotTestable(String),
     NotApplicable(String),
     Harness(String),
@@ -92,7 +92,12 @@ pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
     };
     let mut stop = None;
     for capability in &case.capabilities {
-        if stop.is_none() && ctx.agent_capabilities.get(capability).is_none_or(Value::is_null) {
+        if stop.is_none()
+            && ctx
+                .agent_capabilities
+                .get(capability)
+                .is_none_or(Value::is_null)
+        {
             stop = Some(Stop::NotApplicable(format!(
                 "the agent does not advertise capabilities.{capability}"
             )));
@@ -137,9 +142,12 @@ impl Runner<'_> {
 
     fn conn(&mut self, on: &Option<String>) -> Result<&mut Conn, Stop> {
         let name = Self::conn_name(on);
-        self.conns
-            .get_mut(&name)
-            .ok_or_else(|| Stop::Harness(format!("{}: no connection named {name} (connect or initialize it first)", self.at)))
+        self.conns.get_mut(&name).ok_or_else(|| {
+            Stop::Harness(format!(
+                "{}: no connection named {name} (connect or initialize it first)",
+                self.at
+            ))
+        })
     }
 
     fn process_all(&mut self) {
@@ -154,16 +162,26 @@ impl Runner<'_> {
         // dispatch's business (DISPATCH-006), not a host action carrying an origin.
         let ours = |origin: &Option<(String, i64)>| {
             origin.as_ref().is_some_and(|(client, seq)| {
-                self.conns.values().any(|c| &c.client_id == client && c.dispatched.contains_key(seq))
+                self.conns
+                    .values()
+                    .any(|c| &c.client_id == client && c.dispatched.contains_key(seq))
             })
         };
-        found.retain(|(located, _)| !(located.violation.rule == "ENV-005" && ours(&located.violation.origin)));
+        found.retain(|(located, _)| {
+            !(located.violation.rule == "ENV-005" && ours(&located.violation.origin))
+        });
         self.always_on.extend(found);
     }
 
     /// A failed expectation: stops the case at its own level, or is recorded at a lower
     /// step level and the case goes on.
-    fn broken(&mut self, level: &Option<String>, on: &Option<String>, expected: String, actual: String) -> StepResult {
+    fn broken(
+        &mut self,
+        level: &Option<String>,
+        on: &Option<String>,
+        expected: String,
+        actual: String,
+    ) -> StepResult {
         let step_level = match level.as_deref() {
             Some("SHOULD") => Level::Should,
             Some("MAY") => Level::May,
@@ -187,7 +205,7 @@ impl Runner<'_> {
             self.findings.push(finding);
             Ok(())
         } else {
-            Err(Stop::Broken(finding))
+            Err(Stop::Broken(Box::new(finding)))
         }
     }
 
@@ -201,12 +219,15 @@ impl Runner<'_> {
         self.next_client += 1;
         let client_id = format!("ahpspec-{}-{name}", self.ctx.token);
         self.vars.set(&format!("{name}.clientId"), json!(client_id));
-        self.conns.insert(name.to_owned(), Conn::new(name, &client_id, link));
+        self.conns
+            .insert(name.to_owned(), Conn::new(name, &client_id, link));
         Ok(())
     }
 
     fn subst(&self, value: &Value) -> Result<Value, Stop> {
-        self.vars.substitute(value).map_err(|e| Stop::Harness(format!("{}: {e}", self.at)))
+        self.vars
+            .substitute(value)
+            .map_err(|e| Stop::Harness(format!("{}: {e}", self.at)))
     }
 
     fn subst_str(&self, text: &str) -> Result<String, Stop> {
@@ -233,9 +254,13 @@ impl Runner<'_> {
                     message["params"] = params;
                 }
                 if s.intent.is_some() {
-                    conn.intended_invalid.push(conn.link.transcript().frames.len());
+                    conn.intended_invalid
+                        .push(conn.link.transcript().frames.len());
                 }
-                conn.link.send_json(&message).await.map_err(|e| Stop::Harness(e.to_string()))?;
+                conn.link
+                    .send_json(&message)
+                    .await
+                    .map_err(|e| Stop::Harness(e.to_string()))?;
                 let name = s.name.clone().unwrap_or_else(|| s.method.clone());
                 self.requests.insert(name, (Self::conn_name(&s.on), id));
                 Ok(())
@@ -247,29 +272,42 @@ impl Runner<'_> {
                 };
                 let conn = self.conn(&s.on)?;
                 if s.intent.is_some() {
-                    conn.intended_invalid.push(conn.link.transcript().frames.len());
+                    conn.intended_invalid
+                        .push(conn.link.transcript().frames.len());
                 }
                 let mut message = json!({ "jsonrpc": "2.0", "method": s.method });
                 if !params.is_null() {
                     message["params"] = params;
                 }
-                conn.link.send_json(&message).await.map_err(|e| Stop::Harness(e.to_string()))
+                conn.link
+                    .send_json(&message)
+                    .await
+                    .map_err(|e| Stop::Harness(e.to_string()))
             }
             Step::Raw(s) => {
                 let text = self.subst_str(&s.text)?;
                 let conn = self.conn(&s.on)?;
-                conn.intended_invalid.push(conn.link.transcript().frames.len());
-                conn.link.send_raw(&text).await.map_err(|e| Stop::Harness(e.to_string()))
+                conn.intended_invalid
+                    .push(conn.link.transcript().frames.len());
+                conn.link
+                    .send_raw(&text)
+                    .await
+                    .map_err(|e| Stop::Harness(e.to_string()))
             }
             Step::Binary(s) => {
                 let conn = self.conn(&s.on)?;
-                conn.link.send_binary(vec![0u8; s.bytes]).await.map_err(|e| Stop::Harness(e.to_string()))
+                conn.link
+                    .send_binary(vec![0u8; s.bytes])
+                    .await
+                    .map_err(|e| Stop::Harness(e.to_string()))
             }
             Step::Dispatch(s) => {
                 let channel = self.subst_str(&s.channel)?;
                 let action = self.subst(&s.action)?;
                 let name = s.name.clone();
-                let seq = self.dispatch(&s.on, &channel, action, s.intent.is_some()).await?;
+                let seq = self
+                    .dispatch(&s.on, &channel, action, s.intent.is_some())
+                    .await?;
                 if let Some(name) = name {
                     self.dispatches.insert(name, (Self::conn_name(&s.on), seq));
                 }
@@ -292,12 +330,13 @@ impl Runner<'_> {
                     })
                     .await?;
                 match found {
-                    Some(message) if next && !matches_all(&message["params"], &matching) => self.broken(
-                        &s.level,
-                        &s.on,
-                        format!("the next {kind} on {channel}{}", describe(&matching)),
-                        crate::checks::frame::clip(&message["params"].to_string()),
-                    ),
+                    Some(message) if next && !matches_all(&message["params"], &matching) => self
+                        .broken(
+                            &s.level,
+                            &s.on,
+                            format!("the next {kind} on {channel}{}", describe(&matching)),
+                            crate::checks::frame::clip(&message["params"].to_string()),
+                        ),
                     Some(message) => {
                         if let Some(name) = &s.name {
                             self.vars.set(name, message["params"].clone());
@@ -318,7 +357,9 @@ impl Runner<'_> {
                 let within = s.within_ms.map_or(self.ctx.timeout, Duration::from_millis);
                 let found = self
                     .wait_message(&s.on, within, |m| {
-                        m["method"] == method.as_str() && m.get("id").is_none() && matches_all(&m["params"], &matching)
+                        m["method"] == method.as_str()
+                            && m.get("id").is_none()
+                            && matches_all(&m["params"], &matching)
                     })
                     .await?;
                 match found {
@@ -343,8 +384,14 @@ impl Runner<'_> {
                 let closed = if conn.link.is_closed() {
                     true
                 } else {
-                    match conn.link.wait_for(within, |i| matches!(i, Incoming::Closed { .. })).await {
-                        Ok(_) | Err(TransportError::Closed) | Err(TransportError::Oversized) => true,
+                    match conn
+                        .link
+                        .wait_for(within, |i| matches!(i, Incoming::Closed { .. }))
+                        .await
+                    {
+                        Ok(_) | Err(TransportError::Closed) | Err(TransportError::Oversized) => {
+                            true
+                        }
                         Err(TransportError::Timeout(_)) => false,
                         Err(error) => return Err(Stop::Harness(error.to_string())),
                     }
@@ -352,7 +399,12 @@ impl Runner<'_> {
                 if closed {
                     Ok(())
                 } else {
-                    self.broken(&s.level, &s.on, "the server closes the connection".into(), format!("still open after {} ms", within.as_millis()))
+                    self.broken(
+                        &s.level,
+                        &s.on,
+                        "the server closes the connection".into(),
+                        format!("still open after {} ms", within.as_millis()),
+                    )
                 }
             }
             Step::State(s) => self.expect_state(s).await,
@@ -378,27 +430,52 @@ impl Runner<'_> {
             .collect()
     }
 
-    async fn dispatch(&mut self, on: &Option<String>, channel: &str, action: Value, invalid: bool) -> Result<i64, Stop> {
+    async fn dispatch(
+        &mut self,
+        on: &Option<String>,
+        channel: &str,
+        action: Value,
+        invalid: bool,
+    ) -> Result<i64, Stop> {
         let conn = self.conn(on)?;
         conn.client_seq += 1;
         let seq = conn.client_seq;
         if invalid {
-            conn.intended_invalid.push(conn.link.transcript().frames.len());
+            conn.intended_invalid
+                .push(conn.link.transcript().frames.len());
         }
         conn.dispatched.insert(seq, action.clone());
         conn.link
-            .send_notification("dispatchAction", json!({ "channel": channel, "clientSeq": seq, "action": action }))
+            .send_notification(
+                "dispatchAction",
+                json!({ "channel": channel, "clientSeq": seq, "action": action }),
+            )
             .await
             .map_err(|e| Stop::Harness(e.to_string()))?;
         Ok(seq)
     }
 
     /// Waits for a message on a connection; `None` on timeout or close.
-    async fn wait_message(&mut self, on: &Option<String>, within: Duration, mut pred: impl FnMut(&Value) -> bool) -> Result<Option<Value>, Stop> {
+    async fn wait_message(
+        &mut self,
+        on: &Option<String>,
+        within: Duration,
+        mut pred: impl FnMut(&Value) -> bool,
+    ) -> Result<Option<Value>, Stop> {
         let conn = self.conn(on)?;
-        match conn.link.wait_for(within, |item| matches!(item, Incoming::Message(m) if pred(m))).await {
+        match conn
+            .link
+            .wait_for(
+                within,
+                |item| matches!(item, Incoming::Message(m) if pred(m)),
+            )
+            .await
+        {
             Ok(Incoming::Message(message)) => Ok(Some(message)),
-            Ok(_) | Err(TransportError::Timeout(_)) | Err(TransportError::Closed) | Err(TransportError::Oversized) => Ok(None),
+            Ok(_)
+            | Err(TransportError::Timeout(_))
+            | Err(TransportError::Closed)
+            | Err(TransportError::Oversized) => Ok(None),
             Err(error) => Err(Stop::Harness(error.to_string())),
         }
     }
@@ -406,23 +483,40 @@ impl Runner<'_> {
     async fn initialize(&mut self, s: &Initialize) -> StepResult {
         let name = Self::conn_name(&s.on);
         self.open(&name).await?;
-        let versions = s.versions.clone().unwrap_or_else(|| vec!["1.0.0".to_owned()]);
-        let subscriptions = s.subscriptions.clone().unwrap_or_else(|| vec![ROOT.to_owned()]);
-        let subscriptions: Vec<String> = subscriptions.iter().map(|u| self.subst_str(u)).collect::<Result<_, _>>()?;
+        let versions = s
+            .versions
+            .clone()
+            .unwrap_or_else(|| vec!["1.0.0".to_owned()]);
+        let subscriptions = s
+            .subscriptions
+            .clone()
+            .unwrap_or_else(|| vec![ROOT.to_owned()]);
+        let subscriptions: Vec<String> = subscriptions
+            .iter()
+            .map(|u| self.subst_str(u))
+            .collect::<Result<_, _>>()?;
         let client_id = match &s.client_id {
             Some(id) => {
                 let id = self.subst_str(id)?;
                 self.vars.set(&format!("{name}.clientId"), json!(id));
                 id
             }
-            None => self.conns.get(&name).map(|c| c.client_id.clone()).unwrap_or_default(),
+            None => self
+                .conns
+                .get(&name)
+                .map(|c| c.client_id.clone())
+                .unwrap_or_default(),
         };
         let conn = self.conn(&s.on)?;
         conn.client_id = client_id.clone();
         let params = json!({ "channel": ROOT, "protocolVersions": versions, "clientId": client_id,
                              "clientInfo": { "name": "ahpspec", "version": env!("CARGO_PKG_VERSION") },
                              "initialSubscriptions": subscriptions });
-        let id = conn.link.send_request("initialize", params).await.map_err(|e| Stop::Harness(e.to_string()))?;
+        let id = conn
+            .link
+            .send_request("initialize", params)
+            .await
+            .map_err(|e| Stop::Harness(e.to_string()))?;
         let key = s.name.clone().unwrap_or_else(|| format!("{name}.init"));
         self.requests.insert(key.clone(), (name.clone(), id));
         if s.send_only {
@@ -444,7 +538,9 @@ impl Runner<'_> {
                 "initialize offering {versions:?} failed: {}",
                 crate::checks::frame::clip(&response.to_string())
             ))),
-            Err(error) => Err(Stop::NotTestable(format!("initialize got no answer: {error}"))),
+            Err(error) => Err(Stop::NotTestable(format!(
+                "initialize got no answer: {error}"
+            ))),
         }
     }
 
@@ -463,7 +559,11 @@ impl Runner<'_> {
             Some(value) => self.subst(value)?,
             None => json!(old.checker.highest_seq()),
         };
-        let subscriptions: Vec<String> = s.subscriptions.iter().map(|u| self.subst_str(u)).collect::<Result<_, _>>()?;
+        let subscriptions: Vec<String> = s
+            .subscriptions
+            .iter()
+            .map(|u| self.subst_str(u))
+            .collect::<Result<_, _>>()?;
         let link = Connection::connect(&self.ctx.url, self.ctx.timeout)
             .await
             .map_err(|e| Stop::Harness(format!("{}: {e}", self.at)))?;
@@ -473,9 +573,14 @@ impl Runner<'_> {
         conn.client_seq = old.client_seq;
         let params = json!({ "channel": ROOT, "clientId": old.client_id, "lastSeenServerSeq": last_seen,
                              "subscriptions": subscriptions });
-        let id = conn.link.send_request("reconnect", params).await.map_err(|e| Stop::Harness(e.to_string()))?;
+        let id = conn
+            .link
+            .send_request("reconnect", params)
+            .await
+            .map_err(|e| Stop::Harness(e.to_string()))?;
         // Keep the old transcript in the case's report under its own name.
-        self.conns.insert(format!("{name}~{}", self.conns.len()), old);
+        self.conns
+            .insert(format!("{name}~{}", self.conns.len()), old);
         self.conns.insert(name.clone(), conn);
         self.requests.insert(s.name.clone(), (name, id));
         Ok(())
@@ -515,12 +620,24 @@ impl Runner<'_> {
         });
         let response = match waited {
             Ok(response) => response,
-            Err(TransportError::Closed) | Err(TransportError::Oversized) if s.or_close => return Ok(()),
+            Err(TransportError::Closed) | Err(TransportError::Oversized) if s.or_close => {
+                return Ok(())
+            }
             Err(TransportError::Closed) => {
-                return self.broken(&s.level, &on, format!("a response to {what}"), "the connection closed".into());
+                return self.broken(
+                    &s.level,
+                    &on,
+                    format!("a response to {what}"),
+                    "the connection closed".into(),
+                );
             }
             Err(TransportError::Timeout(t)) => {
-                return self.broken(&s.level, &on, format!("a response to {what}"), format!("nothing within {} ms", t.as_millis()));
+                return self.broken(
+                    &s.level,
+                    &on,
+                    format!("a response to {what}"),
+                    format!("nothing within {} ms", t.as_millis()),
+                );
             }
             Err(error) => return Err(Stop::Harness(error.to_string())),
         };
@@ -533,92 +650,212 @@ impl Runner<'_> {
         let is_error = response.get("error").is_some();
         if let Some(ok) = s.ok {
             if ok && is_error {
-                return self.broken(&s.level, &on, format!("{what} succeeds"), format!("error {}", response["error"]));
+                return self.broken(
+                    &s.level,
+                    &on,
+                    format!("{what} succeeds"),
+                    format!("error {}", response["error"]),
+                );
             }
             if !ok && !is_error {
-                return self.broken(&s.level, &on, format!("{what} fails with an error"), format!("success {}", crate::checks::frame::clip(&response.to_string())));
+                return self.broken(
+                    &s.level,
+                    &on,
+                    format!("{what} fails with an error"),
+                    format!(
+                        "success {}",
+                        crate::checks::frame::clip(&response.to_string())
+                    ),
+                );
             }
         }
         if let Some(codes) = &s.codes {
             let code = response["error"]["code"].as_i64();
             if !code.is_some_and(|c| codes.contains(&c)) {
-                return self.broken(&s.level, &on, format!("error code in {codes:?}"), format!("{}", crate::checks::frame::clip(&response.to_string())));
+                return self.broken(
+                    &s.level,
+                    &on,
+                    format!("error code in {codes:?}"),
+                    crate::checks::frame::clip(&response.to_string()),
+                );
             }
         }
         let no_len = BTreeMap::new();
         let no_bits = BTreeMap::new();
-        let checks = DocChecks { has: &s.has, lacks: &s.lacks, equals: &s.equals, one_of: &s.one_of, len: &no_len, bits_set: &no_bits, bits_clear: &no_bits, at_most: &s.at_most, contains: &s.contains, excludes: &s.excludes };
+        let checks = DocChecks {
+            has: &s.has,
+            lacks: &s.lacks,
+            equals: &s.equals,
+            one_of: &s.one_of,
+            len: &no_len,
+            bits_set: &no_bits,
+            bits_clear: &no_bits,
+            at_most: &s.at_most,
+            contains: &s.contains,
+            excludes: &s.excludes,
+        };
         self.judge_document(&response, &checks, &s.level, &on)
     }
 
-    fn judge_document(&mut self, document: &Value, checks: &DocChecks<'_>, level: &Option<String>, on: &Option<String>) -> StepResult {
+    fn judge_document(
+        &mut self,
+        document: &Value,
+        checks: &DocChecks<'_>,
+        level: &Option<String>,
+        on: &Option<String>,
+    ) -> StepResult {
         match self.evaluate(document, checks)? {
             Ok(()) => Ok(()),
             Err((expected, actual)) => self.broken(level, on, expected, actual),
         }
     }
 
-    fn evaluate(&self, document: &Value, checks: &DocChecks<'_>) -> Result<Result<(), (String, String)>, Stop> {
-        let DocChecks { has, lacks, equals, one_of, len, bits_set, bits_clear, at_most, contains, excludes } = *checks;
+    fn evaluate(
+        &self,
+        document: &Value,
+        checks: &DocChecks<'_>,
+    ) -> Result<Result<(), (String, String)>, Stop> {
+        let DocChecks {
+            has,
+            lacks,
+            equals,
+            one_of,
+            len,
+            bits_set,
+            bits_clear,
+            at_most,
+            contains,
+            excludes,
+        } = *checks;
         for (pointer, bits) in bits_set {
             let actual = document.pointer(pointer).and_then(Value::as_u64);
-            if !actual.is_some_and(|a| a & bits == *bits) {
-                return Ok(Err((format!("{pointer} has bits {bits} set"), format!("{pointer} = {}", document.pointer(pointer).unwrap_or(&Value::Null)))));
+            if actual.is_none_or(|a| a & bits != *bits) {
+                return Ok(Err((
+                    format!("{pointer} has bits {bits} set"),
+                    format!(
+                        "{pointer} = {}",
+                        document.pointer(pointer).unwrap_or(&Value::Null)
+                    ),
+                )));
             }
         }
         for (pointer, bits) in bits_clear {
             let actual = document.pointer(pointer).and_then(Value::as_u64);
-            if !actual.is_some_and(|a| a & bits == 0) {
-                return Ok(Err((format!("{pointer} has bits {bits} clear"), format!("{pointer} = {}", document.pointer(pointer).unwrap_or(&Value::Null)))));
+            if actual.is_none_or(|a| a & bits != 0) {
+                return Ok(Err((
+                    format!("{pointer} has bits {bits} clear"),
+                    format!(
+                        "{pointer} = {}",
+                        document.pointer(pointer).unwrap_or(&Value::Null)
+                    ),
+                )));
             }
         }
         for (pointer, bound) in self.subst_matches(at_most)? {
             let actual = document.pointer(&pointer).and_then(Value::as_f64);
             if !actual.is_some_and(|a| bound.as_f64().is_some_and(|b| a <= b)) {
-                return Ok(Err((format!("{pointer} <= {bound}"), format!("{pointer} = {}", document.pointer(&pointer).unwrap_or(&Value::Null)))));
+                return Ok(Err((
+                    format!("{pointer} <= {bound}"),
+                    format!(
+                        "{pointer} = {}",
+                        document.pointer(&pointer).unwrap_or(&Value::Null)
+                    ),
+                )));
             }
         }
         for (pointer, element) in self.subst_matches(contains)? {
-            let found = document.pointer(&pointer).and_then(Value::as_array).is_some_and(|items| items.iter().any(|i| partial_match(i, &element)));
+            let found = document
+                .pointer(&pointer)
+                .and_then(Value::as_array)
+                .is_some_and(|items| items.iter().any(|i| partial_match(i, &element)));
             if !found {
-                return Ok(Err((format!("{pointer} contains {element}"), crate::checks::frame::clip(&document.pointer(&pointer).unwrap_or(&Value::Null).to_string()))));
+                return Ok(Err((
+                    format!("{pointer} contains {element}"),
+                    crate::checks::frame::clip(
+                        &document
+                            .pointer(&pointer)
+                            .unwrap_or(&Value::Null)
+                            .to_string(),
+                    ),
+                )));
             }
         }
         for (pointer, element) in self.subst_matches(excludes)? {
-            let found = document.pointer(&pointer).and_then(Value::as_array).is_some_and(|items| items.iter().any(|i| partial_match(i, &element)));
+            let found = document
+                .pointer(&pointer)
+                .and_then(Value::as_array)
+                .is_some_and(|items| items.iter().any(|i| partial_match(i, &element)));
             if found {
-                return Ok(Err((format!("{pointer} has no element like {element}"), crate::checks::frame::clip(&document.pointer(&pointer).unwrap_or(&Value::Null).to_string()))));
+                return Ok(Err((
+                    format!("{pointer} has no element like {element}"),
+                    crate::checks::frame::clip(
+                        &document
+                            .pointer(&pointer)
+                            .unwrap_or(&Value::Null)
+                            .to_string(),
+                    ),
+                )));
             }
         }
         for pointer in has {
             let pointer = self.subst_str(pointer)?;
             if document.pointer(&pointer).is_none_or(Value::is_null) {
-                return Ok(Err((format!("{pointer} present"), format!("absent in {}", crate::checks::frame::clip(&document.to_string())))));
+                return Ok(Err((
+                    format!("{pointer} present"),
+                    format!(
+                        "absent in {}",
+                        crate::checks::frame::clip(&document.to_string())
+                    ),
+                )));
             }
         }
         for pointer in lacks {
             let pointer = self.subst_str(pointer)?;
             if let Some(value) = document.pointer(&pointer).filter(|v| !v.is_null()) {
-                return Ok(Err((format!("{pointer} absent"), format!("{pointer} = {}", crate::checks::frame::clip(&value.to_string())))));
+                return Ok(Err((
+                    format!("{pointer} absent"),
+                    format!(
+                        "{pointer} = {}",
+                        crate::checks::frame::clip(&value.to_string())
+                    ),
+                )));
             }
         }
         for (pointer, expected) in self.subst_matches(equals)? {
             let actual = document.pointer(&pointer).cloned().unwrap_or(Value::Null);
             if !json_eq(&actual, &expected) {
-                return Ok(Err((format!("{pointer} = {expected}"), format!("{pointer} = {}", crate::checks::frame::clip(&actual.to_string())))));
+                return Ok(Err((
+                    format!("{pointer} = {expected}"),
+                    format!(
+                        "{pointer} = {}",
+                        crate::checks::frame::clip(&actual.to_string())
+                    ),
+                )));
             }
         }
         for (pointer, allowed) in one_of {
             let actual = document.pointer(pointer).cloned().unwrap_or(Value::Null);
-            let allowed: Vec<Value> = allowed.iter().map(|v| self.subst(v)).collect::<Result<_, _>>()?;
+            let allowed: Vec<Value> = allowed
+                .iter()
+                .map(|v| self.subst(v))
+                .collect::<Result<_, _>>()?;
             if !allowed.iter().any(|v| json_eq(&actual, v)) {
-                return Ok(Err((format!("{pointer} one of {}", Value::Array(allowed.clone())), format!("{pointer} = {actual}"))));
+                return Ok(Err((
+                    format!("{pointer} one of {}", Value::Array(allowed.clone())),
+                    format!("{pointer} = {actual}"),
+                )));
             }
         }
         for (pointer, expected) in len {
-            let actual = document.pointer(pointer).and_then(Value::as_array).map(Vec::len);
+            let actual = document
+                .pointer(pointer)
+                .and_then(Value::as_array)
+                .map(Vec::len);
             if actual != Some(*expected) {
-                return Ok(Err((format!("{pointer} has {expected} items"), format!("{}", actual.map_or("no array".into(), |n| format!("{n} items"))))));
+                return Ok(Err((
+                    format!("{pointer} has {expected} items"),
+                    actual.map_or("no array".into(), |n| format!("{n} items")),
+                )));
             }
         }
         Ok(Ok(()))
@@ -634,7 +871,11 @@ impl Runner<'_> {
         let conn = self.conn(&on)?;
         let client_id = conn.client_id.clone();
         let dispatched = conn.dispatched.get(&seq).cloned().unwrap_or(Value::Null);
-        let timeout = if s.or_ignored && !s.accepted { Duration::from_millis(300).min(self.ctx.timeout) } else { self.ctx.timeout };
+        let timeout = if s.or_ignored && !s.accepted {
+            Duration::from_millis(300).min(self.ctx.timeout)
+        } else {
+            self.ctx.timeout
+        };
         let echo = self
             .wait_message(&on, timeout, |m| {
                 // The echo of this dispatch carries its action (a wrong clientSeq is
@@ -648,18 +889,38 @@ impl Runner<'_> {
             if s.or_ignored && !s.accepted {
                 return Ok(());
             }
-            return self.broken(&s.level, &on, format!("an echo of {} (clientSeq {seq})", s.of), format!("nothing within {} ms", timeout.as_millis()));
+            return self.broken(
+                &s.level,
+                &on,
+                format!("an echo of {} (clientSeq {seq})", s.of),
+                format!("nothing within {} ms", timeout.as_millis()),
+            );
         };
         if let Some(name) = &s.name {
             self.vars.set(name, echo["params"].clone());
         }
-        let reason = echo["params"].get("rejectionReason").filter(|r| !r.is_null());
+        let reason = echo["params"]
+            .get("rejectionReason")
+            .filter(|r| !r.is_null());
         match (s.accepted, reason) {
-            (true, Some(reason)) => self.broken(&s.level, &on, format!("{} accepted", s.of), format!("rejected: {reason}")),
-            (false, None) => self.broken(&s.level, &on, format!("{} rejected (echo with rejectionReason)", s.of), "accepted (echo without rejectionReason)".into()),
-            (false, Some(reason)) if reason.as_str().is_none_or(str::is_empty) => {
-                self.broken(&s.level, &on, "a non-empty rejectionReason".into(), format!("rejectionReason {reason}"))
-            }
+            (true, Some(reason)) => self.broken(
+                &s.level,
+                &on,
+                format!("{} accepted", s.of),
+                format!("rejected: {reason}"),
+            ),
+            (false, None) => self.broken(
+                &s.level,
+                &on,
+                format!("{} rejected (echo with rejectionReason)", s.of),
+                "accepted (echo without rejectionReason)".into(),
+            ),
+            (false, Some(reason)) if reason.as_str().is_none_or(str::is_empty) => self.broken(
+                &s.level,
+                &on,
+                "a non-empty rejectionReason".into(),
+                format!("rejectionReason {reason}"),
+            ),
             _ => Ok(()),
         }
     }
@@ -677,15 +938,23 @@ impl Runner<'_> {
         let pred = |m: &Value| {
             (!responses || m.get("method").is_none())
                 && method.as_ref().is_none_or(|x| m["method"] == x.as_str())
-                && channel.as_ref().is_none_or(|c| m["params"]["channel"] == c.as_str())
-                && kind.as_ref().is_none_or(|k| m["params"]["action"]["type"] == k.as_str())
+                && channel
+                    .as_ref()
+                    .is_none_or(|c| m["params"]["channel"] == c.as_str())
+                && kind
+                    .as_ref()
+                    .is_none_or(|k| m["params"]["action"]["type"] == k.as_str())
                 && matches_all(m, &matching)
         };
         let within = Duration::from_millis(s.for_ms);
         let waited = if s.fresh {
-            conn.link.wait_for_new(within, |i| matches!(i, Incoming::Message(m) if pred(m))).await
+            conn.link
+                .wait_for_new(within, |i| matches!(i, Incoming::Message(m) if pred(m)))
+                .await
         } else {
-            conn.link.wait_for(within, |i| matches!(i, Incoming::Message(m) if pred(m))).await
+            conn.link
+                .wait_for(within, |i| matches!(i, Incoming::Message(m) if pred(m)))
+                .await
         };
         match waited {
             Ok(Incoming::Message(message)) => self.broken(
@@ -703,7 +972,11 @@ impl Runner<'_> {
         let conn = self.conn(on)?;
         let response = conn
             .link
-            .request("subscribe", json!({ "channel": channel, "delivery": { "maxLatencyMs": 0 } }), timeout)
+            .request(
+                "subscribe",
+                json!({ "channel": channel, "delivery": { "maxLatencyMs": 0 } }),
+                timeout,
+            )
             .await
             .map_err(|e| Stop::NotTestable(format!("subscribe {channel}: {e}")))?;
         Ok(response)
@@ -712,19 +985,37 @@ impl Runner<'_> {
     async fn expect_state(&mut self, s: &ExpectState) -> StepResult {
         let channel = self.subst_str(&s.channel)?;
         let no_bounds = Matches::new();
-        let checks = DocChecks { has: &s.has, lacks: &s.lacks, equals: &s.equals, one_of: &s.one_of, len: &s.len, bits_set: &s.bits_set, bits_clear: &s.bits_clear, at_most: &no_bounds, contains: &s.contains, excludes: &s.excludes };
+        let checks = DocChecks {
+            has: &s.has,
+            lacks: &s.lacks,
+            equals: &s.equals,
+            one_of: &s.one_of,
+            len: &s.len,
+            bits_set: &s.bits_set,
+            bits_clear: &s.bits_clear,
+            at_most: &no_bounds,
+            contains: &s.contains,
+            excludes: &s.excludes,
+        };
         let deadline = Instant::now() + Duration::from_millis(s.within_ms.unwrap_or(0));
         loop {
             let response = self.subscribe_state(&s.on, &channel).await?;
             let Some(state) = response.pointer("/result/snapshot/state").cloned() else {
-                return self.broken(&s.level, &s.on, format!("a snapshot of {channel}"), crate::checks::frame::clip(&response.to_string()));
+                return self.broken(
+                    &s.level,
+                    &s.on,
+                    format!("a snapshot of {channel}"),
+                    crate::checks::frame::clip(&response.to_string()),
+                );
             };
             if let Some(name) = &s.name {
                 self.vars.set(name, state.clone());
             }
             match self.evaluate(&state, &checks)? {
                 Ok(()) => return Ok(()),
-                Err(_) if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(25)).await,
+                Err(_) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(25)).await
+                }
                 Err((expected, actual)) => return self.broken(&s.level, &s.on, expected, actual),
             }
         }
@@ -733,7 +1024,11 @@ impl Runner<'_> {
     async fn make_session(&mut self, s: &MakeSession) -> StepResult {
         let uri = format!("ahp-session:/{}-{}", self.ctx.token, s.name);
         let mut params = json!({ "channel": uri });
-        if let Some(provider) = s.provider.clone().or_else(|| self.ctx.profile.provider.clone()) {
+        if let Some(provider) = s
+            .provider
+            .clone()
+            .or_else(|| self.ctx.profile.provider.clone())
+        {
             params["provider"] = json!(provider);
         }
         if let Some(dirs) = &s.working_directories {
@@ -741,27 +1036,48 @@ impl Runner<'_> {
         }
         let timeout = self.ctx.timeout;
         let conn = self.conn(&s.on)?;
-        let created = conn.link.request("createSession", params, timeout).await.map_err(|e| Stop::NotTestable(format!("createSession: {e}")))?;
+        let created = conn
+            .link
+            .request("createSession", params, timeout)
+            .await
+            .map_err(|e| Stop::NotTestable(format!("createSession: {e}")))?;
         if created.get("error").is_some() {
-            return Err(Stop::NotTestable(format!("could not create a session: {}", created["error"])));
+            return Err(Stop::NotTestable(format!(
+                "could not create a session: {}",
+                created["error"]
+            )));
         }
         let snapshot = self.subscribe_state(&s.on, &uri).await?;
-        let mut state = snapshot.pointer("/result/snapshot/state").cloned().unwrap_or(Value::Null);
+        let mut state = snapshot
+            .pointer("/result/snapshot/state")
+            .cloned()
+            .unwrap_or(Value::Null);
         if s.wait_ready.unwrap_or(true) && state["lifecycle"] != "ready" {
             let uri_for = uri.clone();
             let found = self
                 .wait_message(&s.on, timeout, |m| {
                     m["method"] == "action"
                         && m["params"]["channel"] == uri_for.as_str()
-                        && (m["params"]["action"]["type"] == "session/ready" || m["params"]["action"]["type"] == "session/creationFailed")
+                        && (m["params"]["action"]["type"] == "session/ready"
+                            || m["params"]["action"]["type"] == "session/creationFailed")
                 })
                 .await?;
             match found {
                 Some(m) if m["params"]["action"]["type"] == "session/ready" => {}
-                Some(m) => return Err(Stop::NotTestable(format!("session creation failed: {}", m["params"]["action"]["error"]))),
+                Some(m) => {
+                    return Err(Stop::NotTestable(format!(
+                        "session creation failed: {}",
+                        m["params"]["action"]["error"]
+                    )))
+                }
                 None => return Err(Stop::NotTestable("the session never became ready".into())),
             }
-            state = self.subscribe_state(&s.on, &uri).await?.pointer("/result/snapshot/state").cloned().unwrap_or(Value::Null);
+            state = self
+                .subscribe_state(&s.on, &uri)
+                .await?
+                .pointer("/result/snapshot/state")
+                .cloned()
+                .unwrap_or(Value::Null);
         }
         let chat = state["defaultChat"]
             .as_str()
@@ -778,7 +1094,9 @@ impl Runner<'_> {
     async fn start_turn(&mut self, s: &StartTurn) -> StepResult {
         let behaviour = s.behaviour.clone().unwrap_or_else(|| "echo".to_owned());
         let Some(text) = self.ctx.profile.behaviour(&behaviour).map(str::to_owned) else {
-            return Err(Stop::NotTestable(format!("the target profile has no trigger for behaviour {behaviour:?}")));
+            return Err(Stop::NotTestable(format!(
+                "the target profile has no trigger for behaviour {behaviour:?}"
+            )));
         };
         let chat = self.subst_str(&s.chat)?;
         let turn_id = s.id.clone().unwrap_or_else(|| "t1".to_owned());
@@ -786,10 +1104,15 @@ impl Runner<'_> {
         let action = match &s.pending {
             Some(kind) => json!({ "type": "chat/pendingMessageSet", "kind": kind,
                                   "id": s.message_id.clone().unwrap_or_else(|| turn_id.clone()), "message": message }),
-            None => json!({ "type": "chat/turnStarted", "turnId": turn_id, "startedAt": now(), "message": message }),
+            None => {
+                json!({ "type": "chat/turnStarted", "turnId": turn_id, "startedAt": now(), "message": message })
+            }
         };
         let seq = self.dispatch(&s.on, &chat, action, false).await?;
-        self.dispatches.insert(s.name.clone().unwrap_or_else(|| turn_id.clone()), (Self::conn_name(&s.on), seq));
+        self.dispatches.insert(
+            s.name.clone().unwrap_or_else(|| turn_id.clone()),
+            (Self::conn_name(&s.on), seq),
+        );
         if s.wait_end {
             let within = self.ctx.timeout * 4;
             let ended = self
@@ -797,11 +1120,19 @@ impl Runner<'_> {
                     m["method"] == "action"
                         && m["params"]["channel"] == chat.as_str()
                         && m["params"]["action"]["turnId"] == turn_id.as_str()
-                        && matches!(m["params"]["action"]["type"].as_str(), Some("chat/turnComplete" | "chat/turnCancelled" | "chat/error"))
+                        && matches!(
+                            m["params"]["action"]["type"].as_str(),
+                            Some("chat/turnComplete" | "chat/turnCancelled" | "chat/error")
+                        )
                 })
                 .await?;
             if ended.is_none() {
-                return self.broken(&None, &s.on, format!("turn {turn_id} ends"), format!("no end within {} ms", within.as_millis()));
+                return self.broken(
+                    &None,
+                    &s.on,
+                    format!("turn {turn_id} ends"),
+                    format!("no end within {} ms", within.as_millis()),
+                );
             }
         }
         Ok(())
@@ -818,13 +1149,22 @@ impl Runner<'_> {
         }
         self.process_all();
         let channels: Vec<String> = match &s.channels {
-            Some(list) => list.iter().map(|c| self.subst_str(c)).collect::<Result<_, _>>()?,
+            Some(list) => list
+                .iter()
+                .map(|c| self.subst_str(c))
+                .collect::<Result<_, _>>()?,
             None => {
                 let mut all: Vec<String> = self
                     .conns
                     .values()
                     .filter(|c| !c.link.is_closed())
-                    .flat_map(|c| c.mirror.channels().chain(c.mirror.lost_channels()).map(str::to_owned).collect::<Vec<_>>())
+                    .flat_map(|c| {
+                        c.mirror
+                            .channels()
+                            .chain(c.mirror.lost_channels())
+                            .map(str::to_owned)
+                            .collect::<Vec<_>>()
+                    })
                     .filter(|c| c != ROOT)
                     .collect();
                 all.sort();
@@ -837,11 +1177,17 @@ impl Runner<'_> {
             .map_err(|e| Stop::Harness(format!("checkpoint observer: {e}")))?;
         let client_id = format!("ahpspec-{}-observer", self.ctx.token);
         let init = observer
-            .request("initialize", json!({ "channel": ROOT, "protocolVersions": ["1.0.0"], "clientId": client_id }), self.ctx.timeout)
+            .request(
+                "initialize",
+                json!({ "channel": ROOT, "protocolVersions": ["1.0.0"], "clientId": client_id }),
+                self.ctx.timeout,
+            )
             .await
             .map_err(|e| Stop::Harness(format!("checkpoint observer: {e}")))?;
         if init.get("result").is_none() {
-            return Err(Stop::Harness(format!("checkpoint observer could not initialize: {init}")));
+            return Err(Stop::Harness(format!(
+                "checkpoint observer could not initialize: {init}"
+            )));
         }
         let mut fresh: Vec<(String, Value, u64)> = Vec::new();
         let mut channels = channels;
@@ -850,15 +1196,26 @@ impl Runner<'_> {
             let channel = channels[index].clone();
             index += 1;
             let response = observer
-                .request("subscribe", json!({ "channel": channel.as_str() }), self.ctx.timeout)
+                .request(
+                    "subscribe",
+                    json!({ "channel": channel.as_str() }),
+                    self.ctx.timeout,
+                )
                 .await
                 .map_err(|e| Stop::Harness(format!("checkpoint subscribe {channel}: {e}")))?;
             if let (Some(state), Some(from)) = (
                 response.pointer("/result/snapshot/state"),
-                response.pointer("/result/snapshot/fromSeq").and_then(Value::as_u64),
+                response
+                    .pointer("/result/snapshot/fromSeq")
+                    .and_then(Value::as_u64),
             ) {
                 if Kind::of(&channel) == Some(Kind::Session) {
-                    for chat in state["chats"].as_array().into_iter().flatten().filter_map(|c| c["resource"].as_str()) {
+                    for chat in state["chats"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|c| c["resource"].as_str())
+                    {
                         if !channels.iter().any(|c| c == chat) {
                             channels.push(chat.to_owned());
                         }
@@ -870,9 +1227,13 @@ impl Runner<'_> {
         observer.close().await;
         let mut violations: Vec<(String, Violation)> = Vec::new();
         for (channel, state, from) in &fresh {
-            let Some(kind) = Kind::of(channel) else { continue };
+            let Some(kind) = Kind::of(channel) else {
+                continue;
+            };
             for conn in self.conns.values().filter(|c| !c.link.is_closed()) {
-                let (Some(folded), Some(seq)) = (conn.mirror.state(channel), conn.mirror.seq(channel)) else {
+                let (Some(folded), Some(seq)) =
+                    (conn.mirror.state(channel), conn.mirror.seq(channel))
+                else {
                     continue;
                 };
                 if seq > *from {
@@ -885,10 +1246,19 @@ impl Runner<'_> {
                 }
             }
         }
-        for (channel, state, _) in fresh.iter().filter(|(c, _, _)| Kind::of(c) == Some(Kind::Session)) {
+        for (channel, state, _) in fresh
+            .iter()
+            .filter(|(c, _, _)| Kind::of(c) == Some(Kind::Session))
+        {
             let chats: Vec<(String, Value)> = fresh
                 .iter()
-                .filter(|(c, _, _)| state["chats"].as_array().into_iter().flatten().any(|k| k["resource"] == c.as_str()))
+                .filter(|(c, _, _)| {
+                    state["chats"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|k| k["resource"] == c.as_str())
+                })
                 .map(|(c, s, _)| (c.clone(), s.clone()))
                 .collect();
             *self.counts.entry("CHAT-003").or_insert(0) += chats.len();
@@ -897,9 +1267,17 @@ impl Runner<'_> {
             }
         }
         for (conn_name, violation) in violations {
-            let context = self.conns.get(&conn_name).map(|c| context_frames(c, c.link.transcript().frames.len())).unwrap_or_default();
+            let context = self
+                .conns
+                .get(&conn_name)
+                .map(|c| context_frames(c, c.link.transcript().frames.len()))
+                .unwrap_or_default();
             self.always_on.push((
-                Located { violation, conn: conn_name, frame: 0 },
+                Located {
+                    violation,
+                    conn: conn_name,
+                    frame: 0,
+                },
                 context,
             ));
         }
@@ -918,11 +1296,19 @@ impl Runner<'_> {
                 *counts.entry(rule).or_insert(0) += n;
             }
         }
-        let harness: Vec<String> = self.conns.values().flat_map(|c| c.harness_errors.clone()).collect();
+        let harness: Vec<String> = self
+            .conns
+            .values()
+            .flat_map(|c| c.harness_errors.clone())
+            .collect();
         let mut findings = self.findings;
         let (mut verdict, mut summary) = match stop {
-            None => (Verdict::Pass, format!("{} steps passed", self.case.steps.len())),
+            None => (
+                Verdict::Pass,
+                format!("{} steps passed", self.case.steps.len()),
+            ),
             Some(Stop::Broken(finding)) => {
+                let finding = *finding;
                 let summary = format!("expected {}; got {}", finding.expected, finding.actual);
                 let verdict = finding.verdict;
                 findings.push(finding);
@@ -986,7 +1372,9 @@ struct DocChecks<'a> {
 /// Whether `item` has every member of `partial` (recursively for objects).
 fn partial_match(item: &Value, partial: &Value) -> bool {
     match (item, partial) {
-        (Value::Object(a), Value::Object(b)) => b.iter().all(|(k, v)| a.get(k).is_some_and(|x| partial_match(x, v))),
+        (Value::Object(a), Value::Object(b)) => b
+            .iter()
+            .all(|(k, v)| a.get(k).is_some_and(|x| partial_match(x, v))),
         _ => json_eq(item, partial),
     }
 }
@@ -1006,9 +1394,9 @@ fn describe(matching: &Matches) -> String {
 
 /// Whether every pointer of `matching` holds its value in `document`.
 pub fn matches_all(document: &Value, matching: &Matches) -> bool {
-    matching
-        .iter()
-        .all(|(pointer, expected)| json_eq(document.pointer(pointer).unwrap_or(&Value::Null), expected))
+    matching.iter().all(|(pointer, expected)| {
+        json_eq(document.pointer(pointer).unwrap_or(&Value::Null), expected)
+    })
 }
 
 /// JSON equality where integers and floats of equal value match (TOML writes `1` for both).

@@ -99,7 +99,9 @@ impl Conn {
         if let Some(def) = schemas.map.params.get(method) {
             if schemas.set.has_def(def) {
                 if let Err(errors) = schemas.set.validate(def, &message["params"]) {
-                    let first = errors.first().map(|e| format!("{}: {}", e.instance_path, e.message));
+                    let first = errors
+                        .first()
+                        .map(|e| format!("{}: {}", e.instance_path, e.message));
                     self.harness_errors.push(format!(
                         "the harness sent an invalid {method} (not declared deliberate): {}",
                         first.unwrap_or_default()
@@ -128,7 +130,10 @@ impl Conn {
         }
         if let Some(result) = message.get("result") {
             for snapshot in snapshots_in(result) {
-                if snapshot["resource"].as_str().is_some_and(|r| r.starts_with("ahp-chat:")) {
+                if snapshot["resource"]
+                    .as_str()
+                    .is_some_and(|r| r.starts_with("ahp-chat:"))
+                {
                     let state = &snapshot["state"];
                     *self.invariant_counts.entry("STATUS-003").or_insert(0) += 1;
                     let turns = state["turns"].as_array().map_or(0, Vec::len);
@@ -160,13 +165,26 @@ impl Conn {
             Some(action) if json_equal(action, &envelope["action"]) => Vec::new(),
             Some(action) => vec![Violation::new(
                 "DISPATCH-001",
-                format!("the echo of clientSeq {seq} carries the dispatched {}", action["type"]),
-                format!("{} {}", envelope["action"]["type"], crate::checks::frame::clip(&envelope["action"].to_string())),
+                format!(
+                    "the echo of clientSeq {seq} carries the dispatched {}",
+                    action["type"]
+                ),
+                format!(
+                    "{} {}",
+                    envelope["action"]["type"],
+                    crate::checks::frame::clip(&envelope["action"].to_string())
+                ),
             )],
             None => vec![Violation::new(
                 "DISPATCH-001",
-                format!("origin.clientSeq of one of this client's dispatches (1..={})", self.client_seq),
-                format!("clientSeq {seq} on an echo of {}", envelope["action"]["type"]),
+                format!(
+                    "origin.clientSeq of one of this client's dispatches (1..={})",
+                    self.client_seq
+                ),
+                format!(
+                    "clientSeq {seq} on an echo of {}",
+                    envelope["action"]["type"]
+                ),
             )],
         }
     }
@@ -176,8 +194,14 @@ impl Conn {
 pub fn json_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q)),
-        (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w))),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+        }
         _ => a == b,
     }
 }

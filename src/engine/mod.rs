@@ -21,7 +21,9 @@ pub use profile::Profile;
 use crate::checks::frame::{Counts, Schemas};
 use crate::checks::{AlwaysOnRule, ALWAYS_ON};
 use crate::suite::{Case, Catalog};
-use crate::verdict::{CaseInfo, CaseResult, Finding, Level, ReportedFrame, RunReport, Tally, Verdict};
+use crate::verdict::{
+    CaseInfo, CaseResult, Finding, Level, ReportedFrame, RunReport, Tally, Verdict,
+};
 use baseline::Baseline;
 
 /// Which cases to run.
@@ -81,8 +83,14 @@ pub struct RunConfig {
 /// What the runner reports while it works.
 #[derive(Debug, Clone)]
 pub enum Event {
-    RunStarted { cases: usize },
-    CaseFinished { result: Box<CaseResult>, done: usize, total: usize },
+    RunStarted {
+        cases: usize,
+    },
+    CaseFinished {
+        result: Box<CaseResult>,
+        done: usize,
+        total: usize,
+    },
     RunFinished,
 }
 
@@ -99,7 +107,11 @@ impl EventSink for Quiet {
 }
 
 /// Runs the selected cases. Stops early (keeping what it has) when `interrupt` turns true.
-pub async fn run(config: &RunConfig, sink: &mut dyn EventSink, mut interrupt: watch::Receiver<bool>) -> RunReport {
+pub async fn run(
+    config: &RunConfig,
+    sink: &mut dyn EventSink,
+    mut interrupt: watch::Receiver<bool>,
+) -> RunReport {
     let started = Instant::now();
     let started_at = format!("{:.0}", jiff::Timestamp::now());
     let cases: Vec<&Case> = config
@@ -112,8 +124,13 @@ pub async fn run(config: &RunConfig, sink: &mut dyn EventSink, mut interrupt: wa
         .iter()
         .filter(|rule| config.selection.includes(rule.id, rule.level))
         .collect();
-    sink.event(&Event::RunStarted { cases: cases.len() + always_on.len() });
-    let nonce = format!("{:x}", jiff::Timestamp::now().as_nanosecond() as u64 & 0xffff_ffff);
+    sink.event(&Event::RunStarted {
+        cases: cases.len() + always_on.len(),
+    });
+    let nonce = format!(
+        "{:x}",
+        jiff::Timestamp::now().as_nanosecond() as u64 & 0xffff_ffff
+    );
     let total = cases.len() + always_on.len();
     let mut results: Vec<CaseResult> = Vec::new();
     let mut findings: HashMap<&'static str, Vec<Finding>> = HashMap::new();
@@ -174,13 +191,26 @@ pub async fn run(config: &RunConfig, sink: &mut dyn EventSink, mut interrupt: wa
         }
     }
     // Order results as in the catalog, not by completion.
-    let order: HashMap<String, usize> = cases.iter().enumerate().map(|(i, c)| (c.info.id.clone(), i)).collect();
+    let order: HashMap<String, usize> = cases
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.info.id.clone(), i))
+        .collect();
     results.sort_by_key(|r| order.get(&r.info.id).copied().unwrap_or(usize::MAX));
     if !interrupted {
         for rule in always_on {
-            let result = always_on_result(rule, findings.remove(rule.id).unwrap_or_default(), counts.get(rule.id).copied().unwrap_or(0), config);
+            let result = always_on_result(
+                rule,
+                findings.remove(rule.id).unwrap_or_default(),
+                counts.get(rule.id).copied().unwrap_or(0),
+                config,
+            );
             results.push(result.clone());
-            sink.event(&Event::CaseFinished { result: Box::new(result), done: results.len(), total });
+            sink.event(&Event::CaseFinished {
+                result: Box::new(result),
+                done: results.len(),
+                total,
+            });
         }
     }
     let mut report = RunReport {
@@ -208,7 +238,8 @@ pub async fn run(config: &RunConfig, sink: &mut dyn EventSink, mut interrupt: wa
 /// server cannot be asked: cases then fail on their own steps).
 async fn agent_capabilities(config: &RunConfig) -> serde_json::Value {
     use serde_json::{json, Value};
-    let Ok(mut link) = crate::transport::Connection::connect(&config.url, config.timeout).await else {
+    let Ok(mut link) = crate::transport::Connection::connect(&config.url, config.timeout).await
+    else {
         return json!({});
     };
     let init = link
@@ -223,16 +254,34 @@ async fn agent_capabilities(config: &RunConfig) -> serde_json::Value {
     let Ok(init) = init else {
         return json!({});
     };
-    let agents = init.pointer("/result/snapshots/0/state/agents").and_then(Value::as_array).cloned().unwrap_or_default();
+    let agents = init
+        .pointer("/result/snapshots/0/state/agents")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let agent = agents
         .iter()
-        .find(|a| config.profile.provider.as_deref().is_some_and(|p| a["provider"] == p))
+        .find(|a| {
+            config
+                .profile
+                .provider
+                .as_deref()
+                .is_some_and(|p| a["provider"] == p)
+        })
         .or_else(|| agents.first());
-    agent.and_then(|a| a.get("capabilities")).cloned().unwrap_or_else(|| json!({}))
+    agent
+        .and_then(|a| a.get("capabilities"))
+        .cloned()
+        .unwrap_or_else(|| json!({}))
 }
 
 /// The row of an always-on rule: what it looked at and every violation found.
-fn always_on_result(rule: &AlwaysOnRule, findings: Vec<Finding>, looked_at: usize, config: &RunConfig) -> CaseResult {
+fn always_on_result(
+    rule: &AlwaysOnRule,
+    findings: Vec<Finding>,
+    looked_at: usize,
+    config: &RunConfig,
+) -> CaseResult {
     let verdict = if !findings.is_empty() {
         rule.level.broken()
     } else if looked_at == 0 {
@@ -241,8 +290,16 @@ fn always_on_result(rule: &AlwaysOnRule, findings: Vec<Finding>, looked_at: usiz
         Verdict::Pass
     };
     let summary = match (&verdict, findings.first()) {
-        (Verdict::NotTestable, _) => format!("Not testable: no {} were seen during the run", rule.unit),
-        (_, Some(first)) => format!("{} violation(s) in {looked_at} {}; first: expected {}; got {}", findings.len(), rule.unit, first.expected, first.actual),
+        (Verdict::NotTestable, _) => {
+            format!("Not testable: no {} were seen during the run", rule.unit)
+        }
+        (_, Some(first)) => format!(
+            "{} violation(s) in {looked_at} {}; first: expected {}; got {}",
+            findings.len(),
+            rule.unit,
+            first.expected,
+            first.actual
+        ),
         (_, None) => format!("checked {looked_at} {}; no violation", rule.unit),
     };
     let mut findings = findings;
@@ -277,7 +334,8 @@ pub fn reconcile(report: &mut RunReport, baseline: Option<&Baseline>) {
     let mut stale = Vec::new();
     for case in &report.cases {
         tally.add(case.verdict);
-        let failing = case.verdict == Verdict::Fail || (report.strict && case.verdict == Verdict::Warn);
+        let failing =
+            case.verdict == Verdict::Fail || (report.strict && case.verdict == Verdict::Warn);
         let listed = baseline.is_some_and(|b| b.lists(&case.info.id));
         if failing && listed {
             tally.baselined += 1;

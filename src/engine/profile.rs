@@ -24,7 +24,11 @@ pub struct Profile {
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
     #[error("cannot read target profile {path}: {source}")]
-    Io { path: String, #[source] source: std::io::Error },
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("invalid target profile {path}: {message}")]
     Parse { path: String, message: String },
 }
@@ -35,12 +39,18 @@ impl Profile {
     }
 
     pub fn parse(path: &str, text: &str) -> Result<Profile, ProfileError> {
-        toml::from_str(text).map_err(|e| ProfileError::Parse { path: path.to_owned(), message: e.to_string() })
+        toml::from_str(text).map_err(|e| ProfileError::Parse {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })
     }
 
     pub fn load(path: &Path) -> Result<Profile, ProfileError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io { path: shown.clone(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io {
+            path: shown.clone(),
+            source,
+        })?;
         Profile::parse(&shown, &text)
     }
 

@@ -57,11 +57,17 @@ impl Vars {
             Some(at) => (&reference[..at], &reference[at..]),
             None => (reference, ""),
         };
-        let value = self.values.get(name).ok_or_else(|| UnknownVar(reference.to_owned()))?;
+        let value = self
+            .values
+            .get(name)
+            .ok_or_else(|| UnknownVar(reference.to_owned()))?;
         if pointer.is_empty() {
             Ok(value.clone())
         } else {
-            value.pointer(pointer).cloned().ok_or_else(|| UnknownVar(reference.to_owned()))
+            value
+                .pointer(pointer)
+                .cloned()
+                .ok_or_else(|| UnknownVar(reference.to_owned()))
         }
     }
 
@@ -69,7 +75,12 @@ impl Vars {
     pub fn substitute(&self, value: &Value) -> Result<Value, UnknownVar> {
         Ok(match value {
             Value::String(text) => self.substitute_str(text)?,
-            Value::Array(items) => Value::Array(items.iter().map(|v| self.substitute(v)).collect::<Result<_, _>>()?),
+            Value::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .map(|v| self.substitute(v))
+                    .collect::<Result<_, _>>()?,
+            ),
             Value::Object(map) => Value::Object(
                 map.iter()
                     .map(|(k, v)| Ok((k.clone(), self.substitute(v)?)))
@@ -96,7 +107,9 @@ impl Vars {
             }
             out.push_str(&rest[..start]);
             let after = &rest[start + 2..];
-            let end = after.find('}').ok_or_else(|| UnknownVar(after.to_owned()))?;
+            let end = after
+                .find('}')
+                .ok_or_else(|| UnknownVar(after.to_owned()))?;
             match self.resolve(&after[..end])? {
                 Value::String(s) => out.push_str(&s),
                 other => out.push_str(&other.to_string()),
@@ -118,9 +131,18 @@ mod tests {
         let mut vars = Vars::new("r1");
         vars.set("S", json!("ahp-session:/x"));
         vars.set("init", json!({ "result": { "serverSeq": 7 } }));
-        assert_eq!(vars.substitute(&json!("${init/result/serverSeq}")).ok(), Some(json!(7)));
-        assert_eq!(vars.substitute(&json!("chan ${S} in ${run}")).ok(), Some(json!("chan ahp-session:/x in r1")));
-        assert_eq!(vars.substitute(&json!({ "a": ["${S}"] })).ok(), Some(json!({ "a": ["ahp-session:/x"] })));
+        assert_eq!(
+            vars.substitute(&json!("${init/result/serverSeq}")).ok(),
+            Some(json!(7))
+        );
+        assert_eq!(
+            vars.substitute(&json!("chan ${S} in ${run}")).ok(),
+            Some(json!("chan ahp-session:/x in r1"))
+        );
+        assert_eq!(
+            vars.substitute(&json!({ "a": ["${S}"] })).ok(),
+            Some(json!({ "a": ["ahp-session:/x"] }))
+        );
         assert_eq!(vars.substitute(&json!("$${S}")).ok(), Some(json!("${S}")));
         assert!(vars.substitute(&json!("${nope}")).is_err());
     }

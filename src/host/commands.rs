@@ -205,7 +205,9 @@ impl World {
             Box::new(move |world: &mut World| {
                 if let Some(entry) = world.conns.get(&conn) {
                     if binary {
-                        let _ = entry.tx.send(super::world::Outbound::Binary(vec![0, 1, 2, 3]));
+                        let _ = entry
+                            .tx
+                            .send(super::world::Outbound::Binary(vec![0, 1, 2, 3]));
                     }
                     if no_channel {
                         entry.send_json(&notification("ahpspec/heartbeat", json!({})));
@@ -234,7 +236,12 @@ impl World {
         if self.fault(Fault::LowestVersion) {
             let lowest = offered
                 .iter()
-                .filter(|v| negotiate_protocol_version(std::slice::from_ref(*v)).ok().flatten().is_some())
+                .filter(|v| {
+                    negotiate_protocol_version(std::slice::from_ref(*v))
+                        .ok()
+                        .flatten()
+                        .is_some()
+                })
                 .min_by_key(|v| parse_version(v))
                 .cloned()
                 .unwrap_or(best);

@@ -444,7 +444,10 @@ impl World {
             return;
         }
         let message = json!({ "id": action["id"], "message": action["message"] });
-        if let (Some(queue), Ok(message)) = (entry.state.queued_messages.as_mut(), serde_json::from_value(message)) {
+        if let (Some(queue), Ok(message)) = (
+            entry.state.queued_messages.as_mut(),
+            serde_json::from_value(message),
+        ) {
             queue.push(message);
         }
     }

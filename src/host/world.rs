@@ -325,12 +325,18 @@ impl World {
 
     fn next_seq(&mut self, channel: &str, action: &Value) -> u64 {
         let kind = action["type"].as_str().unwrap_or_default().to_owned();
-        if self.fault(Fault::RepeatServerSeq) && !self.repeat_seq_done && kind == "session/titleChanged" {
+        if self.fault(Fault::RepeatServerSeq)
+            && !self.repeat_seq_done
+            && kind == "session/titleChanged"
+        {
             // Reuse the number of the previous envelope once, when it was a title change of
             // the same session and nobody subscribed since: the channel's order is then no
             // longer strict, while every snapshot's fromSeq stays below it.
             if let Some((last_channel, last_kind, last_seq)) = &self.last_envelope {
-                let quiet = self.subscribed_at.get(channel).is_none_or(|at| at < last_seq);
+                let quiet = self
+                    .subscribed_at
+                    .get(channel)
+                    .is_none_or(|at| at < last_seq);
                 if last_channel == channel && *last_kind == kind && *last_seq == self.seq && quiet {
                     self.repeat_seq_done = true;
                     return self.seq;

@@ -16,20 +16,53 @@ use crate::verdict::{CaseInfo, Level};
 
 /// Suites compiled into the binary, so an installed `ahpspec` works from any directory.
 pub const EMBEDDED: &[(&str, &str)] = &[
-    ("transport.toml", include_str!("../../suites/transport.toml")),
-    ("lifecycle.toml", include_str!("../../suites/lifecycle.toml")),
-    ("subscriptions.toml", include_str!("../../suites/subscriptions.toml")),
+    (
+        "transport.toml",
+        include_str!("../../suites/transport.toml"),
+    ),
+    (
+        "lifecycle.toml",
+        include_str!("../../suites/lifecycle.toml"),
+    ),
+    (
+        "subscriptions.toml",
+        include_str!("../../suites/subscriptions.toml"),
+    ),
     ("actions.toml", include_str!("../../suites/actions.toml")),
-    ("reconnect.toml", include_str!("../../suites/reconnect.toml")),
-    ("root-channel.toml", include_str!("../../suites/root-channel.toml")),
-    ("session-channel.toml", include_str!("../../suites/session-channel.toml")),
-    ("chat-channel.toml", include_str!("../../suites/chat-channel.toml")),
-    ("pending-messages.toml", include_str!("../../suites/pending-messages.toml")),
-    ("tool-calls.toml", include_str!("../../suites/tool-calls.toml")),
-    ("input-requests.toml", include_str!("../../suites/input-requests.toml")),
+    (
+        "reconnect.toml",
+        include_str!("../../suites/reconnect.toml"),
+    ),
+    (
+        "root-channel.toml",
+        include_str!("../../suites/root-channel.toml"),
+    ),
+    (
+        "session-channel.toml",
+        include_str!("../../suites/session-channel.toml"),
+    ),
+    (
+        "chat-channel.toml",
+        include_str!("../../suites/chat-channel.toml"),
+    ),
+    (
+        "pending-messages.toml",
+        include_str!("../../suites/pending-messages.toml"),
+    ),
+    (
+        "tool-calls.toml",
+        include_str!("../../suites/tool-calls.toml"),
+    ),
+    (
+        "input-requests.toml",
+        include_str!("../../suites/input-requests.toml"),
+    ),
     ("status.toml", include_str!("../../suites/status.toml")),
     ("errors.toml", include_str!("../../suites/errors.toml")),
-    ("robustness.toml", include_str!("../../suites/robustness.toml")),
+    (
+        "robustness.toml",
+        include_str!("../../suites/robustness.toml"),
+    ),
 ];
 
 /// Why suites could not be loaded. No verdict is possible until they are fixed.
@@ -48,7 +81,11 @@ pub enum SuiteError {
         message: String,
     },
     #[error("{file}:{line}: duplicate case id {id}")]
-    DuplicateId { file: String, line: usize, id: String },
+    DuplicateId {
+        file: String,
+        line: usize,
+        id: String,
+    },
     #[error("no suite files (*.toml) in {0}")]
     Empty(PathBuf),
 }
@@ -131,7 +168,8 @@ pub struct Catalog {
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
-    text.get(..offset).map_or(1, |head| head.matches('\n').count() + 1)
+    text.get(..offset)
+        .map_or(1, |head| head.matches('\n').count() + 1)
 }
 
 /// Parses one suite file's text.
@@ -142,9 +180,10 @@ pub fn parse_suite(file: &str, text: &str) -> Result<Vec<Case>, SuiteError> {
         message: error.message().to_owned(),
     })?;
     let area = parsed.area.clone().unwrap_or_else(|| {
-        Path::new(file)
-            .file_stem()
-            .map_or_else(|| file.to_owned(), |stem| stem.to_string_lossy().into_owned())
+        Path::new(file).file_stem().map_or_else(
+            || file.to_owned(),
+            |stem| stem.to_string_lossy().into_owned(),
+        )
     });
     let mut cases = Vec::new();
     for spanned in parsed.cases {
@@ -191,7 +230,11 @@ pub fn parse_suite(file: &str, text: &str) -> Result<Vec<Case>, SuiteError> {
 impl Catalog {
     /// The suites compiled into the binary.
     pub fn embedded() -> Result<Catalog, SuiteError> {
-        Catalog::from_texts(EMBEDDED.iter().map(|(name, text)| (name.to_string(), text.to_string())))
+        Catalog::from_texts(
+            EMBEDDED
+                .iter()
+                .map(|(name, text)| (name.to_string(), text.to_string())),
+        )
     }
 
     /// Every `*.toml` in `dir` (sorted by name).
@@ -223,7 +266,9 @@ impl Catalog {
         Catalog::from_texts(texts)
     }
 
-    fn from_texts(texts: impl IntoIterator<Item = (String, String)>) -> Result<Catalog, SuiteError> {
+    fn from_texts(
+        texts: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Catalog, SuiteError> {
         let mut catalog = Catalog::default();
         let mut seen = HashSet::new();
         for (name, text) in texts {
