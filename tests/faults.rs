@@ -141,6 +141,7 @@ fault_tests! {
     error_as_response_part => ErrorAsResponsePart,
     input_status_wrong => InputStatusWrong,
     legacy_uri => LegacyUri,
+    usage_wrong_turn => UsageWrongTurn,
     binary_frame => BinaryFrame,
     notification_without_channel => NotificationWithoutChannel,
     action_on_wrong_channel => ActionOnWrongChannel,

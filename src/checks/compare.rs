@@ -54,7 +54,8 @@ pub fn normalize(value: &Value) -> Value {
     }
 }
 
-fn instant(value: &Value) -> Value {
+/// A timestamp as a comparable instant (`@nanoseconds`); other values unchanged.
+pub fn instant(value: &Value) -> Value {
     value
         .as_str()
         .and_then(|text| text.parse::<jiff::Timestamp>().ok())

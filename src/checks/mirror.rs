@@ -63,6 +63,8 @@ pub struct Mirror {
     /// Text deltas checked (TURN-003) and response parts checked (TURN-005).
     pub deltas_checked: usize,
     pub parts_checked: usize,
+    /// Host streaming actions whose turnId was checked (TURN-004).
+    pub turn_ids_checked: usize,
 }
 
 impl Mirror {
@@ -144,6 +146,22 @@ impl Mirror {
                 &mut self.deltas_checked,
                 &mut self.parts_checked,
             );
+            let host_action = envelope.get("origin").is_none_or(Value::is_null);
+            if host_action && STREAMING.contains(&action["type"].as_str().unwrap_or_default()) {
+                self.turn_ids_checked += 1;
+                let active = chat.active_turn.as_ref().map(|turn| turn.id.as_str());
+                if active != action["turnId"].as_str() {
+                    found.push(Violation::new(
+                        "TURN-004",
+                        format!(
+                            "{} for the active turn {}",
+                            action["type"],
+                            active.map_or("(none)".into(), |id| format!("{id:?}"))
+                        ),
+                        format!("turnId {}", action["turnId"]),
+                    ));
+                }
+            }
         }
         if let Some(seq) = envelope["serverSeq"].as_u64() {
             self.seqs.insert(channel.to_owned(), seq);
@@ -161,6 +179,19 @@ impl Mirror {
         found
     }
 }
+
+/// Host streaming actions that must carry the active turn's id (TURN-004).
+const STREAMING: &[&str] = &[
+    "chat/delta",
+    "chat/reasoning",
+    "chat/responsePart",
+    "chat/usage",
+    "chat/toolCallStart",
+    "chat/toolCallDelta",
+    "chat/toolCallReady",
+    "chat/toolCallComplete",
+    "chat/toolCallContentChanged",
+];
 
 /// TURN-003 and TURN-005, judged against the chat state before the action.
 fn stream_checks(

@@ -89,6 +89,8 @@ rules! {
         "Chat activity matches content: active turn ⇒ 8 or 24, none ⇒ 1 or 2, 24 ⇔ a blocking part in the active turn."),
     ("TURN-003", Must, "chat-channel", "crate: ahp-types/src/actions.rs (ChatDeltaAction)", "text deltas",
         "chat/delta and chat/reasoning only target a part created earlier by chat/responsePart in the same active turn."),
+    ("TURN-004", Must, "chat-channel", "crate: ahp/src/reducers.rs (turn-id checks)", "host streaming actions",
+        "Host streaming actions (deltas, parts, usage, tool-call actions) carry the active turn's id."),
     ("TURN-005", Must, "chat-channel", "docs/specification/chat-channel.md § Error recovery", "response parts",
         "Error parts are never sent through chat/responsePart; errors end a turn through chat/error."),
     ("TOOL-007", Must, "tool-calls", "crate: ahp/src/reducers.rs (end_turn)", "completed turns",

@@ -682,6 +682,30 @@ impl Runner<'_> {
         }
         let no_len = BTreeMap::new();
         let no_bits = BTreeMap::new();
+        for (pointer, member) in &s.sorted_desc {
+            let keys: Vec<Value> = response
+                .pointer(pointer)
+                .and_then(Value::as_array)
+                .map(|items| {
+                    items
+                        .iter()
+                        .map(|item| {
+                            crate::checks::compare::instant(
+                                item.pointer(member).unwrap_or(&Value::Null),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            if !keys.windows(2).all(|w| sort_key(&w[0]) >= sort_key(&w[1])) {
+                return self.broken(
+                    &s.level,
+                    &on,
+                    format!("{pointer} sorted by {member}, newest first"),
+                    format!("order {}", Value::Array(keys)),
+                );
+            }
+        }
         let checks = DocChecks {
             has: &s.has,
             lacks: &s.lacks,
@@ -1292,6 +1316,7 @@ impl Runner<'_> {
             }
             *counts.entry("TURN-003").or_insert(0) += conn.mirror.deltas_checked;
             *counts.entry("TURN-005").or_insert(0) += conn.mirror.parts_checked;
+            *counts.entry("TURN-004").or_insert(0) += conn.mirror.turn_ids_checked;
             for (rule, n) in &conn.invariant_counts {
                 *counts.entry(rule).or_insert(0) += n;
             }
@@ -1351,6 +1376,18 @@ impl Runner<'_> {
             always_on: self.always_on,
             counts,
         }
+    }
+}
+
+/// Orders normalized values: instants (`@nanos`) and numbers numerically, else as text.
+fn sort_key(value: &Value) -> (i128, String) {
+    match value {
+        Value::String(text) => match text.strip_prefix('@').and_then(|n| n.parse::<i128>().ok()) {
+            Some(nanos) => (nanos, String::new()),
+            None => (i128::MIN, text.clone()),
+        },
+        Value::Number(n) => (n.as_f64().map_or(i128::MIN, |f| f as i128), String::new()),
+        _ => (i128::MIN, String::new()),
     }
 }
 

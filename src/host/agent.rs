@@ -299,7 +299,14 @@ async fn run_turn(shared: Arc<Shared>, turn: Turn, steps: Vec<Step>) {
                 }
             }
             Step::Usage(usage) => {
-                let action = json!({ "type": "chat/usage", "turnId": turn.turn_id,
+                let stale = with_turn(&shared, &turn, |world| world.fault(Fault::UsageWrongTurn))
+                    .unwrap_or(false);
+                let turn_id = if stale {
+                    format!("{}-stale", turn.turn_id)
+                } else {
+                    turn.turn_id.clone()
+                };
+                let action = json!({ "type": "chat/usage", "turnId": turn_id,
                     "usage": { "inputTokens": usage.input_tokens,
                                "outputTokens": usage.output_tokens, "model": usage.model } });
                 flow_of(emit(&shared, &turn, strip_nulls(action)))

@@ -146,6 +146,7 @@ impl World {
                     return Err("a turn is already active (TurnInProgress)".into());
                 }
                 require_user_message(&action["message"])?;
+                self.check_chat_attachments(&action["message"])?;
                 let turn_id = action["turnId"].as_str().unwrap_or_default();
                 if turn_id.is_empty() {
                     return Err("turnId must not be empty".into());
@@ -310,6 +311,29 @@ impl World {
             }
             _ => Ok(()),
         }
+    }
+
+    /// A `chat` attachment must name an existing chat and, when it pins `endTurn`, a
+    /// completed turn that chat still retains (an empty transcript is fine).
+    fn check_chat_attachments(&self, message: &Value) -> Result<(), Rejection> {
+        for attachment in message["attachments"].as_array().into_iter().flatten() {
+            if attachment["type"] != "chat" {
+                continue;
+            }
+            let uri = attachment["resource"].as_str().unwrap_or_default();
+            let chat = self
+                .chats
+                .get(uri)
+                .ok_or_else(|| format!("chat attachment names unknown chat {uri}"))?;
+            if let Some(end) = attachment["endTurn"].as_str() {
+                if !chat.state.turns.iter().any(|turn| turn.id == end) {
+                    return Err(format!(
+                        "chat attachment endTurn {end} is not a retained completed turn of {uri}"
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Applies an accepted client action, echoes it, and runs its side effects.

@@ -181,6 +181,10 @@ pub struct ExpectResponse {
     /// Pointer → upper bound (numbers).
     #[serde(default)]
     pub at_most: Matches,
+    /// Pointer to an array → member (a JSON pointer into each element) by which the array
+    /// must be sorted in descending order; timestamps compare as instants.
+    #[serde(default)]
+    pub sorted_desc: BTreeMap<String, String>,
     /// Pointer to an array → an element it must contain (partial object match).
     #[serde(default)]
     pub contains: Matches,

@@ -1,0 +1,312 @@
+//! The file formats have schemas that agree with the parsers: `schemas/suite.schema.json`
+//! (suite TOML files, parsed by `ahpspec::suite`) and `schemas/agent-script.schema.json`
+//! (the scripted-agent contract, parsed by `ahpspec::host::script::plan_for_message`).
+
+use std::path::{Path, PathBuf};
+
+use ahpspec::host::script::{plan_for_message, SCRIPT_PREFIX};
+use ahpspec::suite::{parse_suite, Catalog, EMBEDDED};
+use serde_json::Value;
+
+fn crate_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read_text(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+fn validator(file: &str) -> jsonschema::Validator {
+    let path = crate_root().join("schemas").join(file);
+    let schema: Value = serde_json::from_str(&read_text(&path))
+        .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()));
+    jsonschema::draft202012::new(&schema)
+        .unwrap_or_else(|e| panic!("{} does not compile: {e}", path.display()))
+}
+
+fn errors(validator: &jsonschema::Validator, instance: &Value) -> Vec<String> {
+    validator
+        .iter_errors(instance)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect()
+}
+
+fn suite_files() -> Vec<PathBuf> {
+    let dir = crate_root().join("suites");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|entry| entry.expect("directory entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn toml_value(text: &str) -> Value {
+    toml::from_str(text).unwrap_or_else(|e| panic!("not TOML: {e}\n{text}"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Suites
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn every_suite_file_matches_the_schema() {
+    let validator = validator("suite.schema.json");
+    let files = suite_files();
+    assert!(!files.is_empty(), "no suites/*.toml");
+    for path in &files {
+        let instance = toml_value(&read_text(path));
+        assert_eq!(
+            errors(&validator, &instance),
+            Vec::<String>::new(),
+            "{} does not match schemas/suite.schema.json",
+            path.display()
+        );
+    }
+    let mut on_disk: Vec<String> = files
+        .iter()
+        .map(|p| {
+            p.file_name()
+                .expect("file name")
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let mut embedded: Vec<String> = EMBEDDED.iter().map(|(name, _)| name.to_string()).collect();
+    on_disk.sort();
+    embedded.sort();
+    assert_eq!(
+        on_disk, embedded,
+        "suites on disk and embedded suites differ"
+    );
+}
+
+#[test]
+fn embedded_suites_parse() {
+    let catalog = Catalog::embedded().unwrap_or_else(|e| panic!("embedded suites: {e}"));
+    assert!(!catalog.cases.is_empty());
+    for case in &catalog.cases {
+        assert!(
+            case.probe.is_some() || !case.steps.is_empty(),
+            "{}",
+            case.info.id
+        );
+    }
+}
+
+#[test]
+fn unknown_step_field_is_reported_with_file_and_line() {
+    // The unknown field `colour` is on line 10.
+    let text = r#"page = "docs/specification/lifecycle.md"
+
+[[case]]
+id = "X-001"
+level = "MUST"
+spec = "§ Anything"
+requirement = "r"
+does = "d"
+steps = [
+  { connect = { colour = "red" } },
+]
+"#;
+    assert!(text.lines().nth(9).is_some_and(|l| l.contains("colour")));
+    let dir = std::env::temp_dir().join(format!("ahpspec-formats-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("create temp dir");
+    std::fs::write(dir.join("file.toml"), text).expect("write suite");
+    let result = Catalog::from_dir(&dir);
+    std::fs::remove_dir_all(&dir).expect("remove temp dir");
+    let error = result.expect_err("unknown field must fail").to_string();
+    assert!(error.contains("file.toml:10"), "{error}");
+    assert!(error.contains("colour"), "{error}");
+    let validator = validator("suite.schema.json");
+    assert!(!validator.is_valid(&toml_value(text)));
+}
+
+/// A minimal valid suite with `steps` as the only step list.
+fn suite_with(steps: &str) -> String {
+    format!(
+        "page = \"p.md\"\n[[case]]\nid = \"X-1\"\nlevel = \"MUST\"\nspec = \"s\"\nrequirement = \"r\"\ndoes = \"d\"\nsteps = [\n  {steps},\n]\n"
+    )
+}
+
+#[test]
+fn suite_schema_and_parser_agree() {
+    let validator = validator("suite.schema.json");
+    let valid = [
+        suite_with("{ initialize = {} }"),
+        suite_with("{ connect = {} }, { checkpoint = { channels = [\"ahp-root://\"] } }"),
+        suite_with(
+            "{ request = { method = \"m\", params = [1, \"a\", { b = true }], as = \"r\", intent = \"i\" } }",
+        ),
+        suite_with(
+            "{ response = { to = \"r\", id = 3, ok = false, codes = [-32600], has = [\"/a\"], one_of = { \"/a\" = [1, 2] }, at_most = { \"/b\" = 3 }, or_close = true, level = \"SHOULD\" } }",
+        ),
+        suite_with(
+            "{ state = { channel = \"c\", len = { \"/a\" = 2 }, bits_set = { \"/s\" = 4 }, within_ms = 100 } }",
+        ),
+        suite_with(
+            "{ action = { channel = \"c\", type = \"t\", where = { \"/x\" = { y = 1 } }, next = true } }",
+        ),
+        suite_with("{ silence = { for_ms = 0, type = \"t\", fresh = true } }"),
+        suite_with("{ reconnect = { subscriptions = [], as = \"R\", last_seen = 5 } }"),
+        "page = \"p.md\"\n".to_owned(),
+        "area = \"a\"\npage = \"p.md\"\n[[case]]\nid = \"X\"\nlevel = \"MUST*\"\nspec = \"s\"\nrequirement = \"r\"\ndoes = \"d\"\nprobe = \"p\"\nneeds = [\"echo\"]\ncapabilities = [\"multipleChats\"]\n".to_owned(),
+    ];
+    for text in &valid {
+        let instance = toml_value(text);
+        assert_eq!(
+            errors(&validator, &instance),
+            Vec::<String>::new(),
+            "{text}"
+        );
+        parse_suite("valid.toml", text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    }
+    let invalid = [
+        // Unknown step field.
+        suite_with("{ turn = { chat = \"c\", colour = \"red\" } }"),
+        // Unknown step kind.
+        suite_with("{ teleport = {} }"),
+        // Two step kinds in one step.
+        suite_with("{ connect = {}, initialize = {} }"),
+        // A step that is not a table.
+        suite_with("\"connect\""),
+        // Missing required field.
+        suite_with("{ raw = { text = \"x\" } }"),
+        // Wrong types.
+        suite_with("{ sleep = { ms = \"1\" } }"),
+        suite_with("{ sleep = { ms = -1 } }"),
+        suite_with("{ echo = { of = \"x\", accepted = \"yes\" } }"),
+        suite_with("{ state = { channel = \"c\", len = { \"/a\" = \"2\" } } }"),
+        suite_with("{ response = { codes = [\"x\"] } }"),
+        // Unknown case field, unknown top-level field, bad level, missing page.
+        suite_with("{ connect = {} }").replace("does = ", "colour = \"red\"\ndoes = "),
+        format!("colour = \"red\"\n{}", suite_with("{ connect = {} }")),
+        suite_with("{ connect = {} }").replace("\"MUST\"", "\"MUST NOT\""),
+        suite_with("{ connect = {} }").replace("page = \"p.md\"\n", ""),
+        // Neither steps nor a probe.
+        suite_with("{ connect = {} }").replace("steps = [\n  { connect = {} },\n]\n", ""),
+        suite_with("{ connect = {} }").replace("\n  { connect = {} },\n", ""),
+    ];
+    for text in &invalid {
+        assert!(
+            !validator.is_valid(&toml_value(text)),
+            "schema accepts:\n{text}"
+        );
+        assert!(
+            parse_suite("invalid.toml", text).is_err(),
+            "parser accepts:\n{text}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Agent scripts
+// ---------------------------------------------------------------------------------------------
+
+/// Parses the JSON document of an `ahpspec-script:` message.
+fn script_document(message: &str) -> Value {
+    let document = message
+        .trim_start()
+        .strip_prefix(SCRIPT_PREFIX)
+        .unwrap_or_else(|| panic!("not a script: {message}"));
+    serde_json::from_str(document).unwrap_or_else(|e| panic!("not JSON ({e}): {message}"))
+}
+
+#[test]
+fn profile_scripts_match_schema_and_parse() {
+    let validator = validator("agent-script.schema.json");
+    let path = crate_root().join("profiles/ahpspec-scripted.toml");
+    let profile: toml::Table =
+        toml::from_str(&read_text(&path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let behaviours = profile["behaviours"]
+        .as_table()
+        .expect("[behaviours] table");
+    let mut scripts = 0;
+    for (name, message) in behaviours {
+        let Some(message) = message.as_str() else {
+            panic!("behaviour {name} is not a string");
+        };
+        if !message.starts_with(SCRIPT_PREFIX) {
+            continue;
+        }
+        scripts += 1;
+        assert_eq!(
+            errors(&validator, &script_document(message)),
+            Vec::<String>::new(),
+            "behaviour {name}"
+        );
+        let plan = plan_for_message(message).unwrap_or_else(|e| panic!("behaviour {name}: {e}"));
+        assert!(!plan.is_empty(), "behaviour {name}");
+    }
+    assert!(scripts >= 10, "only {scripts} scripted behaviours found");
+}
+
+fn script(steps: &str) -> String {
+    format!("{SCRIPT_PREFIX}{{\"steps\":[{steps}]}}")
+}
+
+#[test]
+fn script_schema_and_parser_agree() {
+    let validator = validator("agent-script.schema.json");
+    let valid = [
+        script(""),
+        script(r#"{"markdown":{"text":"a","chunks":0}},{"reasoning":{"text":"b","chunks":null}}"#),
+        script(r#"{"wait":{"ms":600000}},{"waitForCancel":{}},{"canvases":{}},{"complete":{}}"#),
+        script(
+            r#"{"toolCall":{"id":null,"name":"t","displayName":"T","input":"{}","inputChunks":2,"confirmation":"ask","options":[{"id":"a"}],"editable":false,"reconfirm":true,"client":false,"clientId":"c","contentUpdates":3,"result":{"success":true,"message":null,"text":"x"},"resultConfirmation":true}}"#,
+        ),
+        script(r#"{"toolCall":{"name":"t","result":null}}"#),
+        script(
+            r#"{"inputRequest":{}},{"inputRequest":{"id":"r","message":"m","url":"u","questions":[]}}"#,
+        ),
+        script(
+            r#"{"usage":{"inputTokens":-1,"outputTokens":null,"model":"m"}},{"error":{"message":"e","errorType":"E","resumable":true}}"#,
+        ),
+    ];
+    for message in &valid {
+        assert_eq!(
+            errors(&validator, &script_document(message)),
+            Vec::<String>::new(),
+            "{message}"
+        );
+        plan_for_message(message).unwrap_or_else(|e| panic!("{e}: {message}"));
+    }
+    let invalid = [
+        // Unknown step.
+        script(r#"{"dance":{}}"#),
+        // Unknown field in a step.
+        script(r#"{"markdown":{"text":"a","colour":"red"}}"#),
+        script(r#"{"toolCall":{"name":"t","result":{"success":true,"extra":1}}}"#),
+        script(r#"{"complete":{"now":true}}"#),
+        // Wrong types.
+        script(r#"{"markdown":{"text":5}}"#),
+        script(r#"{"wait":{"ms":"100"}}"#),
+        script(r#"{"markdown":{"text":"a","chunks":-1}}"#),
+        script(r#"{"toolCall":{"name":"t","reconfirm":null}}"#),
+        script(r#"{"toolCall":{"name":"t","confirmation":"never"}}"#),
+        // Wait over the limit.
+        script(r#"{"wait":{"ms":600001}}"#),
+        // Missing required fields.
+        script(r#"{"toolCall":{}}"#),
+        script(r#"{"error":{}}"#),
+        script(r#"{"wait":{}}"#),
+        // Not exactly one step kind per step; not an object.
+        script(r#"{"markdown":{"text":"a"},"complete":{}}"#),
+        script(r#"{}"#),
+        script(r#""complete""#),
+        // Unknown top-level member; missing steps.
+        format!("{SCRIPT_PREFIX}{{\"steps\":[],\"version\":1}}"),
+        format!("{SCRIPT_PREFIX}{{}}"),
+    ];
+    for message in &invalid {
+        assert!(
+            !validator.is_valid(&script_document(message)),
+            "schema accepts {message}"
+        );
+        assert!(
+            plan_for_message(message).is_err(),
+            "plan_for_message accepts {message}"
+        );
+    }
+}
