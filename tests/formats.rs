@@ -2,11 +2,12 @@
 //! (suite TOML files, parsed by `ahpspec::suite`) and `schemas/agent-script.schema.json`
 //! (the scripted-agent contract, parsed by `ahpspec::host::script::plan_for_message`).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use ahpspec::host::script::{plan_for_message, SCRIPT_PREFIX};
 use ahpspec::suite::{parse_suite, Catalog, EMBEDDED};
-use serde_json::Value;
+use serde_json::{json, Map, Value};
 
 fn crate_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -44,6 +45,138 @@ fn suite_files() -> Vec<PathBuf> {
 
 fn toml_value(text: &str) -> Value {
     toml::from_str(text).unwrap_or_else(|e| panic!("not TOML: {e}\n{text}"))
+}
+
+fn schema_value(file: &str) -> Value {
+    let path = crate_root().join("schemas").join(file);
+    serde_json::from_str(&read_text(&path)).expect("schema is JSON")
+}
+
+/// `node`, with a local `$ref` followed.
+fn resolve<'a>(schema: &'a Value, node: &'a Value) -> &'a Value {
+    match node.get("$ref").and_then(Value::as_str) {
+        Some(reference) => {
+            let name = reference
+                .strip_prefix("#/$defs/")
+                .unwrap_or_else(|| panic!("non-local $ref {reference}"));
+            resolve(schema, &schema["$defs"][name])
+        }
+        None => node,
+    }
+}
+
+/// A value `node` accepts (objects get their required members).
+fn sample(schema: &Value, node: &Value) -> Value {
+    let node = resolve(schema, node);
+    if let Some(values) = node.get("enum") {
+        return values[0].clone();
+    }
+    if let Some(any) = node.get("anyOf") {
+        return sample(schema, &any[0]);
+    }
+    let kind = match &node["type"] {
+        Value::String(kind) => kind.as_str(),
+        Value::Array(kinds) => kinds[0].as_str().unwrap_or_default(),
+        _ => "",
+    };
+    match kind {
+        "string" => json!("x"),
+        "boolean" => json!(true),
+        "integer" => json!(1),
+        "array" => json!([]),
+        "object" => Value::Object(members(schema, node, &required(node), None)),
+        _ => json!(1),
+    }
+}
+
+fn properties(node: &Value) -> BTreeSet<String> {
+    node["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+fn required(node: &Value) -> BTreeSet<String> {
+    node["required"]
+        .as_array()
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Sample values for `names` of object `node`, leaving out `without`.
+fn members(
+    schema: &Value,
+    node: &Value,
+    names: &BTreeSet<String>,
+    without: Option<&str>,
+) -> Map<String, Value> {
+    names
+        .iter()
+        .filter(|name| Some(name.as_str()) != without)
+        .map(|name| (name.clone(), sample(schema, &node["properties"][name])))
+        .collect()
+}
+
+/// The names serde lists after "expected" in an unknown field / variant error.
+fn expected_names(error: &str) -> BTreeSet<String> {
+    let tail = error.split_once("expected").map_or("", |(_, tail)| tail);
+    let tail = tail.split(" at line").next().unwrap_or_default();
+    tail.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Checks one closed object of a schema against its parser: the fields serde knows are the
+/// schema's properties, a member missing is an error exactly when the schema requires it,
+/// and samples of the required / all members are accepted by both.
+fn check_object(
+    what: &str,
+    schema: &Value,
+    validator: &jsonschema::Validator,
+    node: &Value,
+    parse: &dyn Fn(Value) -> (Value, Result<(), String>),
+) {
+    let node = resolve(schema, node);
+    assert_eq!(
+        node["additionalProperties"],
+        json!(false),
+        "{what}: not closed"
+    );
+    let names = properties(node);
+    let needed = required(node);
+    let mut probe = members(schema, node, &needed, None);
+    probe.insert("zzz_unknown".to_owned(), json!(1));
+    let (instance, result) = parse(Value::Object(probe));
+    let error = result.expect_err(&format!("{what}: unknown field accepted"));
+    assert_eq!(expected_names(&error), names, "{what}: fields ({error})");
+    assert!(
+        !validator.is_valid(&instance),
+        "{what}: schema accepts unknown field"
+    );
+    for field in &needed {
+        let (instance, result) = parse(Value::Object(members(schema, node, &needed, Some(field))));
+        let error = result.expect_err(&format!("{what}: {field} is not required"));
+        assert!(
+            error.contains(&format!("missing field `{field}`")),
+            "{what}: {error}"
+        );
+        assert!(
+            !validator.is_valid(&instance),
+            "{what}: schema lets {field} out"
+        );
+    }
+    for set in [&needed, &names] {
+        let (instance, result) = parse(Value::Object(members(schema, node, set, None)));
+        result.unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(errors(validator, &instance), Vec::<String>::new(), "{what}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -200,6 +333,52 @@ fn suite_schema_and_parser_agree() {
     }
 }
 
+fn parse_suite_value(document: &Value) -> Result<(), String> {
+    let text = toml::to_string(document).map_err(|e| format!("cannot write TOML: {e}"))?;
+    parse_suite("probe.toml", &text)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+fn suite_around(step: Value) -> Value {
+    json!({"page": "p.md", "case": [{
+        "id": "X-1", "level": "MUST", "spec": "s", "requirement": "r", "does": "d",
+        "steps": [step],
+    }]})
+}
+
+#[test]
+fn suite_schema_fields_are_the_parser_fields() {
+    let schema = schema_value("suite.schema.json");
+    let validator = validator("suite.schema.json");
+    check_object("suite file", &schema, &validator, &schema, &|file| {
+        let mut file = file;
+        file["case"] = suite_around(json!({"connect": {}}))["case"].clone();
+        let result = parse_suite_value(&file);
+        (file, result)
+    });
+    let case_node = &schema["$defs"]["case"];
+    check_object("case", &schema, &validator, case_node, &|case| {
+        let mut case = case;
+        case["steps"] = json!([{"connect": {}}]);
+        let document = json!({"page": "p.md", "case": [case]});
+        let result = parse_suite_value(&document);
+        (document, result)
+    });
+    let kinds = properties(&schema["$defs"]["step"]);
+    let document = suite_around(json!({"zzz_unknown": {}}));
+    let error = parse_suite_value(&document).expect_err("unknown step kind accepted");
+    assert_eq!(expected_names(&error), kinds, "step kinds ({error})");
+    for kind in &kinds {
+        let node = &schema["$defs"]["step"]["properties"][kind];
+        check_object(kind, &schema, &validator, node, &|value| {
+            let document = suite_around(json!({ kind.as_str(): value }));
+            let result = parse_suite_value(&document);
+            (document, result)
+        });
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Agent scripts
 // ---------------------------------------------------------------------------------------------
@@ -240,6 +419,46 @@ fn profile_scripts_match_schema_and_parse() {
         assert!(!plan.is_empty(), "behaviour {name}");
     }
     assert!(scripts >= 10, "only {scripts} scripted behaviours found");
+}
+
+fn parse_script_value(document: &Value) -> Result<(), String> {
+    plan_for_message(&format!("{SCRIPT_PREFIX}{document}"))
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn script_schema_fields_are_the_parser_fields() {
+    let schema = schema_value("agent-script.schema.json");
+    let validator = validator("agent-script.schema.json");
+    check_object("script", &schema, &validator, &schema, &|document| {
+        let result = parse_script_value(&document);
+        (document, result)
+    });
+    let kinds = properties(&schema["$defs"]["step"]);
+    let document = json!({"steps": [{"zzz_unknown": {}}]});
+    let error = parse_script_value(&document).expect_err("unknown step kind accepted");
+    assert_eq!(expected_names(&error), kinds, "step kinds ({error})");
+    for kind in &kinds {
+        let node = &schema["$defs"]["step"]["properties"][kind];
+        check_object(kind, &schema, &validator, node, &|value| {
+            let document = json!({"steps": [{ kind.as_str(): value }]});
+            let result = parse_script_value(&document);
+            (document, result)
+        });
+    }
+    let result_node = &schema["$defs"]["toolResult"];
+    check_object(
+        "toolCall.result",
+        &schema,
+        &validator,
+        result_node,
+        &|value| {
+            let document = json!({"steps": [{"toolCall": {"name": "t", "result": value}}]});
+            let result = parse_script_value(&document);
+            (document, result)
+        },
+    );
 }
 
 fn script(steps: &str) -> String {

@@ -1412,6 +1412,9 @@ fn partial_match(item: &Value, partial: &Value) -> bool {
         (Value::Object(a), Value::Object(b)) => b
             .iter()
             .all(|(k, v)| a.get(k).is_some_and(|x| partial_match(x, v))),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| partial_match(x, y))
+        }
         _ => json_eq(item, partial),
     }
 }
