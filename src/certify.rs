@@ -66,6 +66,8 @@ pub enum HarnessError {
     Host(#[source] std::io::Error),
     #[error("a fault needs the built-in host (no URL)")]
     FaultNeedsBuiltin,
+    #[error("{0}")]
+    Unreachable(String),
 }
 
 /// Loads everything a run needs (before any connection is made).
@@ -126,6 +128,12 @@ pub async fn certify(
                 return Err(HarnessError::FaultNeedsBuiltin);
             }
             let config = prepare(options, url.clone(), url.clone())?;
+            // A server nobody can reach yields no verdicts at all: say so instead of a report
+            // full of harness errors.
+            let mut probe = crate::transport::Connection::connect(url, options.timeout)
+                .await
+                .map_err(|e| HarnessError::Unreachable(e.to_string()))?;
+            probe.close().await;
             Ok(run(&config, sink, interrupt).await)
         }
         None => {

@@ -144,10 +144,16 @@ impl SelectArgs {
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(error) => {
-            let code = if error.use_stderr() { 2 } else { 0 };
+        Err(error) if !error.use_stderr() => {
+            // --help and --version.
             let _ = error.print();
-            return ExitCode::from(code);
+            return ExitCode::SUCCESS;
+        }
+        Err(error) => {
+            let text = error.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            return usage_error(&format!("{first} (see --help)"));
         }
     };
     match cli.command {
@@ -379,12 +385,12 @@ fn run(args: RunArgs) -> ExitCode {
     for id in &report.stale_baseline {
         println!("stale baseline entry: {id} now passes (remove it from the baseline)");
     }
-    if report.tally.harness_error > 0 && report.tally.total() == report.tally.harness_error {
-        return ExitCode::from(2);
-    }
-    if report.conforming() && !report.interrupted {
-        ExitCode::SUCCESS
-    } else {
+    if !report.conforming() || report.interrupted {
         ExitCode::from(1)
+    } else if report.tally.harness_error > 0 {
+        // No failures, but some cases could not be judged: not a conforming verdict.
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
     }
 }

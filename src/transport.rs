@@ -238,7 +238,8 @@ impl Connection {
                     Incoming::Closed { code, reason }
                 }
                 Some(Ok(_)) => continue,
-                Some(Err(WsError::Capacity(_))) => {
+                Some(Err(WsError::Capacity(error))) => {
+                    self.record(Direction::Received, format!("<message dropped: {error}>"));
                     self.closed = true;
                     return Err(TransportError::Oversized);
                 }

@@ -9,14 +9,18 @@ use ahpspec::suite::Catalog;
 
 fn rule_ids() -> BTreeSet<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/ahp/RULES.md");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     text.lines()
         .filter_map(|line| line.strip_prefix("| "))
         .filter_map(|rest| rest.split(" |").next())
         .map(str::trim)
         .filter(|id| {
             id.rsplit_once('-').is_some_and(|(head, number)| {
-                !head.is_empty() && head.chars().all(|c| c.is_ascii_uppercase() || c == '-') && number.chars().all(|c| c.is_ascii_digit()) && !number.is_empty()
+                !head.is_empty()
+                    && head.chars().all(|c| c.is_ascii_uppercase() || c == '-')
+                    && number.chars().all(|c| c.is_ascii_digit())
+                    && !number.is_empty()
             })
         })
         .map(str::to_owned)
@@ -26,34 +30,64 @@ fn rule_ids() -> BTreeSet<String> {
 #[test]
 fn every_rule_is_covered_or_excluded_with_a_reason() {
     let rules = rule_ids();
-    assert!(rules.len() > 200, "RULES.md parsed into only {} IDs", rules.len());
+    assert!(
+        rules.len() > 200,
+        "RULES.md parsed into only {} IDs",
+        rules.len()
+    );
     let catalog = Catalog::embedded().expect("suites parse");
     let mut proven: BTreeSet<String> = catalog
         .cases
         .iter()
-        .map(|case| case.info.id.split('/').next().unwrap_or_default().to_owned())
+        .map(|case| {
+            case.info
+                .id
+                .split('/')
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        })
         .collect();
     proven.extend(ALWAYS_ON.iter().map(|rule| rule.id.to_owned()));
-    let ledger: toml::Table = toml::from_str(include_str!("../coverage.toml")).expect("coverage.toml parses");
+    let ledger: toml::Table =
+        toml::from_str(include_str!("../coverage.toml")).expect("coverage.toml parses");
     let listed = |section: &str| -> BTreeSet<String> {
-        ledger.get(section).and_then(|v| v.as_table()).map(|t| t.keys().cloned().collect()).unwrap_or_default()
+        ledger
+            .get(section)
+            .and_then(|v| v.as_table())
+            .map(|t| t.keys().cloned().collect())
+            .unwrap_or_default()
     };
     let covered_by = listed("covered_by");
     let not_covered = listed("not_covered");
     for (section, ids) in [("covered_by", &covered_by), ("not_covered", &not_covered)] {
         for id in ids {
-            assert!(rules.contains(id), "coverage.toml [{section}] names {id}, which RULES.md does not have");
-            assert!(!proven.contains(id), "coverage.toml [{section}] lists {id}, but a case now proves it: remove the entry");
+            assert!(
+                rules.contains(id),
+                "coverage.toml [{section}] names {id}, which RULES.md does not have"
+            );
+            assert!(
+                !proven.contains(id),
+                "coverage.toml [{section}] lists {id}, but a case now proves it: remove the entry"
+            );
         }
     }
     for id in &proven {
-        assert!(rules.contains(id), "case or check ID {id} is not a RULES.md rule");
+        assert!(
+            rules.contains(id),
+            "case or check ID {id} is not a RULES.md rule"
+        );
     }
     let missing: Vec<&String> = rules
         .iter()
-        .filter(|id| !proven.contains(*id) && !covered_by.contains(*id) && !not_covered.contains(*id))
+        .filter(|id| {
+            !proven.contains(*id) && !covered_by.contains(*id) && !not_covered.contains(*id)
+        })
         .collect();
-    assert!(missing.is_empty(), "rules neither covered nor listed in coverage.toml: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "rules neither covered nor listed in coverage.toml: {missing:?}"
+    );
     println!(
         "{} rules: {} proven by cases or always-on checks, {} checked under another rule, {} not covered yet",
         rules.len(),

@@ -26,8 +26,9 @@ pub struct CaseContext {
     /// Unique per case run, for URIs and client ids.
     pub token: String,
     pub rerun: String,
-    /// `capabilities` of the agent the profile uses (from the root state).
-    pub agent_capabilities: Value,
+    /// `capabilities` of the agent the profile uses (from the root state); `None` when the
+    /// server could not be asked.
+    pub agent_capabilities: Option<Value>,
 }
 
 /// A case's result plus the always-on findings made while it ran.
@@ -92,15 +93,21 @@ pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
     };
     let mut stop = None;
     for capability in &case.capabilities {
-        if stop.is_none()
-            && ctx
-                .agent_capabilities
-                .get(capability)
-                .is_none_or(Value::is_null)
-        {
-            stop = Some(Stop::NotApplicable(format!(
-                "the agent does not advertise capabilities.{capability}"
-            )));
+        if stop.is_some() {
+            break;
+        }
+        match &ctx.agent_capabilities {
+            None => {
+                stop = Some(Stop::NotTestable(format!(
+                    "needs capabilities.{capability}, but the server's agents could not be read (initialize failed)"
+                )));
+            }
+            Some(caps) if caps.get(capability).is_none_or(Value::is_null) => {
+                stop = Some(Stop::NotApplicable(format!(
+                    "the agent does not advertise capabilities.{capability}"
+                )));
+            }
+            Some(_) => {}
         }
     }
     if let Some(probe) = &case.probe {

@@ -136,7 +136,14 @@ pub async fn run(
     let mut findings: HashMap<&'static str, Vec<Finding>> = HashMap::new();
     let mut counts = Counts::new();
     let mut interrupted = *interrupt.borrow();
-    let agent_capabilities = agent_capabilities(config).await;
+    // Reading the capabilities waits on the server: let Ctrl-C cut it short too.
+    let agent_capabilities = tokio::select! {
+        capabilities = agent_capabilities(config) => capabilities,
+        _ = wait_for_interrupt(&mut interrupt) => {
+            interrupted = true;
+            None
+        }
+    };
     let contexts: Vec<CaseContext> = cases
         .iter()
         .enumerate()
@@ -234,14 +241,25 @@ pub async fn run(
     report
 }
 
+/// Resolves once `interrupt` turns true (never, when its sender is gone without doing so).
+async fn wait_for_interrupt(interrupt: &mut watch::Receiver<bool>) {
+    loop {
+        if *interrupt.borrow() {
+            return;
+        }
+        if interrupt.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
 /// `capabilities` of the profile's agent as the root state advertises it (`{}` when the
 /// server cannot be asked: cases then fail on their own steps).
-async fn agent_capabilities(config: &RunConfig) -> serde_json::Value {
+async fn agent_capabilities(config: &RunConfig) -> Option<serde_json::Value> {
     use serde_json::{json, Value};
-    let Ok(mut link) = crate::transport::Connection::connect(&config.url, config.timeout).await
-    else {
-        return json!({});
-    };
+    let mut link = crate::transport::Connection::connect(&config.url, config.timeout)
+        .await
+        .ok()?;
     let init = link
         .request(
             "initialize",
@@ -251,9 +269,7 @@ async fn agent_capabilities(config: &RunConfig) -> serde_json::Value {
         )
         .await;
     link.close().await;
-    let Ok(init) = init else {
-        return json!({});
-    };
+    let init = init.ok().filter(|init| init.get("result").is_some())?;
     let agents = init
         .pointer("/result/snapshots/0/state/agents")
         .and_then(Value::as_array)
@@ -269,10 +285,12 @@ async fn agent_capabilities(config: &RunConfig) -> serde_json::Value {
                 .is_some_and(|p| a["provider"] == p)
         })
         .or_else(|| agents.first());
-    agent
-        .and_then(|a| a.get("capabilities"))
-        .cloned()
-        .unwrap_or_else(|| json!({}))
+    Some(
+        agent
+            .and_then(|a| a.get("capabilities"))
+            .cloned()
+            .unwrap_or_else(|| json!({})),
+    )
 }
 
 /// The row of an always-on rule: what it looked at and every violation found.

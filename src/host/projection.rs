@@ -131,6 +131,15 @@ impl World {
         if changes.is_empty() {
             return;
         }
+        if self.fault(Fault::SummaryStatusBits) {
+            if let Some(status) = changes
+                .get("status")
+                .and_then(Value::as_u64)
+                .filter(|s| s & 31 == 8)
+            {
+                changes.insert("status".into(), json!(status | 1));
+            }
+        }
         self.notify_subscribers(
             ROOT,
             "root/sessionSummaryChanged",
@@ -165,9 +174,6 @@ impl World {
             activity = INPUT_NEEDED;
         } else if activities.contains(&ERROR) {
             activity = ERROR;
-        }
-        if activity == 8 && self.fault(Fault::SummaryStatusBits) {
-            activity |= 1;
         }
         let flags = u64::from(state.status) & !ACTIVITY_MASK;
         let modified_at = chats

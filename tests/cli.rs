@@ -1,0 +1,361 @@
+//! The command line as a user sees it: exit codes, reports, baselines, usage errors, the
+//! catalog listing and Ctrl-C.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn ahpspec() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ahpspec"))
+}
+
+/// Runs `ahpspec` with `args` and waits for it.
+fn run(args: &[&str]) -> Output {
+    ahpspec()
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("ahpspec runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn show(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        text(&out.stdout),
+        text(&out.stderr)
+    )
+}
+
+/// A fresh, empty directory under the system temp dir (removed when dropped).
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(label: &str) -> TempDir {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "ahpspec-cli-{label}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("temp dir");
+        TempDir(path)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+
+    fn str(&self) -> &str {
+        self.0.to_str().expect("utf-8 temp path")
+    }
+
+    fn file(&self, name: &str, contents: &str) -> String {
+        let path = self.0.join(name);
+        std::fs::write(&path, contents).expect("writes temp file");
+        path.to_str().expect("utf-8 temp path").to_owned()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn report_json(dir: &Path) -> Value {
+    let path = dir.join("report.json");
+    let body = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&body).expect("report.json parses")
+}
+
+#[test]
+fn run_against_the_builtin_host_exits_0_and_writes_four_reports() {
+    let dir = TempDir::new("builtin");
+    let out = run(&["run", "--report-dir", dir.str()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    for name in ["report.json", "junit.xml", "report.html", "summary.md"] {
+        let path = dir.path().join(name);
+        let meta = std::fs::metadata(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(meta.len() > 0, "{name} is empty");
+    }
+    let report = report_json(dir.path());
+    assert_eq!(report["tally"]["fail"], 0, "{}", report["tally"]);
+    assert_eq!(report["interrupted"], false);
+    assert!(
+        report["cases"].as_array().is_some_and(|c| c.len() >= 10),
+        "report.json lists the cases"
+    );
+}
+
+#[test]
+fn a_broken_should_warns_and_fails_only_with_strict() {
+    let dir = TempDir::new("lifo");
+    let base = [
+        "run",
+        "--fault",
+        "queue-lifo",
+        "--filter",
+        "PENDING-*",
+        "--report-dir",
+        dir.str(),
+    ];
+    let out = run(&base);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(
+        text(&out.stdout).contains("PENDING-003 (SHOULD)"),
+        "{}",
+        show(&out)
+    );
+    let strict = [&base[..], &["--strict"]].concat();
+    let out = run(&strict);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+}
+
+#[test]
+fn a_broken_must_fails_and_names_the_rerun_command() {
+    let dir = TempDir::new("lowest");
+    let out = run(&[
+        "run",
+        "--fault",
+        "lowest-version",
+        "--filter",
+        "VERSION-*",
+        "--report-dir",
+        dir.str(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("VERSION-002 (MUST)"), "{}", show(&out));
+    assert!(
+        stdout.contains("Re-run: ahpspec run --fault lowest-version --filter VERSION-002"),
+        "{}",
+        show(&out)
+    );
+}
+
+#[test]
+fn a_baseline_accepts_listed_failures_and_rejects_stale_entries() {
+    let dir = TempDir::new("baseline");
+    let known = dir.file("known.txt", "# known failures\nVERSION-002\n");
+    let out = run(&[
+        "run",
+        "--fault",
+        "lowest-version",
+        "--filter",
+        "VERSION-*",
+        "--baseline",
+        &known,
+        "--report-dir",
+        dir.str(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(report_json(dir.path())["tally"]["baselined"], 1);
+
+    let stale = dir.file("stale.txt", "VERSION-001  # fixed long ago\n");
+    let out = run(&[
+        "run",
+        "--filter",
+        "VERSION-001",
+        "--baseline",
+        &stale,
+        "--report-dir",
+        dir.str(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(
+        text(&out.stdout).contains("stale baseline entry: VERSION-001 now passes"),
+        "{}",
+        show(&out)
+    );
+}
+
+/// Bad input a user may type, with what each must be about.
+const BAD_INPUT: &[(&[&str], &str)] = &[
+    (&["run", "--no-such-flag"], "--no-such-flag"),
+    (&["run", "--fault", "nope"], "nope"),
+    (&["run", "http://127.0.0.1:1"], "http://127.0.0.1:1"),
+    (&["run", "--timeout", "banana"], "banana"),
+    (&["run", "--level", "maybe"], "maybe"),
+];
+
+#[test]
+fn bad_input_exits_2_and_names_the_problem_on_stderr() {
+    for (args, culprit) in BAD_INPUT {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", show(&out));
+        assert!(out.stdout.is_empty(), "{args:?}: {}", show(&out));
+        let stderr = text(&out.stderr);
+        let first = stderr.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with("error: ") || first.starts_with("ahpspec: "),
+            "{args:?}: {}",
+            show(&out)
+        );
+        assert!(first.contains(culprit), "{args:?}: {}", show(&out));
+    }
+}
+
+/// The standard: a usage error is exactly one line on stderr. clap's own errors (unknown
+/// flag, unparsable value) add a blank line, a tip/usage block and "For more information,
+/// try '--help'." — this test fails for them until the CLI renders its errors itself.
+#[test]
+fn bad_input_is_exactly_one_line_on_stderr() {
+    let mut problems = Vec::new();
+    for (args, _) in BAD_INPUT {
+        let out = run(args);
+        let stderr = text(&out.stderr);
+        if stderr.lines().count() != 1 || !stderr.ends_with('\n') {
+            problems.push(format!("{args:?} printed:\n{stderr}"));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "usage errors must be one line:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// Whether `id` looks like a case ID: `AREA-N` words, optionally `/slug`.
+fn is_case_id(id: &str) -> bool {
+    let (rule, slug) = match id.split_once('/') {
+        Some((rule, slug)) => (rule, Some(slug)),
+        None => (id, None),
+    };
+    let mut parts = rule.split('-');
+    let area_ok = parts
+        .next()
+        .is_some_and(|a| !a.is_empty() && a.chars().all(|c| c.is_ascii_uppercase()));
+    let rest: Vec<&str> = parts.collect();
+    area_ok
+        && !rest.is_empty()
+        && rest.iter().all(|p| {
+            !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+        })
+        && slug.is_none_or(|s| {
+            !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        })
+}
+
+#[test]
+fn list_prints_the_catalog_and_honours_filters() {
+    let out = run(&["list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let stdout = text(&out.stdout);
+    let mut ids = Vec::new();
+    for line in stdout.lines() {
+        let fields: Vec<&str> = line.split('\t').collect();
+        assert_eq!(fields.len(), 4, "ID, level, area, description: {line:?}");
+        assert!(is_case_id(fields[0]), "first field is a case ID: {line:?}");
+        assert!(
+            ["MUST", "SHOULD", "MAY"].contains(&fields[1]),
+            "level: {line:?}"
+        );
+        assert!(!fields[2].is_empty() && !fields[3].is_empty(), "{line:?}");
+        ids.push(fields[0].to_owned());
+    }
+    assert!(ids.len() >= 50, "{} cases listed", ids.len());
+    assert!(ids.iter().any(|id| id == "TRANSPORT-010"));
+    assert!(
+        ids.iter().any(|id| id == "INV-FOLD-1"),
+        "always-on rows too"
+    );
+
+    let out = run(&["list", "--filter", "TOOL-*"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let tools: Vec<String> = text(&out.stdout).lines().map(str::to_owned).collect();
+    assert!(!tools.is_empty(), "TOOL-* selects something");
+    assert!(tools.len() < ids.len());
+    for line in &tools {
+        assert!(line.starts_with("TOOL-"), "filtered: {line:?}");
+    }
+}
+
+/// A WebSocket server that accepts and then never sends anything.
+async fn silent_server() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("binds loopback");
+    let url = format!("ws://{}", listener.local_addr().expect("local address"));
+    let task = tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                if let Ok(ws) = tokio_tungstenite::accept_async(stream).await {
+                    let _ws = ws;
+                    std::future::pending::<()>().await;
+                }
+            });
+        }
+    });
+    (url, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_the_run_and_still_writes_the_report() {
+    let (url, server) = silent_server().await;
+    let dir = TempDir::new("sigint");
+    let mut child = ahpspec()
+        .args(["run", &url, "--timeout", "30s", "--report-dir", dir.str()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ahpspec run starts");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        child.try_wait().expect("child status").is_none(),
+        "the run is still waiting on the silent server"
+    );
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let sent = Instant::now();
+    let exit = loop {
+        if let Some(exit) = child.try_wait().expect("child status") {
+            break exit;
+        }
+        if sent.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            server.abort();
+            panic!("ahpspec run did not exit within 10 s of SIGINT");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    server.abort();
+    assert_eq!(exit.code(), Some(1), "an interrupted run exits 1: {exit}");
+    let report = report_json(dir.path());
+    assert_eq!(report["interrupted"], true);
+}
+
+/// Nothing listens at the URL: no case can run, which is a connection error (exit 2 per
+/// the README), never "conforming".
+#[test]
+fn a_refused_connection_is_not_a_conforming_run() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds loopback");
+        listener.local_addr().expect("local address").port()
+    };
+    let dir = TempDir::new("refused");
+    let url = format!("ws://127.0.0.1:{port}");
+    let out = run(&["run", &url, "--timeout", "300ms", "--report-dir", dir.str()]);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "one-line error: {stderr}");
+    assert!(stderr.contains("cannot connect"), "{stderr}");
+}

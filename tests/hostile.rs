@@ -1,0 +1,499 @@
+//! The harness against hostile servers: bad input never crashes or hangs it. A malformed
+//! frame, an oversized message, a silent, slow or vanishing server all end in a clear
+//! verdict within a bounded time, and the report is still written.
+//!
+//! The hostile servers are tiny WebSocket servers on 127.0.0.1, defined below.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use ahpspec::certify::{certify, HarnessError, Options};
+use ahpspec::engine::{Quiet, Selection};
+use ahpspec::report;
+use ahpspec::suite::Catalog;
+use ahpspec::transport::MAX_INBOUND_BYTES;
+use ahpspec::verdict::{CaseResult, RunReport, Verdict};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
+
+/// How a hostile server misbehaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Accepts the WebSocket and never sends anything.
+    Silent,
+    /// Answers every frame with non-JSON text, a binary frame and a JSON array.
+    Garbage,
+    /// Answers the first frame with one text message bigger than the harness accepts.
+    Oversized,
+    /// Answers `ping` correctly, but only after 2 s; ignores everything else.
+    Slow,
+    /// Drops the TCP connection right after the WebSocket handshake.
+    Hangup,
+}
+
+/// The cases every hostile run selects: scripted cases of several areas plus the
+/// always-on TRANSPORT-001 row.
+const FILTER: &[&str] = &[
+    "TRANSPORT-010",
+    "TRANSPORT-003/*",
+    "VERSION-001",
+    "SUB-001",
+    "TURN-001",
+    "TRANSPORT-001",
+];
+
+/// How long a whole run may take before the test calls it a hang.
+const RUN_LIMIT: Duration = Duration::from_secs(30);
+
+/// A hostile server; stops accepting when dropped.
+struct Hostile {
+    url: String,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Hostile {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn hostile(mode: Mode) -> Hostile {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("binds loopback");
+    let url = format!("ws://{}", listener.local_addr().expect("local address"));
+    let task = tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(serve(mode, stream));
+        }
+    });
+    Hostile { url, task }
+}
+
+/// The oversized message, built once: a JSON-RPC notification padded past the limit.
+fn oversized_message() -> Utf8Bytes {
+    static MESSAGE: OnceLock<Utf8Bytes> = OnceLock::new();
+    MESSAGE
+        .get_or_init(|| {
+            let size = 70 * 1024 * 1024;
+            assert!(size > MAX_INBOUND_BYTES);
+            let head = r#"{"jsonrpc":"2.0","method":"pad","params":{"pad":""#;
+            let tail = r#""}}"#;
+            let mut text = String::with_capacity(size);
+            text.push_str(head);
+            text.push_str(&"x".repeat(size - head.len() - tail.len()));
+            text.push_str(tail);
+            Utf8Bytes::from(text)
+        })
+        .clone()
+}
+
+async fn serve(mode: Mode, stream: TcpStream) {
+    let Ok(ws) = tokio_tungstenite::accept_async(stream).await else {
+        return;
+    };
+    match mode {
+        Mode::Silent => {
+            // Keep the socket open, never read or write.
+            let _ws = ws;
+            std::future::pending::<()>().await;
+        }
+        Mode::Hangup => drop(ws),
+        Mode::Garbage => {
+            let (mut sink, mut source) = ws.split();
+            while let Some(Ok(message)) = source.next().await {
+                if !matches!(message, Message::Text(_) | Message::Binary(_)) {
+                    continue;
+                }
+                let replies = [
+                    Message::text("this is not JSON {"),
+                    Message::binary(vec![0xde, 0xad, 0xbe, 0xef]),
+                    Message::text("[1,2,3]"),
+                    Message::text(r#"{"jsonrpc":"2.0","id":"#),
+                ];
+                for reply in replies {
+                    if sink.send(reply).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+        Mode::Oversized => {
+            let (mut sink, mut source) = ws.split();
+            if let Some(Ok(_)) = source.next().await {
+                let _ = sink.send(Message::Text(oversized_message())).await;
+            }
+            // Keep reading (and discarding) until the harness goes away.
+            while let Some(Ok(_)) = source.next().await {}
+        }
+        Mode::Slow => {
+            let (mut sink, mut source) = ws.split();
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+            let writer = tokio::spawn(async move {
+                while let Some(text) = rx.recv().await {
+                    if sink.send(Message::text(text)).await.is_err() {
+                        return;
+                    }
+                }
+            });
+            while let Some(Ok(message)) = source.next().await {
+                let Message::Text(text) = message else {
+                    continue;
+                };
+                let Ok(request) = serde_json::from_str::<Value>(text.as_str()) else {
+                    continue;
+                };
+                if request["method"] == "ping" {
+                    let id = request["id"].clone();
+                    let tx = tx.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(Duration::from_secs(2)).await;
+                        let response = json!({ "jsonrpc": "2.0", "id": id, "result": null });
+                        let _ = tx.send(response.to_string());
+                    });
+                }
+            }
+            drop(tx);
+            let _ = writer.await;
+        }
+    }
+}
+
+fn options(url: String) -> Options {
+    Options {
+        url: Some(url),
+        timeout: Duration::from_millis(300),
+        jobs: 4,
+        selection: Selection {
+            filter: FILTER.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// The IDs the filter selects (scripted cases and always-on rows).
+fn selected_ids() -> BTreeSet<String> {
+    let selection = options(String::new()).selection;
+    let catalog = Catalog::embedded().expect("embedded suites load");
+    let mut ids: BTreeSet<String> = catalog
+        .cases
+        .iter()
+        .filter(|c| selection.includes(&c.info.id, c.info.level))
+        .map(|c| c.info.id.clone())
+        .collect();
+    ids.extend(
+        ahpspec::checks::ALWAYS_ON
+            .iter()
+            .filter(|r| selection.includes(r.id, r.level))
+            .map(|r| r.id.to_owned()),
+    );
+    ids
+}
+
+/// Certifies `url`, failing the test if the run takes longer than [`RUN_LIMIT`].
+async fn run_against(url: String) -> (Result<RunReport, HarnessError>, Duration) {
+    let (_stop, interrupt) = tokio::sync::watch::channel(false);
+    let started = Instant::now();
+    let outcome = tokio::time::timeout(
+        RUN_LIMIT,
+        certify(&options(url.clone()), &mut Quiet, interrupt),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("certify against {url} hung for more than {RUN_LIMIT:?}"));
+    (outcome, started.elapsed())
+}
+
+fn describe(report: &RunReport) -> String {
+    report
+        .cases
+        .iter()
+        .map(|c| format!("  {} [{}] {}", c.info.id, c.verdict.as_str(), c.summary))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn case<'a>(report: &'a RunReport, id: &str) -> &'a CaseResult {
+    report
+        .cases
+        .iter()
+        .find(|c| c.info.id == id)
+        .unwrap_or_else(|| panic!("no row for {id}:\n{}", describe(report)))
+}
+
+/// The finding text of a case: its summary and every finding's expected/actual.
+fn finding_text(case: &CaseResult) -> String {
+    let mut text = case.summary.clone();
+    for finding in &case.findings {
+        text.push_str(&format!(
+            "\n{} | {} | {}",
+            finding.rule, finding.expected, finding.actual
+        ));
+    }
+    text
+}
+
+/// What every hostile run must give: a complete, non-interrupted report in which no case
+/// passes and every case says why, and which can be written in all four formats.
+fn check_common(mode: &str, report: &RunReport, took: Duration) {
+    let details = describe(report);
+    assert!(took < RUN_LIMIT, "{mode}: took {took:?}\n{details}");
+    assert!(!report.interrupted, "{mode}: not interrupted\n{details}");
+    let ids: BTreeSet<String> = report.cases.iter().map(|c| c.info.id.clone()).collect();
+    assert_eq!(ids, selected_ids(), "{mode}: one row per selected case");
+    assert_eq!(ids.len(), report.cases.len(), "{mode}: no duplicate rows");
+    for case in &report.cases {
+        assert_ne!(
+            case.verdict,
+            Verdict::Pass,
+            "{mode}: {} passed against a hostile server\n{details}",
+            case.info.id
+        );
+        assert!(
+            !case.summary.trim().is_empty(),
+            "{mode}: {} has no summary",
+            case.info.id
+        );
+    }
+    assert_eq!(report.tally.total(), report.cases.len(), "{mode}: tally");
+    assert_eq!(report.tally.pass, 0, "{mode}: tally");
+    let dir = temp_dir(mode);
+    let written = report::write_all(report, &dir).expect("reports are written");
+    for path in [
+        &written.json,
+        &written.junit,
+        &written.html,
+        &written.markdown,
+    ] {
+        let meta = std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(meta.len() > 0, "{} is empty", path.display());
+    }
+    for name in [
+        report::JSON_FILE,
+        report::JUNIT_FILE,
+        report::HTML_FILE,
+        report::MARKDOWN_FILE,
+    ] {
+        assert!(dir.join(name).is_file(), "{mode}: {name} written");
+    }
+    let json: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(report::JSON_FILE)).expect("report.json reads"),
+    )
+    .expect("report.json parses");
+    assert_eq!(
+        json["cases"].as_array().map(Vec::len),
+        Some(report.cases.len())
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn temp_dir(mode: &str) -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "ahpspec-hostile-{mode}-{}-{:x}",
+        std::process::id(),
+        jiff::Timestamp::now().as_nanosecond() as u64
+    ))
+}
+
+/// Asserts that every scripted case (all rows but the always-on ones) has `verdict` and a
+/// summary containing `why`.
+fn assert_scripted(report: &RunReport, except: &[&str], verdict: Verdict, why: &str) {
+    for case in report
+        .cases
+        .iter()
+        .filter(|c| c.info.source != "builtin" && !except.contains(&c.info.id.as_str()))
+    {
+        assert_eq!(
+            case.verdict,
+            verdict,
+            "{}: {}\n{}",
+            case.info.id,
+            case.summary,
+            describe(report)
+        );
+        assert!(
+            case.summary.contains(why),
+            "{}: {:?} should mention {why:?}",
+            case.info.id,
+            case.summary
+        );
+    }
+}
+
+/// The always-on TRANSPORT-001 row when the server sent no frame at all.
+fn assert_no_frames_seen(report: &RunReport) {
+    let row = case(report, "TRANSPORT-001");
+    assert_eq!(row.verdict, Verdict::NotTestable, "{}", describe(report));
+    assert!(
+        row.summary.contains("no frames were seen"),
+        "{}",
+        row.summary
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_server() {
+    let server = hostile(Mode::Silent).await;
+    let (report, took) = run_against(server.url.clone()).await;
+    let report = report.expect("a report");
+    check_common("silent", &report, took);
+    let ping = case(&report, "TRANSPORT-010");
+    assert_eq!(ping.verdict, Verdict::Fail, "{}", describe(&report));
+    assert!(
+        finding_text(ping).contains("nothing within 300 ms"),
+        "{}",
+        finding_text(ping)
+    );
+    assert_scripted(
+        &report,
+        &["TRANSPORT-010"],
+        Verdict::NotTestable,
+        "initialize got no answer: timed out after 300ms",
+    );
+    assert_no_frames_seen(&report);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_server() {
+    let server = hostile(Mode::Garbage).await;
+    let (report, took) = run_against(server.url.clone()).await;
+    let report = report.expect("a report");
+    check_common("garbage", &report, took);
+    let row = case(&report, "TRANSPORT-001");
+    assert_eq!(row.verdict, Verdict::Fail, "{}", describe(&report));
+    let text = finding_text(row);
+    assert!(text.contains("not JSON"), "{text}");
+    assert!(text.contains("a binary frame"), "{text}");
+    assert!(text.contains("a JSON array"), "{text}");
+    let ping = case(&report, "TRANSPORT-010");
+    assert_eq!(ping.verdict, Verdict::Fail, "{}", describe(&report));
+    assert!(
+        finding_text(ping).contains("nothing within 300 ms"),
+        "{}",
+        finding_text(ping)
+    );
+    assert_scripted(
+        &report,
+        &["TRANSPORT-010"],
+        Verdict::NotTestable,
+        "initialize got no answer",
+    );
+    // The garbage is in the transcript as evidence.
+    assert!(
+        ping.transcript
+            .iter()
+            .any(|f| f.direction == "received" && f.text.starts_with("<binary 4 bytes>")),
+        "{:#?}",
+        ping.transcript
+    );
+}
+
+/// AHP sets no message-size limit (TRANSPORT-014), so a message bigger than the harness
+/// accepts is the harness's limit, not the server's fault: never a pass and never a fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_server() {
+    let server = hostile(Mode::Oversized).await;
+    let (report, took) = run_against(server.url.clone()).await;
+    let report = report.expect("a report");
+    check_common("oversized", &report, took);
+    let limit = format!("larger than {MAX_INBOUND_BYTES} bytes");
+    for row in report.cases.iter().filter(|c| c.info.source != "builtin") {
+        assert!(
+            matches!(row.verdict, Verdict::HarnessError | Verdict::NotTestable),
+            "{}: {}\n{}",
+            row.info.id,
+            row.verdict.as_str(),
+            describe(&report)
+        );
+        assert!(
+            row.summary.contains(&limit),
+            "{}: {}",
+            row.info.id,
+            row.summary
+        );
+    }
+    // A `response` step that meets the oversized message says so as a harness error.
+    assert_eq!(
+        verdict_of(&report, "TRANSPORT-010"),
+        Verdict::HarnessError,
+        "{}",
+        describe(&report)
+    );
+    assert_no_frames_seen(&report);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_server() {
+    let server = hostile(Mode::Slow).await;
+    let (report, took) = run_against(server.url.clone()).await;
+    let report = report.expect("a report");
+    check_common("slow", &report, took);
+    let ping = case(&report, "TRANSPORT-010");
+    assert_eq!(ping.verdict, Verdict::Fail, "{}", describe(&report));
+    assert!(
+        finding_text(ping).contains("nothing within 300 ms"),
+        "{}",
+        finding_text(ping)
+    );
+    assert_scripted(
+        &report,
+        &["TRANSPORT-010"],
+        Verdict::NotTestable,
+        "initialize got no answer: timed out after 300ms",
+    );
+    // The late answers (2 s) never stretch the run to wait for them.
+    assert!(took < Duration::from_secs(10), "slow run took {took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hangup_server() {
+    let server = hostile(Mode::Hangup).await;
+    let (report, took) = run_against(server.url.clone()).await;
+    let report = report.expect("a report");
+    check_common("hangup", &report, took);
+    let ping = case(&report, "TRANSPORT-010");
+    assert_eq!(ping.verdict, Verdict::Fail, "{}", describe(&report));
+    assert!(
+        finding_text(ping).contains("the connection closed"),
+        "{}",
+        finding_text(ping)
+    );
+    assert_scripted(
+        &report,
+        &["TRANSPORT-010"],
+        Verdict::NotTestable,
+        "initialize got no answer: the connection is closed",
+    );
+    assert_no_frames_seen(&report);
+}
+
+/// Nothing listens: `certify` refuses to produce a report of non-verdicts and says why, in
+/// bounded time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_connection() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds loopback");
+        listener.local_addr().expect("local address").port()
+    };
+    let url = format!("ws://127.0.0.1:{port}");
+    let (report, _took) = run_against(url.clone()).await;
+    match report {
+        Ok(report) => panic!(
+            "an unreachable server must not yield a report: {:?}",
+            report.tally
+        ),
+        Err(error) => {
+            let text = error.to_string();
+            assert!(text.contains(&format!("cannot connect to {url}")), "{text}");
+        }
+    }
+}
+
+fn verdict_of(report: &RunReport, id: &str) -> Verdict {
+    case(report, id).verdict
+}
