@@ -9,9 +9,7 @@ use serde_json::{json, Value};
 use super::conn::{Conn, Located};
 use super::profile::Profile;
 use super::vars::Vars;
-use crate::checks::compare::{catalog_matches, fold_matches, Kind};
 use crate::checks::frame::{Counts, Schemas};
-use crate::checks::Violation;
 use crate::suite::*;
 use crate::transport::{Connection, Direction, Incoming, TransportError};
 use crate::verdict::{CaseResult, Finding, Level, ReportedFrame, Verdict};
@@ -1184,129 +1182,32 @@ impl Runner<'_> {
                 .iter()
                 .map(|c| self.subst_str(c))
                 .collect::<Result<_, _>>()?,
-            None => {
-                let mut all: Vec<String> = self
-                    .conns
-                    .values()
-                    .filter(|c| !c.link.is_closed())
-                    .flat_map(|c| {
-                        c.mirror
-                            .channels()
-                            .chain(c.mirror.lost_channels())
-                            .map(str::to_owned)
-                            .collect::<Vec<_>>()
-                    })
-                    .filter(|c| c != ROOT)
-                    .collect();
-                all.sort();
-                all.dedup();
-                all
-            }
+            None => super::checkpoint::mirrored_channels(self.conns.values()),
         };
-        let mut observer = Connection::connect(&self.ctx.url, self.ctx.timeout)
-            .await
-            .map_err(|e| Stop::Harness(format!("checkpoint observer: {e}")))?;
+        let conns: Vec<&Conn> = self.conns.values().collect();
         let client_id = format!("ahpspec-{}-observer", self.ctx.token);
-        let init = observer
-            .request(
-                "initialize",
-                json!({ "channel": ROOT, "protocolVersions": ["1.0.0"], "clientId": client_id }),
-                self.ctx.timeout,
-            )
-            .await
-            .map_err(|e| Stop::Harness(format!("checkpoint observer: {e}")))?;
-        if init.get("result").is_none() {
-            return Err(Stop::Harness(format!(
-                "checkpoint observer could not initialize: {init}"
-            )));
-        }
-        let mut fresh: Vec<(String, Value, u64)> = Vec::new();
-        let mut channels = channels;
-        let mut index = 0;
-        while index < channels.len() {
-            let channel = channels[index].clone();
-            index += 1;
-            let response = observer
-                .request(
-                    "subscribe",
-                    json!({ "channel": channel.as_str() }),
-                    self.ctx.timeout,
-                )
-                .await
-                .map_err(|e| Stop::Harness(format!("checkpoint subscribe {channel}: {e}")))?;
-            if let (Some(state), Some(from)) = (
-                response.pointer("/result/snapshot/state"),
-                response
-                    .pointer("/result/snapshot/fromSeq")
-                    .and_then(Value::as_u64),
-            ) {
-                if Kind::of(&channel) == Some(Kind::Session) {
-                    for chat in state["chats"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|c| c["resource"].as_str())
-                    {
-                        if !channels.iter().any(|c| c == chat) {
-                            channels.push(chat.to_owned());
-                        }
-                    }
-                }
-                fresh.push((channel.clone(), state.clone(), from));
-            }
-        }
-        observer.close().await;
-        let mut violations: Vec<(String, Violation)> = Vec::new();
-        for (channel, state, from) in &fresh {
-            let Some(kind) = Kind::of(channel) else {
-                continue;
-            };
-            for conn in self.conns.values().filter(|c| !c.link.is_closed()) {
-                let (Some(folded), Some(seq)) =
-                    (conn.mirror.state(channel), conn.mirror.seq(channel))
-                else {
-                    continue;
-                };
-                if seq > *from {
-                    // The mirror is ahead of the snapshot (the channel moved meanwhile).
-                    continue;
-                }
-                *self.counts.entry("INV-FOLD-1").or_insert(0) += 1;
-                if let Some(violation) = fold_matches(channel, kind, &folded, state) {
-                    violations.push((conn.name.clone(), violation));
-                }
-            }
-        }
-        for (channel, state, _) in fresh
-            .iter()
-            .filter(|(c, _, _)| Kind::of(c) == Some(Kind::Session))
-        {
-            let chats: Vec<(String, Value)> = fresh
-                .iter()
-                .filter(|(c, _, _)| {
-                    state["chats"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .any(|k| k["resource"] == c.as_str())
-                })
-                .map(|(c, s, _)| (c.clone(), s.clone()))
-                .collect();
-            *self.counts.entry("CHAT-003").or_insert(0) += chats.len();
-            for violation in catalog_matches(state, &chats) {
-                violations.push((channel.clone(), violation));
-            }
-        }
-        for (conn_name, violation) in violations {
+        let checked = super::checkpoint::compare(
+            &conns,
+            channels,
+            &self.ctx.url,
+            self.ctx.timeout,
+            &client_id,
+        )
+        .await
+        .map_err(Stop::Harness)?;
+        *self.counts.entry("INV-FOLD-1").or_insert(0) += checked.folds;
+        *self.counts.entry("CHAT-003").or_insert(0) += checked.catalog_entries;
+        *self.counts.entry("STATUS-003").or_insert(0) += checked.chat_states;
+        for (name, violation) in checked.violations {
             let context = self
                 .conns
-                .get(&conn_name)
+                .get(&name)
                 .map(|c| context_frames(c, c.link.transcript().frames.len()))
                 .unwrap_or_default();
             self.always_on.push((
                 Located {
                     violation,
-                    conn: conn_name,
+                    conn: name,
                     frame: 0,
                 },
                 context,

@@ -4,7 +4,8 @@
 
 pub mod baseline;
 mod case;
-mod conn;
+pub mod checkpoint;
+pub mod conn;
 pub mod profile;
 pub mod vars;
 

@@ -1,0 +1,149 @@
+//! Checkpoints: a fresh snapshot of every mirrored channel, taken on a separate observer
+//! connection, compared with each connection's reducer mirror (INV-FOLD-1), each session's
+//! chat catalog compared with its chats (CHAT-003), and the snapshot invariants run on the
+//! fresh chat states. Shared by the case runner and the fuzzer.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::conn::Conn;
+use crate::checks::compare::{catalog_matches, fold_matches, Kind};
+use crate::checks::invariants;
+use crate::checks::Violation;
+use crate::transport::Connection;
+
+const ROOT: &str = "ahp-root://";
+
+/// What a checkpoint found and how much it compared.
+#[derive(Debug, Default)]
+pub struct Checked {
+    /// (connection or channel the finding belongs to, violation)
+    pub violations: Vec<(String, Violation)>,
+    pub folds: usize,
+    pub catalog_entries: usize,
+    pub chat_states: usize,
+}
+
+/// Every channel the open connections mirror (or lost track of), root excluded.
+pub fn mirrored_channels<'a>(conns: impl Iterator<Item = &'a Conn>) -> Vec<String> {
+    let mut all: Vec<String> = conns
+        .filter(|c| !c.link.is_closed())
+        .flat_map(|c| {
+            c.mirror
+                .channels()
+                .chain(c.mirror.lost_channels())
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .filter(|c| c != ROOT)
+        .collect();
+    all.sort();
+    all.dedup();
+    all
+}
+
+/// Takes fresh snapshots of `channels` (and of the chats of every session among them) and
+/// compares them with the mirrors of `conns`.
+pub async fn compare(
+    conns: &[&Conn],
+    channels: Vec<String>,
+    url: &str,
+    timeout: Duration,
+    client_id: &str,
+) -> Result<Checked, String> {
+    let mut observer = Connection::connect(url, timeout)
+        .await
+        .map_err(|e| format!("checkpoint observer: {e}"))?;
+    let init = observer
+        .request(
+            "initialize",
+            json!({ "channel": ROOT, "protocolVersions": ["1.0.0"], "clientId": client_id }),
+            timeout,
+        )
+        .await
+        .map_err(|e| format!("checkpoint observer: {e}"))?;
+    if init.get("result").is_none() {
+        return Err(format!("checkpoint observer could not initialize: {init}"));
+    }
+    let mut fresh: Vec<(String, Value, u64)> = Vec::new();
+    let mut channels = channels;
+    let mut index = 0;
+    while index < channels.len() {
+        let channel = channels[index].clone();
+        index += 1;
+        let response = observer
+            .request("subscribe", json!({ "channel": channel.as_str() }), timeout)
+            .await
+            .map_err(|e| format!("checkpoint subscribe {channel}: {e}"))?;
+        let (Some(state), Some(from)) = (
+            response.pointer("/result/snapshot/state"),
+            response
+                .pointer("/result/snapshot/fromSeq")
+                .and_then(Value::as_u64),
+        ) else {
+            continue;
+        };
+        if Kind::of(&channel) == Some(Kind::Session) {
+            for chat in state["chats"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c["resource"].as_str())
+            {
+                if !channels.iter().any(|c| c == chat) {
+                    channels.push(chat.to_owned());
+                }
+            }
+        }
+        fresh.push((channel, state.clone(), from));
+    }
+    observer.close().await;
+    let mut checked = Checked::default();
+    for (channel, state, from) in &fresh {
+        let Some(kind) = Kind::of(channel) else {
+            continue;
+        };
+        if kind == Kind::Chat {
+            checked.chat_states += 1;
+            for violation in invariants::chat_state(state) {
+                checked.violations.push((channel.clone(), violation));
+            }
+        }
+        for conn in conns.iter().filter(|c| !c.link.is_closed()) {
+            let (Some(folded), Some(seq)) = (conn.mirror.state(channel), conn.mirror.seq(channel))
+            else {
+                continue;
+            };
+            if seq > *from {
+                // The mirror is ahead of the snapshot (the channel moved meanwhile).
+                continue;
+            }
+            checked.folds += 1;
+            if let Some(violation) = fold_matches(channel, kind, &folded, state) {
+                checked.violations.push((conn.name.clone(), violation));
+            }
+        }
+    }
+    for (channel, state, _) in fresh
+        .iter()
+        .filter(|(c, _, _)| Kind::of(c) == Some(Kind::Session))
+    {
+        let chats: Vec<(String, Value)> = fresh
+            .iter()
+            .filter(|(c, _, _)| {
+                state["chats"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|k| k["resource"] == c.as_str())
+            })
+            .map(|(c, s, _)| (c.clone(), s.clone()))
+            .collect();
+        checked.catalog_entries += chats.len();
+        for violation in catalog_matches(state, &chats) {
+            checked.violations.push((channel.clone(), violation));
+        }
+    }
+    Ok(checked)
+}
