@@ -8,6 +8,7 @@
 pub mod certify;
 pub mod checks;
 pub mod engine;
+pub mod fuzz;
 pub mod host;
 pub mod report;
 pub mod schema;

@@ -1,0 +1,374 @@
+//! Runs one operation sequence against a server: several clients on one session and its
+//! default chat; after every step the always-on checks of the runner, the expected
+//! acceptance or rejection, and at checkpoints every mirror against fresh snapshots.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::model::{plan, Channel, Expect, Planned};
+use super::ops::Op;
+use crate::checks::frame::Schemas;
+use crate::engine::checkpoint;
+use crate::engine::conn::Conn;
+use crate::engine::profile::Profile;
+use crate::host::{self, Fault, HostConfig};
+use crate::transport::{Connection, Direction, Incoming};
+use crate::verdict::ReportedFrame;
+
+const ROOT: &str = "ahp-root://";
+
+/// Where the sequence runs.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Server URL; `None`: a fresh built-in host per execution (so every run starts clean).
+    pub url: Option<String>,
+    pub fault: Option<Fault>,
+}
+
+/// How a sequence runs.
+#[derive(Debug, Clone)]
+pub struct ExecConfig {
+    pub timeout: Duration,
+    /// Quiet time after which the clients count as caught up.
+    pub settle: Duration,
+    pub clients: usize,
+    pub profile: Profile,
+    pub schemas: Schemas,
+    /// Operations between automatic checkpoints.
+    pub checkpoint_every: usize,
+}
+
+/// A rule the server broke, at the operation that revealed it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Failure {
+    pub rule: String,
+    pub expected: String,
+    pub actual: String,
+    /// Index of the operation after which it was found (`None`: during set-up or at the end).
+    pub op_index: Option<usize>,
+}
+
+/// One dispatch that was made, for traces and regression cases.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Performed {
+    pub op_index: usize,
+    pub client: usize,
+    pub planned: Planned,
+}
+
+/// The outcome of one execution.
+#[derive(Debug, Clone, Default)]
+pub struct Execution {
+    pub failure: Option<Failure>,
+    /// Operations that became a dispatch (others did not apply in the observed state).
+    pub dispatches: usize,
+    pub performed: Vec<Performed>,
+    pub frames: Vec<ReportedFrame>,
+}
+
+/// The harness itself could not run the sequence.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error("cannot start the built-in host: {0}")]
+    Host(std::io::Error),
+    #[error("{0}")]
+    Setup(String),
+}
+
+struct Run<'a> {
+    cfg: &'a ExecConfig,
+    url: String,
+    token: String,
+    conns: Vec<Conn>,
+    session: String,
+    chat: String,
+    next_turn: usize,
+    exec: Execution,
+}
+
+/// Runs `ops` once.
+pub async fn execute(ops: &[Op], target: &Target, cfg: &ExecConfig) -> Result<Execution, ExecError> {
+    let builtin = match &target.url {
+        Some(_) => None,
+        None => Some(host::spawn(HostConfig::with_fault(target.fault)).await.map_err(ExecError::Host)?),
+    };
+    let url = match (&target.url, &builtin) {
+        (Some(url), _) => url.clone(),
+        (None, Some(host)) => host.url().to_owned(),
+        (None, None) => return Err(ExecError::Setup("no target".into())),
+    };
+    let token = format!("fz{:x}", jiff::Timestamp::now().as_nanosecond() as u64 & 0xffff_ffff);
+    let mut run = Run { cfg, url, token, conns: Vec::new(), session: String::new(), chat: String::new(), next_turn: 0, exec: Execution::default() };
+    let outcome = run.go(ops).await;
+    for conn in &mut run.conns {
+        conn.link.close().await;
+    }
+    run.exec.frames = run
+        .conns
+        .iter()
+        .flat_map(|conn| {
+            conn.link.transcript().frames.iter().map(|f| ReportedFrame {
+                conn: conn.name.clone(),
+                direction: match f.direction {
+                    Direction::Sent => "sent".into(),
+                    Direction::Received => "received".into(),
+                },
+                at_ms: f.at_ms,
+                text: f.text.clone(),
+            })
+        })
+        .collect();
+    run.exec.frames.sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
+    if let Some(host) = builtin {
+        host.shutdown().await;
+    }
+    outcome?;
+    Ok(run.exec)
+}
+
+impl Run<'_> {
+    async fn go(&mut self, ops: &[Op]) -> Result<(), ExecError> {
+        self.setup().await?;
+        for (index, op) in ops.iter().enumerate() {
+            if let Some(failure) = self.step(index, op).await {
+                self.exec.failure = Some(failure);
+                return Ok(());
+            }
+            if (index + 1) % self.cfg.checkpoint_every.max(1) == 0 {
+                if let Some(failure) = self.checkpoint(Some(index)).await {
+                    self.exec.failure = Some(failure);
+                    return Ok(());
+                }
+            }
+        }
+        self.exec.failure = self.checkpoint(None).await;
+        if self.exec.failure.is_none() {
+            self.exec.failure = self.alive().await;
+        }
+        Ok(())
+    }
+
+    async fn connect(&self, index: usize) -> Result<Conn, ExecError> {
+        let link = Connection::connect(&self.url, self.cfg.timeout).await.map_err(|e| ExecError::Setup(e.to_string()))?;
+        Ok(Conn::new(&format!("c{}", index + 1), &format!("ahpspec-{}-c{}", self.token, index + 1), link))
+    }
+
+    async fn setup(&mut self) -> Result<(), ExecError> {
+        for index in 0..self.cfg.clients.max(1) {
+            let mut conn = self.connect(index).await?;
+            let init = conn
+                .link
+                .request(
+                    "initialize",
+                    json!({ "channel": ROOT, "protocolVersions": ["1.0.0"], "clientId": conn.client_id }),
+                    self.cfg.timeout,
+                )
+                .await
+                .map_err(|e| ExecError::Setup(format!("initialize: {e}")))?;
+            if init.get("result").is_none() {
+                return Err(ExecError::Setup(format!("initialize failed: {init}")));
+            }
+            self.conns.push(conn);
+        }
+        self.session = format!("ahp-session:/{}", self.token);
+        let mut params = json!({ "channel": self.session });
+        if let Some(provider) = &self.cfg.profile.provider {
+            params["provider"] = json!(provider);
+        }
+        let timeout = self.cfg.timeout;
+        let created = self.conns[0].link.request("createSession", params, timeout).await.map_err(|e| ExecError::Setup(e.to_string()))?;
+        if created.get("error").is_some() {
+            return Err(ExecError::Setup(format!("createSession failed: {created}")));
+        }
+        let deadline = Instant::now() + timeout;
+        let state = loop {
+            let state = self.subscribe(0, &self.session.clone()).await?;
+            if state["lifecycle"] == "ready" || Instant::now() > deadline {
+                break state;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        if state["lifecycle"] != "ready" {
+            return Err(ExecError::Setup(format!("the session did not become ready: {}", state["lifecycle"])));
+        }
+        self.chat = state["defaultChat"].as_str().unwrap_or_default().to_owned();
+        for index in 0..self.conns.len() {
+            let (session, chat) = (self.session.clone(), self.chat.clone());
+            self.subscribe(index, &session).await?;
+            self.subscribe(index, &chat).await?;
+        }
+        self.settle().await;
+        Ok(())
+    }
+
+    async fn subscribe(&mut self, index: usize, channel: &str) -> Result<Value, ExecError> {
+        let timeout = self.cfg.timeout;
+        let response = self.conns[index]
+            .link
+            .request("subscribe", json!({ "channel": channel, "delivery": { "maxLatencyMs": 0 } }), timeout)
+            .await
+            .map_err(|e| ExecError::Setup(format!("subscribe {channel}: {e}")))?;
+        Ok(response.pointer("/result/snapshot/state").cloned().unwrap_or(Value::Null))
+    }
+
+    /// Reads until no client has received anything for the settle time.
+    async fn settle(&mut self) {
+        loop {
+            let before: usize = self.conns.iter().map(|c| c.link.transcript().frames.len()).sum();
+            for conn in &mut self.conns {
+                if !conn.link.is_closed() {
+                    conn.link.drain(self.cfg.settle).await;
+                }
+            }
+            let after: usize = self.conns.iter().map(|c| c.link.transcript().frames.len()).sum();
+            if after == before {
+                return;
+            }
+        }
+    }
+
+    /// Runs the always-on checks over everything received; the first violation fails.
+    fn checks(&mut self, index: Option<usize>) -> Option<Failure> {
+        let schemas = self.cfg.schemas.clone();
+        let mut found = None;
+        for conn in &mut self.conns {
+            for located in conn.process(&schemas) {
+                if found.is_none() {
+                    found = Some(Failure {
+                        rule: located.violation.rule.to_owned(),
+                        expected: located.violation.expected,
+                        actual: format!("{} (on {})", located.violation.actual, located.conn),
+                        op_index: index,
+                    });
+                }
+            }
+            conn.link.take_backlog();
+        }
+        found
+    }
+
+    async fn step(&mut self, index: usize, op: &Op) -> Option<Failure> {
+        let client = op.client() % self.conns.len();
+        match op {
+            Op::Checkpoint => return self.checkpoint(Some(index)).await,
+            Op::Reconnect { .. } => return self.reconnect(index, client).await,
+            _ => {}
+        }
+        let chat = self.conns[0].mirror.state(&self.chat).unwrap_or(Value::Null);
+        self.next_turn += 1;
+        let fresh = format!("fz-{}", self.next_turn);
+        let now = format!("{:.3}", jiff::Timestamp::now());
+        let client_id = self.conns[client].client_id.clone();
+        let planned = plan(op, &chat, &client_id, &fresh, &now, &self.cfg.profile)?;
+        let channel = match planned.channel {
+            Channel::Session => self.session.clone(),
+            Channel::Chat => self.chat.clone(),
+        };
+        self.exec.dispatches += 1;
+        self.exec.performed.push(Performed { op_index: index, client, planned: planned.clone() });
+        let conn = &mut self.conns[client];
+        conn.client_seq += 1;
+        let seq = conn.client_seq;
+        conn.dispatched.insert(seq, planned.action.clone());
+        let sent = conn
+            .link
+            .send_notification("dispatchAction", json!({ "channel": channel, "clientSeq": seq, "action": planned.action }))
+            .await;
+        if let Err(error) = sent {
+            return Some(Failure { rule: "FUZZ-001".into(), expected: "the connection stays open".into(), actual: error.to_string(), op_index: Some(index) });
+        }
+        let wait = if planned.expect == Expect::RejectOrIgnore { self.cfg.timeout.min(Duration::from_millis(200)) } else { self.cfg.timeout };
+        let action = planned.action.clone();
+        let echo = conn
+            .link
+            .wait_for(wait, |item| {
+                matches!(item, Incoming::Message(m) if m["method"] == "action"
+                    && m["params"]["origin"]["clientId"] == client_id.as_str()
+                    && crate::engine::conn::json_equal(&m["params"]["action"], &action))
+            })
+            .await;
+        let rejected = match &echo {
+            Ok(Incoming::Message(m)) => Some(m["params"].get("rejectionReason").is_some_and(|r| !r.is_null())),
+            _ => None,
+        };
+        let kind = planned.action["type"].as_str().unwrap_or("?").to_owned();
+        let failure = match (planned.expect, rejected) {
+            (Expect::Accept, Some(false)) | (Expect::Reject, Some(true)) | (Expect::Either, Some(_)) => None,
+            (Expect::RejectOrIgnore, Some(true) | None) => None,
+            (Expect::Accept, Some(true)) => Some(("accepted".to_owned(), format!("{kind} rejected"))),
+            (Expect::Reject | Expect::RejectOrIgnore, Some(false)) => Some(("rejected".to_owned(), format!("{kind} accepted"))),
+            (_, None) => Some((format!("an echo of {kind}"), format!("nothing within {} ms", wait.as_millis()))),
+        };
+        if let Some((expected, actual)) = failure {
+            return Some(Failure { rule: planned.rule.clone(), expected: format!("{kind} {expected}"), actual, op_index: Some(index) });
+        }
+        self.settle().await;
+        self.checks(Some(index))
+    }
+
+    async fn reconnect(&mut self, index: usize, client: usize) -> Option<Failure> {
+        let fresh = match self.connect(client).await {
+            Ok(conn) => conn,
+            Err(error) => {
+                return Some(Failure { rule: "FUZZ-001".into(), expected: "a new connection for reconnect".into(), actual: error.to_string(), op_index: Some(index) })
+            }
+        };
+        let mut old = std::mem::replace(&mut self.conns[client], fresh);
+        old.link.close().await;
+        let _ = old.process(&self.cfg.schemas);
+        let conn = &mut self.conns[client];
+        conn.client_id = old.client_id.clone();
+        conn.mirror = old.mirror.clone();
+        conn.dispatched = old.dispatched.clone();
+        conn.client_seq = old.client_seq;
+        let params = json!({ "channel": ROOT, "clientId": old.client_id, "lastSeenServerSeq": old.checker.highest_seq(),
+                             "subscriptions": [self.session, self.chat] });
+        let timeout = self.cfg.timeout;
+        let answer = conn.link.request("reconnect", params, timeout).await;
+        match answer {
+            Ok(response) if response.get("result").is_some() => {}
+            Ok(response) => {
+                return Some(Failure { rule: "RECONNECT-001".into(), expected: "a reconnect result".into(), actual: response.to_string(), op_index: Some(index) })
+            }
+            Err(error) => {
+                return Some(Failure { rule: "RECONNECT-001".into(), expected: "a reconnect result".into(), actual: error.to_string(), op_index: Some(index) })
+            }
+        }
+        self.settle().await;
+        self.checks(Some(index))
+    }
+
+    async fn checkpoint(&mut self, index: Option<usize>) -> Option<Failure> {
+        self.settle().await;
+        if let Some(failure) = self.checks(index) {
+            return Some(failure);
+        }
+        let conns: Vec<&Conn> = self.conns.iter().collect();
+        let client_id = format!("ahpspec-{}-observer", self.token);
+        let channels = vec![self.session.clone(), self.chat.clone()];
+        match checkpoint::compare(&conns, channels, &self.url, self.cfg.timeout, &client_id).await {
+            Ok(checked) => checked.violations.into_iter().next().map(|(on, violation)| Failure {
+                rule: violation.rule.to_owned(),
+                expected: violation.expected,
+                actual: format!("{} (on {on})", violation.actual),
+                op_index: index,
+            }),
+            Err(error) => Some(Failure { rule: "FUZZ-001".into(), expected: "fresh snapshots at a checkpoint".into(), actual: error, op_index: index }),
+        }
+    }
+
+    /// Every client still gets an answer to ping (the server did not die or hang).
+    async fn alive(&mut self) -> Option<Failure> {
+        for conn in &mut self.conns {
+            let pong = conn.link.request("ping", json!({ "channel": ROOT }), self.cfg.timeout).await;
+            if !matches!(&pong, Ok(response) if response.get("result").is_some()) {
+                return Some(Failure { rule: "FUZZ-001".into(), expected: format!("ping answered on {}", conn.name), actual: format!("{pong:?}"), op_index: None });
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,144 @@
+//! What a client may do next, as small data (so sequences shrink well), and the strategy
+//! that generates sequences of it. Operations name their targets indirectly ("the pending
+//! tool call", "queued message 2"); the executor resolves them against the state the clients
+//! observed, so a shorter sequence stays meaningful while shrinking.
+
+use proptest::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// Agent behaviours the fuzzer starts turns with (target-profile keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Behaviour {
+    Echo,
+    Stream,
+    Long,
+    ToolAsk,
+    ToolResultConfirm,
+    ToolClient,
+    Input,
+    Error,
+    ErrorResumable,
+}
+
+impl Behaviour {
+    /// The target-profile key.
+    pub fn key(self) -> &'static str {
+        match self {
+            Behaviour::Echo => "echo",
+            Behaviour::Stream => "stream",
+            Behaviour::Long => "long",
+            Behaviour::ToolAsk => "tool-ask",
+            Behaviour::ToolResultConfirm => "tool-result-confirm",
+            Behaviour::ToolClient => "tool-client",
+            Behaviour::Input => "input",
+            Behaviour::Error => "error",
+            Behaviour::ErrorResumable => "error-resumable",
+        }
+    }
+}
+
+/// Which pending-message slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PendingKind {
+    Steering,
+    Queued,
+}
+
+/// One client operation. `client` picks one of the fuzzer's connections (modulo their
+/// number); `stale` makes the operation name something that does not exist (its correct
+/// answer is a rejection).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "camelCase")]
+pub enum Op {
+    StartTurn { client: u8, behaviour: Behaviour },
+    Cancel { client: u8, stale: bool },
+    Confirm { client: u8, approve: bool, stale: bool },
+    ConfirmResult { client: u8, approve: bool },
+    CompleteClientTool { client: u8 },
+    Answer { client: u8, valid: bool },
+    CompleteInput { client: u8, accept: bool },
+    SetPending { client: u8, kind: PendingKind, id: u8 },
+    RemovePending { client: u8, kind: PendingKind, id: u8 },
+    Reorder { client: u8 },
+    Draft { client: u8 },
+    Rename { client: u8 },
+    Truncate { client: u8, keep_first: bool },
+    Resume { client: u8 },
+    ServerOnly { client: u8 },
+    Reconnect { client: u8 },
+    Checkpoint,
+}
+
+impl Op {
+    /// The client the operation runs on (modulo the number of clients).
+    pub fn client(&self) -> usize {
+        match self {
+            Op::StartTurn { client, .. }
+            | Op::Cancel { client, .. }
+            | Op::Confirm { client, .. }
+            | Op::ConfirmResult { client, .. }
+            | Op::CompleteClientTool { client }
+            | Op::Answer { client, .. }
+            | Op::CompleteInput { client, .. }
+            | Op::SetPending { client, .. }
+            | Op::RemovePending { client, .. }
+            | Op::Reorder { client }
+            | Op::Draft { client }
+            | Op::Rename { client }
+            | Op::Truncate { client, .. }
+            | Op::Resume { client }
+            | Op::ServerOnly { client }
+            | Op::Reconnect { client } => usize::from(*client),
+            Op::Checkpoint => 0,
+        }
+    }
+}
+
+fn behaviour() -> impl Strategy<Value = Behaviour> {
+    prop_oneof![
+        3 => Just(Behaviour::Long),
+        2 => Just(Behaviour::ToolAsk),
+        2 => Just(Behaviour::Input),
+        1 => Just(Behaviour::Echo),
+        1 => Just(Behaviour::Stream),
+        1 => Just(Behaviour::ToolResultConfirm),
+        1 => Just(Behaviour::ToolClient),
+        1 => Just(Behaviour::Error),
+        1 => Just(Behaviour::ErrorResumable),
+    ]
+}
+
+fn kind() -> impl Strategy<Value = PendingKind> {
+    prop_oneof![Just(PendingKind::Queued), Just(PendingKind::Steering)]
+}
+
+/// One operation, weighted towards the ones that move state.
+pub fn op() -> impl Strategy<Value = Op> {
+    let client = 0u8..3;
+    prop_oneof![
+        6 => (client.clone(), behaviour()).prop_map(|(client, behaviour)| Op::StartTurn { client, behaviour }),
+        3 => (client.clone(), any::<bool>()).prop_map(|(client, stale)| Op::Cancel { client, stale }),
+        3 => (client.clone(), any::<bool>(), prop::bool::weighted(0.2)).prop_map(|(client, approve, stale)| Op::Confirm { client, approve, stale }),
+        2 => (client.clone(), any::<bool>()).prop_map(|(client, approve)| Op::ConfirmResult { client, approve }),
+        2 => client.clone().prop_map(|client| Op::CompleteClientTool { client }),
+        2 => (client.clone(), prop::bool::weighted(0.8)).prop_map(|(client, valid)| Op::Answer { client, valid }),
+        2 => (client.clone(), any::<bool>()).prop_map(|(client, accept)| Op::CompleteInput { client, accept }),
+        4 => (client.clone(), kind(), 0u8..4).prop_map(|(client, kind, id)| Op::SetPending { client, kind, id }),
+        2 => (client.clone(), kind(), 0u8..4).prop_map(|(client, kind, id)| Op::RemovePending { client, kind, id }),
+        1 => client.clone().prop_map(|client| Op::Reorder { client }),
+        1 => client.clone().prop_map(|client| Op::Draft { client }),
+        2 => client.clone().prop_map(|client| Op::Rename { client }),
+        1 => (client.clone(), any::<bool>()).prop_map(|(client, keep_first)| Op::Truncate { client, keep_first }),
+        1 => client.clone().prop_map(|client| Op::Resume { client }),
+        1 => client.clone().prop_map(|client| Op::ServerOnly { client }),
+        1 => client.clone().prop_map(|client| Op::Reconnect { client }),
+        1 => Just(Op::Checkpoint),
+    ]
+}
+
+/// A sequence of 1..=`max` operations.
+pub fn sequence(max: usize) -> impl Strategy<Value = Vec<Op>> {
+    prop::collection::vec(op(), 1..=max.max(1))
+}
