@@ -36,15 +36,111 @@ fn options(fault: Option<Fault>, seed: u64, duration: Duration) -> FuzzOptions {
 #[tokio::test]
 async fn the_correct_host_survives_a_long_run() {
     let (_stop, interrupt) = tokio::sync::watch::channel(false);
-    let outcome = fuzz(&options(None, 7, Duration::from_secs(8)), interrupt).await.expect("fuzzer runs");
+    let outcome = fuzz(&options(None, 7, Duration::from_secs(8)), interrupt)
+        .await
+        .expect("fuzzer runs");
     if let Some(found) = &outcome.found {
         panic!(
             "false positive: {:?}\nops: {:?}\nframes:\n{}",
             found.failure,
             found.ops,
-            found.execution.frames.iter().rev().take(12).rev().map(|f| format!("  {} {} {}", f.conn, f.direction, f.text)).collect::<Vec<_>>().join("\n")
+            found
+                .execution
+                .frames
+                .iter()
+                .rev()
+                .take(12)
+                .rev()
+                .map(|f| format!("  {} {} {}", f.conn, f.direction, f.text))
+                .collect::<Vec<_>>()
+                .join("\n")
         );
     }
-    assert!(outcome.cases > 5 && outcome.dispatches > 50, "too little fuzzing: {outcome:?}");
-    println!("{} sequences, {} dispatches in {:?}", outcome.cases, outcome.dispatches, outcome.elapsed);
+    assert!(
+        outcome.cases > 5 && outcome.dispatches > 50,
+        "too little fuzzing: {outcome:?}"
+    );
+    println!(
+        "{} sequences, {} dispatches in {:?}",
+        outcome.cases, outcome.dispatches, outcome.elapsed
+    );
+}
+
+/// Fuzzes the host with `fault` (seed 1, at most 20 s, shrinking capped at 10 s) and checks
+/// the failure is one of `rules`, the sequence shrank, and the saved trace replays to it.
+async fn finds(fault: Fault, rules: &[&str]) {
+    let (_stop, interrupt) = tokio::sync::watch::channel(false);
+    let mut opts = options(Some(fault), 1, Duration::from_secs(20));
+    opts.shrink_time = Duration::from_secs(10);
+    let outcome = fuzz(&opts, interrupt).await.expect("fuzzer runs");
+    let found = outcome
+        .found
+        .unwrap_or_else(|| panic!("fault {fault} not found in {} sequences", outcome.cases));
+    assert!(
+        rules.contains(&found.failure.rule.as_str()),
+        "fault {fault}: found {:?}",
+        found.failure
+    );
+    assert!(
+        found.ops.len() <= found.original_len,
+        "shrinking never grows a sequence"
+    );
+    let dir = std::env::temp_dir().join(format!("ahpspec-fuzz-{}-{}", std::process::id(), fault));
+    let path = Trace::new(&found, "builtin", Some(fault.name().to_owned()))
+        .save(&dir)
+        .expect("trace saved");
+    let trace = Trace::load(&path).expect("trace loads");
+    assert_eq!(trace.ops, found.ops);
+    let (again, _) = reproduce(&trace.ops, &trace.failure, &opts.target, &opts.exec)
+        .await
+        .expect("replay runs");
+    assert!(
+        again.is_some(),
+        "fault {fault}: the trace did not replay to {:?}",
+        trace.failure
+    );
+    let case = trace.to_case();
+    let parsed =
+        ahpspec::suite::parse_suite("regression.toml", &format!("page = \"fuzz\"\n{case}"));
+    assert!(
+        parsed.is_ok(),
+        "the regression case parses: {parsed:?}\n{case}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+macro_rules! fuzz_finds {
+    ($($name:ident => $fault:ident [$($rule:literal),+],)*) => {
+        $(
+            #[tokio::test]
+            async fn $name() {
+                finds(Fault::$fault, &[$($rule),+]).await;
+            }
+        )*
+    };
+}
+
+fuzz_finds! {
+    finds_snapshot_missing_field => SnapshotMissingField ["INV-SCHEMA-1"],
+    finds_no_broadcast => NoBroadcast ["DISPATCH-002", "INV-FOLD-1"],
+    finds_repeat_server_seq => RepeatServerSeq ["ENV-003"],
+    finds_host_action_origin => HostActionOrigin ["ENV-005"],
+    finds_wrong_client_seq => WrongClientSeq ["DISPATCH-001"],
+    finds_server_only_accepted => ServerOnlyAccepted ["DISPATCH-006"],
+    finds_replay_wrong_range => ReplayWrongRange ["RECONNECT-002", "INV-FOLD-1"],
+    finds_cancel_idle_accepted => CancelIdleAccepted ["CHAT-VALIDATE-003"],
+    finds_confirm_not_pending => ConfirmNotPending ["CHAT-VALIDATE-002"],
+    finds_remove_missing_pending => RemoveMissingPending ["CHAT-VALIDATE-009"],
+    finds_summary_drift => SummaryDrift ["CHAT-003"],
+    finds_in_progress_stuck => InProgressStuck ["STATUS-003", "INV-FOLD-1"],
+    finds_truncate_keeps_active => TruncateKeepsActive ["TURN-012", "TURN-001", "INV-FOLD-1", "STATUS-003"],
+    finds_delta_before_part => DeltaBeforePart ["TURN-003"],
+    finds_error_as_response_part => ErrorAsResponsePart ["TURN-005"],
+    finds_binary_frame => BinaryFrame ["TRANSPORT-001"],
+    finds_notification_without_channel => NotificationWithoutChannel ["TRANSPORT-011"],
+    finds_action_on_wrong_channel => ActionOnWrongChannel ["ENV-004"],
+    finds_snapshot_seq_ahead => SnapshotSeqAhead ["SUB-002"],
+    finds_usage_wrong_turn => UsageWrongTurn ["TURN-004"],
+    finds_legacy_uri => LegacyUri ["SUB-012"],
+    finds_summary_status_bits => SummaryStatusBits ["STATUS-001"],
 }

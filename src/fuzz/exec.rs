@@ -91,18 +91,38 @@ struct Run<'a> {
 }
 
 /// Runs `ops` once.
-pub async fn execute(ops: &[Op], target: &Target, cfg: &ExecConfig) -> Result<Execution, ExecError> {
+pub async fn execute(
+    ops: &[Op],
+    target: &Target,
+    cfg: &ExecConfig,
+) -> Result<Execution, ExecError> {
     let builtin = match &target.url {
         Some(_) => None,
-        None => Some(host::spawn(HostConfig::with_fault(target.fault)).await.map_err(ExecError::Host)?),
+        None => Some(
+            host::spawn(HostConfig::with_fault(target.fault))
+                .await
+                .map_err(ExecError::Host)?,
+        ),
     };
     let url = match (&target.url, &builtin) {
         (Some(url), _) => url.clone(),
         (None, Some(host)) => host.url().to_owned(),
         (None, None) => return Err(ExecError::Setup("no target".into())),
     };
-    let token = format!("fz{:x}", jiff::Timestamp::now().as_nanosecond() as u64 & 0xffff_ffff);
-    let mut run = Run { cfg, url, token, conns: Vec::new(), session: String::new(), chat: String::new(), next_turn: 0, exec: Execution::default() };
+    let token = format!(
+        "fz{:x}",
+        jiff::Timestamp::now().as_nanosecond() as u64 & 0xffff_ffff
+    );
+    let mut run = Run {
+        cfg,
+        url,
+        token,
+        conns: Vec::new(),
+        session: String::new(),
+        chat: String::new(),
+        next_turn: 0,
+        exec: Execution::default(),
+    };
     let outcome = run.go(ops).await;
     for conn in &mut run.conns {
         conn.link.close().await;
@@ -153,8 +173,14 @@ impl Run<'_> {
     }
 
     async fn connect(&self, index: usize) -> Result<Conn, ExecError> {
-        let link = Connection::connect(&self.url, self.cfg.timeout).await.map_err(|e| ExecError::Setup(e.to_string()))?;
-        Ok(Conn::new(&format!("c{}", index + 1), &format!("ahpspec-{}-c{}", self.token, index + 1), link))
+        let link = Connection::connect(&self.url, self.cfg.timeout)
+            .await
+            .map_err(|e| ExecError::Setup(e.to_string()))?;
+        Ok(Conn::new(
+            &format!("c{}", index + 1),
+            &format!("ahpspec-{}-c{}", self.token, index + 1),
+            link,
+        ))
     }
 
     async fn setup(&mut self) -> Result<(), ExecError> {
@@ -164,7 +190,8 @@ impl Run<'_> {
                 .link
                 .request(
                     "initialize",
-                    json!({ "channel": ROOT, "protocolVersions": ["1.0.0"], "clientId": conn.client_id }),
+                    json!({ "channel": ROOT, "protocolVersions": ["1.0.0"], "clientId": conn.client_id,
+                            "initialSubscriptions": if index == 0 { json!([ROOT]) } else { json!([]) } }),
                     self.cfg.timeout,
                 )
                 .await
@@ -180,7 +207,11 @@ impl Run<'_> {
             params["provider"] = json!(provider);
         }
         let timeout = self.cfg.timeout;
-        let created = self.conns[0].link.request("createSession", params, timeout).await.map_err(|e| ExecError::Setup(e.to_string()))?;
+        let created = self.conns[0]
+            .link
+            .request("createSession", params, timeout)
+            .await
+            .map_err(|e| ExecError::Setup(e.to_string()))?;
         if created.get("error").is_some() {
             return Err(ExecError::Setup(format!("createSession failed: {created}")));
         }
@@ -193,7 +224,10 @@ impl Run<'_> {
             tokio::time::sleep(Duration::from_millis(5)).await;
         };
         if state["lifecycle"] != "ready" {
-            return Err(ExecError::Setup(format!("the session did not become ready: {}", state["lifecycle"])));
+            return Err(ExecError::Setup(format!(
+                "the session did not become ready: {}",
+                state["lifecycle"]
+            )));
         }
         self.chat = state["defaultChat"].as_str().unwrap_or_default().to_owned();
         for index in 0..self.conns.len() {
@@ -209,22 +243,37 @@ impl Run<'_> {
         let timeout = self.cfg.timeout;
         let response = self.conns[index]
             .link
-            .request("subscribe", json!({ "channel": channel, "delivery": { "maxLatencyMs": 0 } }), timeout)
+            .request(
+                "subscribe",
+                json!({ "channel": channel, "delivery": { "maxLatencyMs": 0 } }),
+                timeout,
+            )
             .await
             .map_err(|e| ExecError::Setup(format!("subscribe {channel}: {e}")))?;
-        Ok(response.pointer("/result/snapshot/state").cloned().unwrap_or(Value::Null))
+        Ok(response
+            .pointer("/result/snapshot/state")
+            .cloned()
+            .unwrap_or(Value::Null))
     }
 
     /// Reads until no client has received anything for the settle time.
     async fn settle(&mut self) {
         loop {
-            let before: usize = self.conns.iter().map(|c| c.link.transcript().frames.len()).sum();
+            let before: usize = self
+                .conns
+                .iter()
+                .map(|c| c.link.transcript().frames.len())
+                .sum();
             for conn in &mut self.conns {
                 if !conn.link.is_closed() {
                     conn.link.drain(self.cfg.settle).await;
                 }
             }
-            let after: usize = self.conns.iter().map(|c| c.link.transcript().frames.len()).sum();
+            let after: usize = self
+                .conns
+                .iter()
+                .map(|c| c.link.transcript().frames.len())
+                .sum();
             if after == before {
                 return;
             }
@@ -258,7 +307,10 @@ impl Run<'_> {
             Op::Reconnect { .. } => return self.reconnect(index, client).await,
             _ => {}
         }
-        let chat = self.conns[0].mirror.state(&self.chat).unwrap_or(Value::Null);
+        let chat = self.conns[0]
+            .mirror
+            .state(&self.chat)
+            .unwrap_or(Value::Null);
         self.next_turn += 1;
         let fresh = format!("fz-{}", self.next_turn);
         let now = format!("{:.3}", jiff::Timestamp::now());
@@ -269,19 +321,35 @@ impl Run<'_> {
             Channel::Chat => self.chat.clone(),
         };
         self.exec.dispatches += 1;
-        self.exec.performed.push(Performed { op_index: index, client, planned: planned.clone() });
+        self.exec.performed.push(Performed {
+            op_index: index,
+            client,
+            planned: planned.clone(),
+        });
         let conn = &mut self.conns[client];
         conn.client_seq += 1;
         let seq = conn.client_seq;
         conn.dispatched.insert(seq, planned.action.clone());
         let sent = conn
             .link
-            .send_notification("dispatchAction", json!({ "channel": channel, "clientSeq": seq, "action": planned.action }))
+            .send_notification(
+                "dispatchAction",
+                json!({ "channel": channel, "clientSeq": seq, "action": planned.action }),
+            )
             .await;
         if let Err(error) = sent {
-            return Some(Failure { rule: "FUZZ-001".into(), expected: "the connection stays open".into(), actual: error.to_string(), op_index: Some(index) });
+            return Some(Failure {
+                rule: "FUZZ-001".into(),
+                expected: "the connection stays open".into(),
+                actual: error.to_string(),
+                op_index: Some(index),
+            });
         }
-        let wait = if planned.expect == Expect::RejectOrIgnore { self.cfg.timeout.min(Duration::from_millis(200)) } else { self.cfg.timeout };
+        let wait = if planned.expect == Expect::RejectOrIgnore {
+            self.cfg.timeout.min(Duration::from_millis(200))
+        } else {
+            self.cfg.timeout
+        };
         let action = planned.action.clone();
         let echo = conn
             .link
@@ -292,19 +360,37 @@ impl Run<'_> {
             })
             .await;
         let rejected = match &echo {
-            Ok(Incoming::Message(m)) => Some(m["params"].get("rejectionReason").is_some_and(|r| !r.is_null())),
+            Ok(Incoming::Message(m)) => Some(
+                m["params"]
+                    .get("rejectionReason")
+                    .is_some_and(|r| !r.is_null()),
+            ),
             _ => None,
         };
         let kind = planned.action["type"].as_str().unwrap_or("?").to_owned();
         let failure = match (planned.expect, rejected) {
-            (Expect::Accept, Some(false)) | (Expect::Reject, Some(true)) | (Expect::Either, Some(_)) => None,
+            (Expect::Accept, Some(false))
+            | (Expect::Reject, Some(true))
+            | (Expect::Either, Some(_)) => None,
             (Expect::RejectOrIgnore, Some(true) | None) => None,
-            (Expect::Accept, Some(true)) => Some(("accepted".to_owned(), format!("{kind} rejected"))),
-            (Expect::Reject | Expect::RejectOrIgnore, Some(false)) => Some(("rejected".to_owned(), format!("{kind} accepted"))),
-            (_, None) => Some((format!("an echo of {kind}"), format!("nothing within {} ms", wait.as_millis()))),
+            (Expect::Accept, Some(true)) => {
+                Some(("accepted".to_owned(), format!("{kind} rejected")))
+            }
+            (Expect::Reject | Expect::RejectOrIgnore, Some(false)) => {
+                Some(("rejected".to_owned(), format!("{kind} accepted")))
+            }
+            (_, None) => Some((
+                format!("an echo of {kind}"),
+                format!("nothing within {} ms", wait.as_millis()),
+            )),
         };
         if let Some((expected, actual)) = failure {
-            return Some(Failure { rule: planned.rule.clone(), expected: format!("{kind} {expected}"), actual, op_index: Some(index) });
+            return Some(Failure {
+                rule: planned.rule.clone(),
+                expected: format!("{kind} {expected}"),
+                actual,
+                op_index: Some(index),
+            });
         }
         self.settle().await;
         self.checks(Some(index))
@@ -314,7 +400,12 @@ impl Run<'_> {
         let fresh = match self.connect(client).await {
             Ok(conn) => conn,
             Err(error) => {
-                return Some(Failure { rule: "FUZZ-001".into(), expected: "a new connection for reconnect".into(), actual: error.to_string(), op_index: Some(index) })
+                return Some(Failure {
+                    rule: "FUZZ-001".into(),
+                    expected: "a new connection for reconnect".into(),
+                    actual: error.to_string(),
+                    op_index: Some(index),
+                })
             }
         };
         let mut old = std::mem::replace(&mut self.conns[client], fresh);
@@ -332,10 +423,20 @@ impl Run<'_> {
         match answer {
             Ok(response) if response.get("result").is_some() => {}
             Ok(response) => {
-                return Some(Failure { rule: "RECONNECT-001".into(), expected: "a reconnect result".into(), actual: response.to_string(), op_index: Some(index) })
+                return Some(Failure {
+                    rule: "RECONNECT-001".into(),
+                    expected: "a reconnect result".into(),
+                    actual: response.to_string(),
+                    op_index: Some(index),
+                })
             }
             Err(error) => {
-                return Some(Failure { rule: "RECONNECT-001".into(), expected: "a reconnect result".into(), actual: error.to_string(), op_index: Some(index) })
+                return Some(Failure {
+                    rule: "RECONNECT-001".into(),
+                    expected: "a reconnect result".into(),
+                    actual: error.to_string(),
+                    op_index: Some(index),
+                })
             }
         }
         self.settle().await;
@@ -351,22 +452,39 @@ impl Run<'_> {
         let client_id = format!("ahpspec-{}-observer", self.token);
         let channels = vec![self.session.clone(), self.chat.clone()];
         match checkpoint::compare(&conns, channels, &self.url, self.cfg.timeout, &client_id).await {
-            Ok(checked) => checked.violations.into_iter().next().map(|(on, violation)| Failure {
-                rule: violation.rule.to_owned(),
-                expected: violation.expected,
-                actual: format!("{} (on {on})", violation.actual),
+            Ok(checked) => checked
+                .violations
+                .into_iter()
+                .next()
+                .map(|(on, violation)| Failure {
+                    rule: violation.rule.to_owned(),
+                    expected: violation.expected,
+                    actual: format!("{} (on {on})", violation.actual),
+                    op_index: index,
+                }),
+            Err(error) => Some(Failure {
+                rule: "FUZZ-001".into(),
+                expected: "fresh snapshots at a checkpoint".into(),
+                actual: error,
                 op_index: index,
             }),
-            Err(error) => Some(Failure { rule: "FUZZ-001".into(), expected: "fresh snapshots at a checkpoint".into(), actual: error, op_index: index }),
         }
     }
 
     /// Every client still gets an answer to ping (the server did not die or hang).
     async fn alive(&mut self) -> Option<Failure> {
         for conn in &mut self.conns {
-            let pong = conn.link.request("ping", json!({ "channel": ROOT }), self.cfg.timeout).await;
+            let pong = conn
+                .link
+                .request("ping", json!({ "channel": ROOT }), self.cfg.timeout)
+                .await;
             if !matches!(&pong, Ok(response) if response.get("result").is_some()) {
-                return Some(Failure { rule: "FUZZ-001".into(), expected: format!("ping answered on {}", conn.name), actual: format!("{pong:?}"), op_index: None });
+                return Some(Failure {
+                    rule: "FUZZ-001".into(),
+                    expected: format!("ping answered on {}", conn.name),
+                    actual: format!("{pong:?}"),
+                    op_index: None,
+                });
             }
         }
         None

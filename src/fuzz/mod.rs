@@ -70,17 +70,28 @@ fn same(a: &Failure, b: &Failure) -> bool {
 }
 
 /// Runs sequences until the budget is spent or one fails; a failure is shrunk.
-pub async fn fuzz(options: &FuzzOptions, interrupt: watch::Receiver<bool>) -> Result<FuzzOutcome, ExecError> {
+pub async fn fuzz(
+    options: &FuzzOptions,
+    interrupt: watch::Receiver<bool>,
+) -> Result<FuzzOutcome, ExecError> {
     let started = Instant::now();
     let mut runner = TestRunner::new_with_rng(Config::default(), rng(options.seed));
     let strategy = ops::sequence(options.max_len);
-    let mut outcome = FuzzOutcome { cases: 0, dispatches: 0, elapsed: Duration::ZERO, found: None, interrupted: false };
+    let mut outcome = FuzzOutcome {
+        cases: 0,
+        dispatches: 0,
+        elapsed: Duration::ZERO,
+        found: None,
+        interrupted: false,
+    };
     loop {
         if *interrupt.borrow() {
             outcome.interrupted = true;
             break;
         }
-        if options.cases.is_some_and(|n| outcome.cases >= n) || started.elapsed() >= options.duration {
+        if options.cases.is_some_and(|n| outcome.cases >= n)
+            || started.elapsed() >= options.duration
+        {
             break;
         }
         let Ok(mut tree) = strategy.new_tree(&mut runner) else {
@@ -91,7 +102,16 @@ pub async fn fuzz(options: &FuzzOptions, interrupt: watch::Receiver<bool>) -> Re
         outcome.cases += 1;
         outcome.dispatches += execution.dispatches;
         if let Some(failure) = execution.failure.clone() {
-            let found = shrink(options, &mut tree, ops, execution, failure, outcome.cases - 1, &interrupt).await?;
+            let found = shrink(
+                options,
+                &mut tree,
+                ops,
+                execution,
+                failure,
+                outcome.cases - 1,
+                &interrupt,
+            )
+            .await?;
             outcome.found = Some(found);
             break;
         }
@@ -153,7 +173,12 @@ async fn shrink(
 }
 
 /// Re-runs a sequence once; returns the failure when it is the same bug as `expected`.
-pub async fn reproduce(ops: &[Op], expected: &Failure, target: &Target, exec: &ExecConfig) -> Result<(Option<Failure>, Execution), ExecError> {
+pub async fn reproduce(
+    ops: &[Op],
+    expected: &Failure,
+    target: &Target,
+    exec: &ExecConfig,
+) -> Result<(Option<Failure>, Execution), ExecError> {
     let run = execute(ops, target, exec).await?;
     let again = run.failure.clone().filter(|f| same(f, expected));
     Ok((again, run))

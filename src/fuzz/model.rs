@@ -48,7 +48,12 @@ fn active(chat: &Value) -> Option<&Value> {
 }
 
 fn tool_calls(turn: &Value) -> impl Iterator<Item = &Value> {
-    turn["responseParts"].as_array().into_iter().flatten().filter(|p| p["kind"] == "toolCall").map(|p| &p["toolCall"])
+    turn["responseParts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["kind"] == "toolCall")
+        .map(|p| &p["toolCall"])
 }
 
 fn open_request(turn: &Value) -> Option<&Value> {
@@ -61,12 +66,24 @@ fn open_request(turn: &Value) -> Option<&Value> {
 }
 
 fn planned(channel: Channel, action: Value, expect: Expect, rule: &str) -> Option<Planned> {
-    Some(Planned { channel, action, expect, rule: rule.to_owned() })
+    Some(Planned {
+        channel,
+        action,
+        expect,
+        rule: rule.to_owned(),
+    })
 }
 
 /// The concrete dispatch for `op`, or `None` when the operation does not apply now (e.g.
 /// starting a turn while one is active, which the spec leaves open).
-pub fn plan(op: &Op, chat: &Value, client_id: &str, fresh_turn_id: &str, now: &str, profile: &Profile) -> Option<Planned> {
+pub fn plan(
+    op: &Op,
+    chat: &Value,
+    client_id: &str,
+    fresh_turn_id: &str,
+    now: &str,
+    profile: &Profile,
+) -> Option<Planned> {
     let turn = active(chat);
     let turn_id = turn.and_then(|t| t["id"].as_str()).unwrap_or("fz-none");
     match op {
@@ -83,9 +100,24 @@ pub fn plan(op: &Op, chat: &Value, client_id: &str, fresh_turn_id: &str, now: &s
             )
         }
         Op::Cancel { stale, .. } => match (turn, stale) {
-            (Some(_), false) => planned(Channel::Chat, json!({ "type": "chat/turnCancelled", "turnId": turn_id, "duration": 1 }), Expect::Accept, "TURN-007"),
-            (Some(_), true) => planned(Channel::Chat, json!({ "type": "chat/turnCancelled", "turnId": "fz-stale", "duration": 1 }), Expect::Either, "CHAT-VALIDATE-003"),
-            (None, _) => planned(Channel::Chat, json!({ "type": "chat/turnCancelled", "turnId": "fz-stale", "duration": 1 }), Expect::Reject, "CHAT-VALIDATE-003"),
+            (Some(_), false) => planned(
+                Channel::Chat,
+                json!({ "type": "chat/turnCancelled", "turnId": turn_id, "duration": 1 }),
+                Expect::Accept,
+                "TURN-007",
+            ),
+            (Some(_), true) => planned(
+                Channel::Chat,
+                json!({ "type": "chat/turnCancelled", "turnId": "fz-stale", "duration": 1 }),
+                Expect::Either,
+                "CHAT-VALIDATE-003",
+            ),
+            (None, _) => planned(
+                Channel::Chat,
+                json!({ "type": "chat/turnCancelled", "turnId": "fz-stale", "duration": 1 }),
+                Expect::Reject,
+                "CHAT-VALIDATE-003",
+            ),
         },
         Op::Confirm { approve, stale, .. } => {
             let calls: Vec<&Value> = turn.map(|t| tool_calls(t).collect()).unwrap_or_default();
@@ -94,8 +126,16 @@ pub fn plan(op: &Op, chat: &Value, client_id: &str, fresh_turn_id: &str, now: &s
             let (id, expect, rule) = match (pending, stale) {
                 (Some(call), false) => (call["toolCallId"].clone(), Expect::Accept, "TOOL-003"),
                 _ => match not_pending {
-                    Some(call) => (call["toolCallId"].clone(), Expect::Reject, "CHAT-VALIDATE-002"),
-                    None => (json!("fz-no-such-tool"), Expect::Reject, "CHAT-VALIDATE-002"),
+                    Some(call) => (
+                        call["toolCallId"].clone(),
+                        Expect::Reject,
+                        "CHAT-VALIDATE-002",
+                    ),
+                    None => (
+                        json!("fz-no-such-tool"),
+                        Expect::Reject,
+                        "CHAT-VALIDATE-002",
+                    ),
                 },
             };
             planned(
@@ -106,7 +146,8 @@ pub fn plan(op: &Op, chat: &Value, client_id: &str, fresh_turn_id: &str, now: &s
             )
         }
         Op::ConfirmResult { approve, .. } => {
-            let call = turn.and_then(|t| tool_calls(t).find(|c| c["status"] == "pending-result-confirmation"));
+            let call = turn
+                .and_then(|t| tool_calls(t).find(|c| c["status"] == "pending-result-confirmation"));
             let (id, expect) = match call {
                 Some(call) => (call["toolCallId"].clone(), Expect::Accept),
                 None => (json!("fz-no-such-tool"), Expect::Either),
@@ -119,7 +160,10 @@ pub fn plan(op: &Op, chat: &Value, client_id: &str, fresh_turn_id: &str, now: &s
             )
         }
         Op::CompleteClientTool { .. } => {
-            let call = turn.and_then(|t| tool_calls(t).find(|c| c["status"] == "running" && c["contributor"]["kind"] == "client"))?;
+            let call = turn.and_then(|t| {
+                tool_calls(t)
+                    .find(|c| c["status"] == "running" && c["contributor"]["kind"] == "client")
+            })?;
             let (expect, rule) = if call["contributor"]["clientId"] == client_id {
                 (Expect::Accept, "TOOL-008")
             } else {
@@ -161,7 +205,11 @@ pub fn plan(op: &Op, chat: &Value, client_id: &str, fresh_turn_id: &str, now: &s
             let request = turn.and_then(open_request);
             let request_id = request.map_or(json!("fz-no-such-request"), |r| r["id"].clone());
             let mut answers = serde_json::Map::new();
-            for question in request.and_then(|r| r["questions"].as_array()).into_iter().flatten() {
+            for question in request
+                .and_then(|r| r["questions"].as_array())
+                .into_iter()
+                .flatten()
+            {
                 if question["kind"] == "text" {
                     if let Some(id) = question["id"].as_str() {
                         answers.insert(id.to_owned(), json!({ "state": "submitted", "value": { "kind": "text", "value": "fuzz" } }));
@@ -199,22 +247,58 @@ pub fn plan(op: &Op, chat: &Value, client_id: &str, fresh_turn_id: &str, now: &s
                 PendingKind::Steering => ("steering", format!("s{id}")),
             };
             let exists = match kind {
-                "queued" => chat["queuedMessages"].as_array().into_iter().flatten().any(|m| m["id"] == wanted.as_str()),
+                "queued" => chat["queuedMessages"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|m| m["id"] == wanted.as_str()),
                 _ => chat["steeringMessage"]["id"] == wanted.as_str(),
             };
-            let (expect, rule) = if exists { (Expect::Accept, "DISPATCH-008") } else { (Expect::Reject, "CHAT-VALIDATE-009") };
-            planned(Channel::Chat, json!({ "type": "chat/pendingMessageRemoved", "kind": kind, "id": wanted }), expect, rule)
+            let (expect, rule) = if exists {
+                (Expect::Accept, "DISPATCH-008")
+            } else {
+                (Expect::Reject, "CHAT-VALIDATE-009")
+            };
+            planned(
+                Channel::Chat,
+                json!({ "type": "chat/pendingMessageRemoved", "kind": kind, "id": wanted }),
+                expect,
+                rule,
+            )
         }
         Op::Reorder { .. } => {
-            let mut order: Vec<Value> = chat["queuedMessages"].as_array().into_iter().flatten().map(|m| m["id"].clone()).collect();
+            let mut order: Vec<Value> = chat["queuedMessages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|m| m["id"].clone())
+                .collect();
             order.reverse();
             order.push(json!("fz-unknown"));
-            planned(Channel::Chat, json!({ "type": "chat/queuedMessagesReordered", "order": order }), Expect::Accept, "PENDING-006")
+            planned(
+                Channel::Chat,
+                json!({ "type": "chat/queuedMessagesReordered", "order": order }),
+                Expect::Accept,
+                "PENDING-006",
+            )
         }
-        Op::Draft { .. } => planned(Channel::Chat, json!({ "type": "chat/draftChanged", "draft": user("draft") }), Expect::Accept, "DISPATCH-008"),
-        Op::Rename { .. } => planned(Channel::Session, json!({ "type": "session/titleChanged", "title": fresh_turn_id }), Expect::Accept, "DISPATCH-008"),
+        Op::Draft { .. } => planned(
+            Channel::Chat,
+            json!({ "type": "chat/draftChanged", "draft": user("draft") }),
+            Expect::Accept,
+            "DISPATCH-008",
+        ),
+        Op::Rename { .. } => planned(
+            Channel::Session,
+            json!({ "type": "session/titleChanged", "title": fresh_turn_id }),
+            Expect::Accept,
+            "DISPATCH-008",
+        ),
         Op::Truncate { keep_first, .. } => {
-            let first = chat["turns"].as_array().and_then(|t| t.first()).map(|t| t["id"].clone());
+            let first = chat["turns"]
+                .as_array()
+                .and_then(|t| t.first())
+                .map(|t| t["id"].clone());
             let action = match (keep_first, first) {
                 (true, Some(id)) => json!({ "type": "chat/truncated", "turnId": id }),
                 _ => json!({ "type": "chat/truncated" }),
@@ -226,11 +310,23 @@ pub fn plan(op: &Op, chat: &Value, client_id: &str, fresh_turn_id: &str, now: &s
             let resumable = turn.is_none()
                 && last.is_some_and(|t| {
                     t["state"] == "error"
-                        && t["responseParts"].as_array().and_then(|p| p.last()).is_some_and(|p| p["kind"] == "error" && p["resumable"] == true)
+                        && t["responseParts"]
+                            .as_array()
+                            .and_then(|p| p.last())
+                            .is_some_and(|p| p["kind"] == "error" && p["resumable"] == true)
                 });
             let id = last.map_or(json!("fz-none"), |t| t["id"].clone());
-            let (expect, rule) = if resumable { (Expect::Accept, "TURN-008") } else { (Expect::Reject, "CHAT-VALIDATE-004") };
-            planned(Channel::Chat, json!({ "type": "chat/turnResume", "turnId": id }), expect, rule)
+            let (expect, rule) = if resumable {
+                (Expect::Accept, "TURN-008")
+            } else {
+                (Expect::Reject, "CHAT-VALIDATE-004")
+            };
+            planned(
+                Channel::Chat,
+                json!({ "type": "chat/turnResume", "turnId": id }),
+                expect,
+                rule,
+            )
         }
         Op::ServerOnly { .. } => planned(
             Channel::Chat,
@@ -254,7 +350,17 @@ mod tests {
     #[test]
     fn cancel_on_an_idle_chat_must_be_rejected() {
         let chat = json!({ "turns": [] });
-        let plan = plan(&Op::Cancel { client: 0, stale: false }, &chat, "c", "t", "now", &profile());
+        let plan = plan(
+            &Op::Cancel {
+                client: 0,
+                stale: false,
+            },
+            &chat,
+            "c",
+            "t",
+            "now",
+            &profile(),
+        );
         assert_eq!(plan.map(|p| p.expect), Some(Expect::Reject));
     }
 
@@ -263,15 +369,56 @@ mod tests {
         let chat = json!({ "activeTurn": { "id": "t1", "responseParts": [
             { "kind": "toolCall", "toolCall": { "toolCallId": "a", "status": "pending-confirmation" } },
             { "kind": "toolCall", "toolCall": { "toolCallId": "b", "status": "running" } } ] } });
-        let ok = plan(&Op::Confirm { client: 0, approve: true, stale: false }, &chat, "c", "t", "now", &profile()).expect("planned");
-        assert_eq!((ok.expect, ok.action["toolCallId"].clone()), (Expect::Accept, json!("a")));
-        let bad = plan(&Op::Confirm { client: 0, approve: true, stale: true }, &chat, "c", "t", "now", &profile()).expect("planned");
-        assert_eq!((bad.expect, bad.action["toolCallId"].clone()), (Expect::Reject, json!("b")));
+        let ok = plan(
+            &Op::Confirm {
+                client: 0,
+                approve: true,
+                stale: false,
+            },
+            &chat,
+            "c",
+            "t",
+            "now",
+            &profile(),
+        )
+        .expect("planned");
+        assert_eq!(
+            (ok.expect, ok.action["toolCallId"].clone()),
+            (Expect::Accept, json!("a"))
+        );
+        let bad = plan(
+            &Op::Confirm {
+                client: 0,
+                approve: true,
+                stale: true,
+            },
+            &chat,
+            "c",
+            "t",
+            "now",
+            &profile(),
+        )
+        .expect("planned");
+        assert_eq!(
+            (bad.expect, bad.action["toolCallId"].clone()),
+            (Expect::Reject, json!("b"))
+        );
     }
 
     #[test]
     fn starting_a_turn_during_a_turn_is_not_planned() {
         let chat = json!({ "activeTurn": { "id": "t1", "responseParts": [] } });
-        assert!(plan(&Op::StartTurn { client: 0, behaviour: Behaviour::Echo }, &chat, "c", "t", "now", &profile()).is_none());
+        assert!(plan(
+            &Op::StartTurn {
+                client: 0,
+                behaviour: Behaviour::Echo
+            },
+            &chat,
+            "c",
+            "t",
+            "now",
+            &profile()
+        )
+        .is_none());
     }
 }

@@ -52,22 +52,66 @@ pub enum PendingKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "camelCase")]
 pub enum Op {
-    StartTurn { client: u8, behaviour: Behaviour },
-    Cancel { client: u8, stale: bool },
-    Confirm { client: u8, approve: bool, stale: bool },
-    ConfirmResult { client: u8, approve: bool },
-    CompleteClientTool { client: u8 },
-    Answer { client: u8, valid: bool },
-    CompleteInput { client: u8, accept: bool },
-    SetPending { client: u8, kind: PendingKind, id: u8 },
-    RemovePending { client: u8, kind: PendingKind, id: u8 },
-    Reorder { client: u8 },
-    Draft { client: u8 },
-    Rename { client: u8 },
-    Truncate { client: u8, keep_first: bool },
-    Resume { client: u8 },
-    ServerOnly { client: u8 },
-    Reconnect { client: u8 },
+    StartTurn {
+        client: u8,
+        behaviour: Behaviour,
+    },
+    Cancel {
+        client: u8,
+        stale: bool,
+    },
+    Confirm {
+        client: u8,
+        approve: bool,
+        stale: bool,
+    },
+    ConfirmResult {
+        client: u8,
+        approve: bool,
+    },
+    CompleteClientTool {
+        client: u8,
+    },
+    Answer {
+        client: u8,
+        valid: bool,
+    },
+    CompleteInput {
+        client: u8,
+        accept: bool,
+    },
+    SetPending {
+        client: u8,
+        kind: PendingKind,
+        id: u8,
+    },
+    RemovePending {
+        client: u8,
+        kind: PendingKind,
+        id: u8,
+    },
+    Reorder {
+        client: u8,
+    },
+    Draft {
+        client: u8,
+    },
+    Rename {
+        client: u8,
+    },
+    Truncate {
+        client: u8,
+        keep_first: bool,
+    },
+    Resume {
+        client: u8,
+    },
+    ServerOnly {
+        client: u8,
+    },
+    Reconnect {
+        client: u8,
+    },
     Checkpoint,
 }
 

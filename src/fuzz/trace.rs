@@ -33,11 +33,23 @@ pub struct Trace {
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     #[error("cannot write {path}: {source}")]
-    Write { path: PathBuf, #[source] source: std::io::Error },
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot read {path}: {source}")]
-    Read { path: PathBuf, #[source] source: std::io::Error },
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{path} is not a fuzz trace: {source}")]
-    Parse { path: PathBuf, #[source] source: serde_json::Error },
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 impl Trace {
@@ -67,13 +79,22 @@ impl Trace {
             std::fs::write(&temp, text + "\n")?;
             std::fs::rename(&temp, path)
         };
-        write(&path).map_err(|source| TraceError::Write { path: path.clone(), source })?;
+        write(&path).map_err(|source| TraceError::Write {
+            path: path.clone(),
+            source,
+        })?;
         Ok(path)
     }
 
     pub fn load(path: &Path) -> Result<Trace, TraceError> {
-        let text = std::fs::read_to_string(path).map_err(|source| TraceError::Read { path: path.to_owned(), source })?;
-        serde_json::from_str(&text).map_err(|source| TraceError::Parse { path: path.to_owned(), source })
+        let text = std::fs::read_to_string(path).map_err(|source| TraceError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        serde_json::from_str(&text).map_err(|source| TraceError::Parse {
+            path: path.to_owned(),
+            source,
+        })
     }
 
     /// The failing sequence as a suite case (TOML): the same dispatches with the answers a
@@ -81,21 +102,48 @@ impl Trace {
     pub fn to_case(&self) -> String {
         let mut out = String::new();
         let id = format!("{}/fuzz-{}", self.failure.rule, self.seed);
-        out.push_str(&format!("# Regression case from `ahpspec fuzz --seed {}`: {}\n", self.seed, self.failure.actual.replace('\n', " ")));
+        out.push_str(&format!(
+            "# Regression case from `ahpspec fuzz --seed {}`: {}\n",
+            self.seed,
+            self.failure.actual.replace('\n', " ")
+        ));
         out.push_str("[[case]]\n");
         out.push_str(&format!("id = {}\n", toml_string(&id)));
         out.push_str("level = \"MUST\"\n");
         out.push_str(&format!("spec = {}\n", toml_string("found by the fuzzer")));
-        out.push_str(&format!("requirement = {}\n", toml_string(&format!("{} (expected {})", self.failure.rule, self.failure.expected))));
-        out.push_str(&format!("does = {}\n", toml_string(&format!("Replays the {} dispatches of the shrunk fuzz sequence.", self.performed.len()))));
-        let mut needs: Vec<&str> = self.ops.iter().filter_map(|op| match op {
-            Op::StartTurn { behaviour, .. } => Some(behaviour.key()),
-            _ => None,
-        }).collect();
+        out.push_str(&format!(
+            "requirement = {}\n",
+            toml_string(&format!(
+                "{} (expected {})",
+                self.failure.rule, self.failure.expected
+            ))
+        ));
+        out.push_str(&format!(
+            "does = {}\n",
+            toml_string(&format!(
+                "Replays the {} dispatches of the shrunk fuzz sequence.",
+                self.performed.len()
+            ))
+        ));
+        let mut needs: Vec<&str> = self
+            .ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::StartTurn { behaviour, .. } => Some(behaviour.key()),
+                _ => None,
+            })
+            .collect();
         needs.sort();
         needs.dedup();
         if !needs.is_empty() {
-            out.push_str(&format!("needs = [{}]\n", needs.iter().map(|n| toml_string(n)).collect::<Vec<_>>().join(", ")));
+            out.push_str(&format!(
+                "needs = [{}]\n",
+                needs
+                    .iter()
+                    .map(|n| toml_string(n))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
         }
         out.push_str("steps = [\n  { initialize = {} },\n  { session = { as = \"S\" } },\n");
         for (index, performed) in self.performed.iter().enumerate() {
@@ -109,9 +157,15 @@ impl Trace {
                 toml_inline(&performed.planned.action)
             ));
             match performed.planned.expect {
-                Expect::Accept => out.push_str(&format!("  {{ echo = {{ of = \"{name}\", accepted = true }} }},\n")),
-                Expect::Reject => out.push_str(&format!("  {{ echo = {{ of = \"{name}\", accepted = false }} }},\n")),
-                Expect::RejectOrIgnore => out.push_str(&format!("  {{ echo = {{ of = \"{name}\", accepted = false, or_ignored = true }} }},\n")),
+                Expect::Accept => out.push_str(&format!(
+                    "  {{ echo = {{ of = \"{name}\", accepted = true }} }},\n"
+                )),
+                Expect::Reject => out.push_str(&format!(
+                    "  {{ echo = {{ of = \"{name}\", accepted = false }} }},\n"
+                )),
+                Expect::RejectOrIgnore => out.push_str(&format!(
+                    "  {{ echo = {{ of = \"{name}\", accepted = false, or_ignored = true }} }},\n"
+                )),
                 Expect::Either => {}
             }
             out.push_str("  { sleep = { ms = 20 } },\n");
@@ -133,7 +187,15 @@ fn toml_inline(value: &Value) -> String {
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => n.to_string(),
         Value::String(s) => toml_string(s),
-        Value::Array(items) => format!("[{}]", items.iter().filter(|v| !v.is_null()).map(toml_inline).collect::<Vec<_>>().join(", ")),
+        Value::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .filter(|v| !v.is_null())
+                .map(toml_inline)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         Value::Object(map) => format!(
             "{{ {} }}",
             map.iter()
