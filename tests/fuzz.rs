@@ -7,7 +7,7 @@ use std::time::Duration;
 use ahpspec::checks::frame::{SchemaMap, Schemas};
 use ahpspec::engine::profile::Profile;
 use ahpspec::fuzz::trace::Trace;
-use ahpspec::fuzz::{fuzz, reproduce, ExecConfig, FuzzOptions, Target};
+use ahpspec::fuzz::{fuzz, replay_trace, ExecConfig, FuzzOptions, Target};
 use ahpspec::host::Fault;
 use ahpspec::schema::SchemaSet;
 
@@ -86,19 +86,13 @@ async fn finds(fault: Fault, rules: &[&str]) {
         "shrinking never grows a sequence"
     );
     let dir = std::env::temp_dir().join(format!("ahpspec-fuzz-{}-{}", std::process::id(), fault));
-    let path = Trace::new(&found, "builtin", Some(fault.name().to_owned()))
+    let path = Trace::new(&found, "model", "builtin", Some(fault.name().to_owned()))
         .save(&dir)
         .expect("trace saved");
     let trace = Trace::load(&path).expect("trace loads");
-    assert_eq!(trace.ops, found.ops);
-    let (again, _) = reproduce(&trace.ops, &trace.failure, &opts.target, &opts.exec)
-        .await
-        .expect("replay runs");
-    assert!(
-        again.is_some(),
-        "fault {fault}: the trace did not replay to {:?}",
-        trace.failure
-    );
+    assert_eq!(trace.ops, serde_json::to_value(&found.ops).expect("ops serialise"));
+    let again = replay_trace(&trace, &opts.target, &opts.exec).await.expect("replay runs");
+    assert!(again.is_some(), "fault {fault}: the trace did not replay to {:?}", trace.failure);
     let case = trace.to_case();
     let parsed =
         ahpspec::suite::parse_suite("regression.toml", &format!("page = \"fuzz\"\n{case}"));

@@ -364,6 +364,13 @@ impl FrameChecker {
         );
     }
 
+    /// Takes over the sequence history of the connection this one resumes (reconnect): the
+    /// per-channel order continues across the new socket.
+    pub fn resume_from(&mut self, old: &FrameChecker) {
+        self.last_seq = old.last_seq.clone();
+        self.from_seq = old.from_seq.clone();
+    }
+
     /// Highest accepted `serverSeq` seen on any channel.
     pub fn highest_seq(&self) -> u64 {
         self.last_seq.values().copied().max().unwrap_or(0)

@@ -574,6 +574,7 @@ impl Runner<'_> {
             .map_err(|e| Stop::Harness(format!("{}: {e}", self.at)))?;
         let mut conn = Conn::new(&name, &old.client_id, link);
         conn.mirror = old.mirror.clone();
+        conn.checker.resume_from(&old.checker);
         conn.dispatched = old.dispatched.clone();
         conn.client_seq = old.client_seq;
         let params = json!({ "channel": ROOT, "clientId": old.client_id, "lastSeenServerSeq": last_seen,
@@ -1184,10 +1185,10 @@ impl Runner<'_> {
                 .collect::<Result<_, _>>()?,
             None => super::checkpoint::mirrored_channels(self.conns.values()),
         };
-        let conns: Vec<&Conn> = self.conns.values().collect();
+        let mut conns: Vec<&mut Conn> = self.conns.values_mut().collect();
         let client_id = format!("ahpspec-{}-observer", self.ctx.token);
         let checked = super::checkpoint::compare(
-            &conns,
+            &mut conns,
             channels,
             &self.ctx.url,
             self.ctx.timeout,

@@ -46,7 +46,7 @@ pub fn mirrored_channels<'a>(conns: impl Iterator<Item = &'a Conn>) -> Vec<Strin
 /// Takes fresh snapshots of `channels` (and of the chats of every session among them) and
 /// compares them with the mirrors of `conns`.
 pub async fn compare(
-    conns: &[&Conn],
+    conns: &mut [&mut Conn],
     channels: Vec<String>,
     url: &str,
     timeout: Duration,
@@ -100,6 +100,17 @@ pub async fn compare(
     }
     observer.close().await;
     let mut checked = Checked::default();
+    // Every envelope the host sent before it took those snapshots is on each connection's
+    // wire before the answer to a ping sent now: read up to it, so no mirror lags behind.
+    for conn in conns.iter_mut().filter(|c| !c.link.is_closed()) {
+        let _ = conn
+            .link
+            .request("ping", json!({ "channel": ROOT }), timeout)
+            .await;
+        for located in conn.process_collect() {
+            checked.violations.push((located.conn, located.violation));
+        }
+    }
     for (channel, state, from) in &fresh {
         let Some(kind) = Kind::of(channel) else {
             continue;
@@ -110,7 +121,7 @@ pub async fn compare(
                 checked.violations.push((channel.clone(), violation));
             }
         }
-        for conn in conns.iter().filter(|c| !c.link.is_closed()) {
+        for conn in conns.iter_mut().filter(|c| !c.link.is_closed()) {
             let (Some(folded), Some(seq)) = (conn.mirror.state(channel), conn.mirror.seq(channel))
             else {
                 continue;

@@ -36,6 +36,8 @@ pub struct Conn {
     pub dispatched: std::collections::HashMap<i64, Value>,
     /// States and turns the snapshot invariants looked at.
     pub invariant_counts: crate::checks::frame::Counts,
+    /// The schemas of the last [`Conn::process`] call.
+    schemas: Option<Schemas>,
 }
 
 impl Conn {
@@ -52,11 +54,21 @@ impl Conn {
             client_seq: 0,
             dispatched: Default::default(),
             invariant_counts: Default::default(),
+            schemas: None,
+        }
+    }
+
+    /// Like [`Conn::process`] with the schemas this connection last used.
+    pub fn process_collect(&mut self) -> Vec<Located> {
+        match self.schemas.clone() {
+            Some(schemas) => self.process(&schemas),
+            None => Vec::new(),
         }
     }
 
     /// Runs the always-on checks over every frame recorded since the last call.
     pub fn process(&mut self, schemas: &Schemas) -> Vec<Located> {
+        self.schemas = Some(schemas.clone());
         let mut found = Vec::new();
         let frames = self.link.transcript().frames.len();
         while self.seen < frames {

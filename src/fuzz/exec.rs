@@ -414,6 +414,7 @@ impl Run<'_> {
         let conn = &mut self.conns[client];
         conn.client_id = old.client_id.clone();
         conn.mirror = old.mirror.clone();
+        conn.checker.resume_from(&old.checker);
         conn.dispatched = old.dispatched.clone();
         conn.client_seq = old.client_seq;
         let params = json!({ "channel": ROOT, "clientId": old.client_id, "lastSeenServerSeq": old.checker.highest_seq(),
@@ -448,10 +449,18 @@ impl Run<'_> {
         if let Some(failure) = self.checks(index) {
             return Some(failure);
         }
-        let conns: Vec<&Conn> = self.conns.iter().collect();
+        let mut conns: Vec<&mut Conn> = self.conns.iter_mut().collect();
         let client_id = format!("ahpspec-{}-observer", self.token);
         let channels = vec![self.session.clone(), self.chat.clone()];
-        match checkpoint::compare(&conns, channels, &self.url, self.cfg.timeout, &client_id).await {
+        match checkpoint::compare(
+            &mut conns,
+            channels,
+            &self.url,
+            self.cfg.timeout,
+            &client_id,
+        )
+        .await
+        {
             Ok(checked) => checked
                 .violations
                 .into_iter()

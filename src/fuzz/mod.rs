@@ -4,6 +4,7 @@
 //! shrinking of failing sequences, and replayable traces.
 
 pub mod exec;
+pub mod frames;
 pub mod model;
 pub mod ops;
 pub mod trace;
@@ -34,7 +35,7 @@ pub struct FuzzOptions {
 
 /// A failure, shrunk.
 #[derive(Debug, Clone)]
-pub struct Found {
+pub struct Found<T> {
     pub seed: u64,
     /// Which generated sequence failed (0-based).
     pub case: u64,
@@ -42,18 +43,18 @@ pub struct Found {
     pub shrink_steps: usize,
     /// Whether shrinking ran out of time before it was done.
     pub shrink_capped: bool,
-    pub ops: Vec<Op>,
+    pub ops: Vec<T>,
     pub execution: Execution,
     pub failure: Failure,
 }
 
 /// What a fuzz run did.
 #[derive(Debug, Clone)]
-pub struct FuzzOutcome {
+pub struct FuzzOutcome<T> {
     pub cases: u64,
     pub dispatches: usize,
     pub elapsed: Duration,
-    pub found: Option<Found>,
+    pub found: Option<Found<T>>,
     pub interrupted: bool,
 }
 
@@ -69,14 +70,26 @@ fn same(a: &Failure, b: &Failure) -> bool {
     a.rule == b.rule
 }
 
-/// Runs sequences until the budget is spent or one fails; a failure is shrunk.
+/// Model mode: random operation sequences (see [`ops`]).
 pub async fn fuzz(
     options: &FuzzOptions,
     interrupt: watch::Receiver<bool>,
-) -> Result<FuzzOutcome, ExecError> {
+) -> Result<FuzzOutcome<Op>, ExecError> {
+    let run = async |ops: Vec<Op>| execute(&ops, &options.target, &options.exec).await;
+    search(options, ops::sequence(options.max_len), run, interrupt).await
+}
+
+/// Runs generated sequences until the budget is spent or one fails; a failure is shrunk
+/// (proptest's walk: simplify while the failure persists, complicate when a candidate
+/// passes, stop when neither moves or the shrink cap is reached).
+pub async fn search<T: Clone + std::fmt::Debug>(
+    options: &FuzzOptions,
+    strategy: impl Strategy<Value = Vec<T>>,
+    run: impl AsyncFn(Vec<T>) -> Result<Execution, ExecError>,
+    interrupt: watch::Receiver<bool>,
+) -> Result<FuzzOutcome<T>, ExecError> {
     let started = Instant::now();
     let mut runner = TestRunner::new_with_rng(Config::default(), rng(options.seed));
-    let strategy = ops::sequence(options.max_len);
     let mut outcome = FuzzOutcome {
         cases: 0,
         dispatches: 0,
@@ -98,81 +111,52 @@ pub async fn fuzz(
             break;
         };
         let ops = tree.current();
-        let execution = execute(&ops, &options.target, &options.exec).await?;
+        let execution = run(ops.clone()).await?;
         outcome.cases += 1;
         outcome.dispatches += execution.dispatches;
-        if let Some(failure) = execution.failure.clone() {
-            let found = shrink(
-                options,
-                &mut tree,
-                ops,
-                execution,
-                failure,
-                outcome.cases - 1,
-                &interrupt,
-            )
-            .await?;
-            outcome.found = Some(found);
-            break;
+        let Some(failure) = execution.failure.clone() else {
+            continue;
+        };
+        let deadline = Instant::now() + options.shrink_time;
+        let mut found = Found {
+            seed: options.seed,
+            case: outcome.cases - 1,
+            original_len: ops.len(),
+            shrink_steps: 0,
+            shrink_capped: false,
+            ops,
+            execution,
+            failure,
+        };
+        'shrinking: while tree.simplify() {
+            loop {
+                if Instant::now() >= deadline || *interrupt.borrow() {
+                    found.shrink_capped = true;
+                    break 'shrinking;
+                }
+                let candidate = tree.current();
+                let attempt = run(candidate.clone()).await?;
+                found.shrink_steps += 1;
+                match &attempt.failure {
+                    Some(failure) if same(failure, &found.failure) => {
+                        found.failure = failure.clone();
+                        found.ops = candidate;
+                        found.execution = attempt;
+                        break;
+                    }
+                    _ if !tree.complicate() => break 'shrinking,
+                    _ => {}
+                }
+            }
         }
+        outcome.found = Some(found);
+        break;
     }
     outcome.elapsed = started.elapsed();
     Ok(outcome)
 }
 
-async fn shrink(
-    options: &FuzzOptions,
-    tree: &mut impl ValueTree<Value = Vec<Op>>,
-    ops: Vec<Op>,
-    execution: Execution,
-    failure: Failure,
-    case: u64,
-    interrupt: &watch::Receiver<bool>,
-) -> Result<Found, ExecError> {
-    let deadline = Instant::now() + options.shrink_time;
-    let mut found = Found {
-        seed: options.seed,
-        case,
-        original_len: ops.len(),
-        shrink_steps: 0,
-        shrink_capped: false,
-        ops,
-        execution,
-        failure,
-    };
-    // proptest's shrinking walk: simplify while the failure persists, complicate when a
-    // candidate passes, stop when neither moves.
-    loop {
-        if Instant::now() >= deadline || *interrupt.borrow() {
-            found.shrink_capped = true;
-            break;
-        }
-        if !tree.simplify() {
-            break;
-        }
-        loop {
-            let candidate = tree.current();
-            let run = execute(&candidate, &options.target, &options.exec).await?;
-            found.shrink_steps += 1;
-            match &run.failure {
-                Some(failure) if same(failure, &found.failure) => {
-                    found.failure = failure.clone();
-                    found.ops = candidate;
-                    found.execution = run;
-                    break;
-                }
-                _ => {
-                    if Instant::now() >= deadline || !tree.complicate() {
-                        return Ok(found);
-                    }
-                }
-            }
-        }
-    }
-    Ok(found)
-}
-
-/// Re-runs a sequence once; returns the failure when it is the same bug as `expected`.
+/// Re-runs a model-mode sequence once; returns the failure when it is the same bug.
 pub async fn reproduce(
     ops: &[Op],
     expected: &Failure,
@@ -182,4 +166,135 @@ pub async fn reproduce(
     let run = execute(ops, target, exec).await?;
     let again = run.failure.clone().filter(|f| same(f, expected));
     Ok((again, run))
+}
+
+/// Replays a saved trace (either mode); the failure when the same bug shows again.
+pub async fn replay_trace(
+    trace: &trace::Trace,
+    target: &Target,
+    exec: &ExecConfig,
+) -> Result<Option<Failure>, ExecError> {
+    let run = if trace.mode == "frames" {
+        let mutations: Vec<frames::Mutation> = serde_json::from_value(trace.ops.clone())
+            .map_err(|e| ExecError::Setup(format!("trace mutations: {e}")))?;
+        frames::execute_frames(&mutations, target, exec).await?
+    } else {
+        let ops: Vec<Op> = serde_json::from_value(trace.ops.clone())
+            .map_err(|e| ExecError::Setup(format!("trace operations: {e}")))?;
+        execute(&ops, target, exec).await?
+    };
+    Ok(run.failure.filter(|f| same(f, &trace.failure)))
+}
+
+/// The failure as a person reads it: rule → expected → actual → shrunk sequence.
+pub fn render_found<T: serde::Serialize>(found: &Found<T>) -> String {
+    let mut out = format!(
+        "FOUND {} after operation {} (seed {}, sequence {}; shrunk from {} to {} operations in {} steps{})\n  Expected: {}\n    Actual: {}\n  Sequence:\n",
+        found.failure.rule,
+        found.failure.op_index.map_or("-".into(), |i| (i + 1).to_string()),
+        found.seed,
+        found.case,
+        found.original_len,
+        found.ops.len(),
+        found.shrink_steps,
+        if found.shrink_capped { ", shrinking capped" } else { "" },
+        found.failure.expected,
+        found.failure.actual,
+    );
+    for (index, op) in found.ops.iter().enumerate() {
+        out.push_str(&format!(
+            "    {:>3}. {}\n",
+            index + 1,
+            serde_json::to_string(op).unwrap_or_default()
+        ));
+    }
+    out
+}
+
+/// The run as a report (JSON, JUnit, HTML, Markdown like `run`): one row for the fuzz run.
+pub fn report<T>(
+    outcome: &FuzzOutcome<T>,
+    target: &str,
+    fault: Option<String>,
+    mode: &str,
+) -> crate::verdict::RunReport {
+    use crate::verdict::{CaseInfo, CaseResult, Finding, Level, RunReport, Tally, Verdict};
+    let (verdict, summary, findings) = match &outcome.found {
+        Some(found) => (
+            Verdict::Fail,
+            format!(
+                "{}: expected {}; got {}",
+                found.failure.rule, found.failure.expected, found.failure.actual
+            ),
+            vec![Finding {
+                rule: found.failure.rule.clone(),
+                verdict: Verdict::Fail,
+                expected: found.failure.expected.clone(),
+                actual: found.failure.actual.clone(),
+                step: found
+                    .failure
+                    .op_index
+                    .map(|i| format!("operation {}", i + 1)),
+                context: found
+                    .execution
+                    .frames
+                    .iter()
+                    .rev()
+                    .take(8)
+                    .rev()
+                    .cloned()
+                    .collect(),
+            }],
+        ),
+        None => (
+            Verdict::Pass,
+            format!(
+                "{} sequences, {} operations, no failure",
+                outcome.cases, outcome.dispatches
+            ),
+            Vec::new(),
+        ),
+    };
+    let transcript = outcome
+        .found
+        .as_ref()
+        .map(|f| f.execution.frames.clone())
+        .unwrap_or_default();
+    let case = CaseResult {
+        info: CaseInfo {
+            id: format!("FUZZ/{mode}"),
+            level: Level::Must,
+            area: "fuzz".into(),
+            spec: "RULES.md (every rule the runner checks)".into(),
+            requirement: "No generated sequence breaks a rule the runner checks.".into(),
+            does: format!("Seeded random {mode} sequences with every check after every step."),
+            source: "fuzzer".into(),
+        },
+        verdict,
+        summary,
+        findings,
+        transcript,
+        duration_ms: outcome.elapsed.as_secs_f64() * 1000.0,
+        rerun: outcome.found.as_ref().map_or_else(String::new, |f| {
+            format!("ahpspec fuzz --seed {} --mode {mode}", f.seed)
+        }),
+    };
+    let mut report = RunReport {
+        format: 1,
+        tool: "ahpspec".into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        target: target.to_owned(),
+        fault,
+        protocol_version: "1.0.0".into(),
+        started_at: format!("{:.0}", jiff::Timestamp::now()),
+        duration_ms: outcome.elapsed.as_secs_f64() * 1000.0,
+        interrupted: outcome.interrupted,
+        strict: false,
+        tally: Tally::default(),
+        cases: vec![case],
+        stale_baseline: Vec::new(),
+        unexpected_failures: Vec::new(),
+    };
+    crate::engine::reconcile(&mut report, None);
+    report
 }

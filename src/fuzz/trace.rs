@@ -22,10 +22,13 @@ pub struct Trace {
     /// `builtin` or the server URL.
     pub target: String,
     pub fault: Option<String>,
+    /// `model` (operation sequences) or `frames` (mutated frames).
+    pub mode: String,
     pub failure: Failure,
     pub original_len: usize,
     pub shrink_steps: usize,
-    pub ops: Vec<Op>,
+    /// The shrunk sequence (operations or frame mutations, by mode).
+    pub ops: Value,
     pub performed: Vec<Performed>,
     pub frames: Vec<ReportedFrame>,
 }
@@ -53,8 +56,14 @@ pub enum TraceError {
 }
 
 impl Trace {
-    pub fn new(found: &Found, target: &str, fault: Option<String>) -> Trace {
+    pub fn new<T: Serialize>(
+        found: &Found<T>,
+        mode: &str,
+        target: &str,
+        fault: Option<String>,
+    ) -> Trace {
         Trace {
+            mode: mode.to_owned(),
             format: 1,
             tool_version: env!("CARGO_PKG_VERSION").into(),
             seed: found.seed,
@@ -63,7 +72,7 @@ impl Trace {
             failure: found.failure.clone(),
             original_len: found.original_len,
             shrink_steps: found.shrink_steps,
-            ops: found.ops.clone(),
+            ops: serde_json::to_value(&found.ops).unwrap_or(Value::Null),
             performed: found.execution.performed.clone(),
             frames: found.execution.frames.clone(),
         }
@@ -125,8 +134,8 @@ impl Trace {
                 self.performed.len()
             ))
         ));
-        let mut needs: Vec<&str> = self
-            .ops
+        let ops: Vec<Op> = serde_json::from_value(self.ops.clone()).unwrap_or_default();
+        let mut needs: Vec<&str> = ops
             .iter()
             .filter_map(|op| match op {
                 Op::StartTurn { behaviour, .. } => Some(behaviour.key()),

@@ -1,0 +1,515 @@
+//! Malformed-input mode: mutations of valid frames (broken JSON, wrong types, huge values,
+//! deep nesting, unknown methods, invalid params, odd ids, binary frames) sent on one
+//! connection. After each, that connection must still answer (or have closed cleanly),
+//! another connection must still be served, and its state must stay intact.
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use tokio::sync::watch;
+
+use super::exec::{ExecConfig, ExecError, Execution, Failure, Target};
+use super::{search, FuzzOptions, FuzzOutcome};
+use crate::engine::checkpoint;
+use crate::engine::conn::Conn;
+use crate::host::{self, HostConfig};
+use crate::transport::{Connection, Direction, Incoming};
+use crate::verdict::ReportedFrame;
+
+const ROOT: &str = "ahp-root://";
+
+/// One malformed frame, described by what was done to which valid frame.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "mutation", rename_all = "camelCase")]
+pub enum Mutation {
+    /// The first `at` bytes of a valid request.
+    Truncated { base: u8, at: u16 },
+    /// A valid request whose params member has the wrong JSON type.
+    ParamsNotObject { base: u8 },
+    /// listSessions with `limit` of the wrong type.
+    WrongMemberType,
+    /// A valid request with a string member of `kib` KiB.
+    HugeString { kib: u16 },
+    /// Arrays nested `depth` deep as params.
+    Deep { depth: u16 },
+    /// A request for a method that does not exist.
+    UnknownMethod { n: u8 },
+    /// ping with an odd id: string, negative, fraction.
+    OddId { kind: u8 },
+    /// A request without "jsonrpc".
+    NoJsonrpc,
+    /// A JSON array (batch), not an object.
+    Batch,
+    /// A binary frame.
+    Binary { len: u8 },
+    /// dispatchAction whose action is garbage.
+    GarbageAction { kind: u8 },
+}
+
+fn base_request(base: u8, id: u64) -> Value {
+    match base % 3 {
+        0 => json!({ "jsonrpc": "2.0", "id": id, "method": "ping", "params": { "channel": ROOT } }),
+        1 => {
+            json!({ "jsonrpc": "2.0", "id": id, "method": "listSessions", "params": { "channel": ROOT, "limit": 5 } })
+        }
+        _ => {
+            json!({ "jsonrpc": "2.0", "id": id, "method": "subscribe", "params": { "channel": ROOT } })
+        }
+    }
+}
+
+/// What the frame is and which answer a correct host gives.
+enum Answer {
+    /// A response with this id carrying one of these error codes (any error when empty),
+    /// or a close of the connection (`close_ok`); the rule that says so.
+    Error {
+        id: Value,
+        codes: &'static [i64],
+        close_ok: bool,
+        rule: &'static str,
+    },
+    /// Anything (or nothing) but the connection keeps serving.
+    Survive,
+}
+
+fn render(mutation: &Mutation, id: u64) -> (Result<String, Vec<u8>>, Answer) {
+    match mutation {
+        Mutation::Truncated { base, at } => {
+            let text = base_request(*base, id).to_string();
+            let cut = usize::from(*at) % text.len().max(1);
+            let cut = (0..=cut)
+                .rev()
+                .find(|i| text.is_char_boundary(*i))
+                .unwrap_or(0);
+            (
+                Ok(text[..cut].to_owned()),
+                Answer::Error {
+                    id: Value::Null,
+                    codes: &[-32700],
+                    close_ok: true,
+                    rule: "TRANSPORT-006",
+                },
+            )
+        }
+        Mutation::ParamsNotObject { base } => {
+            let mut request = base_request(*base, id);
+            request["params"] = json!([1, 2, 3]);
+            let rule = if base % 3 == 0 {
+                "TRANSPORT-010"
+            } else {
+                "TRANSPORT-009"
+            };
+            // ping must be answered whatever its params; the others must fail with -32602.
+            let answer = if base % 3 == 0 {
+                Answer::Survive
+            } else {
+                Answer::Error {
+                    id: json!(id),
+                    codes: &[-32602],
+                    close_ok: false,
+                    rule,
+                }
+            };
+            (Ok(request.to_string()), answer)
+        }
+        Mutation::WrongMemberType => {
+            let request = json!({ "jsonrpc": "2.0", "id": id, "method": "listSessions", "params": { "channel": ROOT, "limit": "many" } });
+            (
+                Ok(request.to_string()),
+                Answer::Error {
+                    id: json!(id),
+                    codes: &[-32602],
+                    close_ok: false,
+                    rule: "TRANSPORT-009",
+                },
+            )
+        }
+        Mutation::HugeString { kib } => {
+            let pad = "x".repeat(usize::from(*kib % 2048) * 1024);
+            let request = json!({ "jsonrpc": "2.0", "id": id, "method": "ping", "params": { "channel": ROOT, "pad": pad } });
+            (Ok(request.to_string()), Answer::Survive)
+        }
+        Mutation::Deep { depth } => {
+            let depth = usize::from(*depth % 4000) + 1;
+            let text = format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"listSessions\",\"params\":{}{}}}",
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            (Ok(text), Answer::Survive)
+        }
+        Mutation::UnknownMethod { n } => {
+            let request = json!({ "jsonrpc": "2.0", "id": id, "method": format!("fuzz/unknown{n}"), "params": { "channel": ROOT } });
+            (
+                Ok(request.to_string()),
+                Answer::Error {
+                    id: json!(id),
+                    codes: &[-32601],
+                    close_ok: false,
+                    rule: "TRANSPORT-008",
+                },
+            )
+        }
+        Mutation::OddId { kind } => {
+            let odd = match kind % 3 {
+                0 => json!(format!("s-{id}")),
+                1 => json!(-(id as i64)),
+                _ => json!(id as f64 + 0.5),
+            };
+            let request = json!({ "jsonrpc": "2.0", "id": odd, "method": "ping", "params": { "channel": ROOT } });
+            (Ok(request.to_string()), Answer::Survive)
+        }
+        Mutation::NoJsonrpc => {
+            let request = json!({ "id": id, "method": "ping", "params": { "channel": ROOT } });
+            (
+                Ok(request.to_string()),
+                Answer::Error {
+                    id: json!(id),
+                    codes: &[-32600],
+                    close_ok: true,
+                    rule: "TRANSPORT-007",
+                },
+            )
+        }
+        Mutation::Batch => {
+            let text = format!("[{}]", base_request(0, id));
+            (
+                Ok(text),
+                Answer::Error {
+                    id: Value::Null,
+                    codes: &[-32600],
+                    close_ok: true,
+                    rule: "TRANSPORT-007",
+                },
+            )
+        }
+        Mutation::Binary { len } => (Err(vec![0xAB; usize::from(*len)]), Answer::Survive),
+        Mutation::GarbageAction { kind } => {
+            let action = match kind % 3 {
+                0 => json!("not an object"),
+                1 => json!({ "type": 42 }),
+                _ => json!({ "type": "chat/turnStarted" }),
+            };
+            let note = json!({ "jsonrpc": "2.0", "method": "dispatchAction", "params": { "channel": "ahp-chat:/fuzz-nowhere", "clientSeq": 1, "action": action } });
+            (Ok(note.to_string()), Answer::Survive)
+        }
+    }
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        3 => (0u8..3, any::<u16>()).prop_map(|(base, at)| Mutation::Truncated { base, at }),
+        2 => (0u8..3).prop_map(|base| Mutation::ParamsNotObject { base }),
+        1 => Just(Mutation::WrongMemberType),
+        1 => (0u16..1024).prop_map(|kib| Mutation::HugeString { kib }),
+        1 => (0u16..4000).prop_map(|depth| Mutation::Deep { depth }),
+        2 => any::<u8>().prop_map(|n| Mutation::UnknownMethod { n }),
+        2 => (0u8..3).prop_map(|kind| Mutation::OddId { kind }),
+        1 => Just(Mutation::NoJsonrpc),
+        1 => Just(Mutation::Batch),
+        1 => any::<u8>().prop_map(|len| Mutation::Binary { len }),
+        2 => (0u8..3).prop_map(|kind| Mutation::GarbageAction { kind }),
+    ]
+}
+
+/// Frames mode: sequences of mutations, shrunk like model sequences.
+pub async fn fuzz_frames(
+    options: &FuzzOptions,
+    interrupt: watch::Receiver<bool>,
+) -> Result<FuzzOutcome<Mutation>, ExecError> {
+    let run = async |mutations: Vec<Mutation>| {
+        execute_frames(&mutations, &options.target, &options.exec).await
+    };
+    search(
+        options,
+        prop::collection::vec(mutation(), 1..=options.max_len.max(1)),
+        run,
+        interrupt,
+    )
+    .await
+}
+
+async fn open(url: &str, name: &str, client_id: &str, cfg: &ExecConfig) -> Result<Conn, ExecError> {
+    let link = Connection::connect(url, cfg.timeout)
+        .await
+        .map_err(|e| ExecError::Setup(e.to_string()))?;
+    let mut conn = Conn::new(name, client_id, link);
+    let init = conn
+        .link
+        .request(
+            "initialize",
+            json!({ "channel": ROOT, "protocolVersions": ["1.0.0"], "clientId": client_id }),
+            cfg.timeout,
+        )
+        .await
+        .map_err(|e| ExecError::Setup(format!("initialize: {e}")))?;
+    if init.get("result").is_none() {
+        return Err(ExecError::Setup(format!("initialize failed: {init}")));
+    }
+    Ok(conn)
+}
+
+fn failure(rule: &str, expected: String, actual: String, index: usize) -> Failure {
+    Failure {
+        rule: rule.to_owned(),
+        expected,
+        actual,
+        op_index: Some(index),
+    }
+}
+
+/// Sends each mutated frame on one connection and checks both connections afterwards.
+pub async fn execute_frames(
+    mutations: &[Mutation],
+    target: &Target,
+    cfg: &ExecConfig,
+) -> Result<Execution, ExecError> {
+    let builtin = match &target.url {
+        Some(_) => None,
+        None => Some(
+            host::spawn(HostConfig::with_fault(target.fault))
+                .await
+                .map_err(ExecError::Host)?,
+        ),
+    };
+    let url = target
+        .url
+        .clone()
+        .or_else(|| builtin.as_ref().map(|h| h.url().to_owned()))
+        .unwrap_or_default();
+    let token = format!(
+        "ff{:x}",
+        jiff::Timestamp::now().as_nanosecond() as u64 & 0xffff_ffff
+    );
+    let mut execution = Execution::default();
+    let mut conns: Vec<Conn> = Vec::new();
+    let result = frames_run(mutations, &url, &token, cfg, &mut conns, &mut execution).await;
+    for conn in &mut conns {
+        conn.link.close().await;
+    }
+    execution.frames = conns
+        .iter()
+        .flat_map(|conn| {
+            conn.link.transcript().frames.iter().map(|f| ReportedFrame {
+                conn: conn.name.clone(),
+                direction: if f.direction == Direction::Sent {
+                    "sent".into()
+                } else {
+                    "received".into()
+                },
+                at_ms: f.at_ms,
+                text: super::super::checks::frame::clip(&f.text),
+            })
+        })
+        .collect();
+    if let Some(host) = builtin {
+        host.shutdown().await;
+    }
+    result?;
+    Ok(execution)
+}
+
+async fn frames_run(
+    mutations: &[Mutation],
+    url: &str,
+    token: &str,
+    cfg: &ExecConfig,
+    conns: &mut Vec<Conn>,
+    execution: &mut Execution,
+) -> Result<(), ExecError> {
+    let mut victim = open(url, "victim", &format!("ahpspec-{token}-victim"), cfg).await?;
+    let mut witness = open(url, "witness", &format!("ahpspec-{token}-witness"), cfg).await?;
+    let session = format!("ahp-session:/{token}");
+    let created = witness
+        .link
+        .request("createSession", json!({ "channel": session }), cfg.timeout)
+        .await
+        .map_err(|e| ExecError::Setup(e.to_string()))?;
+    if created.get("error").is_some() {
+        return Err(ExecError::Setup(format!("createSession failed: {created}")));
+    }
+    witness
+        .link
+        .request(
+            "subscribe",
+            json!({ "channel": session, "delivery": { "maxLatencyMs": 0 } }),
+            cfg.timeout,
+        )
+        .await
+        .map_err(|e| ExecError::Setup(e.to_string()))?;
+    let mut victims_closed = 0;
+    for (index, mutation) in mutations.iter().enumerate() {
+        let id = 7_000_000 + index as u64;
+        let (frame, answer) = render(mutation, id);
+        execution.dispatches += 1;
+        victim
+            .intended_invalid
+            .push(victim.link.transcript().frames.len());
+        let sent = match frame {
+            Ok(text) => victim.link.send_raw(&text).await,
+            Err(bytes) => victim.link.send_binary(bytes).await,
+        };
+        let probe = 8_000_000 + index as u64;
+        let mut closed = sent.is_err();
+        if !closed {
+            let pinged = victim.link.send_json(&json!({ "jsonrpc": "2.0", "id": probe, "method": "ping", "params": { "channel": ROOT } })).await;
+            closed = pinged.is_err();
+        }
+        // Everything up to the probe's answer (or a close) belongs to the mutated frame.
+        let mut answered = None;
+        let mut pong = false;
+        if !closed {
+            loop {
+                match victim.link.recv(cfg.timeout).await {
+                    Ok(Incoming::Message(m)) if m.get("id") == Some(&json!(probe)) => {
+                        pong = true;
+                        break;
+                    }
+                    Ok(Incoming::Message(m)) if m.get("method").is_none() => answered = Some(m),
+                    Ok(Incoming::Closed { .. }) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+            closed = victim.link.is_closed();
+        }
+        if !pong && !closed {
+            execution.failure = Some(failure(
+                "TRANSPORT-006",
+                format!("an answer to ping after {mutation:?} (or a close)"),
+                format!(
+                    "nothing within {} ms: the connection stopped answering",
+                    cfg.timeout.as_millis()
+                ),
+                index,
+            ));
+            conns.extend([victim, witness]);
+            return Ok(());
+        }
+        if let Answer::Error {
+            id: want,
+            codes,
+            close_ok,
+            rule,
+        } = &answer
+        {
+            let ok = match &answered {
+                Some(response) => {
+                    let code = response["error"]["code"].as_i64();
+                    (response.get("id") == Some(want) || want.is_null())
+                        && code.is_some_and(|c| codes.is_empty() || codes.contains(&c))
+                }
+                None => closed && *close_ok,
+            };
+            if !ok {
+                execution.failure = Some(failure(
+                    rule,
+                    format!(
+                        "an error {codes:?} for {mutation:?}{}",
+                        if *close_ok { " (or a close)" } else { "" }
+                    ),
+                    answered.map_or_else(
+                        || {
+                            if closed {
+                                "the connection closed".into()
+                            } else {
+                                "no response".into()
+                            }
+                        },
+                        |r| super::super::checks::frame::clip(&r.to_string()),
+                    ),
+                    index,
+                ));
+                conns.extend([victim, witness]);
+                return Ok(());
+            }
+        }
+        let schemas = cfg.schemas.clone();
+        for conn in [&mut victim, &mut witness] {
+            if let Some(located) = conn.process(&schemas).into_iter().next() {
+                execution.failure = Some(failure(
+                    located.violation.rule,
+                    located.violation.expected,
+                    format!("{} (on {})", located.violation.actual, located.conn),
+                    index,
+                ));
+            }
+        }
+        if execution.failure.is_some() {
+            conns.extend([victim, witness]);
+            return Ok(());
+        }
+        let alive = witness
+            .link
+            .request("ping", json!({ "channel": ROOT }), cfg.timeout)
+            .await;
+        if !matches!(&alive, Ok(r) if r.get("result").is_some()) {
+            execution.failure = Some(failure(
+                "FUZZ-001",
+                format!("the other connection still served after {mutation:?}"),
+                format!("{alive:?}"),
+                index,
+            ));
+            conns.extend([victim, witness]);
+            return Ok(());
+        }
+        if closed {
+            // The host may close on hostile input; go on with a fresh victim connection.
+            victims_closed += 1;
+            let replacement = open(
+                url,
+                &format!("victim{victims_closed}"),
+                &format!("ahpspec-{token}-victim{victims_closed}"),
+                cfg,
+            )
+            .await?;
+            conns.push(std::mem::replace(&mut victim, replacement));
+        }
+    }
+    witness
+        .link
+        .drain(cfg.settle.max(Duration::from_millis(5)))
+        .await;
+    if let Some(located) = witness.process(&cfg.schemas).into_iter().next() {
+        execution.failure = Some(Failure {
+            rule: located.violation.rule.to_owned(),
+            expected: located.violation.expected,
+            actual: located.violation.actual,
+            op_index: None,
+        });
+        conns.extend([victim, witness]);
+        return Ok(());
+    }
+    let client_id = format!("ahpspec-{token}-observer");
+    let compared = checkpoint::compare(
+        &mut [&mut witness],
+        vec![session],
+        url,
+        cfg.timeout,
+        &client_id,
+    )
+    .await;
+    match compared {
+        Ok(checked) => {
+            if let Some((on, violation)) = checked.violations.into_iter().next() {
+                execution.failure = Some(Failure {
+                    rule: violation.rule.to_owned(),
+                    expected: violation.expected,
+                    actual: format!("{} (on {on})", violation.actual),
+                    op_index: None,
+                });
+            }
+        }
+        Err(error) => {
+            execution.failure = Some(Failure {
+                rule: "FUZZ-002".into(),
+                expected: "state intact and observable after the malformed frames".into(),
+                actual: error,
+                op_index: None,
+            });
+        }
+    }
+    conns.extend([victim, witness]);
+    Ok(())
+}
