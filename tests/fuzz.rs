@@ -90,9 +90,18 @@ async fn finds(fault: Fault, rules: &[&str]) {
         .save(&dir)
         .expect("trace saved");
     let trace = Trace::load(&path).expect("trace loads");
-    assert_eq!(trace.ops, serde_json::to_value(&found.ops).expect("ops serialise"));
-    let again = replay_trace(&trace, &opts.target, &opts.exec).await.expect("replay runs");
-    assert!(again.is_some(), "fault {fault}: the trace did not replay to {:?}", trace.failure);
+    assert_eq!(
+        trace.ops,
+        serde_json::to_value(&found.ops).expect("ops serialise")
+    );
+    let again = replay_trace(&trace, &opts.target, &opts.exec)
+        .await
+        .expect("replay runs");
+    assert!(
+        again.is_some(),
+        "fault {fault}: the trace did not replay to {:?}",
+        trace.failure
+    );
     let case = trace.to_case();
     let parsed =
         ahpspec::suite::parse_suite("regression.toml", &format!("page = \"fuzz\"\n{case}"));
