@@ -147,3 +147,73 @@ fuzz_finds! {
     finds_legacy_uri => LegacyUri ["SUB-012"],
     finds_summary_status_bits => SummaryStatusBits ["STATUS-001"],
 }
+
+/// Frames mode finds the transport faults (seed 1, at most 15 s, 300 ms timeouts).
+async fn finds_in_frames(fault: Fault, rules: &[&str]) {
+    let (_stop, interrupt) = tokio::sync::watch::channel(false);
+    let mut opts = options(Some(fault), 1, Duration::from_secs(15));
+    opts.exec.timeout = Duration::from_millis(300);
+    opts.shrink_time = Duration::from_secs(10);
+    opts.max_len = 10;
+    let outcome = ahpspec::fuzz::frames::fuzz_frames(&opts, interrupt)
+        .await
+        .expect("fuzzer runs");
+    let found = outcome
+        .found
+        .unwrap_or_else(|| panic!("fault {fault} not found in {} sequences", outcome.cases));
+    assert!(
+        rules.contains(&found.failure.rule.as_str()),
+        "fault {fault}: found {:?}",
+        found.failure
+    );
+    let trace = Trace::new(&found, "frames", "builtin", Some(fault.name().to_owned()));
+    let again = replay_trace(&trace, &opts.target, &opts.exec)
+        .await
+        .expect("replay runs");
+    assert!(
+        again.is_some(),
+        "fault {fault}: the trace did not replay to {:?}",
+        trace.failure
+    );
+}
+
+#[tokio::test]
+async fn frames_mode_survives_on_the_correct_host() {
+    let (_stop, interrupt) = tokio::sync::watch::channel(false);
+    let mut opts = options(None, 9, Duration::from_secs(5));
+    opts.max_len = 10;
+    let outcome = ahpspec::fuzz::frames::fuzz_frames(&opts, interrupt)
+        .await
+        .expect("fuzzer runs");
+    assert!(
+        outcome.found.is_none(),
+        "false positive: {:?}",
+        outcome.found.map(|f| (f.failure, f.ops))
+    );
+    assert!(
+        outcome.dispatches > 100,
+        "too little fuzzing: {} frames",
+        outcome.dispatches
+    );
+}
+
+macro_rules! frames_find {
+    ($($name:ident => $fault:ident [$($rule:literal),+],)*) => {
+        $(
+            #[tokio::test]
+            async fn $name() {
+                finds_in_frames(Fault::$fault, &[$($rule),+]).await;
+            }
+        )*
+    };
+}
+
+frames_find! {
+    frames_find_dies_on_malformed => DiesOnMalformed ["TRANSPORT-006"],
+    frames_find_wrong_method_not_found => WrongMethodNotFound ["TRANSPORT-008"],
+    frames_find_not_request_accepted => NotRequestAccepted ["TRANSPORT-007"],
+    frames_find_result_and_error => ResultAndError ["TRANSPORT-005", "TRANSPORT-008"],
+    frames_find_no_jsonrpc_member => NoJsonrpcMember ["TRANSPORT-002"],
+    frames_find_duplicate_response => DuplicateResponse ["TRANSPORT-003"],
+    frames_find_answers_notifications => AnswersNotifications ["TRANSPORT-004"],
+}

@@ -46,6 +46,10 @@ pub enum Mutation {
     Binary { len: u8 },
     /// dispatchAction whose action is garbage.
     GarbageAction { kind: u8 },
+    /// An object with an id but no method.
+    NoMethod,
+    /// An unsubscribe notification for a channel never subscribed.
+    StrayUnsubscribe,
 }
 
 fn base_request(base: u8, id: u64) -> Value {
@@ -186,6 +190,22 @@ fn render(mutation: &Mutation, id: u64) -> (Result<String, Vec<u8>>, Answer) {
             )
         }
         Mutation::Binary { len } => (Err(vec![0xAB; usize::from(*len)]), Answer::Survive),
+        Mutation::NoMethod => {
+            let request = json!({ "jsonrpc": "2.0", "id": id });
+            (
+                Ok(request.to_string()),
+                Answer::Error {
+                    id: json!(id),
+                    codes: &[-32600],
+                    close_ok: true,
+                    rule: "TRANSPORT-007",
+                },
+            )
+        }
+        Mutation::StrayUnsubscribe => {
+            let note = json!({ "jsonrpc": "2.0", "method": "unsubscribe", "params": { "channel": "ahp-session:/fuzz-nowhere" } });
+            (Ok(note.to_string()), Answer::Survive)
+        }
         Mutation::GarbageAction { kind } => {
             let action = match kind % 3 {
                 0 => json!("not an object"),
@@ -211,6 +231,8 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         1 => Just(Mutation::Batch),
         1 => any::<u8>().prop_map(|len| Mutation::Binary { len }),
         2 => (0u8..3).prop_map(|kind| Mutation::GarbageAction { kind }),
+        1 => Just(Mutation::NoMethod),
+        1 => Just(Mutation::StrayUnsubscribe),
     ]
 }
 
