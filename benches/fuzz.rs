@@ -17,13 +17,23 @@ use ahpspec::schema::SchemaSet;
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<u64>().ok())
+        })
         .map_or(0, |pages| pages * 4)
 }
 
 fn main() {
-    let secs: u64 = std::env::var("AHPSPEC_BENCH_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let secs: u64 = std::env::var("AHPSPEC_BENCH_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("cannot start runtime: {error}");
@@ -31,7 +41,10 @@ fn main() {
         }
     };
     let schemas = match SchemaSet::embedded() {
-        Ok(set) => Schemas { set: Arc::new(set), map: Arc::new(SchemaMap::embedded()) },
+        Ok(set) => Schemas {
+            set: Arc::new(set),
+            map: Arc::new(SchemaMap::embedded()),
+        },
         Err(error) => {
             eprintln!("schemas: {error}");
             std::process::exit(2);
@@ -44,9 +57,19 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let exec = ExecConfig { timeout: Duration::from_secs(2), settle: Duration::from_millis(3), clients: 2, profile, schemas: schemas.clone(), checkpoint_every: 10 };
+    let exec = ExecConfig {
+        timeout: Duration::from_secs(2),
+        settle: Duration::from_millis(3),
+        clients: 2,
+        profile,
+        schemas: schemas.clone(),
+        checkpoint_every: 10,
+    };
     let options = FuzzOptions {
-        target: Target { url: None, fault: None },
+        target: Target {
+            url: None,
+            fault: None,
+        },
         exec: exec.clone(),
         seed: 42,
         cases: None,
@@ -61,7 +84,11 @@ fn main() {
     let mut rss = vec![rss_kib()];
     for slice in 0..slices {
         let (_stop, interrupt) = tokio::sync::watch::channel(false);
-        let slice_options = FuzzOptions { seed: 42 + slice, duration: Duration::from_secs(secs / slices), ..options.clone() };
+        let slice_options = FuzzOptions {
+            seed: 42 + slice,
+            duration: Duration::from_secs(secs / slices),
+            ..options.clone()
+        };
         let outcome = match runtime.block_on(fuzz(&slice_options, interrupt)) {
             Ok(outcome) => outcome,
             Err(error) => {
@@ -70,7 +97,10 @@ fn main() {
             }
         };
         if let Some(found) = outcome.found {
-            eprintln!("unexpected failure on the correct host: {:?}", found.failure);
+            eprintln!(
+                "unexpected failure on the correct host: {:?}",
+                found.failure
+            );
             std::process::exit(1);
         }
         total_ops += outcome.dispatches;
@@ -86,10 +116,20 @@ fn main() {
     // Offline: record the frames of a long sequence, then re-check them repeatedly.
     let ops: Vec<Op> = (0..60)
         .map(|i| match i % 6 {
-            0 => Op::StartTurn { client: 0, behaviour: ahpspec::fuzz::ops::Behaviour::Stream },
+            0 => Op::StartTurn {
+                client: 0,
+                behaviour: ahpspec::fuzz::ops::Behaviour::Stream,
+            },
             1 => Op::Rename { client: 1 },
-            2 => Op::SetPending { client: 0, kind: ahpspec::fuzz::ops::PendingKind::Steering, id: 1 },
-            3 => Op::StartTurn { client: 1, behaviour: ahpspec::fuzz::ops::Behaviour::Echo },
+            2 => Op::SetPending {
+                client: 0,
+                kind: ahpspec::fuzz::ops::PendingKind::Steering,
+                id: 1,
+            },
+            3 => Op::StartTurn {
+                client: 1,
+                behaviour: ahpspec::fuzz::ops::Behaviour::Echo,
+            },
             4 => Op::Draft { client: 0 },
             _ => Op::Checkpoint,
         })
@@ -101,8 +141,15 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let received: Vec<String> = recorded.iter().filter(|f| f.direction == "received").map(|f| f.text.clone()).collect();
-    let envelopes = received.iter().filter(|t| t.contains("\"method\":\"action\"")).count();
+    let received: Vec<String> = recorded
+        .iter()
+        .filter(|f| f.direction == "received")
+        .map(|f| f.text.clone())
+        .collect();
+    let envelopes = received
+        .iter()
+        .filter(|t| t.contains("\"method\":\"action\""))
+        .count();
     let started = Instant::now();
     let mut rounds = 0usize;
     while started.elapsed() < Duration::from_secs(3) {

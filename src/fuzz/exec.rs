@@ -256,25 +256,30 @@ impl Run<'_> {
             .unwrap_or(Value::Null))
     }
 
-    /// Reads until no client has received anything for the settle time.
+    /// Reads until no client has received anything new for the settle time.
     async fn settle(&mut self) {
-        loop {
-            let before: usize = self
-                .conns
+        // Counts host notifications received (our own pings and their answers don't count).
+        let notifications = |conns: &[Conn]| -> usize {
+            conns
                 .iter()
-                .map(|c| c.link.transcript().frames.len())
-                .sum();
+                .flat_map(|c| c.link.transcript().frames.iter())
+                .filter(|f| f.direction == Direction::Received && f.text.contains("\"method\""))
+                .count()
+        };
+        loop {
+            let before = notifications(&self.conns);
             for conn in &mut self.conns {
                 if !conn.link.is_closed() {
+                    // A ping round trip flushes whatever the host queued for this client
+                    // before it; the quiet period then lets the agent's next steps land.
+                    let _ = conn
+                        .link
+                        .request("ping", json!({ "channel": ROOT }), self.cfg.timeout)
+                        .await;
                     conn.link.drain(self.cfg.settle).await;
                 }
             }
-            let after: usize = self
-                .conns
-                .iter()
-                .map(|c| c.link.transcript().frames.len())
-                .sum();
-            if after == before {
+            if notifications(&self.conns) == before {
                 return;
             }
         }
