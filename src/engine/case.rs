@@ -11,7 +11,7 @@ use super::profile::Profile;
 use super::vars::Vars;
 use crate::checks::frame::{Counts, Schemas};
 use crate::suite::*;
-use crate::transport::{Connection, Direction, Incoming, TransportError};
+use crate::transport::{Connection, Incoming, TransportError};
 use crate::verdict::{CaseResult, Finding, Level, ReportedFrame, Verdict};
 
 /// Everything a case needs from the run.
@@ -1267,7 +1267,7 @@ impl Runner<'_> {
         let mut transcript: Vec<ReportedFrame> = self
             .conns
             .values()
-            .flat_map(|conn| reported(conn, 0, conn.link.transcript().frames.len()))
+            .flat_map(|conn| conn.reported_all())
             .collect();
         transcript.sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
         let elapsed = self.started.elapsed();
@@ -1353,23 +1353,8 @@ fn json_eq(a: &Value, b: &Value) -> bool {
     super::conn::json_equal(a, b)
 }
 
-fn reported(conn: &Conn, from: usize, to: usize) -> Vec<ReportedFrame> {
-    conn.link.transcript().frames[from.min(to)..to]
-        .iter()
-        .map(|frame| ReportedFrame {
-            conn: conn.name.clone(),
-            direction: match frame.direction {
-                Direction::Sent => "sent".into(),
-                Direction::Received => "received".into(),
-            },
-            at_ms: frame.at_ms,
-            text: frame.text.clone(),
-        })
-        .collect()
-}
-
 /// The frames just before transcript position `end` on a connection.
 fn context_frames(conn: &Conn, end: usize) -> Vec<ReportedFrame> {
     let end = end.min(conn.link.transcript().frames.len());
-    reported(conn, end.saturating_sub(CONTEXT_FRAMES), end)
+    conn.reported(end.saturating_sub(CONTEXT_FRAMES), end)
 }

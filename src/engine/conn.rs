@@ -202,6 +202,31 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// Transcript frames `from..to` of this connection, as reported.
+    pub fn reported(&self, from: usize, to: usize) -> Vec<crate::verdict::ReportedFrame> {
+        let frames = &self.link.transcript().frames;
+        let to = to.min(frames.len());
+        frames[from.min(to)..to]
+            .iter()
+            .map(|frame| crate::verdict::ReportedFrame {
+                conn: self.name.clone(),
+                direction: match frame.direction {
+                    Direction::Sent => "sent".into(),
+                    Direction::Received => "received".into(),
+                },
+                at_ms: frame.at_ms,
+                text: frame.text.clone(),
+            })
+            .collect()
+    }
+
+    /// Every frame of this connection, as reported.
+    pub fn reported_all(&self) -> Vec<crate::verdict::ReportedFrame> {
+        self.reported(0, usize::MAX)
+    }
+}
+
 /// JSON equality where integers and floats of equal value match.
 pub fn json_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {

@@ -127,21 +127,7 @@ pub async fn execute(
     for conn in &mut run.conns {
         conn.link.close().await;
     }
-    run.exec.frames = run
-        .conns
-        .iter()
-        .flat_map(|conn| {
-            conn.link.transcript().frames.iter().map(|f| ReportedFrame {
-                conn: conn.name.clone(),
-                direction: match f.direction {
-                    Direction::Sent => "sent".into(),
-                    Direction::Received => "received".into(),
-                },
-                at_ms: f.at_ms,
-                text: f.text.clone(),
-            })
-        })
-        .collect();
+    run.exec.frames = run.conns.iter().flat_map(Conn::reported_all).collect();
     run.exec.frames.sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
     if let Some(host) = builtin {
         host.shutdown().await;

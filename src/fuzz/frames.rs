@@ -15,8 +15,7 @@ use super::{search, FuzzOptions, FuzzOutcome};
 use crate::engine::checkpoint;
 use crate::engine::conn::Conn;
 use crate::host::{self, HostConfig};
-use crate::transport::{Connection, Direction, Incoming};
-use crate::verdict::ReportedFrame;
+use crate::transport::{Connection, Incoming};
 
 const ROOT: &str = "ahp-root://";
 
@@ -311,19 +310,13 @@ pub async fn execute_frames(
     for conn in &mut conns {
         conn.link.close().await;
     }
+    // Mutated frames can be megabytes: keep the trace readable.
     execution.frames = conns
         .iter()
-        .flat_map(|conn| {
-            conn.link.transcript().frames.iter().map(|f| ReportedFrame {
-                conn: conn.name.clone(),
-                direction: if f.direction == Direction::Sent {
-                    "sent".into()
-                } else {
-                    "received".into()
-                },
-                at_ms: f.at_ms,
-                text: super::super::checks::frame::clip(&f.text),
-            })
+        .flat_map(Conn::reported_all)
+        .map(|mut frame| {
+            frame.text = super::super::checks::frame::clip(&frame.text);
+            frame
         })
         .collect();
     if let Some(host) = builtin {

@@ -783,25 +783,7 @@ fn new_chat(
 }
 
 fn chat_summary(chat: &ChatState) -> Value {
-    let state = to_value(chat);
-    let mut summary = serde_json::Map::new();
-    for key in [
-        "resource",
-        "title",
-        "status",
-        "activity",
-        "modifiedAt",
-        "changes",
-        "origin",
-        "movable",
-        "interactivity",
-        "workingDirectories",
-    ] {
-        if let Some(value) = state.get(key).filter(|v| !v.is_null()) {
-            summary.insert(key.to_owned(), value.clone());
-        }
-    }
-    Value::Object(summary)
+    Value::Object(super::projection::chat_summary(&to_value(chat)))
 }
 
 /// Whether `method` is one of the protocol's client→host requests.

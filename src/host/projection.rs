@@ -227,7 +227,7 @@ impl World {
 }
 
 /// The summary members of a chat state.
-fn chat_summary(chat: &Value) -> Map<String, Value> {
+pub(super) fn chat_summary(chat: &Value) -> Map<String, Value> {
     CHAT_SUMMARY_FIELDS
         .iter()
         .filter_map(|key| {
