@@ -69,8 +69,12 @@ async fn the_correct_host_survives_a_long_run() {
 /// Fuzzes the host with `fault` (seed 1, at most 20 s, shrinking capped at 10 s) and checks
 /// the failure is one of `rules`, the sequence shrank, and the saved trace replays to it.
 async fn finds(fault: Fault, rules: &[&str]) {
+    finds_with_seed(fault, 1, rules).await;
+}
+
+async fn finds_with_seed(fault: Fault, seed: u64, rules: &[&str]) {
     let (_stop, interrupt) = tokio::sync::watch::channel(false);
-    let mut opts = options(Some(fault), 1, Duration::from_secs(20));
+    let mut opts = options(Some(fault), seed, Duration::from_secs(20));
     opts.shrink_time = Duration::from_secs(10);
     let outcome = fuzz(&opts, interrupt).await.expect("fuzzer runs");
     let found = outcome
@@ -216,4 +220,19 @@ frames_find! {
     frames_find_no_jsonrpc_member => NoJsonrpcMember ["TRANSPORT-002"],
     frames_find_duplicate_response => DuplicateResponse ["TRANSPORT-003"],
     frames_find_answers_notifications => AnswersNotifications ["TRANSPORT-004"],
+}
+
+#[tokio::test]
+async fn finds_no_skip_on_turn_end() {
+    finds_with_seed(Fault::NoSkipOnTurnEnd, 2, &["TOOL-007", "INV-FOLD-1"]).await;
+}
+
+#[tokio::test]
+async fn finds_queued_update_appends() {
+    finds_with_seed(
+        Fault::QueuedUpdateAppends,
+        2,
+        &["PENDING-002", "INV-FOLD-1"],
+    )
+    .await;
 }
