@@ -458,42 +458,58 @@ fn walk_strings(value: &Value, visit: &mut impl FnMut(&str)) {
 
 /// STATUS-001: every integer `status` member holds exactly one activity value.
 fn scan_status(message: &Value, found: &mut Vec<Violation>, counts: &mut Counts) {
-    fn walk(value: &Value, path: &mut Vec<String>, out: &mut Vec<(String, u64)>) {
+    /// Path segments borrowed from the document; a pointer string is built only for a
+    /// violation (this runs on every frame).
+    enum Segment<'a> {
+        Key(&'a str),
+        Index(usize),
+    }
+    fn walk<'a>(
+        value: &'a Value,
+        path: &mut Vec<Segment<'a>>,
+        checked: &mut usize,
+        found: &mut Vec<Violation>,
+    ) {
         match value {
             Value::Object(map) => {
                 for (key, member) in map {
                     if key == "status" {
                         if let Some(status) = member.as_u64() {
-                            out.push((format!("/{}/status", path.join("/")), status));
+                            *checked += 1;
+                            if ![1, 2, 8, 24].contains(&(status & 31)) {
+                                let mut pointer = String::new();
+                                for segment in path.iter() {
+                                    match segment {
+                                        Segment::Key(k) => pointer.push_str(&format!("/{k}")),
+                                        Segment::Index(i) => pointer.push_str(&format!("/{i}")),
+                                    }
+                                }
+                                found.push(Violation::new(
+                                    "STATUS-001",
+                                    "status & 31 ∈ {1, 2, 8, 24}",
+                                    format!("{pointer}/status = {status}"),
+                                ));
+                            }
                         }
                     }
-                    path.push(key.clone());
-                    walk(member, path, out);
+                    path.push(Segment::Key(key));
+                    walk(member, path, checked, found);
                     path.pop();
                 }
             }
             Value::Array(items) => {
                 for (index, item) in items.iter().enumerate() {
-                    path.push(index.to_string());
-                    walk(item, path, out);
+                    path.push(Segment::Index(index));
+                    walk(item, path, checked, found);
                     path.pop();
                 }
             }
             _ => {}
         }
     }
-    let mut statuses = Vec::new();
-    walk(message, &mut Vec::new(), &mut statuses);
-    for (pointer, status) in statuses {
-        bump(counts, "STATUS-001");
-        if ![1, 2, 8, 24].contains(&(status & 31)) {
-            found.push(Violation::new(
-                "STATUS-001",
-                "status & 31 ∈ {1, 2, 8, 24}",
-                format!("{pointer} = {status}"),
-            ));
-        }
-    }
+    let mut checked = 0;
+    walk(message, &mut Vec::new(), &mut checked, found);
+    *counts.entry("STATUS-001").or_insert(0) += checked;
 }
 
 fn kind_of(value: &Value) -> &'static str {

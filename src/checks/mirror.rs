@@ -6,7 +6,8 @@ use std::collections::HashMap;
 
 use ahp::reducers::{apply_action_to_chat, apply_action_to_root, apply_action_to_session};
 use ahp_types::actions::StateAction;
-use ahp_types::state::{ChatState, RootState, SessionState};
+use ahp_types::state::{ChatState, ResponsePart, RootState, SessionState};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::compare::Kind;
@@ -22,9 +23,9 @@ enum State {
 impl State {
     fn decode(kind: Kind, state: &Value) -> Option<State> {
         Some(match kind {
-            Kind::Root => State::Root(Box::new(serde_json::from_value(state.clone()).ok()?)),
-            Kind::Session => State::Session(Box::new(serde_json::from_value(state.clone()).ok()?)),
-            Kind::Chat => State::Chat(Box::new(serde_json::from_value(state.clone()).ok()?)),
+            Kind::Root => State::Root(Box::new(RootState::deserialize(state).ok()?)),
+            Kind::Session => State::Session(Box::new(SessionState::deserialize(state).ok()?)),
+            Kind::Chat => State::Chat(Box::new(ChatState::deserialize(state).ok()?)),
         })
     }
 
@@ -166,7 +167,7 @@ impl Mirror {
         if let Some(seq) = envelope["serverSeq"].as_u64() {
             self.seqs.insert(channel.to_owned(), seq);
         }
-        match serde_json::from_value::<StateAction>(action.clone()) {
+        match StateAction::deserialize(action) {
             Ok(decoded) => state.apply(&decoded),
             Err(error) => {
                 self.lost.insert(
@@ -216,12 +217,11 @@ fn stream_checks(
                 .as_ref()
                 .filter(|turn| action["turnId"] == turn.id.as_str());
             let exists = active.is_some_and(|turn| {
-                let parts = serde_json::to_value(&turn.response_parts).unwrap_or(Value::Null);
-                parts
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|part| part["kind"] == wanted && part["id"] == part_id)
+                turn.response_parts.iter().any(|part| match part {
+                    ResponsePart::Markdown(m) => wanted == "markdown" && m.id == part_id,
+                    ResponsePart::Reasoning(r) => wanted == "reasoning" && r.id == part_id,
+                    _ => false,
+                })
             });
             if !exists {
                 found.push(Violation::new(

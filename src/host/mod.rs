@@ -121,6 +121,15 @@ impl HostHandle {
         let _ = self.shutdown.send(true);
         let HostHandle { accept, shared, .. } = self;
         let _ = accept.await;
+        // Agent turns may be waiting (for a cancel, a confirmation): end them, so nothing of
+        // this host outlives it.
+        if let Ok(mut world) = shared.world.lock() {
+            for chat in world.chats.values_mut() {
+                if let Some(runner) = chat.runner.take() {
+                    runner.abort.abort();
+                }
+            }
+        }
         for _ in 0..100 {
             let open = shared
                 .world
