@@ -14,7 +14,7 @@ use crate::engine::checkpoint;
 use crate::engine::conn::Conn;
 use crate::engine::profile::Profile;
 use crate::host::{self, Fault, HostConfig};
-use crate::transport::{Connection, Direction, Incoming};
+use crate::transport::{Connection, Incoming};
 use crate::verdict::ReportedFrame;
 
 const ROOT: &str = "ahp-root://";
@@ -244,30 +244,19 @@ impl Run<'_> {
 
     /// Reads until no client has received anything new for the settle time.
     async fn settle(&mut self) {
-        // Counts host notifications received (our own pings and their answers don't count).
-        let notifications = |conns: &[Conn]| -> usize {
-            conns
-                .iter()
-                .flat_map(|c| c.link.transcript().frames.iter())
-                .filter(|f| f.direction == Direction::Received && f.text.contains("\"method\""))
-                .count()
-        };
-        loop {
-            let before = notifications(&self.conns);
-            for conn in &mut self.conns {
-                if !conn.link.is_closed() {
-                    // A ping round trip flushes whatever the host queued for this client
-                    // before it; the quiet period then lets the agent's next steps land.
-                    let _ = conn
-                        .link
-                        .request("ping", json!({ "channel": ROOT }), self.cfg.timeout)
-                        .await;
-                    conn.link.drain(self.cfg.settle).await;
-                }
+        // A ping round trip flushes whatever the host queued for each client before it;
+        // then the first client (every client sees the same channels) waits for a quiet
+        // period so the agent's next steps land before the model looks at the state.
+        for conn in &mut self.conns {
+            if !conn.link.is_closed() {
+                let _ = conn
+                    .link
+                    .request("ping", json!({ "channel": ROOT }), self.cfg.timeout)
+                    .await;
             }
-            if notifications(&self.conns) == before {
-                return;
-            }
+        }
+        if let Some(first) = self.conns.first_mut().filter(|c| !c.link.is_closed()) {
+            first.link.drain(self.cfg.settle).await;
         }
     }
 
