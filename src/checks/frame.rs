@@ -448,7 +448,9 @@ fn envelope_shape(envelope: &Value) -> Option<String> {
         return Some("/serverSeq: a non-negative integer is required".into());
     }
     let origin = &envelope["origin"];
-    if !origin.is_null() && !(origin["clientId"].is_string() && origin["clientSeq"].is_i64()) {
+    let origin_ok =
+        origin.is_null() || (origin["clientId"].is_string() && origin["clientSeq"].is_i64());
+    if !origin_ok {
         return Some("/origin: {clientId: string, clientSeq: integer} or absent".into());
     }
     let reason = &envelope["rejectionReason"];
