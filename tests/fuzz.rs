@@ -66,7 +66,7 @@ async fn the_correct_host_survives_a_long_run() {
     );
 }
 
-/// Fuzzes the host with `fault` (seed 1, at most 20 s, shrinking capped at 10 s) and checks
+/// Fuzzes the host with `fault` (seed 1, at most 45 s, shrinking capped at 10 s) and checks
 /// the failure is one of `rules`, the sequence shrank, and the saved trace replays to it.
 async fn finds(fault: Fault, rules: &[&str]) {
     finds_with_seed(fault, 1, rules).await;
@@ -74,7 +74,7 @@ async fn finds(fault: Fault, rules: &[&str]) {
 
 async fn finds_with_seed(fault: Fault, seed: u64, rules: &[&str]) {
     let (_stop, interrupt) = tokio::sync::watch::channel(false);
-    let mut opts = options(Some(fault), seed, Duration::from_secs(20));
+    let mut opts = options(Some(fault), seed, Duration::from_secs(45));
     opts.shrink_time = Duration::from_secs(10);
     let outcome = fuzz(&opts, interrupt).await.expect("fuzzer runs");
     let found = outcome
@@ -152,10 +152,10 @@ fuzz_finds! {
     finds_summary_status_bits => SummaryStatusBits ["STATUS-001"],
 }
 
-/// Frames mode finds the transport faults (seed 1, at most 15 s, 300 ms timeouts).
+/// Frames mode finds the transport faults (seed 1, at most 30 s, 300 ms timeouts).
 async fn finds_in_frames(fault: Fault, rules: &[&str]) {
     let (_stop, interrupt) = tokio::sync::watch::channel(false);
-    let mut opts = options(Some(fault), 1, Duration::from_secs(15));
+    let mut opts = options(Some(fault), 1, Duration::from_secs(30));
     opts.exec.timeout = Duration::from_millis(300);
     opts.shrink_time = Duration::from_secs(10);
     opts.max_len = 10;
