@@ -236,3 +236,8 @@ async fn finds_queued_update_appends() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn finds_queue_lifo() {
+    finds_with_seed(Fault::QueueLifo, 2, &["PENDING-003", "INV-FOLD-1"]).await;
+}

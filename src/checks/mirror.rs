@@ -66,6 +66,8 @@ pub struct Mirror {
     pub parts_checked: usize,
     /// Host streaming actions whose turnId was checked (TURN-004).
     pub turn_ids_checked: usize,
+    /// Queued messages the host consumed (PENDING-003).
+    pub queue_consumptions: usize,
 }
 
 impl Mirror {
@@ -148,6 +150,25 @@ impl Mirror {
                 &mut self.parts_checked,
             );
             let host_action = envelope.get("origin").is_none_or(Value::is_null);
+            if host_action
+                && action["type"] == "chat/pendingMessageRemoved"
+                && action["kind"] == "queued"
+            {
+                // The host consumes the queue first in, first out.
+                self.queue_consumptions += 1;
+                let first = chat
+                    .queued_messages
+                    .as_ref()
+                    .and_then(|queue| queue.first())
+                    .map(|m| m.id.as_str());
+                if let Some(first) = first.filter(|first| action["id"] != *first) {
+                    found.push(Violation::new(
+                        "PENDING-003",
+                        format!("the host consumes the first queued message ({first:?})"),
+                        format!("it removed {}", action["id"]),
+                    ));
+                }
+            }
             if host_action && STREAMING.contains(&action["type"].as_str().unwrap_or_default()) {
                 self.turn_ids_checked += 1;
                 let active = chat.active_turn.as_ref().map(|turn| turn.id.as_str());

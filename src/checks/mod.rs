@@ -93,6 +93,8 @@ rules! {
         "Host streaming actions (deltas, parts, usage, tool-call actions) carry the active turn's id."),
     ("TURN-005", Must, "chat-channel", "docs/specification/chat-channel.md § Error recovery", "response parts",
         "Error parts are never sent through chat/responsePart; errors end a turn through chat/error."),
+    ("PENDING-003", Should, "pending-messages", "docs/specification/chat-channel.md § Queued Messages", "queued-message consumptions",
+        "The host consumes queued messages first in, first out."),
     ("TOOL-007", Must, "tool-calls", "crate: ahp/src/reducers.rs (end_turn)", "completed turns",
         "When a turn ends, every non-terminal tool call in it is cancelled with reason skipped."),
     ("INV-FOLD-1", Must, "state", "RULES.md §17 INV-FOLD-1", "checkpoints",

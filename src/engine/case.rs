@@ -1226,6 +1226,7 @@ impl Runner<'_> {
             *counts.entry("TURN-003").or_insert(0) += conn.mirror.deltas_checked;
             *counts.entry("TURN-005").or_insert(0) += conn.mirror.parts_checked;
             *counts.entry("TURN-004").or_insert(0) += conn.mirror.turn_ids_checked;
+            *counts.entry("PENDING-003").or_insert(0) += conn.mirror.queue_consumptions;
             for (rule, n) in &conn.invariant_counts {
                 *counts.entry(rule).or_insert(0) += n;
             }
