@@ -27,6 +27,22 @@ pub struct Target {
     pub fault: Option<Fault>,
 }
 
+impl Target {
+    /// The URL to connect to, and the fresh built-in host behind it when there is no URL
+    /// (every execution gets its own, so each starts clean).
+    pub async fn start(&self) -> Result<(String, Option<host::HostHandle>), ExecError> {
+        match &self.url {
+            Some(url) => Ok((url.clone(), None)),
+            None => {
+                let host = host::spawn(HostConfig::with_fault(self.fault))
+                    .await
+                    .map_err(ExecError::Host)?;
+                Ok((host.url().to_owned(), Some(host)))
+            }
+        }
+    }
+}
+
 /// How a sequence runs.
 #[derive(Debug, Clone)]
 pub struct ExecConfig {
@@ -96,19 +112,7 @@ pub async fn execute(
     target: &Target,
     cfg: &ExecConfig,
 ) -> Result<Execution, ExecError> {
-    let builtin = match &target.url {
-        Some(_) => None,
-        None => Some(
-            host::spawn(HostConfig::with_fault(target.fault))
-                .await
-                .map_err(ExecError::Host)?,
-        ),
-    };
-    let url = match (&target.url, &builtin) {
-        (Some(url), _) => url.clone(),
-        (None, Some(host)) => host.url().to_owned(),
-        (None, None) => return Err(ExecError::Setup("no target".into())),
-    };
+    let (url, builtin) = target.start().await?;
     let token = format!(
         "fz{:x}",
         jiff::Timestamp::now().as_nanosecond() as u64 & 0xffff_ffff

@@ -14,7 +14,6 @@ use super::exec::{ExecConfig, ExecError, Execution, Failure, Target};
 use super::{search, FuzzOptions, FuzzOutcome};
 use crate::engine::checkpoint;
 use crate::engine::conn::Conn;
-use crate::host::{self, HostConfig};
 use crate::transport::{Connection, Incoming};
 
 const ROOT: &str = "ahp-root://";
@@ -287,19 +286,7 @@ pub async fn execute_frames(
     target: &Target,
     cfg: &ExecConfig,
 ) -> Result<Execution, ExecError> {
-    let builtin = match &target.url {
-        Some(_) => None,
-        None => Some(
-            host::spawn(HostConfig::with_fault(target.fault))
-                .await
-                .map_err(ExecError::Host)?,
-        ),
-    };
-    let url = target
-        .url
-        .clone()
-        .or_else(|| builtin.as_ref().map(|h| h.url().to_owned()))
-        .unwrap_or_default();
+    let (url, builtin) = target.start().await?;
     let token = format!(
         "ff{:x}",
         jiff::Timestamp::now().as_nanosecond() as u64 & 0xffff_ffff
