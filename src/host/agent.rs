@@ -219,16 +219,9 @@ impl World {
     }
 }
 
-fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, World> {
-    shared
-        .world
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 /// Runs `f` while the turn is still active; `None` once it has ended.
 fn with_turn<R>(shared: &Shared, turn: &Turn, f: impl FnOnce(&mut World) -> R) -> Option<R> {
-    let mut world = lock(shared);
+    let mut world = shared.lock();
     if !world.turn_alive(turn) {
         return None;
     }
@@ -252,7 +245,7 @@ async fn wait_for<T>(
 ) -> Waited<T> {
     loop {
         let changed = {
-            let mut world = lock(shared);
+            let mut world = shared.lock();
             if !world.turn_alive(turn) {
                 return Waited::Gone;
             }

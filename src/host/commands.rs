@@ -550,10 +550,7 @@ impl World {
         tokio::spawn(async move {
             // Initialising takes a moment, as with a real agent: subscribers see `creating`.
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-            let mut world = shared
-                .world
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut world = shared.lock();
             if !world.sessions.contains_key(&uri) {
                 return;
             }

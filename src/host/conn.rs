@@ -42,7 +42,7 @@ pub async fn serve(
     };
     let (mut sink, mut source) = socket.split();
     let (tx, mut rx) = mpsc::unbounded_channel::<Outbound>();
-    lock(&shared).conns.insert(
+    shared.lock().conns.insert(
         conn,
         ConnEntry {
             tx: tx.clone(),
@@ -111,7 +111,7 @@ pub async fn serve(
         }
     }
     let client_id = {
-        let mut world = lock(&shared);
+        let mut world = shared.lock();
         world.conns.remove(&conn).and_then(|entry| entry.client_id)
     };
     drop(tx);
@@ -129,7 +129,7 @@ fn forget_client_later(shared: &Arc<Shared>, client_id: String) {
     let grace = shared.config.client_grace;
     tokio::spawn(async move {
         tokio::time::sleep(grace).await;
-        let mut world = lock(&shared);
+        let mut world = shared.lock();
         let back = world
             .conns
             .values()
@@ -140,15 +140,8 @@ fn forget_client_later(shared: &Arc<Shared>, client_id: String) {
     });
 }
 
-fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, World> {
-    shared
-        .world
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 fn reply_error(shared: &Shared, conn: ConnId, id: Value, error: RpcError) {
-    let world = lock(shared);
+    let world = shared.lock();
     world.send_to(conn, &error_response(id, &error));
 }
 
@@ -163,7 +156,7 @@ fn error_response(id: Value, error: &RpcError) -> Value {
 /// Handles one text frame. Returns whether to keep reading, and whether the connection is
 /// now "dead" (the `dies-on-malformed` fault).
 fn handle_text(shared: &Shared, conn: ConnId, text: &str) -> (Next, bool) {
-    let mut world = lock(shared);
+    let mut world = shared.lock();
     let message: Value = match serde_json::from_str(text) {
         Ok(message) => message,
         Err(error) => {

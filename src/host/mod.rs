@@ -78,6 +78,16 @@ pub struct Shared {
     config: HostConfig,
 }
 
+impl Shared {
+    /// The world, under its lock. A panic while it was held does not make the host
+    /// unusable: the state is still consistent between actions.
+    fn lock(&self) -> std::sync::MutexGuard<'_, World> {
+        self.world
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// A running host.
 #[derive(Debug)]
 pub struct HostHandle {
@@ -100,20 +110,12 @@ impl HostHandle {
 
     /// Actions the host produced that failed to decode or apply — always a host bug.
     pub fn internal_errors(&self) -> Vec<String> {
-        self.shared
-            .world
-            .lock()
-            .map(|world| world.internal_errors.clone())
-            .unwrap_or_else(|poisoned| poisoned.into_inner().internal_errors.clone())
+        self.shared.lock().internal_errors.clone()
     }
 
     /// Number of open connections.
     pub fn connection_count(&self) -> usize {
-        self.shared
-            .world
-            .lock()
-            .map(|world| world.conns.len())
-            .unwrap_or(0)
+        self.shared.lock().conns.len()
     }
 
     /// Stops accepting, closes every connection with 1001 and waits briefly for them.
@@ -123,19 +125,13 @@ impl HostHandle {
         let _ = accept.await;
         // Agent turns may be waiting (for a cancel, a confirmation): end them, so nothing of
         // this host outlives it.
-        if let Ok(mut world) = shared.world.lock() {
-            for chat in world.chats.values_mut() {
-                if let Some(runner) = chat.runner.take() {
-                    runner.abort.abort();
-                }
+        for chat in shared.lock().chats.values_mut() {
+            if let Some(runner) = chat.runner.take() {
+                runner.abort.abort();
             }
         }
         for _ in 0..100 {
-            let open = shared
-                .world
-                .lock()
-                .map(|world| world.conns.len())
-                .unwrap_or(0);
+            let open = shared.lock().conns.len();
             if open == 0 {
                 break;
             }
