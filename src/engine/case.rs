@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::conn::{Conn, Located};
+use super::conn::{json_equal as json_eq, Conn, Located};
 use super::profile::Profile;
 use super::vars::Vars;
 use crate::checks::frame::{Counts, Schemas};
@@ -342,17 +342,13 @@ impl Runner<'_> {
                             format!("the next {kind} on {channel}{}", describe(&matching)),
                             crate::checks::frame::clip(&message["params"].to_string()),
                         ),
-                    Some(message) => {
-                        if let Some(name) = &s.name {
-                            self.vars.set(name, message["params"].clone());
-                        }
-                        Ok(())
-                    }
-                    None => self.broken(
+                    found => self.store_or_missing(
+                        found,
+                        &s.name,
                         &s.level,
                         &s.on,
                         format!("a {kind} action on {channel}{}", describe(&matching)),
-                        format!("nothing within {} ms", within.as_millis()),
+                        within,
                     ),
                 }
             }
@@ -367,20 +363,14 @@ impl Runner<'_> {
                             && matches_all(&m["params"], &matching)
                     })
                     .await?;
-                match found {
-                    Some(message) => {
-                        if let Some(name) = &s.name {
-                            self.vars.set(name, message["params"].clone());
-                        }
-                        Ok(())
-                    }
-                    None => self.broken(
-                        &s.level,
-                        &s.on,
-                        format!("a {method} notification{}", describe(&matching)),
-                        format!("nothing within {} ms", within.as_millis()),
-                    ),
-                }
+                self.store_or_missing(
+                    found,
+                    &s.name,
+                    &s.level,
+                    &s.on,
+                    format!("a {method} notification{}", describe(&matching)),
+                    within,
+                )
             }
             Step::Silence(s) => self.expect_silence(s).await,
             Step::Closed(s) => {
@@ -425,6 +415,32 @@ impl Runner<'_> {
                 Ok(())
             }
             Step::Checkpoint(s) => self.checkpoint(s).await,
+        }
+    }
+
+    /// An awaited message arrived (its params are stored under `name`), or it did not.
+    fn store_or_missing(
+        &mut self,
+        found: Option<Value>,
+        name: &Option<String>,
+        level: &Option<String>,
+        on: &Option<String>,
+        expected: String,
+        within: Duration,
+    ) -> StepResult {
+        match found {
+            Some(message) => {
+                if let Some(name) = name {
+                    self.vars.set(name, message["params"].clone());
+                }
+                Ok(())
+            }
+            None => self.broken(
+                level,
+                on,
+                expected,
+                format!("nothing within {} ms", within.as_millis()),
+            ),
         }
     }
 
@@ -572,11 +588,7 @@ impl Runner<'_> {
         let link = Connection::connect(&self.ctx.url, self.ctx.timeout)
             .await
             .map_err(|e| Stop::Harness(format!("{}: {e}", self.at)))?;
-        let mut conn = Conn::new(&name, &old.client_id, link);
-        conn.mirror = old.mirror.clone();
-        conn.checker.resume_from(&old.checker);
-        conn.dispatched = old.dispatched.clone();
-        conn.client_seq = old.client_seq;
+        let mut conn = Conn::resuming(&old, link);
         let params = json!({ "channel": ROOT, "clientId": old.client_id, "lastSeenServerSeq": last_seen,
                              "subscriptions": subscriptions });
         let id = conn
@@ -1135,7 +1147,7 @@ impl Runner<'_> {
             Some(kind) => json!({ "type": "chat/pendingMessageSet", "kind": kind,
                                   "id": s.message_id.clone().unwrap_or_else(|| turn_id.clone()), "message": message }),
             None => {
-                json!({ "type": "chat/turnStarted", "turnId": turn_id, "startedAt": now(), "message": message })
+                json!({ "type": "chat/turnStarted", "turnId": turn_id, "startedAt": super::vars::now_iso(), "message": message })
             }
         };
         let seq = self.dispatch(&s.on, &chat, action, false).await?;
@@ -1329,10 +1341,6 @@ fn partial_match(item: &Value, partial: &Value) -> bool {
     }
 }
 
-fn now() -> String {
-    format!("{:.3}", jiff::Timestamp::now())
-}
-
 fn describe(matching: &Matches) -> String {
     if matching.is_empty() {
         String::new()
@@ -1347,11 +1355,6 @@ pub fn matches_all(document: &Value, matching: &Matches) -> bool {
     matching.iter().all(|(pointer, expected)| {
         json_eq(document.pointer(pointer).unwrap_or(&Value::Null), expected)
     })
-}
-
-/// JSON equality where integers and floats of equal value match (TOML writes `1` for both).
-fn json_eq(a: &Value, b: &Value) -> bool {
-    super::conn::json_equal(a, b)
 }
 
 /// The frames just before transcript position `end` on a connection.

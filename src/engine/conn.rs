@@ -66,6 +66,17 @@ impl Conn {
         }
     }
 
+    /// The connection that resumes `old` (reconnect) on a new socket: same name and client
+    /// id, and it carries on the old one's mirror, sequence history and dispatches.
+    pub fn resuming(old: &Conn, link: Connection) -> Conn {
+        let mut conn = Conn::new(&old.name, &old.client_id, link);
+        conn.mirror = old.mirror.clone();
+        conn.checker.resume_from(&old.checker);
+        conn.dispatched = old.dispatched.clone();
+        conn.client_seq = old.client_seq;
+        conn
+    }
+
     /// Runs the always-on checks over every frame recorded since the last call.
     pub fn process(&mut self, schemas: &Schemas) -> Vec<Located> {
         self.schemas = Some(schemas.clone());

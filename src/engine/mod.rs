@@ -128,10 +128,7 @@ pub async fn run(
     sink.event(&Event::RunStarted {
         cases: cases.len() + always_on.len(),
     });
-    let nonce = format!(
-        "{:x}",
-        jiff::Timestamp::now().as_nanosecond() as u64 & 0xffff_ffff
-    );
+    let nonce = vars::unique_token("");
     let total = cases.len() + always_on.len();
     let mut results: Vec<CaseResult> = Vec::new();
     let mut findings: HashMap<&'static str, Vec<Finding>> = HashMap::new();

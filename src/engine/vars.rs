@@ -8,6 +8,19 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+/// The current time as the RFC 3339 timestamps clients send (`startedAt`), in ms.
+pub fn now_iso() -> String {
+    format!("{:.3}", jiff::Timestamp::now())
+}
+
+/// A short token unique to this moment, for URIs and client ids of one run.
+pub fn unique_token(prefix: &str) -> String {
+    format!(
+        "{prefix}{:x}",
+        jiff::Timestamp::now().as_nanosecond() as u64 & 0xffff_ffff
+    )
+}
+
 #[derive(Debug, Clone)]
 pub struct Vars {
     values: HashMap<String, Value>,
@@ -51,7 +64,7 @@ impl Vars {
             return Ok(Value::String("x".repeat(1 << 20)));
         }
         if reference == "now" {
-            return Ok(Value::String(format!("{:.3}", jiff::Timestamp::now())));
+            return Ok(Value::String(now_iso()));
         }
         let (name, pointer) = match reference.find('/') {
             Some(at) => (&reference[..at], &reference[at..]),

@@ -113,10 +113,7 @@ pub async fn execute(
     cfg: &ExecConfig,
 ) -> Result<Execution, ExecError> {
     let (url, builtin) = target.start().await?;
-    let token = format!(
-        "fz{:x}",
-        jiff::Timestamp::now().as_nanosecond() as u64 & 0xffff_ffff
-    );
+    let token = crate::engine::vars::unique_token("fz");
     let mut run = Run {
         cfg,
         url,
@@ -297,7 +294,7 @@ impl Run<'_> {
             .unwrap_or(Value::Null);
         self.next_turn += 1;
         let fresh = format!("fz-{}", self.next_turn);
-        let now = format!("{:.3}", jiff::Timestamp::now());
+        let now = crate::engine::vars::now_iso();
         let client_id = self.conns[client].client_id.clone();
         let planned = plan(op, &chat, &client_id, &fresh, &now, &self.cfg.profile)?;
         let channel = match planned.channel {
@@ -381,8 +378,8 @@ impl Run<'_> {
     }
 
     async fn reconnect(&mut self, index: usize, client: usize) -> Option<Failure> {
-        let fresh = match self.connect(client).await {
-            Ok(conn) => conn,
+        let link = match Connection::connect(&self.url, self.cfg.timeout).await {
+            Ok(link) => link,
             Err(error) => {
                 return Some(Failure {
                     rule: "FUZZ-001".into(),
@@ -392,15 +389,14 @@ impl Run<'_> {
                 })
             }
         };
-        let mut old = std::mem::replace(&mut self.conns[client], fresh);
-        old.link.close().await;
-        let _ = old.process(&self.cfg.schemas);
+        self.conns[client].link.close().await;
+        // The old connection's last frames are judged like every other frame.
+        if let Some(failure) = self.checks(Some(index)) {
+            return Some(failure);
+        }
+        let resumed = Conn::resuming(&self.conns[client], link);
+        let old = std::mem::replace(&mut self.conns[client], resumed);
         let conn = &mut self.conns[client];
-        conn.client_id = old.client_id.clone();
-        conn.mirror = old.mirror.clone();
-        conn.checker.resume_from(&old.checker);
-        conn.dispatched = old.dispatched.clone();
-        conn.client_seq = old.client_seq;
         let params = json!({ "channel": ROOT, "clientId": old.client_id, "lastSeenServerSeq": old.checker.highest_seq(),
                              "subscriptions": [self.session, self.chat] });
         let timeout = self.cfg.timeout;

@@ -287,10 +287,7 @@ pub async fn execute_frames(
     cfg: &ExecConfig,
 ) -> Result<Execution, ExecError> {
     let (url, builtin) = target.start().await?;
-    let token = format!(
-        "ff{:x}",
-        jiff::Timestamp::now().as_nanosecond() as u64 & 0xffff_ffff
-    );
+    let token = crate::engine::vars::unique_token("ff");
     let mut execution = Execution::default();
     let mut conns: Vec<Conn> = Vec::new();
     let result = frames_run(mutations, &url, &token, cfg, &mut conns, &mut execution).await;
