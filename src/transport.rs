@@ -354,6 +354,23 @@ impl Connection {
         }
     }
 
+    /// Reads at most one item into the backlog, waiting up to `timeout` for it; whether one
+    /// came.
+    pub async fn pull(&mut self, timeout: Duration) -> bool {
+        match self.read(timeout).await {
+            Ok(item) => {
+                self.backlog.push_back(item);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Moves everything that has already arrived into the backlog without waiting.
+    pub async fn take_arrived(&mut self) {
+        self.drain(Duration::ZERO).await;
+    }
+
     /// Removes and returns the whole backlog.
     pub fn take_backlog(&mut self) -> Vec<Incoming> {
         self.backlog.drain(..).collect()

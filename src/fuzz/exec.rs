@@ -2,16 +2,17 @@
 //! default chat; after every step the always-on checks of the runner, the expected
 //! acceptance or rejection, and at checkpoints every mirror against fresh snapshots.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::model::{plan, Channel, Expect, Planned};
-use super::ops::Op;
+use super::model::{at_rest, plan, Channel, Expect, Planned};
+use super::ops::{Behaviour, Op};
 use crate::checks::frame::Schemas;
 use crate::engine::checkpoint;
-use crate::engine::conn::Conn;
+use crate::engine::conn::{Conn, Located};
 use crate::engine::profile::Profile;
 use crate::host::{self, Fault, HostConfig};
 use crate::transport::{Connection, Incoming};
@@ -47,7 +48,8 @@ impl Target {
 #[derive(Debug, Clone)]
 pub struct ExecConfig {
     pub timeout: Duration,
-    /// Quiet time after which the clients count as caught up.
+    /// Quiet time after which a chat that is not at rest counts as caught up anyway (a
+    /// server whose agent behaves differently from the model's expectation).
     pub settle: Duration,
     pub clients: usize,
     pub profile: Profile,
@@ -103,6 +105,10 @@ struct Run<'a> {
     session: String,
     chat: String,
     next_turn: usize,
+    /// The behaviour each turn the fuzzer started was started with.
+    behaviours: HashMap<String, Behaviour>,
+    /// Violations found while catching up, reported by the next [`Run::checks`].
+    pending: Vec<Located>,
     exec: Execution,
 }
 
@@ -122,6 +128,8 @@ pub async fn execute(
         session: String::new(),
         chat: String::new(),
         next_turn: 0,
+        behaviours: HashMap::new(),
+        pending: Vec::new(),
         exec: Execution::default(),
     };
     let outcome = run.go(ops).await;
@@ -243,11 +251,9 @@ impl Run<'_> {
             .unwrap_or(Value::Null))
     }
 
-    /// Reads until no client has received anything new for the settle time.
+    /// Brings every client up to date: a ping round trip on each flushes whatever the host
+    /// queued for it before, then the first client catches up with the agent.
     async fn settle(&mut self) {
-        // A ping round trip flushes whatever the host queued for each client before it;
-        // then the first client (every client sees the same channels) waits for a quiet
-        // period so the agent's next steps land before the model looks at the state.
         for conn in &mut self.conns {
             if !conn.link.is_closed() {
                 let _ = conn
@@ -256,29 +262,71 @@ impl Run<'_> {
                     .await;
             }
         }
-        if let Some(first) = self.conns.first_mut().filter(|c| !c.link.is_closed()) {
-            first.link.drain(self.cfg.settle).await;
+        self.catch_up(false).await;
+    }
+
+    /// Brings the first client (the model plans from its mirror) up to date: with `ping`, a
+    /// round trip flushes what the host sent it before; then it reads on while the chat is
+    /// not at rest, so the agent's next steps land before the model looks at the state. A
+    /// server that stays busy longer than the model expects costs the settle time per look,
+    /// never a verdict: every state change is still checked when it arrives.
+    async fn catch_up(&mut self, ping: bool) {
+        let timeout = self.cfg.timeout;
+        let Some(first) = self.conns.first_mut().filter(|c| !c.link.is_closed()) else {
+            return;
+        };
+        if ping {
+            let _ = first
+                .link
+                .request("ping", json!({ "channel": ROOT }), timeout)
+                .await;
+        }
+        let deadline = Instant::now() + timeout;
+        let schemas = self.cfg.schemas.clone();
+        let mut moved = false;
+        loop {
+            let first = &mut self.conns[0];
+            // Folds what arrived into the mirror; violations stay recorded for `checks`.
+            self.pending.extend(first.process(&schemas));
+            let chat = first.mirror.state(&self.chat).unwrap_or(Value::Null);
+            let behaviours = &self.behaviours;
+            if Instant::now() > deadline {
+                return;
+            }
+            if at_rest(&chat, |id| behaviours.get(id).copied()) {
+                if !moved {
+                    return;
+                }
+                // The host may emit several actions at once (a queued message leaves the
+                // queue, then its turn starts): a ping proves the rest is not between them.
+                moved = false;
+                let _ = first
+                    .link
+                    .request("ping", json!({ "channel": ROOT }), timeout)
+                    .await;
+                continue;
+            }
+            if !first.link.pull(self.cfg.settle).await {
+                return;
+            }
+            moved = true;
         }
     }
 
     /// Runs the always-on checks over everything received; the first violation fails.
     fn checks(&mut self, index: Option<usize>) -> Option<Failure> {
         let schemas = self.cfg.schemas.clone();
-        let mut found = None;
+        let mut found = std::mem::take(&mut self.pending);
         for conn in &mut self.conns {
-            for located in conn.process(&schemas) {
-                if found.is_none() {
-                    found = Some(Failure {
-                        rule: located.violation.rule.to_owned(),
-                        expected: located.violation.expected,
-                        actual: format!("{} (on {})", located.violation.actual, located.conn),
-                        op_index: index,
-                    });
-                }
-            }
+            found.extend(conn.process(&schemas));
             conn.link.take_backlog();
         }
-        found
+        found.into_iter().next().map(|located| Failure {
+            rule: located.violation.rule.to_owned(),
+            expected: located.violation.expected,
+            actual: format!("{} (on {})", located.violation.actual, located.conn),
+            op_index: index,
+        })
     }
 
     async fn step(&mut self, index: usize, op: &Op) -> Option<Failure> {
@@ -301,6 +349,9 @@ impl Run<'_> {
             Channel::Session => self.session.clone(),
             Channel::Chat => self.chat.clone(),
         };
+        if let Op::StartTurn { behaviour, .. } = op {
+            self.behaviours.insert(fresh.clone(), *behaviour);
+        }
         self.exec.dispatches += 1;
         self.exec.performed.push(Performed {
             op_index: index,
@@ -326,22 +377,32 @@ impl Run<'_> {
                 op_index: Some(index),
             });
         }
-        let wait = if planned.expect == Expect::RejectOrIgnore {
-            self.cfg.timeout.min(Duration::from_millis(200))
-        } else {
-            self.cfg.timeout
+        // A dispatch the host may ignore is followed by a ping: the host answers it after
+        // whatever it does with the dispatch, so the pong ends the wait for an echo.
+        let ping = match planned.expect {
+            Expect::RejectOrIgnore => conn
+                .link
+                .send_request("ping", json!({ "channel": ROOT }))
+                .await
+                .ok(),
+            _ => None,
         };
+        let wait = self.cfg.timeout;
         let action = planned.action.clone();
         let echo = conn
             .link
-            .wait_for(wait, |item| {
-                matches!(item, Incoming::Message(m) if m["method"] == "action"
-                    && m["params"]["origin"]["clientId"] == client_id.as_str()
-                    && crate::engine::conn::json_equal(&m["params"]["action"], &action))
+            .wait_for(wait, |item| match item {
+                Incoming::Message(m) => {
+                    (m["method"] == "action"
+                        && m["params"]["origin"]["clientId"] == client_id.as_str()
+                        && crate::engine::conn::json_equal(&m["params"]["action"], &action))
+                        || ping.is_some_and(|id| crate::transport::is_response_to(m, id))
+                }
+                _ => false,
             })
             .await;
         let rejected = match &echo {
-            Ok(Incoming::Message(m)) => Some(
+            Ok(Incoming::Message(m)) if m["method"] == "action" => Some(
                 m["params"]
                     .get("rejectionReason")
                     .is_some_and(|r| !r.is_null()),
@@ -373,7 +434,12 @@ impl Run<'_> {
                 op_index: Some(index),
             });
         }
-        self.settle().await;
+        // The first client is caught up (the echo it read flushed it when it dispatched);
+        // the others' frames are checked as they come.
+        self.catch_up(client != 0).await;
+        for conn in self.conns.iter_mut().skip(1) {
+            conn.link.take_arrived().await;
+        }
         self.checks(Some(index))
     }
 

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::ops::{Op, PendingKind};
+use super::ops::{Behaviour, Op, PendingKind};
 use crate::engine::profile::Profile;
 
 /// How a correct host answers a dispatch.
@@ -72,6 +72,41 @@ fn planned(channel: Channel, action: Value, expect: Expect, rule: &str) -> Optio
         expect,
         rule: rule.to_owned(),
     })
+}
+
+/// Whether nothing more happens in the chat until a client acts, given the behaviour each
+/// turn was started with (`None`: a turn the host started from a queued message, which the
+/// fuzzer always makes a `long` one). A chat at rest has no active turn and nothing queued,
+/// or an active turn that waits for the client (a tool call to confirm or to complete, an
+/// open input request) or a `long` turn that has said its first words. A pending steering
+/// message is never at rest: the agent takes it in at its next step.
+pub fn at_rest(chat: &Value, behaviour_of: impl Fn(&str) -> Option<Behaviour>) -> bool {
+    let Some(turn) = active(chat) else {
+        return chat["queuedMessages"]
+            .as_array()
+            .is_none_or(|queue| queue.is_empty());
+    };
+    if chat.get("steeringMessage").is_some_and(|m| !m.is_null()) {
+        return false;
+    }
+    let waits_for_client = tool_calls(turn).any(|call| {
+        matches!(
+            call["status"].as_str(),
+            Some("pending-confirmation" | "pending-result-confirmation")
+        ) || (call["status"] == "running" && call["contributor"]["kind"] == "client")
+    }) || open_request(turn).is_some();
+    if waits_for_client {
+        return true;
+    }
+    let long = turn["id"]
+        .as_str()
+        .and_then(behaviour_of)
+        .is_none_or(|b| b == Behaviour::Long);
+    long && turn["responseParts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|p| p["kind"] == "markdown")
 }
 
 /// The concrete dispatch for `op`, or `None` when the operation does not apply now (e.g.
@@ -341,7 +376,6 @@ pub fn plan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fuzz::ops::Behaviour;
 
     fn profile() -> Profile {
         Profile::scripted().expect("built-in profile")
@@ -420,5 +454,32 @@ mod tests {
             &profile()
         )
         .is_none());
+    }
+
+    #[test]
+    fn a_chat_is_at_rest_only_when_nothing_more_happens_without_a_client() {
+        let none = |_: &str| None;
+        let echo = |_: &str| Some(Behaviour::Echo);
+        assert!(at_rest(&json!({ "turns": [] }), none));
+        assert!(!at_rest(
+            &json!({ "queuedMessages": [{ "id": "q1" }] }),
+            none
+        ));
+        let streaming =
+            json!({ "activeTurn": { "id": "t1", "responseParts": [{ "kind": "markdown" }] } });
+        assert!(!at_rest(&streaming, echo), "an echo turn still completes");
+        assert!(
+            at_rest(&streaming, none),
+            "a long turn waits after its first words"
+        );
+        let mut steered = streaming.clone();
+        steered["steeringMessage"] = json!({ "id": "s1" });
+        assert!(!at_rest(&steered, none));
+        let asking = json!({ "activeTurn": { "id": "t1", "responseParts": [
+            { "kind": "toolCall", "toolCall": { "toolCallId": "a", "status": "pending-confirmation" } } ] } });
+        assert!(at_rest(&asking, echo));
+        let running = json!({ "activeTurn": { "id": "t1", "responseParts": [
+            { "kind": "toolCall", "toolCall": { "toolCallId": "a", "status": "running", "contributor": { "kind": "agent" } } } ] } });
+        assert!(!at_rest(&running, echo));
     }
 }

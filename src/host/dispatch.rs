@@ -402,8 +402,18 @@ impl World {
                 if idle {
                     self.stop_agent(chat);
                 }
+                // A resumable turn the truncation kept stays resumable.
                 if let Some(entry) = self.chats.get_mut(chat) {
-                    entry.resume = None;
+                    let kept = entry.resume.as_ref().is_some_and(|point| {
+                        entry
+                            .state
+                            .turns
+                            .iter()
+                            .any(|turn| turn.id == point.turn_id)
+                    });
+                    if !kept {
+                        entry.resume = None;
+                    }
                 }
             }
             "chat/turnResume" => {
