@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use futures_util::stream::{SplitSink, SplitStream};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{FutureExt, SinkExt, StreamExt};
 use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::net::TcpStream;
@@ -102,7 +102,10 @@ impl std::fmt::Debug for Connection {
 impl Connection {
     /// Opens a WebSocket connection to `url` within `timeout`.
     pub async fn connect(url: &str, timeout: Duration) -> Result<Self, TransportError> {
+        // A small read buffer: tungstenite zero-fills it before every read, and AHP frames
+        // are small (a big one just takes several reads).
         let config = WebSocketConfig::default()
+            .read_buffer_size(8 * 1024)
             .max_message_size(Some(MAX_INBOUND_BYTES))
             .max_frame_size(Some(MAX_INBOUND_BYTES));
         let connecting = tokio_tungstenite::connect_async_with_config(url, Some(config), true);
@@ -206,61 +209,72 @@ impl Connection {
             let next = tokio::time::timeout_at(deadline, self.source.next())
                 .await
                 .map_err(|_| TransportError::Timeout(timeout))?;
-            let incoming = match next {
-                Some(Ok(Message::Text(text))) => {
-                    let text = text.as_str().to_owned();
-                    self.record(Direction::Received, text.clone());
-                    match serde_json::from_str(&text) {
-                        Ok(value) => Incoming::Message(value),
-                        Err(_) => Incoming::NotJson(text),
-                    }
-                }
-                Some(Ok(Message::Binary(bytes))) => {
-                    self.record(
-                        Direction::Received,
-                        format!("<binary {} bytes>", bytes.len()),
-                    );
-                    Incoming::Binary(bytes.len())
-                }
-                Some(Ok(Message::Close(frame))) => {
-                    let (code, reason) = frame
-                        .map(|f| (Some(u16::from(f.code)), f.reason.as_str().to_owned()))
-                        .unwrap_or((None, String::new()));
-                    self.record(
-                        Direction::Received,
-                        format!(
-                            "<close {} {}>",
-                            code.map_or("-".into(), |c| c.to_string()),
-                            reason
-                        ),
-                    );
-                    self.closed = true;
-                    Incoming::Closed { code, reason }
-                }
-                Some(Ok(_)) => continue,
-                Some(Err(WsError::Capacity(error))) => {
-                    self.record(Direction::Received, format!("<message dropped: {error}>"));
-                    self.closed = true;
-                    return Err(TransportError::Oversized);
-                }
-                Some(Err(
-                    WsError::ConnectionClosed
-                    | WsError::AlreadyClosed
-                    | WsError::Protocol(_)
-                    | WsError::Io(_),
-                ))
-                | None => {
-                    self.record(Direction::Received, "<connection lost>".to_owned());
-                    self.closed = true;
-                    Incoming::Closed {
-                        code: None,
-                        reason: String::new(),
-                    }
-                }
-                Some(Err(error)) => return Err(error.into()),
-            };
-            return Ok(incoming);
+            if let Some(incoming) = self.record_incoming(next)? {
+                return Ok(incoming);
+            }
         }
+    }
+
+    /// Records one item of the WebSocket stream; `None` for control frames the caller
+    /// skips.
+    fn record_incoming(
+        &mut self,
+        next: Option<Result<Message, WsError>>,
+    ) -> Result<Option<Incoming>, TransportError> {
+        let incoming = match next {
+            Some(Ok(Message::Text(text))) => {
+                let text = text.as_str().to_owned();
+                self.record(Direction::Received, text.clone());
+                match serde_json::from_str(&text) {
+                    Ok(value) => Incoming::Message(value),
+                    Err(_) => Incoming::NotJson(text),
+                }
+            }
+            Some(Ok(Message::Binary(bytes))) => {
+                self.record(
+                    Direction::Received,
+                    format!("<binary {} bytes>", bytes.len()),
+                );
+                Incoming::Binary(bytes.len())
+            }
+            Some(Ok(Message::Close(frame))) => {
+                let (code, reason) = frame
+                    .map(|f| (Some(u16::from(f.code)), f.reason.as_str().to_owned()))
+                    .unwrap_or((None, String::new()));
+                self.record(
+                    Direction::Received,
+                    format!(
+                        "<close {} {}>",
+                        code.map_or("-".into(), |c| c.to_string()),
+                        reason
+                    ),
+                );
+                self.closed = true;
+                Incoming::Closed { code, reason }
+            }
+            Some(Ok(_)) => return Ok(None),
+            Some(Err(WsError::Capacity(error))) => {
+                self.record(Direction::Received, format!("<message dropped: {error}>"));
+                self.closed = true;
+                return Err(TransportError::Oversized);
+            }
+            Some(Err(
+                WsError::ConnectionClosed
+                | WsError::AlreadyClosed
+                | WsError::Protocol(_)
+                | WsError::Io(_),
+            ))
+            | None => {
+                self.record(Direction::Received, "<connection lost>".to_owned());
+                self.closed = true;
+                Incoming::Closed {
+                    code: None,
+                    reason: String::new(),
+                }
+            }
+            Some(Err(error)) => return Err(error.into()),
+        };
+        Ok(Some(incoming))
     }
 
     /// The next incoming item (backlog first), within `timeout`.
@@ -366,9 +380,19 @@ impl Connection {
         }
     }
 
-    /// Moves everything that has already arrived into the backlog without waiting.
-    pub async fn take_arrived(&mut self) {
-        self.drain(Duration::ZERO).await;
+    /// Moves everything that has already arrived into the backlog without waiting (a zero
+    /// timeout would still wait for the timer's next tick, about a millisecond).
+    pub fn take_arrived(&mut self) {
+        while !self.closed {
+            let Some(next) = self.source.next().now_or_never() else {
+                return;
+            };
+            match self.record_incoming(next) {
+                Ok(Some(item)) => self.backlog.push_back(item),
+                Ok(None) => {}
+                Err(_) => return,
+            }
+        }
     }
 
     /// Removes and returns the whole backlog.

@@ -1199,7 +1199,7 @@ impl Runner<'_> {
         };
         let mut conns: Vec<&mut Conn> = self.conns.values_mut().collect();
         let client_id = format!("ahpspec-{}-observer", self.ctx.token);
-        let checked = super::checkpoint::compare(
+        let checked = super::checkpoint::compare_once(
             &mut conns,
             channels,
             &self.ctx.url,

@@ -43,15 +43,8 @@ pub fn mirrored_channels<'a>(conns: impl Iterator<Item = &'a Conn>) -> Vec<Strin
     all
 }
 
-/// Takes fresh snapshots of `channels` (and of the chats of every session among them) and
-/// compares them with the mirrors of `conns`.
-pub async fn compare(
-    conns: &mut [&mut Conn],
-    channels: Vec<String>,
-    url: &str,
-    timeout: Duration,
-    client_id: &str,
-) -> Result<Checked, String> {
+/// Opens and initialises a connection that takes checkpoint snapshots.
+pub async fn observer(url: &str, timeout: Duration, client_id: &str) -> Result<Connection, String> {
     let mut observer = Connection::connect(url, timeout)
         .await
         .map_err(|e| format!("checkpoint observer: {e}"))?;
@@ -66,47 +59,98 @@ pub async fn compare(
     if init.get("result").is_none() {
         return Err(format!("checkpoint observer could not initialize: {init}"));
     }
+    Ok(observer)
+}
+
+/// [`compare`] on an observer connection of its own, closed afterwards.
+pub async fn compare_once(
+    conns: &mut [&mut Conn],
+    channels: Vec<String>,
+    url: &str,
+    timeout: Duration,
+    client_id: &str,
+) -> Result<Checked, String> {
+    let mut observer = observer(url, timeout, client_id).await?;
+    let checked = compare(conns, channels, &mut observer, timeout).await;
+    observer.close().await;
+    checked
+}
+
+/// Takes fresh snapshots of `channels` (and of the chats of every session among them) on
+/// `observer` and compares them with the mirrors of `conns`. The observer unsubscribes
+/// again, so it can serve the next checkpoint.
+pub async fn compare(
+    conns: &mut [&mut Conn],
+    channels: Vec<String>,
+    observer: &mut Connection,
+    timeout: Duration,
+) -> Result<Checked, String> {
+    // What reached the observer since its last checkpoint is of no interest.
+    observer.take_arrived();
+    observer.take_backlog();
     let mut fresh: Vec<(String, Value, u64)> = Vec::new();
     let mut channels = channels;
-    let mut index = 0;
-    while index < channels.len() {
-        let channel = channels[index].clone();
-        index += 1;
-        let response = observer
-            .request("subscribe", json!({ "channel": channel.as_str() }), timeout)
-            .await
-            .map_err(|e| format!("checkpoint subscribe {channel}: {e}"))?;
-        let (Some(state), Some(from)) = (
-            response.pointer("/result/snapshot/state"),
-            response
-                .pointer("/result/snapshot/fromSeq")
-                .and_then(Value::as_u64),
-        ) else {
-            continue;
-        };
-        if Kind::of(&channel) == Some(Kind::Session) {
-            for chat in state["chats"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|c| c["resource"].as_str())
-            {
-                if !channels.iter().any(|c| c == chat) {
-                    channels.push(chat.to_owned());
+    let mut asked = 0;
+    while asked < channels.len() {
+        // One round of subscriptions in flight at once; sessions add their chats.
+        let mut ids = Vec::new();
+        for channel in &channels[asked..] {
+            let id = observer
+                .send_request("subscribe", json!({ "channel": channel.as_str() }))
+                .await
+                .map_err(|e| format!("checkpoint subscribe {channel}: {e}"))?;
+            ids.push((channel.clone(), id));
+        }
+        asked = channels.len();
+        for (channel, id) in ids {
+            let response = observer
+                .response(id, timeout)
+                .await
+                .map_err(|e| format!("checkpoint subscribe {channel}: {e}"))?;
+            let (Some(state), Some(from)) = (
+                response.pointer("/result/snapshot/state"),
+                response
+                    .pointer("/result/snapshot/fromSeq")
+                    .and_then(Value::as_u64),
+            ) else {
+                continue;
+            };
+            if Kind::of(&channel) == Some(Kind::Session) {
+                for chat in state["chats"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|c| c["resource"].as_str())
+                {
+                    if !channels.iter().any(|c| c == chat) {
+                        channels.push(chat.to_owned());
+                    }
                 }
             }
+            fresh.push((channel, state.clone(), from));
         }
-        fresh.push((channel, state.clone(), from));
     }
-    observer.close().await;
+    for (channel, _, _) in &fresh {
+        let _ = observer
+            .send_notification("unsubscribe", json!({ "channel": channel.as_str() }))
+            .await;
+    }
     let mut checked = Checked::default();
     // Every envelope the host sent before it took those snapshots is on each connection's
     // wire before the answer to a ping sent now: read up to it, so no mirror lags behind.
+    let mut pings = Vec::new();
     for conn in conns.iter_mut().filter(|c| !c.link.is_closed()) {
-        let _ = conn
-            .link
-            .request("ping", json!({ "channel": ROOT }), timeout)
-            .await;
+        pings.push(
+            conn.link
+                .send_request("ping", json!({ "channel": ROOT }))
+                .await
+                .ok(),
+        );
+    }
+    for (conn, ping) in conns.iter_mut().filter(|c| !c.link.is_closed()).zip(pings) {
+        if let Some(id) = ping {
+            let _ = conn.link.response(id, timeout).await;
+        }
         for located in conn.process_collect() {
             checked.violations.push((located.conn, located.violation));
         }

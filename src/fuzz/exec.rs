@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::model::{at_rest, plan, Channel, Expect, Planned};
+use super::model::{plan, rest, Channel, Expect, Planned, Rest};
 use super::ops::{Behaviour, Op};
 use crate::checks::frame::Schemas;
 use crate::engine::checkpoint;
@@ -35,9 +35,12 @@ impl Target {
         match &self.url {
             Some(url) => Ok((url.clone(), None)),
             None => {
-                let host = host::spawn(HostConfig::with_fault(self.fault))
-                    .await
-                    .map_err(ExecError::Host)?;
+                // Every sequence waits for its session to be ready anyway: no timer.
+                let config = HostConfig {
+                    session_init: Duration::ZERO,
+                    ..HostConfig::with_fault(self.fault)
+                };
+                let host = host::spawn(config).await.map_err(ExecError::Host)?;
                 Ok((host.url().to_owned(), Some(host)))
             }
         }
@@ -105,8 +108,12 @@ struct Run<'a> {
     session: String,
     chat: String,
     next_turn: usize,
+    /// The last timestamp the fuzzer dispatched.
+    clock: Option<jiff::Timestamp>,
     /// The behaviour each turn the fuzzer started was started with.
     behaviours: HashMap<String, Behaviour>,
+    /// The connection that takes checkpoint snapshots (opened at the first checkpoint).
+    observer: Option<Connection>,
     /// Violations found while catching up, reported by the next [`Run::checks`].
     pending: Vec<Located>,
     exec: Execution,
@@ -128,13 +135,18 @@ pub async fn execute(
         session: String::new(),
         chat: String::new(),
         next_turn: 0,
+        clock: None,
         behaviours: HashMap::new(),
+        observer: None,
         pending: Vec::new(),
         exec: Execution::default(),
     };
     let outcome = run.go(ops).await;
     for conn in &mut run.conns {
         conn.link.close().await;
+    }
+    if let Some(observer) = &mut run.observer {
+        observer.close().await;
     }
     run.exec.frames = run.conns.iter().flat_map(Conn::reported_all).collect();
     run.exec.frames.sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
@@ -178,47 +190,100 @@ impl Run<'_> {
         ))
     }
 
-    async fn setup(&mut self) -> Result<(), ExecError> {
-        for index in 0..self.cfg.clients.max(1) {
-            let mut conn = self.connect(index).await?;
-            let init = conn
-                .link
-                .request(
-                    "initialize",
-                    json!({ "channel": ROOT, "protocolVersions": ["1.0.0"], "clientId": conn.client_id,
-                            "initialSubscriptions": if index == 0 { json!([ROOT]) } else { json!([]) } }),
-                    self.cfg.timeout,
-                )
-                .await
-                .map_err(|e| ExecError::Setup(format!("initialize: {e}")))?;
-            if init.get("result").is_none() {
-                return Err(ExecError::Setup(format!("initialize failed: {init}")));
-            }
-            self.conns.push(conn);
+    /// A timestamp for the next dispatch: a second ahead of the wall clock and at least a
+    /// millisecond after the previous one, so every turn the fuzzer starts changes the
+    /// chat's modifiedAt (at millisecond resolution a fast sequence would otherwise leave
+    /// it unchanged, and whether a missing announcement shows would depend on timing).
+    fn tick(&mut self) -> String {
+        let ahead = jiff::Timestamp::now()
+            .checked_add(jiff::SignedDuration::from_secs(1))
+            .unwrap_or_else(|_| jiff::Timestamp::now());
+        let next = match self.clock {
+            Some(last) => last
+                .checked_add(jiff::SignedDuration::from_millis(1))
+                .map_or(ahead, |after| after.max(ahead)),
+            None => ahead,
+        };
+        self.clock = Some(next);
+        format!("{next:.3}")
+    }
+
+    async fn open_client(&mut self, index: usize) -> Result<(), ExecError> {
+        let mut conn = self.connect(index).await?;
+        let init = conn
+            .link
+            .request(
+                "initialize",
+                json!({ "channel": ROOT, "protocolVersions": ["1.0.0"], "clientId": conn.client_id,
+                        "initialSubscriptions": if index == 0 { json!([ROOT]) } else { json!([]) } }),
+                self.cfg.timeout,
+            )
+            .await
+            .map_err(|e| ExecError::Setup(format!("initialize: {e}")))?;
+        if init.get("result").is_none() {
+            return Err(ExecError::Setup(format!("initialize failed: {init}")));
         }
+        self.conns.push(conn);
+        Ok(())
+    }
+
+    async fn setup(&mut self) -> Result<(), ExecError> {
+        self.open_client(0).await?;
         self.session = format!("ahp-session:/{}", self.token);
         let mut params = json!({ "channel": self.session });
         if let Some(provider) = &self.cfg.profile.provider {
             params["provider"] = json!(provider);
         }
         let timeout = self.cfg.timeout;
-        let created = self.conns[0]
-            .link
-            .request("createSession", params, timeout)
+        // Subscribing in the same breath sees the session while it is still `creating`, so
+        // the envelope that ends it is checked too.
+        let link = &mut self.conns[0].link;
+        let setup = |e: crate::transport::TransportError| ExecError::Setup(e.to_string());
+        let create = link
+            .send_request("createSession", params)
             .await
-            .map_err(|e| ExecError::Setup(e.to_string()))?;
+            .map_err(setup)?;
+        let subscribe = link
+            .send_request(
+                "subscribe",
+                json!({ "channel": self.session, "delivery": { "maxLatencyMs": 0 } }),
+            )
+            .await
+            .map_err(setup)?;
+        let created = link.response(create, timeout).await.map_err(setup)?;
         if created.get("error").is_some() {
             return Err(ExecError::Setup(format!("createSession failed: {created}")));
         }
-        let deadline = Instant::now() + timeout;
-        let state = loop {
-            let state = self.subscribe(0, &self.session.clone()).await?;
-            if state["lifecycle"] == "ready" || Instant::now() > deadline {
-                break state;
+        let subscribed = link.response(subscribe, timeout).await.map_err(setup)?;
+        let state = subscribed
+            .pointer("/result/snapshot/state")
+            .cloned()
+            .unwrap_or(Value::Null);
+        // The other clients connect while the session initialises.
+        for index in 1..self.cfg.clients.max(1) {
+            self.open_client(index).await?;
+        }
+        // A session may still be `creating`: wait for the envelope that ends it.
+        if state["lifecycle"] == "creating" {
+            let session = self.session.clone();
+            let ended = self.conns[0]
+                .link
+                .wait_for(timeout, |item| {
+                    matches!(item, Incoming::Message(m) if m["method"] == "action"
+                        && m["params"]["channel"] == session.as_str()
+                        && matches!(m["params"]["action"]["type"].as_str(),
+                                    Some("session/ready" | "session/creationFailed")))
+                })
+                .await;
+            match ended {
+                Ok(Incoming::Message(m)) if m["params"]["action"]["type"] == "session/ready" => {}
+                other => {
+                    return Err(ExecError::Setup(format!(
+                        "the session did not become ready: {other:?}"
+                    )))
+                }
             }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        };
-        if state["lifecycle"] != "ready" {
+        } else if state["lifecycle"] != "ready" {
             return Err(ExecError::Setup(format!(
                 "the session did not become ready: {}",
                 state["lifecycle"]
@@ -227,7 +292,9 @@ impl Run<'_> {
         self.chat = state["defaultChat"].as_str().unwrap_or_default().to_owned();
         for index in 0..self.conns.len() {
             let (session, chat) = (self.session.clone(), self.chat.clone());
-            self.subscribe(index, &session).await?;
+            if index > 0 {
+                self.subscribe(index, &session).await?;
+            }
             self.subscribe(index, &chat).await?;
         }
         self.settle().await;
@@ -283,33 +350,38 @@ impl Run<'_> {
         }
         let deadline = Instant::now() + timeout;
         let schemas = self.cfg.schemas.clone();
-        let mut moved = false;
+        // Whether frames came after the first look, and whether a round trip completed
+        // since the last frame (so nothing the host did before is still on its way).
+        let (mut moved, mut confirmed) = (false, ping);
         loop {
             let first = &mut self.conns[0];
             // Folds what arrived into the mirror; violations stay recorded for `checks`.
             self.pending.extend(first.process(&schemas));
-            let chat = first.mirror.state(&self.chat).unwrap_or(Value::Null);
-            let behaviours = &self.behaviours;
             if Instant::now() > deadline {
                 return;
             }
-            if at_rest(&chat, |id| behaviours.get(id).copied()) {
-                if !moved {
-                    return;
+            let chat = first.mirror.state(&self.chat).unwrap_or(Value::Null);
+            let behaviours = &self.behaviours;
+            match rest(&chat, |id| behaviours.get(id).copied()) {
+                Rest::Busy => {
+                    if !first.link.pull(self.cfg.settle).await {
+                        return;
+                    }
+                    (moved, confirmed) = (true, false);
                 }
-                // The host may emit several actions at once (a queued message leaves the
-                // queue, then its turn starts): a ping proves the rest is not between them.
-                moved = false;
-                let _ = first
-                    .link
-                    .request("ping", json!({ "channel": ROOT }), timeout)
-                    .await;
-                continue;
+                Rest::Quiet if !moved || confirmed => return,
+                Rest::Idle if confirmed => return,
+                // The host may emit several actions at once (a turn ends, a queued message
+                // leaves the queue, its turn starts): a ping proves the rest is not between
+                // them.
+                Rest::Quiet | Rest::Idle => {
+                    let _ = first
+                        .link
+                        .request("ping", json!({ "channel": ROOT }), timeout)
+                        .await;
+                    confirmed = true;
+                }
             }
-            if !first.link.pull(self.cfg.settle).await {
-                return;
-            }
-            moved = true;
         }
     }
 
@@ -342,7 +414,7 @@ impl Run<'_> {
             .unwrap_or(Value::Null);
         self.next_turn += 1;
         let fresh = format!("fz-{}", self.next_turn);
-        let now = crate::engine::vars::now_iso();
+        let now = self.tick();
         let client_id = self.conns[client].client_id.clone();
         let planned = plan(op, &chat, &client_id, &fresh, &now, &self.cfg.profile)?;
         let channel = match planned.channel {
@@ -438,7 +510,7 @@ impl Run<'_> {
         // the others' frames are checked as they come.
         self.catch_up(client != 0).await;
         for conn in self.conns.iter_mut().skip(1) {
-            conn.link.take_arrived().await;
+            conn.link.take_arrived();
         }
         self.checks(Some(index))
     }
@@ -495,18 +567,24 @@ impl Run<'_> {
         if let Some(failure) = self.checks(index) {
             return Some(failure);
         }
+        if self.observer.is_none() {
+            let client_id = format!("ahpspec-{}-observer", self.token);
+            match checkpoint::observer(&self.url, self.cfg.timeout, &client_id).await {
+                Ok(observer) => self.observer = Some(observer),
+                Err(error) => {
+                    return Some(Failure {
+                        rule: "FUZZ-001".into(),
+                        expected: "an observer connection for checkpoints".into(),
+                        actual: error,
+                        op_index: index,
+                    })
+                }
+            }
+        }
+        let observer = self.observer.as_mut()?;
         let mut conns: Vec<&mut Conn> = self.conns.iter_mut().collect();
-        let client_id = format!("ahpspec-{}-observer", self.token);
         let channels = vec![self.session.clone(), self.chat.clone()];
-        match checkpoint::compare(
-            &mut conns,
-            channels,
-            &self.url,
-            self.cfg.timeout,
-            &client_id,
-        )
-        .await
-        {
+        match checkpoint::compare(&mut conns, channels, observer, self.cfg.timeout).await {
             Ok(checked) => checked
                 .violations
                 .into_iter()

@@ -481,7 +481,7 @@ async fn frames_run(
         return Ok(());
     }
     let client_id = format!("ahpspec-{token}-observer");
-    let compared = checkpoint::compare(
+    let compared = checkpoint::compare_once(
         &mut [&mut witness],
         vec![session],
         url,

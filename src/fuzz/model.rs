@@ -74,20 +74,33 @@ fn planned(channel: Channel, action: Value, expect: Expect, rule: &str) -> Optio
     })
 }
 
-/// Whether nothing more happens in the chat until a client acts, given the behaviour each
-/// turn was started with (`None`: a turn the host started from a queued message, which the
-/// fuzzer always makes a `long` one). A chat at rest has no active turn and nothing queued,
-/// or an active turn that waits for the client (a tool call to confirm or to complete, an
-/// open input request) or a `long` turn that has said its first words. A pending steering
-/// message is never at rest: the agent takes it in at its next step.
-pub fn at_rest(chat: &Value, behaviour_of: impl Fn(&str) -> Option<Behaviour>) -> bool {
+/// How settled a chat is, as far as the model can tell from its state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rest {
+    /// The agent is still working: more actions follow without any client acting.
+    Busy,
+    /// Nothing more happens until a client acts: an active turn waits for the client (a
+    /// tool call to confirm or complete, an open input request), or a `long` turn has said
+    /// its first words, or the chat is idle with nothing queued.
+    Quiet,
+    /// Idle with queued messages: the host starts one when a turn completes or one is
+    /// queued while idle, in the same breath as what it answers — so this is at rest once a
+    /// round trip shows nothing followed (after a truncation the queue simply waits).
+    Idle,
+}
+
+/// How settled `chat` is, given the behaviour each turn was started with (`None`: a turn
+/// the host started from a queued message, which the fuzzer always makes a `long` one). A
+/// pending steering message during a turn is busy: the agent takes it in at its next step.
+pub fn rest(chat: &Value, behaviour_of: impl Fn(&str) -> Option<Behaviour>) -> Rest {
     let Some(turn) = active(chat) else {
-        return chat["queuedMessages"]
+        let queued = chat["queuedMessages"]
             .as_array()
-            .is_none_or(|queue| queue.is_empty());
+            .is_some_and(|queue| !queue.is_empty());
+        return if queued { Rest::Idle } else { Rest::Quiet };
     };
     if chat.get("steeringMessage").is_some_and(|m| !m.is_null()) {
-        return false;
+        return Rest::Busy;
     }
     let waits_for_client = tool_calls(turn).any(|call| {
         matches!(
@@ -95,18 +108,20 @@ pub fn at_rest(chat: &Value, behaviour_of: impl Fn(&str) -> Option<Behaviour>) -
             Some("pending-confirmation" | "pending-result-confirmation")
         ) || (call["status"] == "running" && call["contributor"]["kind"] == "client")
     }) || open_request(turn).is_some();
-    if waits_for_client {
-        return true;
-    }
     let long = turn["id"]
         .as_str()
         .and_then(behaviour_of)
         .is_none_or(|b| b == Behaviour::Long);
-    long && turn["responseParts"]
+    let spoke = turn["responseParts"]
         .as_array()
         .into_iter()
         .flatten()
-        .any(|p| p["kind"] == "markdown")
+        .any(|p| p["kind"] == "markdown");
+    if waits_for_client || (long && spoke) {
+        Rest::Quiet
+    } else {
+        Rest::Busy
+    }
 }
 
 /// The concrete dispatch for `op`, or `None` when the operation does not apply now (e.g.
@@ -460,26 +475,29 @@ mod tests {
     fn a_chat_is_at_rest_only_when_nothing_more_happens_without_a_client() {
         let none = |_: &str| None;
         let echo = |_: &str| Some(Behaviour::Echo);
-        assert!(at_rest(&json!({ "turns": [] }), none));
-        assert!(!at_rest(
-            &json!({ "queuedMessages": [{ "id": "q1" }] }),
-            none
-        ));
+        assert_eq!(rest(&json!({ "turns": [] }), none), Rest::Quiet);
+        let queued = json!({ "queuedMessages": [{ "id": "q1" }] });
+        assert_eq!(rest(&queued, none), Rest::Idle);
         let streaming =
             json!({ "activeTurn": { "id": "t1", "responseParts": [{ "kind": "markdown" }] } });
-        assert!(!at_rest(&streaming, echo), "an echo turn still completes");
-        assert!(
-            at_rest(&streaming, none),
+        assert_eq!(
+            rest(&streaming, echo),
+            Rest::Busy,
+            "an echo turn still completes"
+        );
+        assert_eq!(
+            rest(&streaming, none),
+            Rest::Quiet,
             "a long turn waits after its first words"
         );
         let mut steered = streaming.clone();
         steered["steeringMessage"] = json!({ "id": "s1" });
-        assert!(!at_rest(&steered, none));
+        assert_eq!(rest(&steered, none), Rest::Busy);
         let asking = json!({ "activeTurn": { "id": "t1", "responseParts": [
             { "kind": "toolCall", "toolCall": { "toolCallId": "a", "status": "pending-confirmation" } } ] } });
-        assert!(at_rest(&asking, echo));
+        assert_eq!(rest(&asking, echo), Rest::Quiet);
         let running = json!({ "activeTurn": { "id": "t1", "responseParts": [
             { "kind": "toolCall", "toolCall": { "toolCallId": "a", "status": "running", "contributor": { "kind": "agent" } } } ] } });
-        assert!(!at_rest(&running, echo));
+        assert_eq!(rest(&running, echo), Rest::Busy);
     }
 }

@@ -547,9 +547,14 @@ impl World {
         let Some(shared) = self.shared.upgrade() else {
             return;
         };
+        let init = self.config.session_init;
         tokio::spawn(async move {
             // Initialising takes a moment, as with a real agent: subscribers see `creating`.
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            if init.is_zero() {
+                tokio::task::yield_now().await;
+            } else {
+                tokio::time::sleep(init).await;
+            }
             let mut world = shared.lock();
             if !world.sessions.contains_key(&uri) {
                 return;

@@ -11,6 +11,9 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+
+/// Bytes tungstenite reads from the socket at a time.
+const READ_BUFFER_BYTES: usize = 8 * 1024;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 use super::commands::{RpcError, INVALID_REQUEST};
@@ -34,7 +37,10 @@ pub async fn serve(
     conn: ConnId,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    // A small read buffer: tungstenite zero-fills it before every read, and AHP frames
+    // are small (a big one just takes several reads).
     let config = WebSocketConfig::default()
+        .read_buffer_size(READ_BUFFER_BYTES)
         .max_message_size(Some(shared.config.max_message_bytes))
         .max_frame_size(Some(shared.config.max_message_bytes));
     let Ok(socket) = tokio_tungstenite::accept_async_with_config(stream, Some(config)).await else {

@@ -36,6 +36,9 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 pub const DEFAULT_REPLAY_CAPACITY: usize = 4096;
 /// How long a disconnected client stays in `activeClients` waiting for a reconnect.
 pub const DEFAULT_CLIENT_GRACE: Duration = Duration::from_secs(2);
+/// How long a new session stays `creating` by default: long enough that a client which
+/// subscribes right after the createSession response sees it, then `session/ready`.
+pub const DEFAULT_SESSION_INIT: Duration = Duration::from_millis(5);
 
 /// How to run a host.
 #[derive(Debug, Clone)]
@@ -47,6 +50,10 @@ pub struct HostConfig {
     pub replay_capacity: usize,
     pub max_message_bytes: usize,
     pub client_grace: Duration,
+    /// How long a new session stays `creating` (zero: only until the host's next turn on
+    /// the runtime, for the fuzzer, which creates a session per sequence and would
+    /// otherwise spend most of its time waiting on millisecond timer ticks).
+    pub session_init: Duration,
 }
 
 impl Default for HostConfig {
@@ -57,6 +64,7 @@ impl Default for HostConfig {
             replay_capacity: DEFAULT_REPLAY_CAPACITY,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             client_grace: DEFAULT_CLIENT_GRACE,
+            session_init: DEFAULT_SESSION_INIT,
         }
     }
 }
@@ -148,6 +156,7 @@ pub async fn spawn(config: HostConfig) -> io::Result<HostHandle> {
         let mut world = World::new(WorldConfig {
             fault: config.fault,
             replay_capacity: config.replay_capacity,
+            session_init: config.session_init,
         });
         world.shared = weak.clone();
         Shared {

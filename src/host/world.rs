@@ -122,6 +122,7 @@ pub enum EmitError {
 pub struct WorldConfig {
     pub fault: Option<Fault>,
     pub replay_capacity: usize,
+    pub session_init: std::time::Duration,
 }
 
 #[derive(Debug)]
