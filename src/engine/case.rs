@@ -85,7 +85,7 @@ pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
         findings: Vec::new(),
         always_on: Vec::new(),
         at: case.info.source.clone(),
-        counts: Counts::new(),
+        counts: Counts::default(),
         started,
         next_client: 0,
     };

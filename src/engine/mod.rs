@@ -132,7 +132,7 @@ pub async fn run(
     let total = cases.len() + always_on.len();
     let mut results: Vec<CaseResult> = Vec::new();
     let mut findings: HashMap<&'static str, Vec<Finding>> = HashMap::new();
-    let mut counts = Counts::new();
+    let mut counts = Counts::default();
     let mut interrupted = *interrupt.borrow();
     // Reading the capabilities waits on the server: let Ctrl-C cut it short too.
     let agent_capabilities = tokio::select! {
