@@ -133,7 +133,7 @@ fuzz_finds! {
     finds_repeat_server_seq => RepeatServerSeq ["ENV-003"],
     finds_host_action_origin => HostActionOrigin ["ENV-005"],
     finds_wrong_client_seq => WrongClientSeq ["DISPATCH-001"],
-    finds_server_only_accepted => ServerOnlyAccepted ["DISPATCH-006"],
+    finds_server_only_accepted => ServerOnlyAccepted ["DISPATCH-006", "ENV-005"],
     finds_replay_wrong_range => ReplayWrongRange ["RECONNECT-002", "INV-FOLD-1"],
     finds_cancel_idle_accepted => CancelIdleAccepted ["CHAT-VALIDATE-003"],
     finds_confirm_not_pending => ConfirmNotPending ["CHAT-VALIDATE-002"],
@@ -240,4 +240,64 @@ async fn finds_queued_update_appends() {
 #[tokio::test]
 async fn finds_queue_lifo() {
     finds_with_seed(Fault::QueueLifo, 2, &["PENDING-003", "INV-FOLD-1"]).await;
+}
+
+/// Two clients confirm the same pending tool call at once: whichever the host takes first
+/// is accepted and the other rejected, and the verdict is a pass in both sending orders —
+/// the model judges each dispatch against the state the host had when it took it.
+#[tokio::test]
+async fn concurrent_confirmations_pass_in_either_order() {
+    use ahpspec::fuzz::execute;
+    use ahpspec::fuzz::ops::{Behaviour, Op};
+    let opts = options(None, 1, Duration::from_secs(1));
+    let confirm = |client| Op::Confirm {
+        client,
+        approve: true,
+        stale: false,
+    };
+    for (a, b) in [(0, 1), (1, 0)] {
+        let ops = vec![
+            Op::StartTurn {
+                client: 0,
+                behaviour: Behaviour::ToolAsk,
+            },
+            Op::Together {
+                first: Box::new(confirm(a)),
+                second: Box::new(confirm(b)),
+            },
+            Op::Checkpoint,
+        ];
+        let run = execute(&ops, &opts.target, &opts.exec)
+            .await
+            .expect("sequence runs");
+        assert_eq!(run.failure, None, "order ({a}, {b})");
+        let confirmations: Vec<_> = run
+            .performed
+            .iter()
+            .filter(|p| p.planned.action["type"] == "chat/toolCallConfirmed")
+            .collect();
+        assert_eq!(confirmations.len(), 2, "both dispatched: {confirmations:?}");
+        let accepted: Vec<usize> = confirmations
+            .iter()
+            .filter(|p| p.planned.expect == ahpspec::fuzz::model::Expect::Accept)
+            .map(|p| p.client)
+            .collect();
+        assert_eq!(
+            accepted.len(),
+            1,
+            "exactly one confirmation is judged acceptable: {confirmations:?}"
+        );
+        // Both were planned on the same state (a pending call): the judged verdicts differ,
+        // so the second was judged on the state after the first.
+        let echoes: Vec<&str> = run
+            .frames
+            .iter()
+            .filter(|f| f.direction == "received" && f.text.contains("chat/toolCallConfirmed"))
+            .map(|f| f.text.as_str())
+            .collect();
+        assert!(
+            echoes.iter().any(|t| t.contains("rejectionReason")),
+            "the host rejected one of them: {echoes:?}"
+        );
+    }
 }

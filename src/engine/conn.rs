@@ -38,6 +38,11 @@ pub struct Conn {
     pub invariant_counts: crate::checks::frame::Counts,
     /// The schemas of the last [`Conn::process`] call.
     schemas: Option<Schemas>,
+    /// clientSeqs of dispatches whose echo's pre-state is wanted (the fuzzer judges each
+    /// dispatch against the state the host had when it took it).
+    pub watched: std::collections::HashSet<i64>,
+    /// clientSeq → the mirrored state of the echo's channel just before the echo.
+    pub prestates: std::collections::HashMap<i64, Value>,
 }
 
 impl Conn {
@@ -55,6 +60,8 @@ impl Conn {
             dispatched: Default::default(),
             invariant_counts: Default::default(),
             schemas: None,
+            watched: Default::default(),
+            prestates: Default::default(),
         }
     }
 
@@ -147,6 +154,15 @@ impl Conn {
             return found;
         };
         if message["method"] == "action" {
+            let envelope = &message["params"];
+            if let Some(seq) = envelope["origin"]["clientSeq"].as_i64().filter(|seq| {
+                envelope["origin"]["clientId"] == self.client_id.as_str()
+                    && self.watched.remove(seq)
+            }) {
+                let channel = envelope["channel"].as_str().unwrap_or_default();
+                let before = self.mirror.state(channel).unwrap_or(Value::Null);
+                self.prestates.insert(seq, before);
+            }
             found.extend(self.check_echo(&message["params"]));
             found.extend(self.mirror.apply(&message["params"]));
             return found;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::model::{plan, rest, Channel, Expect, Planned, Rest};
+use super::model::{judge, plan, rest, Channel, Expect, Planned, Rest};
 use super::ops::{Behaviour, Op};
 use crate::checks::frame::Schemas;
 use crate::engine::checkpoint;
@@ -402,65 +402,120 @@ impl Run<'_> {
     }
 
     async fn step(&mut self, index: usize, op: &Op) -> Option<Failure> {
-        let client = op.client() % self.conns.len();
         match op {
-            Op::Checkpoint => return self.checkpoint(Some(index)).await,
-            Op::Reconnect { .. } => return self.reconnect(index, client).await,
-            _ => {}
+            Op::Checkpoint => self.checkpoint(Some(index)).await,
+            Op::Reconnect { .. } => {
+                let client = op.client() % self.conns.len();
+                self.reconnect(index, client).await
+            }
+            Op::Together { first, second } => self.dispatch(index, &[first, second]).await,
+            single => self.dispatch(index, &[single]).await,
         }
+    }
+
+    /// Plans `ops` on the state the first client observed, sends them all at once (each on
+    /// its client), then judges each against the state its client folded just before the
+    /// echo — the order the host chose.
+    async fn dispatch(&mut self, index: usize, ops: &[&Op]) -> Option<Failure> {
         let chat = self.conns[0]
             .mirror
             .state(&self.chat)
             .unwrap_or(Value::Null);
-        self.next_turn += 1;
-        let fresh = format!("fz-{}", self.next_turn);
-        let now = self.tick();
-        let client_id = self.conns[client].client_id.clone();
-        let planned = plan(op, &chat, &client_id, &fresh, &now, &self.cfg.profile)?;
-        let channel = match planned.channel {
+        let mut sent = Vec::new();
+        for op in ops {
+            let client = op.client() % self.conns.len();
+            self.next_turn += 1;
+            let fresh = format!("fz-{}", self.next_turn);
+            let now = self.tick();
+            let client_id = self.conns[client].client_id.clone();
+            let Some(planned) = plan(op, &chat, &client_id, &fresh, &now, &self.cfg.profile) else {
+                continue;
+            };
+            if let Op::StartTurn { behaviour, .. } = op {
+                self.behaviours.insert(fresh.clone(), *behaviour);
+            }
+            let channel = match planned.channel {
+                Channel::Session => self.session.clone(),
+                Channel::Chat => self.chat.clone(),
+            };
+            let conn = &mut self.conns[client];
+            conn.client_seq += 1;
+            let seq = conn.client_seq;
+            conn.dispatched.insert(seq, planned.action.clone());
+            conn.watched.insert(seq);
+            let posted = conn
+                .link
+                .send_notification(
+                    "dispatchAction",
+                    json!({ "channel": channel, "clientSeq": seq, "action": planned.action }),
+                )
+                .await;
+            if let Err(error) = posted {
+                return Some(Failure {
+                    rule: "FUZZ-001".into(),
+                    expected: "the connection stays open".into(),
+                    actual: error.to_string(),
+                    op_index: Some(index),
+                });
+            }
+            // A dispatch the host may ignore is followed by a ping: the host answers it
+            // after whatever it does with the dispatch, so the pong ends the wait.
+            let ping = match planned.expect {
+                Expect::RejectOrIgnore => conn
+                    .link
+                    .send_request("ping", json!({ "channel": ROOT }))
+                    .await
+                    .ok(),
+                _ => None,
+            };
+            self.exec.dispatches += 1;
+            sent.push((self.exec.performed.len(), seq, ping));
+            self.exec.performed.push(Performed {
+                op_index: index,
+                client,
+                planned,
+            });
+        }
+        if sent.is_empty() {
+            return None;
+        }
+        for (slot, seq, ping) in &sent {
+            if let Some(failure) = self.judge_echo(index, *slot, *seq, *ping).await {
+                return Some(failure);
+            }
+        }
+        // The first client is caught up if it dispatched (the echo it read flushed it);
+        // the others' frames are checked as they come.
+        let pinged = sent
+            .iter()
+            .any(|(slot, _, _)| self.exec.performed[*slot].client != 0);
+        self.catch_up(pinged).await;
+        for conn in self.conns.iter_mut().skip(1) {
+            conn.link.take_arrived();
+        }
+        self.checks(Some(index))
+    }
+
+    /// Waits for the echo of the dispatch recorded in `performed[slot]` and judges it
+    /// against the state its client had folded just before it (or, when the host ignored
+    /// it, the state now).
+    async fn judge_echo(
+        &mut self,
+        index: usize,
+        slot: usize,
+        seq: i64,
+        ping: Option<u64>,
+    ) -> Option<Failure> {
+        let performed = &self.exec.performed[slot];
+        let (client, action) = (performed.client, performed.planned.action.clone());
+        let channel = match performed.planned.channel {
             Channel::Session => self.session.clone(),
             Channel::Chat => self.chat.clone(),
         };
-        if let Op::StartTurn { behaviour, .. } = op {
-            self.behaviours.insert(fresh.clone(), *behaviour);
-        }
-        self.exec.dispatches += 1;
-        self.exec.performed.push(Performed {
-            op_index: index,
-            client,
-            planned: planned.clone(),
-        });
-        let conn = &mut self.conns[client];
-        conn.client_seq += 1;
-        let seq = conn.client_seq;
-        conn.dispatched.insert(seq, planned.action.clone());
-        let sent = conn
-            .link
-            .send_notification(
-                "dispatchAction",
-                json!({ "channel": channel, "clientSeq": seq, "action": planned.action }),
-            )
-            .await;
-        if let Err(error) = sent {
-            return Some(Failure {
-                rule: "FUZZ-001".into(),
-                expected: "the connection stays open".into(),
-                actual: error.to_string(),
-                op_index: Some(index),
-            });
-        }
-        // A dispatch the host may ignore is followed by a ping: the host answers it after
-        // whatever it does with the dispatch, so the pong ends the wait for an echo.
-        let ping = match planned.expect {
-            Expect::RejectOrIgnore => conn
-                .link
-                .send_request("ping", json!({ "channel": ROOT }))
-                .await
-                .ok(),
-            _ => None,
-        };
+        let schemas = self.cfg.schemas.clone();
         let wait = self.cfg.timeout;
-        let action = planned.action.clone();
+        let conn = &mut self.conns[client];
+        let client_id = conn.client_id.clone();
         let echo = conn
             .link
             .wait_for(wait, |item| match item {
@@ -481,12 +536,25 @@ impl Run<'_> {
             ),
             _ => None,
         };
-        let kind = planned.action["type"].as_str().unwrap_or("?").to_owned();
-        let failure = match (planned.expect, rejected) {
+        // Folding up to the echo records the state the host judged it in.
+        let found = conn.process(&schemas);
+        let before = conn.prestates.remove(&seq);
+        conn.watched.remove(&seq);
+        let before = before.unwrap_or_else(|| conn.mirror.state(&channel).unwrap_or(Value::Null));
+        // A broken always-on rule is the better explanation of anything that follows.
+        if !found.is_empty() {
+            self.pending.extend(found);
+            return self.checks(Some(index));
+        }
+        let (expect, rule) = judge(&action, &before, &client_id);
+        let planned = &mut self.exec.performed[slot].planned;
+        (planned.expect, planned.rule) = (expect, rule.to_owned());
+        let kind = action["type"].as_str().unwrap_or("?").to_owned();
+        let failure = match (expect, rejected) {
             (Expect::Accept, Some(false))
             | (Expect::Reject, Some(true))
-            | (Expect::Either, Some(_)) => None,
-            (Expect::RejectOrIgnore, Some(true) | None) => None,
+            | (Expect::Either, Some(_))
+            | (Expect::RejectOrIgnore, Some(true) | None) => None,
             (Expect::Accept, Some(true)) => {
                 Some(("accepted".to_owned(), format!("{kind} rejected")))
             }
@@ -498,21 +566,12 @@ impl Run<'_> {
                 format!("nothing within {} ms", wait.as_millis()),
             )),
         };
-        if let Some((expected, actual)) = failure {
-            return Some(Failure {
-                rule: planned.rule.clone(),
-                expected: format!("{kind} {expected}"),
-                actual,
-                op_index: Some(index),
-            });
-        }
-        // The first client is caught up (the echo it read flushed it when it dispatched);
-        // the others' frames are checked as they come.
-        self.catch_up(client != 0).await;
-        for conn in self.conns.iter_mut().skip(1) {
-            conn.link.take_arrived();
-        }
-        self.checks(Some(index))
+        failure.map(|(expected, actual)| Failure {
+            rule: rule.to_owned(),
+            expected: format!("{kind} {expected}"),
+            actual,
+            op_index: Some(index),
+        })
     }
 
     async fn reconnect(&mut self, index: usize, client: usize) -> Option<Failure> {

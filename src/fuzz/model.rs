@@ -65,15 +65,6 @@ fn open_request(turn: &Value) -> Option<&Value> {
         .map(|p| &p["request"])
 }
 
-fn planned(channel: Channel, action: Value, expect: Expect, rule: &str) -> Option<Planned> {
-    Some(Planned {
-        channel,
-        action,
-        expect,
-        rule: rule.to_owned(),
-    })
-}
-
 /// How settled a chat is, as far as the model can tell from its state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rest {
@@ -124,8 +115,128 @@ pub fn rest(chat: &Value, behaviour_of: impl Fn(&str) -> Option<Behaviour>) -> R
     }
 }
 
-/// The concrete dispatch for `op`, or `None` when the operation does not apply now (e.g.
-/// starting a turn while one is active, which the spec leaves open).
+/// The open input request `id` of the active turn.
+fn open_request_with<'a>(turn: &'a Value, id: &Value) -> Option<&'a Value> {
+    turn["responseParts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["kind"] == "inputRequest" && p.get("response").is_none_or(Value::is_null))
+        .map(|p| &p["request"])
+        .find(|r| r["id"] == *id)
+}
+
+/// Whether `turn_id` names the latest turn, ended in a resumable error, with none active.
+fn resumable(chat: &Value, turn_id: &Value) -> bool {
+    let last = chat["turns"].as_array().and_then(|t| t.last());
+    active(chat).is_none()
+        && last.is_some_and(|t| {
+            t["id"] == *turn_id
+                && t["state"] == "error"
+                && t["responseParts"]
+                    .as_array()
+                    .and_then(|p| p.last())
+                    .is_some_and(|p| p["kind"] == "error" && p["resumable"] == true)
+        })
+}
+
+/// How a correct host answers `action` from `client_id` when the chat is in state `chat`
+/// as it processes it, and the rule that says so. The fuzzer judges every dispatch against
+/// the state its own connection folded just before the echo, so whatever order concurrent
+/// dispatches (and the agent) took, the verdict follows the order the host chose.
+pub fn judge(action: &Value, chat: &Value, client_id: &str) -> (Expect, &'static str) {
+    let turn = active(chat);
+    let call = || {
+        turn.filter(|t| t["id"] == action["turnId"])
+            .and_then(|t| tool_calls(t).find(|c| c["toolCallId"] == action["toolCallId"]))
+    };
+    match action["type"].as_str().unwrap_or_default() {
+        "chat/turnStarted" if turn.is_some() => (Expect::Either, "CHAT-VALIDATE-013"),
+        "chat/turnStarted" => (Expect::Accept, "TURN-001"),
+        "chat/turnCancelled" => match turn {
+            None => (Expect::Reject, "CHAT-VALIDATE-003"),
+            Some(t) if t["id"] == action["turnId"] => (Expect::Accept, "TURN-007"),
+            // A stale turn id while another turn runs: the spec does not say.
+            Some(_) => (Expect::Either, "CHAT-VALIDATE-003"),
+        },
+        "chat/toolCallConfirmed" => match call() {
+            Some(c) if c["status"] == "pending-confirmation" => (Expect::Accept, "TOOL-003"),
+            _ => (Expect::Reject, "CHAT-VALIDATE-002"),
+        },
+        "chat/toolCallResultConfirmed" => match call() {
+            Some(c) if c["status"] == "pending-result-confirmation" => (Expect::Accept, "TOOL-006"),
+            _ => (Expect::Either, "CHAT-VALIDATE-014"),
+        },
+        "chat/toolCallComplete" => match call() {
+            Some(c) if c["status"] == "running" && c["contributor"]["kind"] == "client" => {
+                if c["contributor"]["clientId"] == client_id {
+                    (Expect::Accept, "TOOL-008")
+                } else {
+                    (Expect::Reject, "CHAT-VALIDATE-010")
+                }
+            }
+            // Completed meanwhile (by its own client): the spec has no rule for it.
+            _ => (Expect::Either, "TOOL-008"),
+        },
+        "chat/inputAnswerChanged" => {
+            let answer = &action["answer"];
+            let open = turn.and_then(|t| open_request_with(t, &action["requestId"]));
+            let valueless = answer["state"] == "submitted" && answer["value"].is_null();
+            match (open, valueless) {
+                (Some(_), false) => (Expect::Accept, "INPUT-003"),
+                (Some(_), true) => (Expect::Reject, "CHAT-VALIDATE-006"),
+                (None, _) => (Expect::Reject, "CHAT-VALIDATE-005"),
+            }
+        }
+        "chat/inputCompleted" => {
+            match turn.and_then(|t| open_request_with(t, &action["requestId"])) {
+                Some(_) => (Expect::Accept, "INPUT-004"),
+                None => (Expect::Reject, "CHAT-VALIDATE-007"),
+            }
+        }
+        "chat/pendingMessageRemoved" => {
+            let exists = match action["kind"].as_str() {
+                Some("queued") => chat["queuedMessages"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|m| m["id"] == action["id"]),
+                _ => chat["steeringMessage"]["id"] == action["id"],
+            };
+            if exists {
+                (Expect::Accept, "DISPATCH-008")
+            } else {
+                (Expect::Reject, "CHAT-VALIDATE-009")
+            }
+        }
+        "chat/queuedMessagesReordered" => (Expect::Accept, "PENDING-006"),
+        "chat/truncated" => {
+            let known = action["turnId"].is_null()
+                || chat["turns"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|t| t["id"] == action["turnId"]);
+            if known {
+                (Expect::Accept, "TURN-012")
+            } else {
+                // Truncated away meanwhile: the spec does not say.
+                (Expect::Either, "TURN-012")
+            }
+        }
+        "chat/turnResume" if resumable(chat, &action["turnId"]) => (Expect::Accept, "TURN-008"),
+        "chat/turnResume" => (Expect::Reject, "CHAT-VALIDATE-004"),
+        "chat/turnComplete" => (Expect::RejectOrIgnore, "DISPATCH-006"),
+        "chat/pendingMessageSet" | "chat/draftChanged" | "session/titleChanged" => {
+            (Expect::Accept, "DISPATCH-008")
+        }
+        _ => (Expect::Either, "DISPATCH-008"),
+    }
+}
+
+/// The concrete dispatch for `op` in the observed `chat`, or `None` when the operation does
+/// not apply now (e.g. starting a turn while one is active, which the spec leaves open).
+/// What a correct host answers is [`judge`]'s.
 pub fn plan(
     op: &Op,
     chat: &Value,
@@ -134,79 +245,62 @@ pub fn plan(
     now: &str,
     profile: &Profile,
 ) -> Option<Planned> {
+    let (channel, action) = plan_action(op, chat, fresh_turn_id, now, profile)?;
+    let (expect, rule) = judge(&action, chat, client_id);
+    Some(Planned {
+        channel,
+        action,
+        expect,
+        rule: rule.to_owned(),
+    })
+}
+
+fn plan_action(
+    op: &Op,
+    chat: &Value,
+    fresh_turn_id: &str,
+    now: &str,
+    profile: &Profile,
+) -> Option<(Channel, Value)> {
     let turn = active(chat);
     let turn_id = turn.and_then(|t| t["id"].as_str()).unwrap_or("fz-none");
+    let in_chat = |action: Value| Some((Channel::Chat, action));
     match op {
         Op::StartTurn { behaviour, .. } => {
             if turn.is_some() {
                 return None;
             }
             let text = profile.behaviour(behaviour.key())?;
-            planned(
-                Channel::Chat,
+            in_chat(
                 json!({ "type": "chat/turnStarted", "turnId": fresh_turn_id, "startedAt": now, "message": user(text) }),
-                Expect::Accept,
-                "TURN-001",
             )
         }
-        Op::Cancel { stale, .. } => match (turn, stale) {
-            (Some(_), false) => planned(
-                Channel::Chat,
-                json!({ "type": "chat/turnCancelled", "turnId": turn_id, "duration": 1 }),
-                Expect::Accept,
-                "TURN-007",
-            ),
-            (Some(_), true) => planned(
-                Channel::Chat,
-                json!({ "type": "chat/turnCancelled", "turnId": "fz-stale", "duration": 1 }),
-                Expect::Either,
-                "CHAT-VALIDATE-003",
-            ),
-            (None, _) => planned(
-                Channel::Chat,
-                json!({ "type": "chat/turnCancelled", "turnId": "fz-stale", "duration": 1 }),
-                Expect::Reject,
-                "CHAT-VALIDATE-003",
-            ),
-        },
+        Op::Cancel { stale, .. } => {
+            let id = if turn.is_some() && !stale {
+                turn_id
+            } else {
+                "fz-stale"
+            };
+            in_chat(json!({ "type": "chat/turnCancelled", "turnId": id, "duration": 1 }))
+        }
         Op::Confirm { approve, stale, .. } => {
             let calls: Vec<&Value> = turn.map(|t| tool_calls(t).collect()).unwrap_or_default();
             let pending = calls.iter().find(|c| c["status"] == "pending-confirmation");
             let not_pending = calls.iter().find(|c| c["status"] != "pending-confirmation");
-            let (id, expect, rule) = match (pending, stale) {
-                (Some(call), false) => (call["toolCallId"].clone(), Expect::Accept, "TOOL-003"),
-                _ => match not_pending {
-                    Some(call) => (
-                        call["toolCallId"].clone(),
-                        Expect::Reject,
-                        "CHAT-VALIDATE-002",
-                    ),
-                    None => (
-                        json!("fz-no-such-tool"),
-                        Expect::Reject,
-                        "CHAT-VALIDATE-002",
-                    ),
-                },
+            let id = match (pending, stale, not_pending) {
+                (Some(call), false, _) | (_, _, Some(call)) => call["toolCallId"].clone(),
+                _ => json!("fz-no-such-tool"),
             };
-            planned(
-                Channel::Chat,
+            in_chat(
                 json!({ "type": "chat/toolCallConfirmed", "turnId": turn_id, "toolCallId": id, "approved": approve }),
-                expect,
-                rule,
             )
         }
         Op::ConfirmResult { approve, .. } => {
-            let call = turn
-                .and_then(|t| tool_calls(t).find(|c| c["status"] == "pending-result-confirmation"));
-            let (id, expect) = match call {
-                Some(call) => (call["toolCallId"].clone(), Expect::Accept),
-                None => (json!("fz-no-such-tool"), Expect::Either),
-            };
-            planned(
-                Channel::Chat,
+            let id = turn
+                .and_then(|t| tool_calls(t).find(|c| c["status"] == "pending-result-confirmation"))
+                .map_or(json!("fz-no-such-tool"), |c| c["toolCallId"].clone());
+            in_chat(
                 json!({ "type": "chat/toolCallResultConfirmed", "turnId": turn_id, "toolCallId": id, "approved": approve }),
-                expect,
-                "TOOL-006",
             )
         }
         Op::CompleteClientTool { .. } => {
@@ -214,17 +308,9 @@ pub fn plan(
                 tool_calls(t)
                     .find(|c| c["status"] == "running" && c["contributor"]["kind"] == "client")
             })?;
-            let (expect, rule) = if call["contributor"]["clientId"] == client_id {
-                (Expect::Accept, "TOOL-008")
-            } else {
-                (Expect::Reject, "CHAT-VALIDATE-010")
-            };
-            planned(
-                Channel::Chat,
+            in_chat(
                 json!({ "type": "chat/toolCallComplete", "turnId": turn_id, "toolCallId": call["toolCallId"],
                         "result": { "success": true, "pastTenseMessage": "done by the fuzzer" } }),
-                expect,
-                rule,
             )
         }
         Op::Answer { valid, .. } => {
@@ -239,16 +325,8 @@ pub fn plan(
             } else {
                 json!({ "state": "submitted" })
             };
-            let (expect, rule) = match (request, valid) {
-                (Some(_), true) => (Expect::Accept, "INPUT-003"),
-                (Some(_), false) => (Expect::Reject, "CHAT-VALIDATE-006"),
-                (None, _) => (Expect::Reject, "CHAT-VALIDATE-005"),
-            };
-            planned(
-                Channel::Chat,
+            in_chat(
                 json!({ "type": "chat/inputAnswerChanged", "requestId": request_id, "questionId": question, "answer": answer }),
-                expect,
-                rule,
             )
         }
         Op::CompleteInput { accept, .. } => {
@@ -271,11 +349,7 @@ pub fn plan(
             if *accept {
                 action["answers"] = Value::Object(answers);
             }
-            let (expect, rule) = match request {
-                Some(_) => (Expect::Accept, "INPUT-004"),
-                None => (Expect::Reject, "CHAT-VALIDATE-007"),
-            };
-            planned(Channel::Chat, action, expect, rule)
+            in_chat(action)
         }
         Op::SetPending { kind, id, .. } => {
             // Queued messages become turns: make them long ones so the state stays put.
@@ -284,37 +358,16 @@ pub fn plan(
                 PendingKind::Queued => ("queued", "q"),
                 PendingKind::Steering => ("steering", "s"),
             };
-            planned(
-                Channel::Chat,
+            in_chat(
                 json!({ "type": "chat/pendingMessageSet", "kind": kind, "id": format!("{prefix}{id}"), "message": user(text) }),
-                Expect::Accept,
-                "DISPATCH-008",
             )
         }
         Op::RemovePending { kind, id, .. } => {
-            let (kind, wanted) = match kind {
+            let (kind, id) = match kind {
                 PendingKind::Queued => ("queued", format!("q{id}")),
                 PendingKind::Steering => ("steering", format!("s{id}")),
             };
-            let exists = match kind {
-                "queued" => chat["queuedMessages"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|m| m["id"] == wanted.as_str()),
-                _ => chat["steeringMessage"]["id"] == wanted.as_str(),
-            };
-            let (expect, rule) = if exists {
-                (Expect::Accept, "DISPATCH-008")
-            } else {
-                (Expect::Reject, "CHAT-VALIDATE-009")
-            };
-            planned(
-                Channel::Chat,
-                json!({ "type": "chat/pendingMessageRemoved", "kind": kind, "id": wanted }),
-                expect,
-                rule,
-            )
+            in_chat(json!({ "type": "chat/pendingMessageRemoved", "kind": kind, "id": id }))
         }
         Op::Reorder { .. } => {
             let mut order: Vec<Value> = chat["queuedMessages"]
@@ -325,66 +378,32 @@ pub fn plan(
                 .collect();
             order.reverse();
             order.push(json!("fz-unknown"));
-            planned(
-                Channel::Chat,
-                json!({ "type": "chat/queuedMessagesReordered", "order": order }),
-                Expect::Accept,
-                "PENDING-006",
-            )
+            in_chat(json!({ "type": "chat/queuedMessagesReordered", "order": order }))
         }
-        Op::Draft { .. } => planned(
-            Channel::Chat,
-            json!({ "type": "chat/draftChanged", "draft": user("draft") }),
-            Expect::Accept,
-            "DISPATCH-008",
-        ),
-        Op::Rename { .. } => planned(
+        Op::Draft { .. } => in_chat(json!({ "type": "chat/draftChanged", "draft": user("draft") })),
+        Op::Rename { .. } => Some((
             Channel::Session,
             json!({ "type": "session/titleChanged", "title": fresh_turn_id }),
-            Expect::Accept,
-            "DISPATCH-008",
-        ),
+        )),
         Op::Truncate { keep_first, .. } => {
             let first = chat["turns"]
                 .as_array()
                 .and_then(|t| t.first())
                 .map(|t| t["id"].clone());
-            let action = match (keep_first, first) {
+            in_chat(match (keep_first, first) {
                 (true, Some(id)) => json!({ "type": "chat/truncated", "turnId": id }),
                 _ => json!({ "type": "chat/truncated" }),
-            };
-            planned(Channel::Chat, action, Expect::Accept, "TURN-012")
+            })
         }
         Op::Resume { .. } => {
             let last = chat["turns"].as_array().and_then(|t| t.last());
-            let resumable = turn.is_none()
-                && last.is_some_and(|t| {
-                    t["state"] == "error"
-                        && t["responseParts"]
-                            .as_array()
-                            .and_then(|p| p.last())
-                            .is_some_and(|p| p["kind"] == "error" && p["resumable"] == true)
-                });
             let id = last.map_or(json!("fz-none"), |t| t["id"].clone());
-            let (expect, rule) = if resumable {
-                (Expect::Accept, "TURN-008")
-            } else {
-                (Expect::Reject, "CHAT-VALIDATE-004")
-            };
-            planned(
-                Channel::Chat,
-                json!({ "type": "chat/turnResume", "turnId": id }),
-                expect,
-                rule,
-            )
+            in_chat(json!({ "type": "chat/turnResume", "turnId": id }))
         }
-        Op::ServerOnly { .. } => planned(
-            Channel::Chat,
-            json!({ "type": "chat/turnComplete", "turnId": turn_id, "duration": 1 }),
-            Expect::RejectOrIgnore,
-            "DISPATCH-006",
-        ),
-        Op::Reconnect { .. } | Op::Checkpoint => None,
+        Op::ServerOnly { .. } => {
+            in_chat(json!({ "type": "chat/turnComplete", "turnId": turn_id, "duration": 1 }))
+        }
+        Op::Reconnect { .. } | Op::Checkpoint | Op::Together { .. } => None,
     }
 }
 
@@ -499,5 +518,32 @@ mod tests {
         let running = json!({ "activeTurn": { "id": "t1", "responseParts": [
             { "kind": "toolCall", "toolCall": { "toolCallId": "a", "status": "running", "contributor": { "kind": "agent" } } } ] } });
         assert_eq!(rest(&running, echo), Rest::Busy);
+    }
+    #[test]
+    fn judging_follows_the_state_the_host_had() {
+        let pending = json!({ "activeTurn": { "id": "t1", "responseParts": [
+            { "kind": "toolCall", "toolCall": { "toolCallId": "a", "status": "pending-confirmation" } } ] } });
+        let running = json!({ "activeTurn": { "id": "t1", "responseParts": [
+            { "kind": "toolCall", "toolCall": { "toolCallId": "a", "status": "running" } } ] } });
+        let confirm = json!({ "type": "chat/toolCallConfirmed", "turnId": "t1", "toolCallId": "a", "approved": true });
+        assert_eq!(judge(&confirm, &pending, "c"), (Expect::Accept, "TOOL-003"));
+        assert_eq!(
+            judge(&confirm, &running, "c"),
+            (Expect::Reject, "CHAT-VALIDATE-002")
+        );
+        let cancel = json!({ "type": "chat/turnCancelled", "turnId": "t1", "duration": 1 });
+        assert_eq!(judge(&cancel, &running, "c").0, Expect::Accept);
+        assert_eq!(
+            judge(&cancel, &json!({ "turns": [] }), "c").0,
+            Expect::Reject
+        );
+        let start = json!({ "type": "chat/turnStarted", "turnId": "t2" });
+        assert_eq!(judge(&start, &running, "c").0, Expect::Either);
+        let remove = json!({ "type": "chat/pendingMessageRemoved", "kind": "queued", "id": "q1" });
+        assert_eq!(
+            judge(&remove, &json!({ "queuedMessages": [{ "id": "q1" }] }), "c").0,
+            Expect::Accept
+        );
+        assert_eq!(judge(&remove, &json!({}), "c").0, Expect::Reject);
     }
 }

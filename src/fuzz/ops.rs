@@ -113,6 +113,12 @@ pub enum Op {
         client: u8,
     },
     Checkpoint,
+    /// Two operations planned on the same observed state and dispatched at once, each on
+    /// its client, without waiting for the first's echo: the host picks the order.
+    Together {
+        first: Box<Op>,
+        second: Box<Op>,
+    },
 }
 
 impl Op {
@@ -136,6 +142,7 @@ impl Op {
             | Op::ServerOnly { client }
             | Op::Reconnect { client } => usize::from(*client),
             Op::Checkpoint => 0,
+            Op::Together { first, .. } => first.client(),
         }
     }
 }
@@ -158,8 +165,8 @@ fn kind() -> impl Strategy<Value = PendingKind> {
     prop_oneof![Just(PendingKind::Queued), Just(PendingKind::Steering)]
 }
 
-/// One operation, weighted towards the ones that move state.
-pub fn op() -> impl Strategy<Value = Op> {
+/// One dispatching operation, weighted towards the ones that move state.
+fn single() -> impl Strategy<Value = Op> {
     let client = 0u8..3;
     prop_oneof![
         6 => (client.clone(), behaviour()).prop_map(|(client, behaviour)| Op::StartTurn { client, behaviour }),
@@ -177,7 +184,18 @@ pub fn op() -> impl Strategy<Value = Op> {
         1 => (client.clone(), any::<bool>()).prop_map(|(client, keep_first)| Op::Truncate { client, keep_first }),
         1 => client.clone().prop_map(|client| Op::Resume { client }),
         1 => client.clone().prop_map(|client| Op::ServerOnly { client }),
-        1 => client.clone().prop_map(|client| Op::Reconnect { client }),
+    ]
+}
+
+/// One operation: a dispatching one, two at once, a reconnect or a checkpoint.
+pub fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        36 => single(),
+        4 => (single(), single()).prop_map(|(first, second)| Op::Together {
+            first: Box::new(first),
+            second: Box::new(second),
+        }),
+        1 => (0u8..3).prop_map(|client| Op::Reconnect { client }),
         1 => Just(Op::Checkpoint),
     ]
 }
