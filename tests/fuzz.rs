@@ -301,3 +301,18 @@ async fn concurrent_confirmations_pass_in_either_order() {
         );
     }
 }
+
+fuzz_finds! {
+    finds_subscribe_unknown_ok => SubscribeUnknownOk ["SUB-011"],
+    finds_echo_missing_channel => EchoMissingChannel ["DISPATCH-004"],
+    finds_no_session_added => NoSessionAdded ["ROOT-005"],
+    finds_no_session_removed => NoSessionRemoved ["ROOT-006"],
+    finds_duplicate_session_ok => DuplicateSessionOk ["LIFECYCLE-001"],
+    finds_unknown_provider_ok => UnknownProviderOk ["LIFECYCLE-006"],
+    finds_ping_needs_init => PingNeedsInit ["TRANSPORT-010"],
+    finds_version_not_offered => VersionNotOffered ["VERSION-001"],
+    finds_lowest_version => LowestVersion ["VERSION-002"],
+    finds_no_supported_versions => NoSupportedVersions ["VERSION-005"],
+    finds_no_close_after_version_error => NoCloseAfterVersionError ["VERSION-006"],
+    finds_action_after_unsubscribe => ActionAfterUnsubscribe ["SUB-004"],
+}

@@ -18,6 +18,9 @@ use crate::host::{self, Fault, HostConfig};
 use crate::transport::{Connection, Incoming};
 use crate::verdict::ReportedFrame;
 
+#[path = "probes.rs"]
+mod probes;
+
 const ROOT: &str = "ahp-root://";
 
 /// Where the sequence runs.
@@ -409,6 +412,10 @@ impl Run<'_> {
                 self.reconnect(index, client).await
             }
             Op::Together { first, second } => self.dispatch(index, &[first, second]).await,
+            Op::Probe { probe, .. } => {
+                let client = op.client() % self.conns.len();
+                self.probe(index, client, *probe).await
+            }
             single => self.dispatch(index, &[single]).await,
         }
     }
@@ -594,8 +601,13 @@ impl Run<'_> {
         let resumed = Conn::resuming(&self.conns[client], link);
         let old = std::mem::replace(&mut self.conns[client], resumed);
         let conn = &mut self.conns[client];
+        // The first client also listens to the root channel (it subscribed at initialize).
+        let mut channels = vec![self.session.clone(), self.chat.clone()];
+        if client == 0 {
+            channels.insert(0, ROOT.to_owned());
+        }
         let params = json!({ "channel": ROOT, "clientId": old.client_id, "lastSeenServerSeq": old.checker.highest_seq(),
-                             "subscriptions": [self.session, self.chat] });
+                             "subscriptions": channels });
         let timeout = self.cfg.timeout;
         let answer = conn.link.request("reconnect", params, timeout).await;
         match answer {

@@ -403,7 +403,7 @@ fn plan_action(
         Op::ServerOnly { .. } => {
             in_chat(json!({ "type": "chat/turnComplete", "turnId": turn_id, "duration": 1 }))
         }
-        Op::Reconnect { .. } | Op::Checkpoint | Op::Together { .. } => None,
+        Op::Reconnect { .. } | Op::Checkpoint | Op::Together { .. } | Op::Probe { .. } => None,
     }
 }
 

@@ -46,6 +46,34 @@ pub enum PendingKind {
     Queued,
 }
 
+/// A protocol-level probe (a request or connection, not a chat action) mixed into the
+/// sequence, each with the rule it exercises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Probe {
+    /// subscribe to a session that does not exist: an error (SUB-011).
+    SubscribeUnknown,
+    /// dispatchAction to a session that does not exist: no echo (DISPATCH-004).
+    DispatchToMissing,
+    /// create and dispose a second session: root/sessionAdded and root/sessionRemoved
+    /// reach the root subscriber (ROOT-005, ROOT-006).
+    SideSession,
+    /// createSession on the URI in use: -32003 (LIFECYCLE-001).
+    DuplicateSession,
+    /// createSession with an unknown provider: -32002 or a failed session (LIFECYCLE-006).
+    UnknownProvider,
+    /// a new connection pings before initialize: answered (TRANSPORT-010).
+    PingBeforeInitialize,
+    /// a new connection offers 0.9.0 and 1.2.0: 1.2.0 is selected (VERSION-001, -002).
+    MixedVersions,
+    /// a new connection offers only 2.0.0: -32005 with supportedVersions, then the host
+    /// closes (VERSION-005, VERSION-006).
+    UnsupportedVersion,
+    /// a client unsubscribes from the session, the session moves, the client hears nothing
+    /// of it, then subscribes again (SUB-004).
+    Unsubscribe,
+}
+
 /// One client operation. `client` picks one of the fuzzer's connections (modulo their
 /// number); `stale` makes the operation name something that does not exist (its correct
 /// answer is a rejection).
@@ -113,6 +141,10 @@ pub enum Op {
         client: u8,
     },
     Checkpoint,
+    Probe {
+        client: u8,
+        probe: Probe,
+    },
     /// Two operations planned on the same observed state and dispatched at once, each on
     /// its client, without waiting for the first's echo: the host picks the order.
     Together {
@@ -140,7 +172,8 @@ impl Op {
             | Op::Truncate { client, .. }
             | Op::Resume { client }
             | Op::ServerOnly { client }
-            | Op::Reconnect { client } => usize::from(*client),
+            | Op::Reconnect { client }
+            | Op::Probe { client, .. } => usize::from(*client),
             Op::Checkpoint => 0,
             Op::Together { first, .. } => first.client(),
         }
@@ -158,6 +191,20 @@ fn behaviour() -> impl Strategy<Value = Behaviour> {
         1 => Just(Behaviour::ToolClient),
         1 => Just(Behaviour::Error),
         1 => Just(Behaviour::ErrorResumable),
+    ]
+}
+
+fn probe() -> impl Strategy<Value = Probe> {
+    prop_oneof![
+        Just(Probe::SubscribeUnknown),
+        Just(Probe::DispatchToMissing),
+        Just(Probe::SideSession),
+        Just(Probe::DuplicateSession),
+        Just(Probe::UnknownProvider),
+        Just(Probe::PingBeforeInitialize),
+        Just(Probe::MixedVersions),
+        Just(Probe::UnsupportedVersion),
+        Just(Probe::Unsubscribe),
     ]
 }
 
@@ -196,6 +243,7 @@ pub fn op() -> impl Strategy<Value = Op> {
             second: Box::new(second),
         }),
         1 => (0u8..3).prop_map(|client| Op::Reconnect { client }),
+        3 => (0u8..3, probe()).prop_map(|(client, probe)| Op::Probe { client, probe }),
         1 => Just(Op::Checkpoint),
     ]
 }

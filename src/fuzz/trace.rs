@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::exec::{Failure, Performed};
 use super::model::{Channel, Expect};
-use super::ops::Op;
+use super::ops::{Op, Probe};
 use super::Found;
 use crate::verdict::ReportedFrame;
 
@@ -127,14 +127,17 @@ impl Trace {
                 self.failure.rule, self.failure.expected
             ))
         ));
+        let ops: Vec<Op> = serde_json::from_value(self.ops.clone()).unwrap_or_default();
         out.push_str(&format!(
             "does = {}\n",
             toml_string(&format!(
-                "Replays the {} dispatches of the shrunk fuzz sequence.",
-                self.performed.len()
+                "Replays the shrunk fuzz sequence: {} dispatches and {} protocol probes.",
+                self.performed.len(),
+                ops.iter()
+                    .filter(|op| matches!(op, Op::Probe { .. }))
+                    .count()
             ))
         ));
-        let ops: Vec<Op> = serde_json::from_value(self.ops.clone()).unwrap_or_default();
         let mut needs: Vec<&str> = ops
             .iter()
             .filter_map(|op| match op {
@@ -155,33 +158,101 @@ impl Trace {
             ));
         }
         out.push_str("steps = [\n  { initialize = {} },\n  { session = { as = \"S\" } },\n");
-        for (index, performed) in self.performed.iter().enumerate() {
-            let channel = match performed.planned.channel {
-                Channel::Session => "${S}",
-                Channel::Chat => "${S.chat}",
-            };
-            let name = format!("d{index}");
-            out.push_str(&format!(
-                "  {{ dispatch = {{ channel = \"{channel}\", action = {}, as = \"{name}\" }} }},\n",
-                toml_inline(&performed.planned.action)
-            ));
-            match performed.planned.expect {
-                Expect::Accept => out.push_str(&format!(
-                    "  {{ echo = {{ of = \"{name}\", accepted = true }} }},\n"
-                )),
-                Expect::Reject => out.push_str(&format!(
-                    "  {{ echo = {{ of = \"{name}\", accepted = false }} }},\n"
-                )),
-                Expect::RejectOrIgnore => out.push_str(&format!(
-                    "  {{ echo = {{ of = \"{name}\", accepted = false, or_ignored = true }} }},\n"
-                )),
-                Expect::Either => {}
+        let mut performed = self.performed.iter().enumerate().peekable();
+        for (op_index, op) in ops.iter().enumerate() {
+            while let Some((index, done)) = performed.next_if(|(_, p)| p.op_index == op_index) {
+                out.push_str(&dispatch_steps(index, done));
             }
-            out.push_str("  { sleep = { ms = 20 } },\n");
+            if let Op::Probe { probe, .. } = op {
+                out.push_str(&probe_steps(op_index, *probe));
+            }
+        }
+        // Traces of older formats may name dispatches the operations do not reach.
+        for (index, done) in performed {
+            out.push_str(&dispatch_steps(index, done));
         }
         out.push_str("  { checkpoint = {} },\n]\n");
         out
     }
+}
+
+/// The steps that replay one dispatch and expect what the model judged.
+fn dispatch_steps(index: usize, performed: &Performed) -> String {
+    let channel = match performed.planned.channel {
+        Channel::Session => "${S}",
+        Channel::Chat => "${S.chat}",
+    };
+    let name = format!("d{index}");
+    let mut out = format!(
+        "  {{ dispatch = {{ channel = \"{channel}\", action = {}, as = \"{name}\" }} }},\n",
+        toml_inline(&performed.planned.action)
+    );
+    let echo = match performed.planned.expect {
+        Expect::Accept => "accepted = true",
+        Expect::Reject => "accepted = false",
+        Expect::RejectOrIgnore => "accepted = false, or_ignored = true",
+        Expect::Either => "",
+    };
+    if !echo.is_empty() {
+        out.push_str(&format!("  {{ echo = {{ of = \"{name}\", {echo} }} }},\n"));
+    }
+    out.push_str("  { sleep = { ms = 20 } },\n");
+    out
+}
+
+/// The steps that repeat a protocol probe with the same expectation.
+fn probe_steps(n: usize, probe: Probe) -> String {
+    let lines: Vec<String> = match probe {
+        Probe::SubscribeUnknown => vec![
+            format!("{{ request = {{ method = \"subscribe\", params = {{ channel = \"ahp-session:/${{run}}-nope-{n}\" }}, as = \"p{n}\" }} }}"),
+            format!("{{ response = {{ to = \"p{n}\", ok = false }} }}"),
+        ],
+        Probe::DispatchToMissing => vec![
+            format!("{{ dispatch = {{ channel = \"ahp-session:/${{run}}-nope-{n}\", action = {{ type = \"session/titleChanged\", title = \"nowhere\" }} }} }}"),
+            "{ silence = { for_ms = 200, method = \"action\", where = { \"/params/channel\" = \"ahp-session:/${run}-nope-".to_owned() + &format!("{n}\" }} }} }}"),
+        ],
+        Probe::SideSession => vec![
+            format!("{{ session = {{ as = \"X{n}\", wait_ready = false }} }}"),
+            format!("{{ notification = {{ method = \"root/sessionAdded\", where = {{ \"/summary/resource\" = \"${{X{n}}}\" }} }} }}"),
+            format!("{{ request = {{ method = \"disposeSession\", params = {{ channel = \"${{X{n}}}\" }}, as = \"p{n}\" }} }}"),
+            format!("{{ response = {{ to = \"p{n}\", ok = true }} }}"),
+            format!("{{ notification = {{ method = \"root/sessionRemoved\", where = {{ \"/session\" = \"${{X{n}}}\" }} }} }}"),
+        ],
+        Probe::DuplicateSession => vec![
+            format!("{{ request = {{ method = \"createSession\", params = {{ channel = \"${{S}}\" }}, as = \"p{n}\" }} }}"),
+            format!("{{ response = {{ to = \"p{n}\", ok = false, codes = [-32003] }} }}"),
+        ],
+        Probe::UnknownProvider => vec![
+            format!("{{ request = {{ method = \"createSession\", params = {{ channel = \"ahp-session:/${{run}}-provider-{n}\", provider = \"fz-no-such-agent\" }}, as = \"p{n}\" }} }}"),
+            format!("{{ response = {{ to = \"p{n}\", ok = false, codes = [-32002] }} }}"),
+        ],
+        Probe::PingBeforeInitialize => vec![
+            format!("{{ connect = {{ on = \"p{n}\" }} }}"),
+            format!("{{ request = {{ on = \"p{n}\", method = \"ping\", params = {{ channel = \"ahp-root://\" }}, as = \"ping{n}\" }} }}"),
+            format!("{{ response = {{ on = \"p{n}\", to = \"ping{n}\", ok = true }} }}"),
+        ],
+        Probe::MixedVersions => vec![
+            format!("{{ initialize = {{ on = \"v{n}\", versions = [\"0.9.0\", \"1.2.0\"] }} }}"),
+            format!("{{ response = {{ on = \"v{n}\", to = \"v{n}.init\", equals = {{ \"/result/protocolVersion\" = \"1.2.0\" }} }} }}"),
+        ],
+        Probe::UnsupportedVersion => vec![
+            format!("{{ initialize = {{ on = \"v{n}\", versions = [\"2.0.0\"], send_only = true }} }}"),
+            format!("{{ response = {{ on = \"v{n}\", to = \"v{n}.init\", ok = false, codes = [-32005], has = [\"/error/data/supportedVersions/0\"] }} }}"),
+            format!("{{ closed = {{ on = \"v{n}\", within_ms = 2000 }} }}"),
+        ],
+        Probe::Unsubscribe => vec![
+            format!("{{ initialize = {{ on = \"u{n}\" }} }}"),
+            format!("{{ request = {{ on = \"u{n}\", method = \"subscribe\", params = {{ channel = \"${{S}}\" }}, as = \"u{n}sub\" }} }}"),
+            format!("{{ response = {{ on = \"u{n}\", to = \"u{n}sub\", ok = true }} }}"),
+            format!("{{ notify = {{ on = \"u{n}\", method = \"unsubscribe\", params = {{ channel = \"${{S}}\" }} }} }}"),
+            format!("{{ request = {{ on = \"u{n}\", method = \"ping\", params = {{ channel = \"ahp-root://\" }}, as = \"u{n}sync\" }} }}"),
+            format!("{{ response = {{ on = \"u{n}\", to = \"u{n}sync\", ok = true }} }}"),
+            format!("{{ dispatch = {{ channel = \"${{S}}\", action = {{ type = \"session/titleChanged\", title = \"unsub-{n}\" }}, as = \"u{n}title\" }} }}"),
+            format!("{{ echo = {{ of = \"u{n}title\", accepted = true }} }}"),
+            format!("{{ silence = {{ on = \"u{n}\", for_ms = 150, channel = \"${{S}}\" }} }}"),
+        ],
+    };
+    lines.iter().map(|line| format!("  {line},\n")).collect()
 }
 
 fn toml_string(text: &str) -> String {

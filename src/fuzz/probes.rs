@@ -1,0 +1,462 @@
+//! Protocol-level probes the fuzzer mixes into its sequences: requests and connections
+//! around the chat (unknown subscriptions, dispatches to missing sessions, side sessions,
+//! duplicate and unproviderable creations, handshakes, unsubscribing), each checked
+//! against the rule it exercises while the rest of the sequence runs on.
+
+use serde_json::{json, Value};
+
+use super::{Failure, Run, ROOT};
+use crate::checks::frame::clip;
+use crate::fuzz::ops::Probe;
+use crate::transport::{Connection, Incoming, TransportError};
+
+/// What a probe found wrong: the rule, what a correct host does, what this one did.
+type Finding = (&'static str, String, String);
+
+fn finding(rule: &'static str, expected: &str, actual: impl Into<String>) -> Option<Finding> {
+    Some((rule, expected.to_owned(), actual.into()))
+}
+
+fn shown(answer: &Result<Value, TransportError>) -> String {
+    match answer {
+        Ok(message) => clip(&message.to_string()),
+        Err(error) => error.to_string(),
+    }
+}
+
+fn error_code(answer: &Result<Value, TransportError>) -> Option<i64> {
+    answer
+        .as_ref()
+        .ok()
+        .and_then(|m| m.pointer("/error/code"))
+        .and_then(Value::as_i64)
+}
+
+impl Run<'_> {
+    /// Runs `probe` on client `client`; a failure names the rule it broke.
+    pub(super) async fn probe(
+        &mut self,
+        index: usize,
+        client: usize,
+        probe: Probe,
+    ) -> Option<Failure> {
+        let found = match probe {
+            Probe::SubscribeUnknown => self.subscribe_unknown(index, client).await,
+            Probe::DispatchToMissing => self.dispatch_to_missing(index, client).await,
+            Probe::SideSession => self.side_session(index, client).await,
+            Probe::DuplicateSession => self.duplicate_session(client).await,
+            Probe::UnknownProvider => self.unknown_provider(index, client).await,
+            Probe::PingBeforeInitialize => self.ping_before_initialize().await,
+            Probe::MixedVersions => self.mixed_versions().await,
+            Probe::UnsupportedVersion => self.unsupported_version().await,
+            Probe::Unsubscribe => self.unsubscribe(index, client).await,
+        };
+        if let Some((rule, expected, actual)) = found {
+            return Some(Failure {
+                rule: rule.to_owned(),
+                expected,
+                actual,
+                op_index: Some(index),
+            });
+        }
+        self.settle().await;
+        self.checks(Some(index))
+    }
+
+    /// A URI in this run's namespace that names nothing.
+    fn missing(&self, what: &str, index: usize) -> String {
+        format!("ahp-session:/{}-{what}-{index}", self.token)
+    }
+
+    async fn subscribe_unknown(&mut self, index: usize, client: usize) -> Option<Finding> {
+        let channel = self.missing("nope", index);
+        let timeout = self.cfg.timeout;
+        let answer = self.conns[client]
+            .link
+            .request("subscribe", json!({ "channel": channel }), timeout)
+            .await;
+        match &answer {
+            Ok(message) if message.get("error").is_some() => None,
+            _ => finding(
+                "SUB-011",
+                "a JSON-RPC error for subscribe to a session that does not exist",
+                shown(&answer),
+            ),
+        }
+    }
+
+    async fn dispatch_to_missing(&mut self, index: usize, client: usize) -> Option<Finding> {
+        let channel = self.missing("nope", index);
+        let timeout = self.cfg.timeout;
+        let conn = &mut self.conns[client];
+        conn.client_seq += 1;
+        let seq = conn.client_seq;
+        let action = json!({ "type": "session/titleChanged", "title": "nowhere" });
+        conn.dispatched.insert(seq, action.clone());
+        let client_id = conn.client_id.clone();
+        let sent = conn
+            .link
+            .send_notification(
+                "dispatchAction",
+                json!({ "channel": channel, "clientSeq": seq, "action": action }),
+            )
+            .await;
+        let ping = match sent {
+            Ok(()) => conn
+                .link
+                .send_request("ping", json!({ "channel": ROOT }))
+                .await
+                .ok(),
+            Err(_) => None,
+        };
+        // The host answers the ping after whatever it did with the dispatch.
+        let first = conn
+            .link
+            .wait_for(timeout, |item| match item {
+                Incoming::Message(m) => {
+                    (m["method"] == "action"
+                        && m["params"]["origin"]["clientId"] == client_id.as_str()
+                        && m["params"]["origin"]["clientSeq"] == seq)
+                        || ping.is_some_and(|id| crate::transport::is_response_to(m, id))
+                }
+                _ => false,
+            })
+            .await;
+        match first {
+            Ok(Incoming::Message(m)) if m["method"] == "action" => finding(
+                "DISPATCH-004",
+                "a dispatch to a session that does not exist is ignored (no echo)",
+                format!("an echo: {}", clip(&m.to_string())),
+            ),
+            _ => None,
+        }
+    }
+
+    async fn side_session(&mut self, index: usize, client: usize) -> Option<Finding> {
+        let uri = self.missing("side", index);
+        let timeout = self.cfg.timeout;
+        let mut params = json!({ "channel": uri });
+        if let Some(provider) = &self.cfg.profile.provider {
+            params["provider"] = json!(provider);
+        }
+        let created = self.conns[client]
+            .link
+            .request("createSession", params, timeout)
+            .await;
+        if !matches!(&created, Ok(m) if m.get("result").is_some()) {
+            return finding(
+                "ROOT-005",
+                "createSession for a fresh URI succeeds",
+                shown(&created),
+            );
+        }
+        // The first client subscribed to the root channel at initialize.
+        let added = self.conns[0]
+            .link
+            .wait_for(timeout, |item| {
+                matches!(item, Incoming::Message(m) if m["method"] == "root/sessionAdded"
+                    && m["params"]["summary"]["resource"] == uri.as_str())
+            })
+            .await;
+        if added.is_err() {
+            return finding(
+                "ROOT-005",
+                "root/sessionAdded for the new session on the root subscriber",
+                format!("none within {} ms", timeout.as_millis()),
+            );
+        }
+        let disposed = self.conns[client]
+            .link
+            .request("disposeSession", json!({ "channel": uri }), timeout)
+            .await;
+        if !matches!(&disposed, Ok(m) if m.get("result").is_some()) {
+            return finding(
+                "LIFECYCLE-009",
+                "disposeSession of a live session succeeds",
+                shown(&disposed),
+            );
+        }
+        let removed = self.conns[0]
+            .link
+            .wait_for(timeout, |item| {
+                matches!(item, Incoming::Message(m) if m["method"] == "root/sessionRemoved"
+                    && m["params"]["session"] == uri.as_str())
+            })
+            .await;
+        match removed {
+            Ok(_) => None,
+            Err(_) => finding(
+                "ROOT-006",
+                "root/sessionRemoved for the disposed session on the root subscriber",
+                format!("none within {} ms", timeout.as_millis()),
+            ),
+        }
+    }
+
+    async fn duplicate_session(&mut self, client: usize) -> Option<Finding> {
+        let timeout = self.cfg.timeout;
+        let mut params = json!({ "channel": self.session });
+        if let Some(provider) = &self.cfg.profile.provider {
+            params["provider"] = json!(provider);
+        }
+        let answer = self.conns[client]
+            .link
+            .request("createSession", params, timeout)
+            .await;
+        match error_code(&answer) {
+            Some(-32003) => None,
+            _ => finding(
+                "LIFECYCLE-001",
+                "error -32003 for createSession on a URI in use",
+                shown(&answer),
+            ),
+        }
+    }
+
+    async fn unknown_provider(&mut self, index: usize, client: usize) -> Option<Finding> {
+        let uri = self.missing("provider", index);
+        let timeout = self.cfg.timeout;
+        let link = &mut self.conns[client].link;
+        let answer = link
+            .request(
+                "createSession",
+                json!({ "channel": uri, "provider": "fz-no-such-agent" }),
+                timeout,
+            )
+            .await;
+        if error_code(&answer) == Some(-32002) {
+            return None;
+        }
+        if !matches!(&answer, Ok(m) if m.get("result").is_some()) {
+            return finding(
+                "LIFECYCLE-006",
+                "error -32002 (or a session whose creation fails) for an unknown provider",
+                shown(&answer),
+            );
+        }
+        // Created: it must fail, never become ready. (Its end reaches this client as an
+        // envelope only while subscribed, so look at a fresh snapshot.)
+        let deadline = tokio::time::Instant::now() + timeout;
+        let lifecycle = loop {
+            let state = link
+                .request("subscribe", json!({ "channel": uri }), timeout)
+                .await;
+            let lifecycle = state
+                .as_ref()
+                .ok()
+                .and_then(|m| m.pointer("/result/snapshot/state/lifecycle"))
+                .and_then(Value::as_str)
+                .unwrap_or("(none)")
+                .to_owned();
+            let _ = link
+                .send_notification("unsubscribe", json!({ "channel": uri }))
+                .await;
+            if lifecycle != "creating" || tokio::time::Instant::now() > deadline {
+                break lifecycle;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        };
+        let _ = link
+            .request("disposeSession", json!({ "channel": uri }), timeout)
+            .await;
+        if lifecycle == "ready" {
+            finding(
+                "LIFECYCLE-006",
+                "an unknown provider's session never becomes ready",
+                "lifecycle ready",
+            )
+        } else {
+            None
+        }
+    }
+
+    /// A new connection of the probe's own (not one of the clients).
+    async fn side_connection(&self) -> Result<Connection, Finding> {
+        Connection::connect(&self.url, self.cfg.timeout)
+            .await
+            .map_err(|e| ("FUZZ-001", "a new connection".to_owned(), e.to_string()))
+    }
+
+    async fn ping_before_initialize(&mut self) -> Option<Finding> {
+        let mut link = match self.side_connection().await {
+            Ok(link) => link,
+            Err(found) => return Some(found),
+        };
+        let answer = link
+            .request("ping", json!({ "channel": ROOT }), self.cfg.timeout)
+            .await;
+        link.close().await;
+        match &answer {
+            Ok(m) if m.get("result").is_some() => None,
+            _ => finding(
+                "TRANSPORT-010",
+                "ping answered with a success before initialize",
+                shown(&answer),
+            ),
+        }
+    }
+
+    /// `initialize` on a new connection offering `versions`.
+    async fn handshake(
+        &mut self,
+        versions: &[&str],
+    ) -> Result<(Connection, Result<Value, TransportError>), Finding> {
+        let mut link = self.side_connection().await?;
+        let client_id = format!("ahpspec-{}-handshake", self.token);
+        let answer = link
+            .request(
+                "initialize",
+                json!({ "channel": ROOT, "protocolVersions": versions, "clientId": client_id }),
+                self.cfg.timeout,
+            )
+            .await;
+        Ok((link, answer))
+    }
+
+    async fn mixed_versions(&mut self) -> Option<Finding> {
+        // 1.2.0 is a compatible minor of 1.0.0 (as in the VERSION-002 case): the host
+        // answers with it, never with a version nobody offered or the lower one.
+        let offered = ["0.9.0", "1.2.0"];
+        let (mut link, answer) = match self.handshake(&offered).await {
+            Ok(done) => done,
+            Err(found) => return Some(found),
+        };
+        link.close().await;
+        let chosen = answer
+            .as_ref()
+            .ok()
+            .and_then(|m| m.pointer("/result/protocolVersion"))
+            .and_then(Value::as_str);
+        match chosen {
+            Some("1.2.0") => None,
+            Some(version) if offered.contains(&version) => finding(
+                "VERSION-002",
+                "the highest compatible offered version (1.2.0)",
+                format!("protocolVersion {version}"),
+            ),
+            _ => finding(
+                "VERSION-001",
+                "a protocolVersion among those offered (0.9.0, 1.2.0)",
+                shown(&answer),
+            ),
+        }
+    }
+
+    async fn unsupported_version(&mut self) -> Option<Finding> {
+        let (mut link, answer) = match self.handshake(&["2.0.0"]).await {
+            Ok(done) => done,
+            Err(found) => return Some(found),
+        };
+        let supported = answer
+            .as_ref()
+            .ok()
+            .and_then(|m| m.pointer("/error/data/supportedVersions"))
+            .and_then(Value::as_array)
+            .is_some_and(|v| !v.is_empty() && v.iter().all(Value::is_string));
+        if error_code(&answer) != Some(-32005) || !supported {
+            link.close().await;
+            return finding(
+                "VERSION-005",
+                "error -32005 with data.supportedVersions (non-empty strings)",
+                shown(&answer),
+            );
+        }
+        // The host closes the connection after the error.
+        let closed = link
+            .wait_for(self.cfg.timeout, |item| {
+                matches!(item, Incoming::Closed { .. })
+            })
+            .await;
+        link.close().await;
+        match closed {
+            Ok(_) | Err(TransportError::Closed) => None,
+            Err(error) => finding(
+                "VERSION-006",
+                "the host closes the connection after -32005",
+                format!("still open ({error})"),
+            ),
+        }
+    }
+
+    async fn unsubscribe(&mut self, index: usize, client: usize) -> Option<Finding> {
+        // The first client stays subscribed: the model plans from its mirror.
+        let client = if client == 0 { 1 } else { client };
+        if client >= self.conns.len() {
+            return None;
+        }
+        let timeout = self.cfg.timeout;
+        let session = self.session.clone();
+        let link = &mut self.conns[client].link;
+        let left = link
+            .send_notification("unsubscribe", json!({ "channel": session }))
+            .await;
+        // Whatever the host sent before it took the unsubscribe arrives before this pong.
+        let synced = link
+            .request("ping", json!({ "channel": ROOT }), timeout)
+            .await;
+        if left.is_err() || synced.is_err() {
+            return finding("FUZZ-001", "the connection stays open", shown(&synced));
+        }
+        let from = link.transcript().frames.len();
+        // The session moves: a title change by the first client.
+        let first = &mut self.conns[0];
+        first.client_seq += 1;
+        let seq = first.client_seq;
+        let action = json!({ "type": "session/titleChanged", "title": format!("unsub-{index}") });
+        first.dispatched.insert(seq, action.clone());
+        let client_id = first.client_id.clone();
+        let _ = first
+            .link
+            .send_notification(
+                "dispatchAction",
+                json!({ "channel": session, "clientSeq": seq, "action": action }),
+            )
+            .await;
+        let echoed = first
+            .link
+            .wait_for(timeout, |item| {
+                matches!(item, Incoming::Message(m) if m["method"] == "action"
+                    && m["params"]["origin"]["clientId"] == client_id.as_str()
+                    && m["params"]["origin"]["clientSeq"] == seq)
+            })
+            .await;
+        if echoed.is_err() {
+            return finding(
+                "DISPATCH-008",
+                "an echo of session/titleChanged",
+                format!("none within {} ms", timeout.as_millis()),
+            );
+        }
+        let link = &mut self.conns[client].link;
+        let _ = link
+            .request("ping", json!({ "channel": ROOT }), timeout)
+            .await;
+        let leaked = link.transcript().frames[from..]
+            .iter()
+            .filter(|f| f.direction == crate::transport::Direction::Received)
+            .filter_map(|f| serde_json::from_str::<Value>(&f.text).ok())
+            .find(|m| m["method"] == "action" && m["params"]["channel"] == session.as_str());
+        if let Some(message) = leaked {
+            return finding(
+                "SUB-004",
+                "no envelopes of a channel after unsubscribing from it",
+                clip(&message.to_string()),
+            );
+        }
+        let again = link
+            .request(
+                "subscribe",
+                json!({ "channel": session, "delivery": { "maxLatencyMs": 0 } }),
+                timeout,
+            )
+            .await;
+        match &again {
+            Ok(m) if m.get("result").is_some() => None,
+            _ => finding(
+                "SUB-001",
+                "subscribing again answers with a snapshot",
+                shown(&again),
+            ),
+        }
+    }
+}
