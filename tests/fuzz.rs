@@ -316,3 +316,7 @@ fuzz_finds! {
     finds_no_close_after_version_error => NoCloseAfterVersionError ["VERSION-006"],
     finds_action_after_unsubscribe => ActionAfterUnsubscribe ["SUB-004"],
 }
+
+fuzz_finds! {
+    finds_input_status_wrong => InputStatusWrong ["STATUS-003", "INV-FOLD-1", "INPUT-002", "CHAT-003"],
+}

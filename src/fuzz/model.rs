@@ -71,8 +71,9 @@ pub enum Rest {
     /// The agent is still working: more actions follow without any client acting.
     Busy,
     /// Nothing more happens until a client acts: an active turn waits for the client (a
-    /// tool call to confirm or complete, an open input request), or a `long` turn has said
-    /// its first words, or the chat is idle with nothing queued.
+    /// tool call to confirm or complete, an open input request), or a turn that waits for
+    /// a cancel got going (`long` said its first words, `input-then-wait` asked), or the
+    /// chat is idle with nothing queued.
     Quiet,
     /// Idle with queued messages: the host starts one when a turn completes or one is
     /// queued while idle, in the same breath as what it answers — so this is at rest once a
@@ -99,16 +100,21 @@ pub fn rest(chat: &Value, behaviour_of: impl Fn(&str) -> Option<Behaviour>) -> R
             Some("pending-confirmation" | "pending-result-confirmation")
         ) || (call["status"] == "running" && call["contributor"]["kind"] == "client")
     }) || open_request(turn).is_some();
-    let long = turn["id"]
-        .as_str()
-        .and_then(behaviour_of)
-        .is_none_or(|b| b == Behaviour::Long);
-    let spoke = turn["responseParts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|p| p["kind"] == "markdown");
-    if waits_for_client || (long && spoke) {
+    let behaviour = turn["id"].as_str().and_then(behaviour_of);
+    let has = |kind: &str| {
+        turn["responseParts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|p| p["kind"] == kind)
+    };
+    // Turns that wait for a cancel once they got going.
+    let parked = match behaviour {
+        None | Some(Behaviour::Long) => has("markdown"),
+        Some(Behaviour::InputThenWait) => has("inputRequest"),
+        Some(_) => false,
+    };
+    if waits_for_client || parked {
         Rest::Quiet
     } else {
         Rest::Busy

@@ -17,6 +17,7 @@ pub enum Behaviour {
     ToolResultConfirm,
     ToolClient,
     Input,
+    InputThenWait,
     Error,
     ErrorResumable,
 }
@@ -32,6 +33,7 @@ impl Behaviour {
             Behaviour::ToolResultConfirm => "tool-result-confirm",
             Behaviour::ToolClient => "tool-client",
             Behaviour::Input => "input",
+            Behaviour::InputThenWait => "input-then-wait",
             Behaviour::Error => "error",
             Behaviour::ErrorResumable => "error-resumable",
         }
@@ -185,6 +187,7 @@ fn behaviour() -> impl Strategy<Value = Behaviour> {
         3 => Just(Behaviour::Long),
         2 => Just(Behaviour::ToolAsk),
         2 => Just(Behaviour::Input),
+        1 => Just(Behaviour::InputThenWait),
         1 => Just(Behaviour::Echo),
         1 => Just(Behaviour::Stream),
         1 => Just(Behaviour::ToolResultConfirm),

@@ -376,11 +376,16 @@ fn fail_turn(shared: &Shared, turn: &Turn, error: &ErrorStep, rest: &[Step]) {
         );
         if let Some(entry) = world.chats.get_mut(&turn.chat) {
             entry.runner = None;
-            entry.resume = error.resumable.then(|| ResumePoint {
-                turn_id: turn.turn_id.clone(),
-                steps: rest.to_vec(),
-                client_id: turn.client_id.clone(),
-            });
+            if error.resumable {
+                entry.resumes.insert(
+                    turn.turn_id.clone(),
+                    ResumePoint {
+                        turn_id: turn.turn_id.clone(),
+                        steps: rest.to_vec(),
+                        client_id: turn.client_id.clone(),
+                    },
+                );
+            }
         }
     });
 }

@@ -536,7 +536,7 @@ impl World {
                 runner: None,
                 changed: Arc::new(Notify::new()),
                 windowed: false,
-                resume: None,
+                resumes: Default::default(),
             },
         );
     }

@@ -190,10 +190,9 @@ impl World {
                                 part["kind"] == "error" && part["resumable"] == true
                             })
                 });
-                let has_work = entry
-                    .resume
-                    .as_ref()
-                    .is_some_and(|point| action["turnId"] == point.turn_id.as_str());
+                let has_work = action["turnId"]
+                    .as_str()
+                    .is_some_and(|id| entry.resumes.contains_key(id));
                 if resumable && has_work {
                     Ok(())
                 } else {
@@ -402,22 +401,21 @@ impl World {
                 if idle {
                     self.stop_agent(chat);
                 }
-                // A resumable turn the truncation kept stays resumable.
+                // Resumable turns the truncation kept stay resumable.
                 if let Some(entry) = self.chats.get_mut(chat) {
-                    let kept = entry.resume.as_ref().is_some_and(|point| {
-                        entry
-                            .state
-                            .turns
-                            .iter()
-                            .any(|turn| turn.id == point.turn_id)
-                    });
-                    if !kept {
-                        entry.resume = None;
-                    }
+                    let turns = &entry.state.turns;
+                    entry
+                        .resumes
+                        .retain(|id, _| turns.iter().any(|turn| turn.id == *id));
                 }
             }
             "chat/turnResume" => {
-                if let Some(point) = self.chats.get_mut(chat).and_then(|e| e.resume.take()) {
+                let turn_id = action["turnId"].as_str().unwrap_or_default();
+                if let Some(point) = self
+                    .chats
+                    .get_mut(chat)
+                    .and_then(|e| e.resumes.remove(turn_id))
+                {
                     self.start_agent(chat, &point.turn_id, point.steps, point.client_id);
                 }
             }

@@ -96,7 +96,9 @@ pub struct ChatEntry {
     pub changed: Arc<Notify>,
     /// Whether some subscriber got a windowed snapshot (`view.turns`) since the last full load.
     pub windowed: bool,
-    pub resume: Option<ResumePoint>,
+    /// The rest of each turn that ended in a resumable error, by turn id (a later turn
+    /// truncated away can make an earlier one the latest again).
+    pub resumes: std::collections::HashMap<String, ResumePoint>,
 }
 
 /// One accepted envelope kept for `reconnect`.

@@ -509,3 +509,46 @@ async fn script_errors_end_the_turn_and_resumable_errors_resume() {
     );
     finish(host).await;
 }
+
+/// Found by the fuzzer: a resumable turn stays resumable when a later turn that failed is
+/// truncated away (it is the latest errored turn again), and after a truncation that keeps it.
+#[tokio::test]
+async fn a_resumable_turn_made_latest_again_by_truncation_resumes() {
+    let host = host(None).await;
+    let mut a = Client::init(host.url(), "a").await;
+    let (_, chat) = a.ready_session("s-trunc-resume").await;
+    let ends = |turn: &'static str| {
+        move |m: &Value| {
+            m["params"]["action"]["type"] == "chat/error" && m["params"]["action"]["turnId"] == turn
+        }
+    };
+    a.start_turn(
+        &chat,
+        "t1",
+        &script(
+            json!([{ "error": { "message": "flaky", "resumable": true } },
+        { "markdown": { "text": "resumed" } }]),
+        ),
+    )
+    .await;
+    a.message(ends("t1")).await;
+    a.start_turn(
+        &chat,
+        "t2",
+        &script(json!([{ "error": { "message": "fatal" } }])),
+    )
+    .await;
+    a.message(ends("t2")).await;
+    a.dispatch_echo(&chat, json!({ "type": "chat/truncated", "turnId": "t1" }))
+        .await;
+    let echo = a
+        .dispatch_echo(&chat, json!({ "type": "chat/turnResume", "turnId": "t1" }))
+        .await;
+    assert!(echo["rejectionReason"].is_null(), "{echo}");
+    a.message(|m| {
+        m["params"]["action"]["type"] == "chat/turnComplete"
+            && m["params"]["action"]["turnId"] == "t1"
+    })
+    .await;
+    finish(host).await;
+}
