@@ -320,3 +320,8 @@ fuzz_finds! {
 fuzz_finds! {
     finds_input_status_wrong => InputStatusWrong ["STATUS-003", "INV-FOLD-1", "INPUT-002", "CHAT-003"],
 }
+
+fuzz_finds! {
+    finds_turns_loaded_after_response => TurnsLoadedAfterResponse ["TURN-010"],
+    finds_replay_notifications => ReplayNotifications ["RECONNECT-006"],
+}

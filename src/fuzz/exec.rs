@@ -598,6 +598,25 @@ impl Run<'_> {
         if let Some(failure) = self.checks(Some(index)) {
             return Some(failure);
         }
+        // While the root subscriber is away, another client creates a session: its
+        // root/sessionAdded must not be replayed (RECONNECT-006).
+        let uri = self.missing("away", index);
+        let away = match (client, self.conns.get_mut(1)) {
+            (0, Some(other)) => {
+                let mut params = json!({ "channel": uri });
+                if let Some(provider) = &self.cfg.profile.provider {
+                    params["provider"] = json!(provider);
+                }
+                let created = other
+                    .link
+                    .request("createSession", params, self.cfg.timeout)
+                    .await;
+                created
+                    .is_ok_and(|m| m.get("result").is_some())
+                    .then_some(uri)
+            }
+            _ => None,
+        };
         let resumed = Conn::resuming(&self.conns[client], link);
         let old = std::mem::replace(&mut self.conns[client], resumed);
         let conn = &mut self.conns[client];
@@ -630,6 +649,36 @@ impl Run<'_> {
             }
         }
         self.settle().await;
+        if let Some(uri) = away {
+            let replayed = self.conns[0]
+                .link
+                .transcript()
+                .frames
+                .iter()
+                .filter(|f| f.direction == crate::transport::Direction::Received)
+                .filter_map(|f| serde_json::from_str::<Value>(&f.text).ok())
+                .find(|m| {
+                    m["method"] == "root/sessionAdded"
+                        && m["params"]["summary"]["resource"] == uri.as_str()
+                });
+            if let Some(message) = replayed {
+                return Some(Failure {
+                    rule: "RECONNECT-006".into(),
+                    expected: "no root/sessionAdded replayed for a session created while away"
+                        .into(),
+                    actual: crate::checks::frame::clip(&message.to_string()),
+                    op_index: Some(index),
+                });
+            }
+            let _ = self.conns[1]
+                .link
+                .request(
+                    "disposeSession",
+                    json!({ "channel": uri }),
+                    self.cfg.timeout,
+                )
+                .await;
+        }
         self.checks(Some(index))
     }
 

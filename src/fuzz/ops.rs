@@ -74,6 +74,10 @@ pub enum Probe {
     /// a client unsubscribes from the session, the session moves, the client hears nothing
     /// of it, then subscribes again (SUB-004).
     Unsubscribe,
+    /// a new connection subscribes to the chat with a one-turn window and fetches the
+    /// older turns: chat/turnsLoaded precedes the response; a bogus cursor gets -32602
+    /// (TURN-010).
+    FetchTurns,
 }
 
 /// One client operation. `client` picks one of the fuzzer's connections (modulo their
@@ -208,6 +212,7 @@ fn probe() -> impl Strategy<Value = Probe> {
         Just(Probe::MixedVersions),
         Just(Probe::UnsupportedVersion),
         Just(Probe::Unsubscribe),
+        Just(Probe::FetchTurns),
     ]
 }
 

@@ -50,6 +50,7 @@ impl Run<'_> {
             Probe::MixedVersions => self.mixed_versions().await,
             Probe::UnsupportedVersion => self.unsupported_version().await,
             Probe::Unsubscribe => self.unsubscribe(index, client).await,
+            Probe::FetchTurns => self.fetch_turns().await,
         };
         if let Some((rule, expected, actual)) = found {
             return Some(Failure {
@@ -64,7 +65,7 @@ impl Run<'_> {
     }
 
     /// A URI in this run's namespace that names nothing.
-    fn missing(&self, what: &str, index: usize) -> String {
+    pub(super) fn missing(&self, what: &str, index: usize) -> String {
         format!("ahp-session:/{}-{what}-{index}", self.token)
     }
 
@@ -456,6 +457,94 @@ impl Run<'_> {
                 "SUB-001",
                 "subscribing again answers with a snapshot",
                 shown(&again),
+            ),
+        }
+    }
+
+    async fn fetch_turns(&mut self) -> Option<Finding> {
+        let (mut link, answer) = match self.handshake(&["1.0.0"]).await {
+            Ok(done) => done,
+            Err(found) => return Some(found),
+        };
+        let found = self.fetch_turns_on(&mut link, answer).await;
+        link.close().await;
+        found
+    }
+
+    async fn fetch_turns_on(
+        &self,
+        link: &mut Connection,
+        init: Result<Value, TransportError>,
+    ) -> Option<Finding> {
+        let timeout = self.cfg.timeout;
+        if !matches!(&init, Ok(m) if m.get("result").is_some()) {
+            return finding("FUZZ-001", "initialize answered", shown(&init));
+        }
+        let windowed = link
+            .request(
+                "subscribe",
+                json!({ "channel": self.chat, "view": { "turns": 1 }, "delivery": { "maxLatencyMs": 0 } }),
+                timeout,
+            )
+            .await;
+        let cursor = windowed
+            .as_ref()
+            .ok()
+            .and_then(|m| m.pointer("/result/snapshot/state/turnsNextCursor"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        // Fewer than two turns: nothing older to fetch.
+        let cursor = cursor?;
+        let bogus = link
+            .request(
+                "fetchTurns",
+                json!({ "channel": self.chat, "cursor": format!("fz-bogus-{cursor}") }),
+                timeout,
+            )
+            .await;
+        if error_code(&bogus) != Some(-32602) {
+            return finding(
+                "TURN-010",
+                "error -32602 for an unknown cursor",
+                shown(&bogus),
+            );
+        }
+        let id = match link
+            .send_request(
+                "fetchTurns",
+                json!({ "channel": self.chat, "cursor": cursor }),
+            )
+            .await
+        {
+            Ok(id) => id,
+            Err(error) => {
+                return finding("FUZZ-001", "the connection stays open", error.to_string())
+            }
+        };
+        let chat = self.chat.clone();
+        let first = link
+            .wait_for(timeout, |item| match item {
+                Incoming::Message(m) => {
+                    crate::transport::is_response_to(m, id)
+                        || (m["method"] == "action"
+                            && m["params"]["channel"] == chat.as_str()
+                            && m["params"]["action"]["type"] == "chat/turnsLoaded")
+                }
+                _ => false,
+            })
+            .await;
+        match first {
+            Ok(Incoming::Message(m)) if m["method"] == "action" => None,
+            other => finding(
+                "TURN-010",
+                "chat/turnsLoaded on the chat before the fetchTurns response",
+                match other {
+                    Ok(Incoming::Message(m)) => {
+                        format!("first the response: {}", clip(&m.to_string()))
+                    }
+                    Ok(_) => "the connection closed".to_owned(),
+                    Err(error) => error.to_string(),
+                },
             ),
         }
     }

@@ -251,6 +251,18 @@ fn probe_steps(n: usize, probe: Probe) -> String {
             format!("{{ echo = {{ of = \"u{n}title\", accepted = true }} }}"),
             format!("{{ silence = {{ on = \"u{n}\", for_ms = 150, channel = \"${{S}}\" }} }}"),
         ],
+        // The fuzzer's turns happened on c1 before: a one-turn window leaves a cursor.
+        Probe::FetchTurns => vec![
+            format!("{{ initialize = {{ on = \"f{n}\" }} }}"),
+            format!("{{ request = {{ on = \"f{n}\", method = \"subscribe\", params = {{ channel = \"${{S.chat}}\", view = {{ turns = 1 }}, delivery = {{ maxLatencyMs = 0 }} }}, as = \"f{n}sub\" }} }}"),
+            format!("{{ response = {{ on = \"f{n}\", to = \"f{n}sub\", ok = true, has = [\"/result/snapshot/state/turnsNextCursor\"] }} }}"),
+            format!("{{ request = {{ on = \"f{n}\", method = \"fetchTurns\", params = {{ channel = \"${{S.chat}}\", cursor = \"fz-bogus-{n}\" }}, as = \"f{n}bad\" }} }}"),
+            format!("{{ response = {{ on = \"f{n}\", to = \"f{n}bad\", ok = false, codes = [-32602] }} }}"),
+            format!("{{ request = {{ on = \"f{n}\", method = \"fetchTurns\", params = {{ channel = \"${{S.chat}}\", cursor = \"${{f{n}sub/result/snapshot/state/turnsNextCursor}}\" }}, as = \"f{n}fetch\" }} }}"),
+            format!("{{ action = {{ on = \"f{n}\", channel = \"${{S.chat}}\", type = \"chat/turnsLoaded\" }} }}"),
+            format!("{{ silence = {{ on = \"f{n}\", for_ms = 0, responses = true }} }}"),
+            format!("{{ response = {{ on = \"f{n}\", to = \"f{n}fetch\", ok = true }} }}"),
+        ],
     };
     lines.iter().map(|line| format!("  {line},\n")).collect()
 }
