@@ -56,13 +56,18 @@ fn tool_calls(turn: &Value) -> impl Iterator<Item = &Value> {
         .map(|p| &p["toolCall"])
 }
 
-fn open_request(turn: &Value) -> Option<&Value> {
+/// The input requests of the turn no one has answered yet.
+fn open_requests(turn: &Value) -> impl Iterator<Item = &Value> {
     turn["responseParts"]
         .as_array()
         .into_iter()
         .flatten()
-        .find(|p| p["kind"] == "inputRequest" && p.get("response").is_none_or(Value::is_null))
+        .filter(|p| p["kind"] == "inputRequest" && p.get("response").is_none_or(Value::is_null))
         .map(|p| &p["request"])
+}
+
+fn open_request(turn: &Value) -> Option<&Value> {
+    open_requests(turn).next()
 }
 
 /// How settled a chat is, as far as the model can tell from its state.
@@ -123,13 +128,7 @@ pub fn rest(chat: &Value, behaviour_of: impl Fn(&str) -> Option<Behaviour>) -> R
 
 /// The open input request `id` of the active turn.
 fn open_request_with<'a>(turn: &'a Value, id: &Value) -> Option<&'a Value> {
-    turn["responseParts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|p| p["kind"] == "inputRequest" && p.get("response").is_none_or(Value::is_null))
-        .map(|p| &p["request"])
-        .find(|r| r["id"] == *id)
+    open_requests(turn).find(|r| r["id"] == *id)
 }
 
 /// Whether `turn_id` names the latest turn, ended in a resumable error, with none active.

@@ -151,15 +151,10 @@ impl Run<'_> {
                 shown(&created),
             );
         }
-        // The first client subscribed to the root channel at initialize.
-        let added = self.conns[0]
-            .link
-            .wait_for(timeout, |item| {
-                matches!(item, Incoming::Message(m) if m["method"] == "root/sessionAdded"
-                    && m["params"]["summary"]["resource"] == uri.as_str())
-            })
-            .await;
-        if added.is_err() {
+        if !self
+            .root_hears("root/sessionAdded", "/summary/resource", &uri)
+            .await
+        {
             return finding(
                 "ROOT-005",
                 "root/sessionAdded for the new session on the root subscriber",
@@ -177,21 +172,30 @@ impl Run<'_> {
                 shown(&disposed),
             );
         }
-        let removed = self.conns[0]
-            .link
-            .wait_for(timeout, |item| {
-                matches!(item, Incoming::Message(m) if m["method"] == "root/sessionRemoved"
-                    && m["params"]["session"] == uri.as_str())
-            })
-            .await;
-        match removed {
-            Ok(_) => None,
-            Err(_) => finding(
-                "ROOT-006",
-                "root/sessionRemoved for the disposed session on the root subscriber",
-                format!("none within {} ms", timeout.as_millis()),
-            ),
+        if self
+            .root_hears("root/sessionRemoved", "/session", &uri)
+            .await
+        {
+            return None;
         }
+        finding(
+            "ROOT-006",
+            "root/sessionRemoved for the disposed session on the root subscriber",
+            format!("none within {} ms", timeout.as_millis()),
+        )
+    }
+
+    /// Whether the first client (subscribed to the root channel at initialize) gets the
+    /// root notification `method` whose params at `pointer` name `uri`.
+    async fn root_hears(&mut self, method: &str, pointer: &str, uri: &str) -> bool {
+        self.conns[0]
+            .link
+            .wait_for(self.cfg.timeout, |item| {
+                matches!(item, Incoming::Message(m) if m["method"] == method
+                    && m["params"].pointer(pointer).is_some_and(|v| v == uri))
+            })
+            .await
+            .is_ok()
     }
 
     async fn duplicate_session(&mut self, client: usize) -> Option<Finding> {
