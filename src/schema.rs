@@ -274,24 +274,15 @@ impl SchemaSet {
         def: &str,
         instance: &Value,
     ) -> Result<Result<(), Vec<SchemaViolation>>, SchemaError> {
-        let validator = self.validator(def)?;
-        // Fast path: valid frames (the common case) skip error collection.
-        if validator.is_valid(instance) {
-            return Ok(Ok(()));
+        // A cached validator is used under the cache's read lock rather than through
+        // `validator`'s `Arc` clone: this runs on every frame.
+        if let Ok(cache) = self.cache.read() {
+            if let Some(validator) = cache.get(def) {
+                return Ok(check(validator, instance));
+            }
         }
-        let violations: Vec<SchemaViolation> = validator
-            .iter_errors(instance)
-            .map(|e| SchemaViolation {
-                instance_path: e.instance_path().as_str().to_string(),
-                schema_path: strip_wrapper(e.schema_path().as_str()),
-                message: e.to_string(),
-            })
-            .collect();
-        Ok(if violations.is_empty() {
-            Ok(())
-        } else {
-            Err(violations)
-        })
+        let validator = self.validator(def)?;
+        Ok(check(&validator, instance))
     }
 
     /// Validates `instance` against `def`. An unknown def or a def that does not compile is
@@ -312,6 +303,27 @@ impl SchemaSet {
         self.validator(def)
             .map(|v| v.is_valid(instance))
             .unwrap_or(false)
+    }
+}
+
+/// The violations of `instance` against a compiled def.
+fn check(validator: &Validator, instance: &Value) -> Result<(), Vec<SchemaViolation>> {
+    // Fast path: valid frames (the common case) skip error collection.
+    if validator.is_valid(instance) {
+        return Ok(());
+    }
+    let violations: Vec<SchemaViolation> = validator
+        .iter_errors(instance)
+        .map(|e| SchemaViolation {
+            instance_path: e.instance_path().as_str().to_string(),
+            schema_path: strip_wrapper(e.schema_path().as_str()),
+            message: e.to_string(),
+        })
+        .collect();
+    if violations.is_empty() {
+        Ok(())
+    } else {
+        Err(violations)
     }
 }
 

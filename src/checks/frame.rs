@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::Violation;
+use super::{lookup, member, Violation, NULL};
 use crate::schema::SchemaSet;
 
 /// Which schema definition validates what, from the schema index.
@@ -108,6 +108,78 @@ impl std::hash::Hasher for RuleHasher {
     }
 }
 
+/// The rules the frame checks count, one slot each in [`Tally`].
+#[derive(Debug, Clone, Copy)]
+enum Rule {
+    Transport001,
+    Transport002,
+    Transport003,
+    Transport004,
+    Transport005,
+    Transport011,
+    Sub002,
+    Sub012,
+    Status001,
+    InvSchema1,
+    Env003,
+    Env004,
+    Env005,
+}
+
+impl Rule {
+    const ALL: [Rule; 13] = [
+        Rule::Transport001,
+        Rule::Transport002,
+        Rule::Transport003,
+        Rule::Transport004,
+        Rule::Transport005,
+        Rule::Transport011,
+        Rule::Sub002,
+        Rule::Sub012,
+        Rule::Status001,
+        Rule::InvSchema1,
+        Rule::Env003,
+        Rule::Env004,
+        Rule::Env005,
+    ];
+
+    fn id(self) -> &'static str {
+        match self {
+            Rule::Transport001 => "TRANSPORT-001",
+            Rule::Transport002 => "TRANSPORT-002",
+            Rule::Transport003 => "TRANSPORT-003",
+            Rule::Transport004 => "TRANSPORT-004",
+            Rule::Transport005 => "TRANSPORT-005",
+            Rule::Transport011 => "TRANSPORT-011",
+            Rule::Sub002 => "SUB-002",
+            Rule::Sub012 => "SUB-012",
+            Rule::Status001 => "STATUS-001",
+            Rule::InvSchema1 => "INV-SCHEMA-1",
+            Rule::Env003 => "ENV-003",
+            Rule::Env004 => "ENV-004",
+            Rule::Env005 => "ENV-005",
+        }
+    }
+}
+
+/// How many things each frame rule looked at: a fixed slot per rule instead of a map entry,
+/// because a dozen counters move on every frame. `None` = the rule never ran (it then has
+/// no entry in [`FrameChecker::counts`], as a map would have had none); `Some(0)` = it ran
+/// and looked at nothing (STATUS-001 on a frame without a status member).
+#[derive(Debug, Default, Clone)]
+struct Tally([Option<usize>; Rule::ALL.len()]);
+
+impl Tally {
+    fn add(&mut self, rule: Rule, n: usize) {
+        let slot = &mut self.0[rule as usize];
+        *slot = Some(slot.unwrap_or(0) + n);
+    }
+
+    fn bump(&mut self, rule: Rule) {
+        self.add(rule, 1);
+    }
+}
+
 /// Per-connection history the frame checks need.
 #[derive(Debug, Default)]
 pub struct FrameChecker {
@@ -116,14 +188,50 @@ pub struct FrameChecker {
     answered: HashSet<String>,
     last_seq: HashMap<String, u64>,
     from_seq: HashMap<String, u64>,
-    pub counts: Counts,
+    tally: Tally,
 }
 
-fn bump(counts: &mut Counts, rule: &'static str) {
-    *counts.entry(rule).or_insert(0) += 1;
+/// The members of an action envelope the checks read, each looked up once: member lookups
+/// hash the key (serde_json's maps are `IndexMap`s), and every envelope is checked.
+struct Envelope<'a> {
+    params: &'a Value,
+    channel: &'a Value,
+    action: &'a Value,
+    /// `action.type` (`Null` when absent or when `action` is not an object).
+    kind: &'a Value,
+    server_seq: &'a Value,
+    origin: &'a Value,
+    rejection_reason: &'a Value,
+}
+
+impl<'a> Envelope<'a> {
+    fn of(params: &'a Value) -> Envelope<'a> {
+        let action = member(params, "action");
+        Envelope {
+            params,
+            channel: member(params, "channel"),
+            action,
+            kind: member(action, "type"),
+            server_seq: member(params, "serverSeq"),
+            origin: member(params, "origin"),
+            rejection_reason: member(params, "rejectionReason"),
+        }
+    }
+
+    fn rejected(&self) -> bool {
+        !self.rejection_reason.is_null()
+    }
 }
 
 impl FrameChecker {
+    /// How many things each frame rule looked at (rules that never ran are absent).
+    pub fn counts(&self) -> impl Iterator<Item = (&'static str, usize)> + '_ {
+        Rule::ALL
+            .iter()
+            .zip(self.tally.0.iter())
+            .filter_map(|(rule, n)| n.map(|n| (rule.id(), n)))
+    }
+
     /// Records a frame the harness sent (requests are remembered for correlation).
     pub fn on_sent(&mut self, message: &Value) {
         if let Some(id) = message
@@ -142,7 +250,7 @@ impl FrameChecker {
 
     /// Checks a binary frame from the host.
     pub fn on_binary(&mut self) -> Vec<Violation> {
-        bump(&mut self.counts, "TRANSPORT-001");
+        self.tally.bump(Rule::Transport001);
         vec![Violation::new(
             "TRANSPORT-001",
             "text frames only",
@@ -158,7 +266,7 @@ impl FrameChecker {
         schemas: &Schemas,
     ) -> (Option<Value>, Option<String>, Vec<Violation>) {
         let mut found = Vec::new();
-        bump(&mut self.counts, "TRANSPORT-001");
+        self.tally.bump(Rule::Transport001);
         let message: Value = match serde_json::from_str(text) {
             Ok(message) => message,
             Err(error) => {
@@ -170,51 +278,50 @@ impl FrameChecker {
                 return (None, None, found);
             }
         };
-        if !message.is_object() {
+        let Some(object) = message.as_object() else {
             found.push(Violation::new(
                 "TRANSPORT-001",
                 "one JSON object per text frame",
                 format!("a JSON {}", kind_of(&message)),
             ));
             return (Some(message), None, found);
-        }
-        bump(&mut self.counts, "TRANSPORT-002");
-        if message["jsonrpc"] != "2.0" {
+        };
+        self.tally.bump(Rule::Transport002);
+        let jsonrpc = lookup(object, "jsonrpc");
+        if jsonrpc.and_then(Value::as_str) != Some("2.0") {
             found.push(Violation::new(
                 "TRANSPORT-002",
                 "\"jsonrpc\": \"2.0\"",
                 format!(
                     "jsonrpc = {}",
-                    message
-                        .get("jsonrpc")
-                        .map_or("absent".into(), Value::to_string)
+                    jsonrpc.map_or("absent".into(), Value::to_string)
                 ),
             ));
         }
-        scan_legacy_uris(&message, &mut found, &mut self.counts);
-        scan_status(&message, &mut found, &mut self.counts);
+        scan_strings_and_status(&message, &mut found, &mut self.tally);
         let mut answered_method = None;
-        if let Some(method) = message["method"].as_str() {
-            if message.get("id").is_none() {
-                self.check_notification(method, &message, schemas, &mut found);
+        if let Some(method) = lookup(object, "method").and_then(Value::as_str) {
+            if lookup(object, "id").is_none() {
+                let params = lookup(object, "params").unwrap_or(&NULL);
+                self.check_notification(method, params, schemas, &mut found);
             }
         } else {
-            answered_method = self.check_response(&message, schemas, &mut found);
+            answered_method = self.check_response(object, schemas, &mut found);
         }
         (Some(message), answered_method, found)
     }
 
     fn check_response(
         &mut self,
-        message: &Value,
+        message: &serde_json::Map<String, Value>,
         schemas: &Schemas,
         found: &mut Vec<Violation>,
     ) -> Option<String> {
-        let id = message.get("id").cloned().unwrap_or(Value::Null);
-        let key = id.to_string();
-        let has_result = message.get("result").is_some();
-        let has_error = message.get("error").is_some();
-        bump(&mut self.counts, "TRANSPORT-005");
+        let key = lookup(message, "id").unwrap_or(&NULL).to_string();
+        let result = lookup(message, "result");
+        let error = lookup(message, "error");
+        let (has_result, has_error) = (result.is_some(), error.is_some());
+        self.tally.bump(Rule::Transport005);
         if has_result == has_error {
             found.push(Violation::new(
                 "TRANSPORT-005",
@@ -225,8 +332,7 @@ impl FrameChecker {
                     present(has_error)
                 ),
             ));
-        } else if has_error {
-            let error = &message["error"];
+        } else if let Some(error) = error {
             if !error["code"].is_i64() || !error["message"].is_string() {
                 found.push(Violation::new(
                     "TRANSPORT-005",
@@ -235,8 +341,8 @@ impl FrameChecker {
                 ));
             }
         }
-        bump(&mut self.counts, "TRANSPORT-003");
-        bump(&mut self.counts, "TRANSPORT-004");
+        self.tally.bump(Rule::Transport003);
+        self.tally.bump(Rule::Transport004);
         if self.answered.contains(&key) {
             found.push(Violation::new(
                 "TRANSPORT-003",
@@ -256,17 +362,16 @@ impl FrameChecker {
             return None;
         };
         self.answered.insert(key);
-        if has_result && !has_error {
-            let result = &message["result"];
+        if let (Some(result), false) = (result, has_error) {
             self.record_snapshots(result);
             if let Some(def) = schemas.map.results.get(&method) {
                 validate(
                     schemas,
                     def,
                     result,
-                    &format!("{method} result"),
+                    format_args!("{method} result"),
                     found,
-                    &mut self.counts,
+                    &mut self.tally,
                 );
             }
         }
@@ -293,66 +398,71 @@ impl FrameChecker {
     fn check_notification(
         &mut self,
         method: &str,
-        message: &Value,
+        params: &Value,
         schemas: &Schemas,
         found: &mut Vec<Violation>,
     ) {
-        let params = &message["params"];
-        bump(&mut self.counts, "TRANSPORT-011");
-        if !params["channel"].is_string() {
+        self.tally.bump(Rule::Transport011);
+        let envelope = Envelope::of(params);
+        if !envelope.channel.is_string() {
             found.push(Violation::new(
                 "TRANSPORT-011",
                 "params.channel (string)",
                 format!("{method} without a string channel"),
             ));
         }
+        let is_action = method == "action";
         // A rejected echo carries the client's own action back, valid or not: the host only
         // vouches for the members it added.
-        let rejected =
-            method == "action" && params.get("rejectionReason").is_some_and(|r| !r.is_null());
-        if method == "action" && !rejected {
+        let rejected = is_action && envelope.rejected();
+        if is_action && !rejected {
             // The envelope's own members directly, the action against its own type's
             // definition: the same verdict as the ActionEnvelope schema (whose action union
             // tries every type in turn), at a fraction of the cost on every envelope.
-            if let Some(problem) = envelope_shape(params) {
+            if let Some(problem) = envelope_shape(&envelope) {
                 found.push(Violation::new(
                     "INV-SCHEMA-1",
                     "action params valid against ActionEnvelope",
                     problem,
                 ));
             }
-            let kind = params["action"]["type"].as_str().unwrap_or_default();
+            let kind = envelope.kind.as_str().unwrap_or_default();
             match schemas.map.actions.get(kind) {
                 Some(def) => validate(
                     schemas,
                     def,
-                    &params["action"],
-                    &format!("{kind} action"),
+                    envelope.action,
+                    format_args!("{kind} action"),
                     found,
-                    &mut self.counts,
+                    &mut self.tally,
                 ),
                 // An action type this version does not know is accepted (forward compatibility).
-                None => bump(&mut self.counts, "INV-SCHEMA-1"),
+                None => self.tally.bump(Rule::InvSchema1),
             }
         } else if let Some(def) = schemas.map.notifications.get(method).filter(|_| !rejected) {
             validate(
                 schemas,
                 def,
                 params,
-                &format!("{method} params"),
+                format_args!("{method} params"),
                 found,
-                &mut self.counts,
+                &mut self.tally,
             );
         }
-        if method == "action" {
-            self.check_envelope(params, schemas, found);
+        if is_action {
+            self.check_envelope(&envelope, schemas, found);
         }
     }
 
-    fn check_envelope(&mut self, envelope: &Value, schemas: &Schemas, found: &mut Vec<Violation>) {
-        let channel = envelope["channel"].as_str().unwrap_or_default();
-        let action_type = envelope["action"]["type"].as_str().unwrap_or_default();
-        bump(&mut self.counts, "ENV-004");
+    fn check_envelope(
+        &mut self,
+        envelope: &Envelope<'_>,
+        schemas: &Schemas,
+        found: &mut Vec<Violation>,
+    ) {
+        let channel = envelope.channel.as_str().unwrap_or_default();
+        let action_type = envelope.kind.as_str().unwrap_or_default();
+        self.tally.bump(Rule::Env004);
         if let Some(prefix) = expected_scheme(action_type) {
             if !channel.starts_with(prefix) {
                 found.push(Violation::new(
@@ -362,36 +472,32 @@ impl FrameChecker {
                 ));
             }
         }
-        let rejected = envelope
-            .get("rejectionReason")
-            .is_some_and(|r| !r.is_null());
-        bump(&mut self.counts, "ENV-005");
+        let rejected = envelope.rejected();
+        self.tally.bump(Rule::Env005);
         let host_only = schemas.map.client_dispatchable.get(action_type) == Some(&false);
-        if host_only && !rejected && envelope.get("origin").is_some_and(|o| !o.is_null()) {
+        if host_only && !rejected && !envelope.origin.is_null() {
             let mut violation = Violation::new(
                 "ENV-005",
                 format!("host-originated {action_type} without origin"),
-                format!("origin {}", envelope["origin"]),
+                format!("origin {}", envelope.origin),
             );
             if let (Some(client), Some(seq)) = (
-                envelope["origin"]["clientId"].as_str(),
-                envelope["origin"]["clientSeq"].as_i64(),
+                envelope.origin["clientId"].as_str(),
+                envelope.origin["clientSeq"].as_i64(),
             ) {
                 violation.origin = Some((client.to_owned(), seq));
             }
             found.push(violation);
         }
-        if envelope
-            .get("rejectionReason")
-            .is_some_and(|r| !r.is_null())
-        {
+        if rejected {
             return;
         }
-        let Some(seq) = envelope["serverSeq"].as_u64() else {
+        let Some(seq) = envelope.server_seq.as_u64() else {
             return;
         };
-        bump(&mut self.counts, "ENV-003");
-        if let Some(last) = self.last_seq.get(channel) {
+        self.tally.bump(Rule::Env003);
+        let last = self.last_seq.get_mut(channel);
+        if let Some(last) = last.as_deref() {
             if seq <= *last {
                 found.push(Violation::new(
                     "ENV-003",
@@ -400,7 +506,13 @@ impl FrameChecker {
                 ));
             }
         }
-        bump(&mut self.counts, "SUB-002");
+        match last {
+            Some(last) => *last = seq.max(*last),
+            None => {
+                self.last_seq.insert(channel.to_owned(), seq);
+            }
+        }
+        self.tally.bump(Rule::Sub002);
         if let Some(from) = self.from_seq.get(channel) {
             if seq <= *from {
                 found.push(Violation::new(
@@ -408,12 +520,6 @@ impl FrameChecker {
                     format!("serverSeq > snapshot fromSeq {from} on {channel}"),
                     format!("serverSeq {seq} for {action_type}"),
                 ));
-            }
-        }
-        match self.last_seq.get_mut(channel) {
-            Some(last) => *last = seq.max(*last),
-            None => {
-                self.last_seq.insert(channel.to_owned(), seq);
             }
         }
     }
@@ -431,15 +537,17 @@ impl FrameChecker {
     }
 }
 
+/// Validates `instance` against `def`; `what` names it in a violation (formatted only
+/// then: this runs on every envelope).
 fn validate(
     schemas: &Schemas,
     def: &str,
     instance: &Value,
-    what: &str,
+    what: std::fmt::Arguments<'_>,
     found: &mut Vec<Violation>,
-    counts: &mut Counts,
+    tally: &mut Tally,
 ) {
-    bump(counts, "INV-SCHEMA-1");
+    tally.bump(Rule::InvSchema1);
     if !schemas.set.has_def(def) {
         return;
     }
@@ -459,26 +567,26 @@ fn validate(
 
 /// What is wrong with an envelope's own members (`channel`, `action.type`, `serverSeq`,
 /// `origin`, `rejectionReason`), if anything.
-fn envelope_shape(envelope: &Value) -> Option<String> {
-    if !envelope.is_object() {
+fn envelope_shape(envelope: &Envelope<'_>) -> Option<String> {
+    if !envelope.params.is_object() {
         return Some("(root): not an object".into());
     }
-    if !envelope["channel"].is_string() {
+    if !envelope.channel.is_string() {
         return Some("/channel: a string is required".into());
     }
-    if !envelope["action"].is_object() || !envelope["action"]["type"].is_string() {
+    if !envelope.action.is_object() || !envelope.kind.is_string() {
         return Some("/action: an object with a string type is required".into());
     }
-    if envelope["serverSeq"].as_u64().is_none() {
+    if envelope.server_seq.as_u64().is_none() {
         return Some("/serverSeq: a non-negative integer is required".into());
     }
-    let origin = &envelope["origin"];
-    let origin_ok =
-        origin.is_null() || (origin["clientId"].is_string() && origin["clientSeq"].is_i64());
+    let origin = envelope.origin;
+    let origin_ok = origin.is_null()
+        || (member(origin, "clientId").is_string() && member(origin, "clientSeq").is_i64());
     if !origin_ok {
         return Some("/origin: {clientId: string, clientSeq: integer} or absent".into());
     }
-    let reason = &envelope["rejectionReason"];
+    let reason = envelope.rejection_reason;
     if !reason.is_null() && !reason.is_string() {
         return Some("/rejectionReason: a string or absent".into());
     }
@@ -511,87 +619,96 @@ fn expected_scheme(action_type: &str) -> Option<&'static str> {
 
 const LEGACY_PREFIXES: &[&str] = &["agenthost:", "copilot:"];
 
-/// SUB-012: no legacy URIs anywhere in a host message.
-fn scan_legacy_uris(message: &Value, found: &mut Vec<Violation>, counts: &mut Counts) {
-    bump(counts, "SUB-012");
-    let mut legacy = None;
-    walk_strings(message, &mut |text| {
-        if legacy.is_none() && LEGACY_PREFIXES.iter().any(|p| text.starts_with(p)) {
-            legacy = Some(text.to_owned());
-        }
-    });
-    if let Some(uri) = legacy {
-        found.push(Violation::new(
-            "SUB-012",
-            "1.0.0 channel URIs (ahp-…)",
-            format!("legacy URI {uri}"),
-        ));
-    }
-}
-
-fn walk_strings(value: &Value, visit: &mut impl FnMut(&str)) {
-    match value {
-        Value::String(text) => visit(text),
-        Value::Array(items) => items.iter().for_each(|v| walk_strings(v, visit)),
-        Value::Object(map) => map.values().for_each(|v| walk_strings(v, visit)),
-        _ => {}
-    }
-}
-
-/// STATUS-001: every integer `status` member holds exactly one activity value.
-fn scan_status(message: &Value, found: &mut Vec<Violation>, counts: &mut Counts) {
+/// SUB-012 (no legacy URIs anywhere in a host message) and STATUS-001 (every integer
+/// `status` member holds exactly one activity value), in one walk over the message: both
+/// look at every member of every frame.
+fn scan_strings_and_status(message: &Value, found: &mut Vec<Violation>, tally: &mut Tally) {
     /// Path segments borrowed from the document; a pointer string is built only for a
-    /// violation (this runs on every frame).
+    /// violation.
     enum Segment<'a> {
         Key(&'a str),
         Index(usize),
     }
-    fn walk<'a>(
-        value: &'a Value,
-        path: &mut Vec<Segment<'a>>,
-        checked: &mut usize,
-        found: &mut Vec<Violation>,
-    ) {
-        match value {
-            Value::Object(map) => {
-                for (key, member) in map {
-                    if key == "status" {
-                        if let Some(status) = member.as_u64() {
-                            *checked += 1;
-                            if ![1, 2, 8, 24].contains(&(status & 31)) {
-                                let mut pointer = String::new();
-                                for segment in path.iter() {
-                                    match segment {
-                                        Segment::Key(k) => pointer.push_str(&format!("/{k}")),
-                                        Segment::Index(i) => pointer.push_str(&format!("/{i}")),
-                                    }
-                                }
-                                found.push(Violation::new(
-                                    "STATUS-001",
-                                    "status & 31 ∈ {1, 2, 8, 24}",
-                                    format!("{pointer}/status = {status}"),
-                                ));
+    struct Walk<'a, 'f> {
+        path: Vec<Segment<'a>>,
+        statuses: usize,
+        /// The first string (in document order) with a legacy URI prefix.
+        legacy: Option<&'a str>,
+        found: &'f mut Vec<Violation>,
+    }
+    impl<'a> Walk<'a, '_> {
+        fn visit(&mut self, value: &'a Value) {
+            match value {
+                Value::String(text)
+                    if self.legacy.is_none()
+                        && LEGACY_PREFIXES.iter().any(|p| text.starts_with(p)) =>
+                {
+                    self.legacy = Some(text);
+                }
+                Value::Object(map) => {
+                    for (key, member) in map {
+                        if key == "status" {
+                            if let Some(status) = member.as_u64() {
+                                self.check_status(status);
                             }
                         }
+                        self.path.push(Segment::Key(key));
+                        self.visit(member);
+                        self.path.pop();
                     }
-                    path.push(Segment::Key(key));
-                    walk(member, path, checked, found);
-                    path.pop();
                 }
-            }
-            Value::Array(items) => {
-                for (index, item) in items.iter().enumerate() {
-                    path.push(Segment::Index(index));
-                    walk(item, path, checked, found);
-                    path.pop();
+                Value::Array(items) => {
+                    for (index, item) in items.iter().enumerate() {
+                        self.path.push(Segment::Index(index));
+                        self.visit(item);
+                        self.path.pop();
+                    }
                 }
+                _ => {}
             }
-            _ => {}
+        }
+
+        fn check_status(&mut self, status: u64) {
+            self.statuses += 1;
+            if ![1, 2, 8, 24].contains(&(status & 31)) {
+                let mut pointer = String::new();
+                for segment in &self.path {
+                    match segment {
+                        Segment::Key(k) => pointer.push_str(&format!("/{k}")),
+                        Segment::Index(i) => pointer.push_str(&format!("/{i}")),
+                    }
+                }
+                self.found.push(Violation::new(
+                    "STATUS-001",
+                    "status & 31 ∈ {1, 2, 8, 24}",
+                    format!("{pointer}/status = {status}"),
+                ));
+            }
         }
     }
-    let mut checked = 0;
-    walk(message, &mut Vec::new(), &mut checked, found);
-    *counts.entry("STATUS-001").or_insert(0) += checked;
+    // The SUB-012 violation goes before the walk's STATUS-001 ones, where the two separate
+    // scans used to put it.
+    let first_status = found.len();
+    let mut walk = Walk {
+        path: Vec::new(),
+        statuses: 0,
+        legacy: None,
+        found: &mut *found,
+    };
+    walk.visit(message);
+    let (statuses, legacy) = (walk.statuses, walk.legacy);
+    tally.bump(Rule::Sub012);
+    if let Some(uri) = legacy {
+        found.insert(
+            first_status,
+            Violation::new(
+                "SUB-012",
+                "1.0.0 channel URIs (ahp-…)",
+                format!("legacy URI {uri}"),
+            ),
+        );
+    }
+    tally.add(Rule::Status001, statuses);
 }
 
 fn kind_of(value: &Value) -> &'static str {

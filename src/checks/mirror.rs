@@ -10,8 +10,9 @@ use ahp_types::state::{ChatState, ResponsePart, RootState, SessionState};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::action_decode::decode_action;
 use super::compare::Kind;
-use super::Violation;
+use super::{member, Violation};
 
 #[derive(Debug, Clone)]
 enum State {
@@ -128,32 +129,29 @@ impl Mirror {
     /// Applies one envelope (rejected ones change nothing) after the stream checks.
     pub fn apply(&mut self, envelope: &Value) -> Vec<Violation> {
         let mut found = Vec::new();
-        if envelope
-            .get("rejectionReason")
-            .is_some_and(|r| !r.is_null())
-        {
+        // Each member is looked up once, by `member` (no key hashing): this runs per envelope.
+        if !member(envelope, "rejectionReason").is_null() {
             return found;
         }
-        let Some(channel) = envelope["channel"].as_str() else {
+        let Some(channel) = member(envelope, "channel").as_str() else {
             return found;
         };
         let Some(state) = self.channels.get_mut(channel) else {
             return found;
         };
-        let action = &envelope["action"];
+        let action = member(envelope, "action");
         if let State::Chat(chat) = state {
+            let kind = member(action, "type").as_str().unwrap_or_default();
             stream_checks(
                 chat,
+                kind,
                 action,
                 &mut found,
                 &mut self.deltas_checked,
                 &mut self.parts_checked,
             );
-            let host_action = envelope.get("origin").is_none_or(Value::is_null);
-            if host_action
-                && action["type"] == "chat/pendingMessageRemoved"
-                && action["kind"] == "queued"
-            {
+            let host_action = member(envelope, "origin").is_null();
+            if host_action && kind == "chat/pendingMessageRemoved" && action["kind"] == "queued" {
                 // The host consumes the queue first in, first out.
                 self.queue_consumptions += 1;
                 let first = chat
@@ -169,10 +167,11 @@ impl Mirror {
                     ));
                 }
             }
-            if host_action && STREAMING.contains(&action["type"].as_str().unwrap_or_default()) {
+            if host_action && STREAMING.contains(&kind) {
                 self.turn_ids_checked += 1;
                 let active = chat.active_turn.as_ref().map(|turn| turn.id.as_str());
-                if active != action["turnId"].as_str() {
+                let turn_id = member(action, "turnId");
+                if active != turn_id.as_str() {
                     found.push(Violation::new(
                         "TURN-004",
                         format!(
@@ -180,15 +179,22 @@ impl Mirror {
                             action["type"],
                             active.map_or("(none)".into(), |id| format!("{id:?}"))
                         ),
-                        format!("turnId {}", action["turnId"]),
+                        format!("turnId {turn_id}"),
                     ));
                 }
             }
         }
-        if let Some(seq) = envelope["serverSeq"].as_u64() {
-            self.seqs.insert(channel.to_owned(), seq);
+        if let Some(seq) = member(envelope, "serverSeq").as_u64() {
+            // Overwrite in place: the channel is almost always known, and a new key would
+            // cost an allocation per envelope.
+            match self.seqs.get_mut(channel) {
+                Some(known) => *known = seq,
+                None => {
+                    self.seqs.insert(channel.to_owned(), seq);
+                }
+            }
         }
-        match StateAction::deserialize(action) {
+        match decode_action(action) {
             Ok(decoded) => state.apply(&decoded),
             Err(error) => {
                 self.lost.insert(
@@ -218,12 +224,12 @@ const STREAMING: &[&str] = &[
 /// TURN-003 and TURN-005, judged against the chat state before the action.
 fn stream_checks(
     chat: &ChatState,
+    kind: &str,
     action: &Value,
     found: &mut Vec<Violation>,
     deltas: &mut usize,
     parts: &mut usize,
 ) {
-    let kind = action["type"].as_str().unwrap_or_default();
     match kind {
         "chat/delta" | "chat/reasoning" => {
             *deltas += 1;
@@ -232,11 +238,12 @@ fn stream_checks(
             } else {
                 "reasoning"
             };
-            let part_id = action["partId"].as_str().unwrap_or_default();
+            let part_id = member(action, "partId").as_str().unwrap_or_default();
+            let turn_id = member(action, "turnId");
             let active = chat
                 .active_turn
                 .as_ref()
-                .filter(|turn| action["turnId"] == turn.id.as_str());
+                .filter(|turn| *turn_id == turn.id.as_str());
             let exists = active.is_some_and(|turn| {
                 turn.response_parts.iter().any(|part| match part {
                     ResponsePart::Markdown(m) => wanted == "markdown" && m.id == part_id,
@@ -249,7 +256,7 @@ fn stream_checks(
                     "TURN-003",
                     format!(
                         "{kind} for a {wanted} part created earlier in active turn {}",
-                        action["turnId"]
+                        turn_id
                     ),
                     format!("partId {part_id:?}, which the turn does not have"),
                 ));

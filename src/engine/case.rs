@@ -1232,7 +1232,7 @@ impl Runner<'_> {
     fn finish(self, stop: Option<Stop>) -> CaseOutcome {
         let mut counts = self.counts.clone();
         for conn in self.conns.values() {
-            for (rule, n) in &conn.checker.counts {
+            for (rule, n) in conn.checker.counts() {
                 *counts.entry(rule).or_insert(0) += n;
             }
             *counts.entry("TURN-003").or_insert(0) += conn.mirror.deltas_checked;
