@@ -40,11 +40,22 @@ impl World {
         self.sync_root_summary(session);
     }
 
+    /// The chat's state as JSON without its finished turns: all that summaries and
+    /// `inputNeeded` read, at a fraction of the cost once a chat has a history (this runs
+    /// after every action).
+    fn live_chat_json(&mut self, chat: &str) -> Option<Value> {
+        let entry = self.chats.get_mut(chat)?;
+        let turns = std::mem::take(&mut entry.state.turns);
+        let json = to_value(&entry.state);
+        entry.state.turns = turns;
+        Some(json)
+    }
+
     fn sync_chat_summary(&mut self, session: &str, chat: &str) {
-        let Some(entry) = self.chats.get(chat) else {
+        let Some(state) = self.live_chat_json(chat) else {
             return;
         };
-        let current = chat_summary(&to_value(&entry.state));
+        let current = chat_summary(&state);
         let Some(session_entry) = self.sessions.get(session) else {
             return;
         };
@@ -77,8 +88,8 @@ impl World {
     fn sync_input_needed(&mut self, session: &str) {
         let mut wanted: Vec<Value> = Vec::new();
         for chat in self.session_chats(session) {
-            if let Some(entry) = self.chats.get(&chat) {
-                wanted.extend(input_needed_entries(&chat, &to_value(&entry.state)));
+            if let Some(state) = self.live_chat_json(&chat) {
+                wanted.extend(input_needed_entries(&chat, &state));
             }
         }
         let Some(session_entry) = self.sessions.get(session) else {
