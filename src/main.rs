@@ -555,11 +555,11 @@ fn finish_fuzz<T: serde::Serialize>(
         eprintln!("ahpspec: {error}");
         return ExitCode::from(2);
     }
-    let rate = outcome.dispatches as f64 / outcome.elapsed.as_secs_f64().max(1e-9);
+    let rate = outcome.operations as f64 / outcome.elapsed.as_secs_f64().max(1e-9);
     println!(
         "{} sequences, {} operations in {:.1} s ({rate:.0} operations/s){}",
         outcome.cases,
-        outcome.dispatches,
+        outcome.operations,
         outcome.elapsed.as_secs_f64(),
         if outcome.interrupted {
             ", interrupted"

@@ -57,12 +57,12 @@ async fn the_correct_host_survives_a_long_run() {
         );
     }
     assert!(
-        outcome.cases > 5 && outcome.dispatches > 50,
+        outcome.cases > 5 && outcome.operations > 50,
         "too little fuzzing: {outcome:?}"
     );
     println!(
-        "{} sequences, {} dispatches in {:?}",
-        outcome.cases, outcome.dispatches, outcome.elapsed
+        "{} sequences, {} operations in {:?}",
+        outcome.cases, outcome.operations, outcome.elapsed
     );
 }
 
@@ -195,9 +195,9 @@ async fn frames_mode_survives_on_the_correct_host() {
         outcome.found.map(|f| (f.failure, f.ops))
     );
     assert!(
-        outcome.dispatches > 100,
+        outcome.operations > 100,
         "too little fuzzing: {} frames",
-        outcome.dispatches
+        outcome.operations
     );
 }
 

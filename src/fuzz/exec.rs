@@ -88,8 +88,9 @@ pub struct Performed {
 #[derive(Debug, Clone, Default)]
 pub struct Execution {
     pub failure: Option<Failure>,
-    /// Operations that became a dispatch (others did not apply in the observed state).
-    pub dispatches: usize,
+    /// Client operations that reached the server: dispatches (operations that did not
+    /// apply in the observed state are not counted) and protocol probes.
+    pub operations: usize,
     pub performed: Vec<Performed>,
     pub frames: Vec<ReportedFrame>,
 }
@@ -413,6 +414,7 @@ impl Run<'_> {
             }
             Op::Together { first, second } => self.dispatch(index, &[first, second]).await,
             Op::Probe { probe, .. } => {
+                self.exec.operations += 1;
                 let client = op.client() % self.conns.len();
                 self.probe(index, client, *probe).await
             }
@@ -475,7 +477,7 @@ impl Run<'_> {
                     .ok(),
                 _ => None,
             };
-            self.exec.dispatches += 1;
+            self.exec.operations += 1;
             sent.push((self.exec.performed.len(), seq, ping));
             self.exec.performed.push(Performed {
                 op_index: index,

@@ -342,7 +342,7 @@ async fn frames_run(
     for (index, mutation) in mutations.iter().enumerate() {
         let id = 7_000_000 + index as u64;
         let (frame, answer) = render(mutation, id);
-        execution.dispatches += 1;
+        execution.operations += 1;
         victim
             .intended_invalid
             .push(victim.link.transcript().frames.len());

@@ -52,7 +52,8 @@ pub struct Found<T> {
 #[derive(Debug, Clone)]
 pub struct FuzzOutcome<T> {
     pub cases: u64,
-    pub dispatches: usize,
+    /// Client operations that reached the server (dispatches and protocol probes).
+    pub operations: usize,
     pub elapsed: Duration,
     pub found: Option<Found<T>>,
     pub interrupted: bool,
@@ -92,7 +93,7 @@ pub async fn search<T: Clone + std::fmt::Debug>(
     let mut runner = TestRunner::new_with_rng(Config::default(), rng(options.seed));
     let mut outcome = FuzzOutcome {
         cases: 0,
-        dispatches: 0,
+        operations: 0,
         elapsed: Duration::ZERO,
         found: None,
         interrupted: false,
@@ -113,7 +114,7 @@ pub async fn search<T: Clone + std::fmt::Debug>(
         let ops = tree.current();
         let execution = run(ops.clone()).await?;
         outcome.cases += 1;
-        outcome.dispatches += execution.dispatches;
+        outcome.operations += execution.operations;
         let Some(failure) = execution.failure.clone() else {
             continue;
         };
@@ -250,7 +251,7 @@ pub fn report<T>(
             Verdict::Pass,
             format!(
                 "{} sequences, {} operations, no failure",
-                outcome.cases, outcome.dispatches
+                outcome.cases, outcome.operations
             ),
             Vec::new(),
         ),
