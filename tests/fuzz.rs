@@ -325,3 +325,59 @@ fuzz_finds! {
     finds_turns_loaded_after_response => TurnsLoadedAfterResponse ["TURN-010"],
     finds_replay_notifications => ReplayNotifications ["RECONNECT-006"],
 }
+
+/// A found bug becomes a regression test: the case `--to-case` writes from a shrunk trace
+/// (here one seen by the second client: the host does not broadcast) passes against the
+/// correct host and fails against the faulty one, run by `ahpspec run --suites` with the
+/// always-on checks.
+#[tokio::test]
+async fn a_regression_case_fails_only_against_its_fault() {
+    let fault = Fault::NoBroadcast;
+    let (_stop, interrupt) = tokio::sync::watch::channel(false);
+    let mut opts = options(Some(fault), 1, Duration::from_secs(45));
+    opts.shrink_time = Duration::from_secs(10);
+    let outcome = fuzz(&opts, interrupt).await.expect("fuzzer runs");
+    let found = outcome.found.expect("no-broadcast is found");
+    let trace = Trace::new(&found, "model", "builtin", Some(fault.name().to_owned()));
+    let dir = std::env::temp_dir().join(format!("ahpspec-regression-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let case = trace.to_case();
+    std::fs::write(
+        dir.join("regression.toml"),
+        format!("page = \"regression\"\n{case}"),
+    )
+    .expect("case written");
+    // The whole suite (the case and the always-on rows: a checkpoint's finding belongs to
+    // INV-FOLD-1's row, not to the case's).
+    let run = |fault: Option<&str>| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ahpspec"));
+        command
+            .args(["run", "--suites"])
+            .arg(&dir)
+            .arg("--report-dir")
+            .arg(dir.join(fault.unwrap_or("correct")));
+        if let Some(fault) = fault {
+            command.args(["--fault", fault]);
+        }
+        command.output().expect("ahpspec runs")
+    };
+    let correct = run(None);
+    assert_eq!(
+        correct.status.code(),
+        Some(0),
+        "the case passes on the correct host:\n{case}\n{}",
+        String::from_utf8_lossy(&correct.stdout)
+    );
+    let faulty = run(Some(fault.name()));
+    assert_eq!(
+        faulty.status.code(),
+        Some(1),
+        "the case fails on the faulty host:\n{case}\n{}",
+        String::from_utf8_lossy(&faulty.stdout)
+    );
+    assert!(
+        case.contains("on = \"c2\""),
+        "the second client is in the case:\n{case}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -155,8 +155,13 @@ impl Conn {
         };
         if message["method"] == "action" {
             let envelope = &message["params"];
+            // Only a faithful echo (its clientSeq names this very action) marks the state.
             if let Some(seq) = envelope["origin"]["clientSeq"].as_i64().filter(|seq| {
                 envelope["origin"]["clientId"] == self.client_id.as_str()
+                    && self
+                        .dispatched
+                        .get(seq)
+                        .is_some_and(|sent| json_equal(sent, &envelope["action"]))
                     && self.watched.remove(seq)
             }) {
                 let channel = envelope["channel"].as_str().unwrap_or_default();

@@ -158,6 +158,31 @@ impl Trace {
             ));
         }
         out.push_str("steps = [\n  { initialize = {} },\n  { session = { as = \"S\" } },\n");
+        // The other clients of the run join the session and its chat, as in the run: some
+        // dispatch, and all of them observe (a missing broadcast shows on them).
+        let mut others: Vec<usize> = self
+            .performed
+            .iter()
+            .map(|p| p.client)
+            .chain(self.frames.iter().filter_map(|f| {
+                f.conn
+                    .strip_prefix('c')
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .and_then(|n| n.checked_sub(1))
+            }))
+            .filter(|c| *c > 0)
+            .collect();
+        others.sort_unstable();
+        others.dedup();
+        for client in others {
+            let conn = format!("c{}", client + 1);
+            out.push_str(&format!("  {{ initialize = {{ on = \"{conn}\" }} }},\n"));
+            for (channel, tag) in [("${S}", "s"), ("${S.chat}", "c")] {
+                out.push_str(&format!(
+                    "  {{ request = {{ on = \"{conn}\", method = \"subscribe\", params = {{ channel = \"{channel}\", delivery = {{ maxLatencyMs = 0 }} }}, as = \"{conn}{tag}\" }} }},\n  {{ response = {{ on = \"{conn}\", to = \"{conn}{tag}\", ok = true }} }},\n"
+                ));
+            }
+        }
         let mut performed = self.performed.iter().enumerate().peekable();
         for (op_index, op) in ops.iter().enumerate() {
             while let Some((index, done)) = performed.next_if(|(_, p)| p.op_index == op_index) {
@@ -183,8 +208,13 @@ fn dispatch_steps(index: usize, performed: &Performed) -> String {
         Channel::Chat => "${S.chat}",
     };
     let name = format!("d{index}");
+    // Each dispatch on the connection of the client that made it.
+    let on = match performed.client {
+        0 => String::new(),
+        client => format!("on = \"c{}\", ", client + 1),
+    };
     let mut out = format!(
-        "  {{ dispatch = {{ channel = \"{channel}\", action = {}, as = \"{name}\" }} }},\n",
+        "  {{ dispatch = {{ {on}channel = \"{channel}\", action = {}, as = \"{name}\" }} }},\n",
         toml_inline(&performed.planned.action)
     );
     let echo = match performed.planned.expect {
