@@ -352,6 +352,18 @@ impl Connection {
         self.response(id, timeout).await
     }
 
+    /// The JSON messages received from transcript frame `from` on (frames that are not
+    /// JSON are skipped).
+    pub fn received_since(&self, from: usize) -> impl Iterator<Item = Value> + '_ {
+        self.transcript
+            .frames
+            .get(from..)
+            .unwrap_or_default()
+            .iter()
+            .filter(|f| f.direction == Direction::Received)
+            .filter_map(|f| serde_json::from_str(&f.text).ok())
+    }
+
     /// Everything received but not yet consumed.
     pub fn backlog(&self) -> impl Iterator<Item = &Incoming> {
         self.backlog.iter()

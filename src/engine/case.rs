@@ -459,21 +459,13 @@ impl Runner<'_> {
         invalid: bool,
     ) -> Result<i64, Stop> {
         let conn = self.conn(on)?;
-        conn.client_seq += 1;
-        let seq = conn.client_seq;
         if invalid {
             conn.intended_invalid
                 .push(conn.link.transcript().frames.len());
         }
-        conn.dispatched.insert(seq, action.clone());
-        conn.link
-            .send_notification(
-                "dispatchAction",
-                json!({ "channel": channel, "clientSeq": seq, "action": action }),
-            )
+        conn.dispatch(channel, &action)
             .await
-            .map_err(|e| Stop::Harness(e.to_string()))?;
-        Ok(seq)
+            .map_err(|e| Stop::Harness(e.to_string()))
     }
 
     /// Waits for a message on a connection; `None` on timeout or close.

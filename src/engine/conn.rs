@@ -7,7 +7,7 @@ use crate::checks::frame::{FrameChecker, Schemas};
 use crate::checks::invariants;
 use crate::checks::mirror::Mirror;
 use crate::checks::Violation;
-use crate::transport::{Connection, Direction};
+use crate::transport::{Connection, Direction, TransportError};
 
 /// A violation with the transcript position it was found at.
 #[derive(Debug, Clone)]
@@ -82,6 +82,21 @@ impl Conn {
         conn.dispatched = old.dispatched.clone();
         conn.client_seq = old.client_seq;
         conn
+    }
+
+    /// Sends `action` to `channel` with this connection's next clientSeq, remembered so
+    /// its echo can be checked (DISPATCH-001); returns that clientSeq.
+    pub async fn dispatch(&mut self, channel: &str, action: &Value) -> Result<i64, TransportError> {
+        self.client_seq += 1;
+        let seq = self.client_seq;
+        self.dispatched.insert(seq, action.clone());
+        self.link
+            .send_notification(
+                "dispatchAction",
+                serde_json::json!({ "channel": channel, "clientSeq": seq, "action": action }),
+            )
+            .await?;
+        Ok(seq)
     }
 
     /// Runs the always-on checks over every frame recorded since the last call.

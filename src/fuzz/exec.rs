@@ -212,6 +212,15 @@ impl Run<'_> {
         format!("{next:.3}")
     }
 
+    /// createSession params for `uri` with the target profile's provider.
+    fn create_params(&self, uri: &str) -> Value {
+        let mut params = json!({ "channel": uri });
+        if let Some(provider) = &self.cfg.profile.provider {
+            params["provider"] = json!(provider);
+        }
+        params
+    }
+
     async fn open_client(&mut self, index: usize) -> Result<(), ExecError> {
         let mut conn = self.connect(index).await?;
         let init = conn
@@ -234,10 +243,7 @@ impl Run<'_> {
     async fn setup(&mut self) -> Result<(), ExecError> {
         self.open_client(0).await?;
         self.session = format!("ahp-session:/{}", self.token);
-        let mut params = json!({ "channel": self.session });
-        if let Some(provider) = &self.cfg.profile.provider {
-            params["provider"] = json!(provider);
-        }
+        let params = self.create_params(&self.session);
         let timeout = self.cfg.timeout;
         // Subscribing in the same breath sees the session while it is still `creating`, so
         // the envelope that ends it is checked too.
@@ -448,25 +454,19 @@ impl Run<'_> {
                 Channel::Chat => self.chat.clone(),
             };
             let conn = &mut self.conns[client];
-            conn.client_seq += 1;
-            let seq = conn.client_seq;
-            conn.dispatched.insert(seq, planned.action.clone());
+            let seq = match conn.dispatch(&channel, &planned.action).await {
+                Ok(seq) => seq,
+                Err(error) => {
+                    return Some(Failure {
+                        rule: "FUZZ-001".into(),
+                        expected: "the connection stays open".into(),
+                        actual: error.to_string(),
+                        op_index: Some(index),
+                    })
+                }
+            };
+            // The echo has not been read yet: its pre-state is recorded when it is.
             conn.watched.insert(seq);
-            let posted = conn
-                .link
-                .send_notification(
-                    "dispatchAction",
-                    json!({ "channel": channel, "clientSeq": seq, "action": planned.action }),
-                )
-                .await;
-            if let Err(error) = posted {
-                return Some(Failure {
-                    rule: "FUZZ-001".into(),
-                    expected: "the connection stays open".into(),
-                    actual: error.to_string(),
-                    op_index: Some(index),
-                });
-            }
             // A dispatch the host may ignore is followed by a ping: the host answers it
             // after whatever it does with the dispatch, so the pong ends the wait.
             let ping = match planned.expect {
@@ -608,12 +608,9 @@ impl Run<'_> {
         // While the root subscriber is away, another client creates a session: its
         // root/sessionAdded must not be replayed (RECONNECT-006).
         let uri = self.missing("away", index);
+        let params = self.create_params(&uri);
         let away = match (client, self.conns.get_mut(1)) {
             (0, Some(other)) => {
-                let mut params = json!({ "channel": uri });
-                if let Some(provider) = &self.cfg.profile.provider {
-                    params["provider"] = json!(provider);
-                }
                 let created = other
                     .link
                     .request("createSession", params, self.cfg.timeout)
@@ -657,17 +654,11 @@ impl Run<'_> {
         }
         self.settle().await;
         if let Some(uri) = away {
-            let replayed = self.conns[0]
-                .link
-                .transcript()
-                .frames
-                .iter()
-                .filter(|f| f.direction == crate::transport::Direction::Received)
-                .filter_map(|f| serde_json::from_str::<Value>(&f.text).ok())
-                .find(|m| {
-                    m["method"] == "root/sessionAdded"
-                        && m["params"]["summary"]["resource"] == uri.as_str()
-                });
+            // The new connection's transcript starts at the reconnect.
+            let replayed = self.conns[0].link.received_since(0).find(|m| {
+                m["method"] == "root/sessionAdded"
+                    && m["params"]["summary"]["resource"] == uri.as_str()
+            });
             if let Some(message) = replayed {
                 return Some(Failure {
                     rule: "RECONNECT-006".into(),

@@ -90,20 +90,12 @@ impl Run<'_> {
         let channel = self.missing("nope", index);
         let timeout = self.cfg.timeout;
         let conn = &mut self.conns[client];
-        conn.client_seq += 1;
-        let seq = conn.client_seq;
         let action = json!({ "type": "session/titleChanged", "title": "nowhere" });
-        conn.dispatched.insert(seq, action.clone());
         let client_id = conn.client_id.clone();
-        let sent = conn
-            .link
-            .send_notification(
-                "dispatchAction",
-                json!({ "channel": channel, "clientSeq": seq, "action": action }),
-            )
-            .await;
+        let sent = conn.dispatch(&channel, &action).await;
+        let seq = conn.client_seq;
         let ping = match sent {
-            Ok(()) => conn
+            Ok(_) => conn
                 .link
                 .send_request("ping", json!({ "channel": ROOT }))
                 .await
@@ -136,10 +128,7 @@ impl Run<'_> {
     async fn side_session(&mut self, index: usize, client: usize) -> Option<Finding> {
         let uri = self.missing("side", index);
         let timeout = self.cfg.timeout;
-        let mut params = json!({ "channel": uri });
-        if let Some(provider) = &self.cfg.profile.provider {
-            params["provider"] = json!(provider);
-        }
+        let params = self.create_params(&uri);
         let created = self.conns[client]
             .link
             .request("createSession", params, timeout)
@@ -200,10 +189,7 @@ impl Run<'_> {
 
     async fn duplicate_session(&mut self, client: usize) -> Option<Finding> {
         let timeout = self.cfg.timeout;
-        let mut params = json!({ "channel": self.session });
-        if let Some(provider) = &self.cfg.profile.provider {
-            params["provider"] = json!(provider);
-        }
+        let params = self.create_params(&self.session);
         let answer = self.conns[client]
             .link
             .request("createSession", params, timeout)
@@ -405,18 +391,10 @@ impl Run<'_> {
         let from = link.transcript().frames.len();
         // The session moves: a title change by the first client.
         let first = &mut self.conns[0];
-        first.client_seq += 1;
-        let seq = first.client_seq;
         let action = json!({ "type": "session/titleChanged", "title": format!("unsub-{index}") });
-        first.dispatched.insert(seq, action.clone());
         let client_id = first.client_id.clone();
-        let _ = first
-            .link
-            .send_notification(
-                "dispatchAction",
-                json!({ "channel": session, "clientSeq": seq, "action": action }),
-            )
-            .await;
+        let _ = first.dispatch(&session, &action).await;
+        let seq = first.client_seq;
         let echoed = first
             .link
             .wait_for(timeout, |item| {
@@ -436,10 +414,8 @@ impl Run<'_> {
         let _ = link
             .request("ping", json!({ "channel": ROOT }), timeout)
             .await;
-        let leaked = link.transcript().frames[from..]
-            .iter()
-            .filter(|f| f.direction == crate::transport::Direction::Received)
-            .filter_map(|f| serde_json::from_str::<Value>(&f.text).ok())
+        let leaked = link
+            .received_since(from)
             .find(|m| m["method"] == "action" && m["params"]["channel"] == session.as_str());
         if let Some(message) = leaked {
             return finding(
