@@ -14,5 +14,6 @@ pub mod report;
 pub mod schema;
 pub mod schemagen;
 pub mod suite;
+pub mod tape;
 pub mod transport;
 pub mod verdict;

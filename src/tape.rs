@@ -1,0 +1,1034 @@
+//! A parsed JSON document as a flat tape of entries that borrow from the text.
+//!
+//! The always-on checks look at every frame of every connection. Parsing each frame into a
+//! `serde_json::Value` allocates every string, array and object (and hashes every key, with
+//! `preserve_order`); on the offline re-check that was half the time. A [`Tape`] is parsed
+//! into a buffer that is reused frame after frame: strings without escapes point into the
+//! text, containers record where they end (so a member lookup skips whole subtrees) and the
+//! byte range they cover (so a typed decoder such as a reducer action can read the exact
+//! text). Schema validation runs on the tape directly: [`TapeJson`] is a `jsonschema`
+//! instance representation.
+//!
+//! The parser accepts exactly what `serde_json::from_str::<Value>` accepts (same nesting
+//! limit, same rules on surrogates, control characters and numbers) and a tape converts to
+//! the same `Value` (a repeated key keeps the last value, as a `Value` map does);
+//! `tests/tape.rs` checks both against serde_json on generated and mutated documents.
+
+use std::borrow::Cow;
+
+use jsonschema::json::{Array, Json, JsonNumber, Node as JsonNode, NodeIdentity, Object};
+use jsonschema::JsonType;
+use serde_json::{Map, Number, Value};
+
+/// serde_json's nesting limit: the 128th nested container is an error.
+const DEPTH_LIMIT: usize = 128;
+
+/// Objects up to this many members are checked for repeated keys pairwise; larger ones by
+/// sorting their keys.
+const PAIRWISE_KEYS: usize = 16;
+
+/// Where a string's bytes are: in the document text, or (after unescaping) in the tape's own
+/// buffer.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: u32,
+    len: u32,
+    unescaped: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Entry {
+    Null,
+    Bool(bool),
+    Uint(u64),
+    Int(i64),
+    Float(f64),
+    Str(Span),
+    /// An object member's name; its value is the entry at `value` (the next one, unless a
+    /// later member repeats the name: see [`Parser::merge_repeated_keys`]). `hidden` when an
+    /// earlier member has the same name.
+    Key {
+        name: Span,
+        hidden: bool,
+        value: u32,
+    },
+    /// `end`: index of the entry after the container's last one; `from..to`: its bytes.
+    Array { len: u32, end: u32, from: u32, to: u32 },
+    /// `len` counts visible members.
+    Object { len: u32, end: u32, from: u32, to: u32 },
+}
+
+/// Why a text is not one JSON value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what} at byte {at}")]
+pub struct TapeError {
+    pub what: &'static str,
+    pub at: usize,
+}
+
+/// A reusable parse buffer. [`Tape::parse`] fills it from a text and returns the document's
+/// root; the next parse reuses the allocations.
+#[derive(Debug, Default, Clone)]
+pub struct Tape {
+    entries: Vec<Entry>,
+    unescaped: String,
+    /// Key entry indices of the objects being parsed (a stack shared by nesting levels).
+    keys: Vec<u32>,
+}
+
+impl Tape {
+    /// Parses `text` (one JSON value, surrounded by optional whitespace).
+    pub fn parse<'t>(&'t mut self, text: &'t str) -> Result<Node<'t>, TapeError> {
+        self.entries.clear();
+        self.unescaped.clear();
+        self.keys.clear();
+        if u32::try_from(text.len()).is_err() {
+            return Err(TapeError {
+                what: "document larger than 4 GiB",
+                at: 0,
+            });
+        }
+        let mut parser = Parser {
+            bytes: text.as_bytes(),
+            text,
+            at: 0,
+            tape: self,
+        };
+        parser.skip_space();
+        parser.value(0)?;
+        parser.skip_space();
+        if parser.at != parser.bytes.len() {
+            return Err(parser.error("trailing characters"));
+        }
+        Ok(Node {
+            tape: self,
+            text,
+            index: 0,
+        })
+    }
+
+    /// A one-entry tape holding `text` as a string (what `propertyNames` validates).
+    fn single_string(&mut self, len: usize) {
+        self.entries.clear();
+        self.unescaped.clear();
+        self.entries.push(Entry::Str(Span {
+            start: 0,
+            len: u32::try_from(len).unwrap_or(u32::MAX),
+            unescaped: false,
+        }));
+    }
+}
+
+struct Parser<'p> {
+    bytes: &'p [u8],
+    text: &'p str,
+    at: usize,
+    tape: &'p mut Tape,
+}
+
+impl Parser<'_> {
+    fn error(&self, what: &'static str) -> TapeError {
+        TapeError { what, at: self.at }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    fn skip_space(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
+            self.at += 1;
+        }
+    }
+
+    fn offset(&self) -> u32 {
+        // Bounded by the length check in `Tape::parse`.
+        self.at as u32
+    }
+
+    fn value(&mut self, depth: usize) -> Result<(), TapeError> {
+        match self.peek() {
+            None => Err(self.error("EOF while parsing a value")),
+            Some(b'n') => self.literal(b"null", Entry::Null),
+            Some(b't') => self.literal(b"true", Entry::Bool(true)),
+            Some(b'f') => self.literal(b"false", Entry::Bool(false)),
+            Some(b'"') => {
+                let span = self.string()?;
+                self.tape.entries.push(Entry::Str(span));
+                Ok(())
+            }
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(b'[') => self.array(depth + 1),
+            Some(b'{') => self.object(depth + 1),
+            Some(_) => Err(self.error("expected value")),
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], entry: Entry) -> Result<(), TapeError> {
+        if self.bytes[self.at..].starts_with(word) {
+            self.at += word.len();
+            self.tape.entries.push(entry);
+            Ok(())
+        } else {
+            Err(self.error("expected ident"))
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Result<(), TapeError> {
+        if depth >= DEPTH_LIMIT {
+            return Err(self.error("recursion limit exceeded"));
+        }
+        let from = self.offset();
+        let slot = self.tape.entries.len();
+        self.tape.entries.push(Entry::Null);
+        self.at += 1;
+        self.skip_space();
+        let mut len = 0u32;
+        if self.peek() == Some(b']') {
+            self.at += 1;
+        } else {
+            loop {
+                self.value(depth)?;
+                len += 1;
+                self.skip_space();
+                match self.peek() {
+                    Some(b',') => {
+                        self.at += 1;
+                        self.skip_space();
+                    }
+                    Some(b']') => {
+                        self.at += 1;
+                        break;
+                    }
+                    None => return Err(self.error("EOF while parsing a list")),
+                    Some(_) => return Err(self.error("expected `,` or `]`")),
+                }
+            }
+        }
+        self.tape.entries[slot] = Entry::Array {
+            len,
+            end: self.tape.entries.len() as u32,
+            from,
+            to: self.offset(),
+        };
+        Ok(())
+    }
+
+    fn object(&mut self, depth: usize) -> Result<(), TapeError> {
+        if depth >= DEPTH_LIMIT {
+            return Err(self.error("recursion limit exceeded"));
+        }
+        let from = self.offset();
+        let slot = self.tape.entries.len();
+        self.tape.entries.push(Entry::Null);
+        let keys_from = self.tape.keys.len();
+        self.at += 1;
+        self.skip_space();
+        if self.peek() == Some(b'}') {
+            self.at += 1;
+        } else {
+            loop {
+                match self.peek() {
+                    Some(b'"') => {}
+                    None => return Err(self.error("EOF while parsing an object")),
+                    Some(_) => return Err(self.error("key must be a string")),
+                }
+                let name = self.string()?;
+                let key = self.tape.entries.len() as u32;
+                self.tape.keys.push(key);
+                self.tape.entries.push(Entry::Key {
+                    name,
+                    hidden: false,
+                    value: key + 1,
+                });
+                self.skip_space();
+                match self.peek() {
+                    Some(b':') => self.at += 1,
+                    None => return Err(self.error("EOF while parsing an object")),
+                    Some(_) => return Err(self.error("expected `:`")),
+                }
+                self.skip_space();
+                self.value(depth)?;
+                self.skip_space();
+                match self.peek() {
+                    Some(b',') => {
+                        self.at += 1;
+                        self.skip_space();
+                    }
+                    Some(b'}') => {
+                        self.at += 1;
+                        break;
+                    }
+                    None => return Err(self.error("EOF while parsing an object")),
+                    Some(_) => return Err(self.error("expected `,` or `}`")),
+                }
+            }
+        }
+        let members = self.tape.keys.len() - keys_from;
+        let hidden = self.merge_repeated_keys(keys_from);
+        self.tape.keys.truncate(keys_from);
+        self.tape.entries[slot] = Entry::Object {
+            len: (members - hidden) as u32,
+            end: self.tape.entries.len() as u32,
+            from,
+            to: self.offset(),
+        };
+        Ok(())
+    }
+
+    /// A name repeated in one object makes one member, as in a `Value` map: at the first
+    /// occurrence's place, with the last occurrence's value. The later occurrences are hidden
+    /// and the first is pointed at the last one's value. Returns how many were hidden.
+    fn merge_repeated_keys(&mut self, keys_from: usize) -> usize {
+        let keys = &self.tape.keys[keys_from..];
+        let name = |index: u32| match self.tape.entries[index as usize] {
+            Entry::Key { name, .. } => span_str(self.text, &self.tape.unescaped, name),
+            _ => "",
+        };
+        // (first occurrence, last occurrence, every later one hidden)
+        let mut merges: Vec<(u32, u32, Vec<u32>)> = Vec::new();
+        if keys.len() <= PAIRWISE_KEYS {
+            for (i, &first) in keys.iter().enumerate() {
+                if keys[..i].iter().any(|&earlier| name(earlier) == name(first)) {
+                    continue;
+                }
+                let later: Vec<u32> = keys[i + 1..]
+                    .iter()
+                    .copied()
+                    .filter(|&k| name(k) == name(first))
+                    .collect();
+                if let Some(&last) = later.last() {
+                    merges.push((first, last, later));
+                }
+            }
+        } else {
+            let mut sorted: Vec<(&str, u32)> = keys.iter().map(|&k| (name(k), k)).collect();
+            sorted.sort_unstable();
+            for group in sorted.chunk_by(|a, b| a.0 == b.0) {
+                if let [(_, first), later @ ..] = group {
+                    if let Some(&(_, last)) = later.last() {
+                        merges.push((*first, last, later.iter().map(|&(_, k)| k).collect()));
+                    }
+                }
+            }
+        }
+        let mut hidden_count = 0;
+        for (first, last, later) in merges {
+            if let Entry::Key { value, .. } = &mut self.tape.entries[first as usize] {
+                *value = last + 1;
+            }
+            for index in later {
+                if let Entry::Key { hidden, .. } = &mut self.tape.entries[index as usize] {
+                    *hidden = true;
+                    hidden_count += 1;
+                }
+            }
+        }
+        hidden_count
+    }
+
+    /// Parses a string starting at its opening quote.
+    fn string(&mut self) -> Result<Span, TapeError> {
+        self.at += 1;
+        let start = self.at;
+        loop {
+            let Some(&byte) = self.bytes.get(self.at) else {
+                return Err(self.error("EOF while parsing a string"));
+            };
+            match byte {
+                b'"' => {
+                    let span = Span {
+                        start: start as u32,
+                        len: (self.at - start) as u32,
+                        unescaped: false,
+                    };
+                    self.at += 1;
+                    return Ok(span);
+                }
+                b'\\' => return self.escaped_string(start),
+                0..=0x1f => {
+                    return Err(self.error("control character (\\u0000-\\u001F) in a string"))
+                }
+                _ => self.at += 1,
+            }
+        }
+    }
+
+    /// The rest of a string that has escapes, from `start` (its first byte), unescaped into
+    /// the tape's buffer.
+    fn escaped_string(&mut self, start: usize) -> Result<Span, TapeError> {
+        let out_start = self.tape.unescaped.len();
+        let mut run = start;
+        loop {
+            let Some(&byte) = self.bytes.get(self.at) else {
+                return Err(self.error("EOF while parsing a string"));
+            };
+            match byte {
+                b'"' => {
+                    self.tape.unescaped.push_str(&self.text[run..self.at]);
+                    self.at += 1;
+                    return Ok(Span {
+                        start: out_start as u32,
+                        len: (self.tape.unescaped.len() - out_start) as u32,
+                        unescaped: true,
+                    });
+                }
+                b'\\' => {
+                    self.tape.unescaped.push_str(&self.text[run..self.at]);
+                    self.at += 1;
+                    self.escape()?;
+                    run = self.at;
+                }
+                0..=0x1f => {
+                    return Err(self.error("control character (\\u0000-\\u001F) in a string"))
+                }
+                _ => self.at += 1,
+            }
+        }
+    }
+
+    /// One escape, after its backslash.
+    fn escape(&mut self) -> Result<(), TapeError> {
+        let Some(&byte) = self.bytes.get(self.at) else {
+            return Err(self.error("EOF while parsing a string"));
+        };
+        self.at += 1;
+        let simple = match byte {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let unit = self.hex4()?;
+                let code = match unit {
+                    0xDC00..=0xDFFF => {
+                        return Err(self.error("lone leading surrogate in hex escape"))
+                    }
+                    0xD800..=0xDBFF => {
+                        if self.bytes.get(self.at..self.at + 2) != Some(b"\\u") {
+                            return Err(self.error("unexpected end of hex escape"));
+                        }
+                        self.at += 2;
+                        let low = self.hex4()?;
+                        if !(0xDC00..=0xDFFF).contains(&low) {
+                            return Err(self.error("lone leading surrogate in hex escape"));
+                        }
+                        0x10000 + ((u32::from(unit) - 0xD800) << 10) + (u32::from(low) - 0xDC00)
+                    }
+                    other => u32::from(other),
+                };
+                match char::from_u32(code) {
+                    Some(c) => c,
+                    None => return Err(self.error("invalid unicode code point")),
+                }
+            }
+            _ => return Err(self.error("invalid escape")),
+        };
+        self.tape.unescaped.push(simple);
+        Ok(())
+    }
+
+    fn hex4(&mut self) -> Result<u16, TapeError> {
+        let Some(digits) = self.bytes.get(self.at..self.at + 4) else {
+            self.at = self.bytes.len();
+            return Err(self.error("EOF while parsing a string"));
+        };
+        let mut unit = 0u16;
+        for &digit in digits {
+            let value = match digit {
+                b'0'..=b'9' => digit - b'0',
+                b'a'..=b'f' => digit - b'a' + 10,
+                b'A'..=b'F' => digit - b'A' + 10,
+                _ => return Err(self.error("invalid escape")),
+            };
+            unit = unit * 16 + u16::from(value);
+        }
+        self.at += 4;
+        Ok(unit)
+    }
+
+    fn digits(&mut self) -> usize {
+        let from = self.at;
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.at += 1;
+        }
+        self.at - from
+    }
+
+    fn number(&mut self) -> Result<(), TapeError> {
+        let from = self.at;
+        let negative = self.peek() == Some(b'-');
+        if negative {
+            self.at += 1;
+        }
+        let int_from = self.at;
+        match self.peek() {
+            Some(b'0') => {
+                self.at += 1;
+                if let Some(b'0'..=b'9') = self.peek() {
+                    return Err(self.error("invalid number"));
+                }
+            }
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return Err(self.error("invalid number")),
+        }
+        let int_to = self.at;
+        let mut fractional = false;
+        if self.peek() == Some(b'.') {
+            self.at += 1;
+            if self.digits() == 0 {
+                return Err(self.error("invalid number"));
+            }
+            fractional = true;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.at += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.at += 1;
+            }
+            if self.digits() == 0 {
+                return Err(self.error("invalid number"));
+            }
+            fractional = true;
+        }
+        let entry = if fractional {
+            None
+        } else {
+            integer(&self.bytes[int_from..int_to], negative)
+        };
+        let entry = match entry {
+            Some(entry) => entry,
+            None => match self.text[from..self.at].parse::<f64>() {
+                Ok(float) if float.is_finite() => Entry::Float(float),
+                _ => return Err(self.error("number out of range")),
+            },
+        };
+        self.tape.entries.push(entry);
+        Ok(())
+    }
+}
+
+/// An integer literal's entry, as serde_json reads it (`None`: it only fits a float).
+fn integer(digits: &[u8], negative: bool) -> Option<Entry> {
+    let mut magnitude: u64 = 0;
+    for &digit in digits {
+        magnitude = magnitude
+            .checked_mul(10)?
+            .checked_add(u64::from(digit - b'0'))?;
+    }
+    if !negative {
+        return Some(Entry::Uint(magnitude));
+    }
+    // serde_json: `-0` is the float -0.0; below i64::MIN is a float.
+    let value = (magnitude as i64).wrapping_neg();
+    if magnitude == 0 || value >= 0 {
+        return None;
+    }
+    Some(Entry::Int(value))
+}
+
+fn span_str<'a>(text: &'a str, unescaped: &'a str, span: Span) -> &'a str {
+    let (start, end) = (span.start as usize, (span.start + span.len) as usize);
+    let source = if span.unescaped { unescaped } else { text };
+    source.get(start..end).unwrap_or_default()
+}
+
+/// One value of a parsed document: a cheap copyable handle. The absent member
+/// ([`Node::member`] of a missing name) behaves as `null` the way indexing a `Value` does.
+#[derive(Clone, Copy)]
+pub struct Node<'t> {
+    tape: &'t Tape,
+    text: &'t str,
+    index: u32,
+}
+
+impl std::fmt::Debug for Node<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.to_value())
+    }
+}
+
+/// Index of the absent node.
+const ABSENT: u32 = u32::MAX;
+
+impl<'t> Node<'t> {
+    fn entry(&self) -> Option<Entry> {
+        self.tape.entries.get(self.index as usize).copied()
+    }
+
+    fn at(&self, index: u32) -> Node<'t> {
+        Node { index, ..*self }
+    }
+
+    fn absent(&self) -> Node<'t> {
+        self.at(ABSENT)
+    }
+
+    fn span_str(&self, span: Span) -> &'t str {
+        span_str(self.text, &self.tape.unescaped, span)
+    }
+
+    /// Index of the entry after this value's last one.
+    fn end(&self) -> u32 {
+        match self.entry() {
+            Some(Entry::Array { end, .. } | Entry::Object { end, .. }) => end,
+            _ => self.index + 1,
+        }
+    }
+
+    /// Whether this is a member that exists (not [`Node::member`] of a missing name).
+    pub fn exists(&self) -> bool {
+        self.index != ABSENT
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self.entry(), None | Some(Entry::Null))
+    }
+
+    pub fn is_object(&self) -> bool {
+        matches!(self.entry(), Some(Entry::Object { .. }))
+    }
+
+    pub fn is_array(&self) -> bool {
+        matches!(self.entry(), Some(Entry::Array { .. }))
+    }
+
+    pub fn is_string(&self) -> bool {
+        matches!(self.entry(), Some(Entry::Str(_)))
+    }
+
+    pub fn as_str(&self) -> Option<&'t str> {
+        match self.entry() {
+            Some(Entry::Str(span)) => Some(self.span_str(span)),
+            _ => None,
+        }
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match self.entry() {
+            Some(Entry::Bool(b)) => Some(b),
+            _ => None,
+        }
+    }
+
+    pub fn as_u64(&self) -> Option<u64> {
+        match self.entry() {
+            Some(Entry::Uint(n)) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// Like `Value::as_i64`: integers that fit.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self.entry() {
+            Some(Entry::Uint(n)) => i64::try_from(n).ok(),
+            Some(Entry::Int(n)) => Some(n),
+            _ => None,
+        }
+    }
+
+    pub fn is_i64(&self) -> bool {
+        self.as_i64().is_some()
+    }
+
+    /// The member `name` of an object (the absent node when there is none, or when this is
+    /// not an object).
+    pub fn member(&self, name: &str) -> Node<'t> {
+        self.members()
+            .find(|(key, _)| *key == name)
+            .map_or_else(|| self.absent(), |(_, value)| value)
+    }
+
+    /// The visible members of an object, in document order (nothing for other values).
+    pub fn members(&self) -> Members<'t> {
+        let (next, end) = match self.entry() {
+            Some(Entry::Object { end, .. }) => (self.index + 1, end),
+            _ => (0, 0),
+        };
+        Members {
+            node: *self,
+            next,
+            end,
+        }
+    }
+
+    /// The elements of an array (nothing for other values).
+    pub fn elements(&self) -> Elements<'t> {
+        let (next, left) = match self.entry() {
+            Some(Entry::Array { len, .. }) => (self.index + 1, len),
+            _ => (0, 0),
+        };
+        Elements {
+            node: *self,
+            next,
+            left,
+        }
+    }
+
+    /// The number of members or elements (0 for other values).
+    pub fn len(&self) -> usize {
+        match self.entry() {
+            Some(Entry::Array { len, .. } | Entry::Object { len, .. }) => len as usize,
+            _ => 0,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The exact text of an array or object (for a typed decoder); `None` for other values,
+    /// and for a container rebuilt from a tape of one string.
+    pub fn raw(&self) -> Option<&'t str> {
+        match self.entry() {
+            Some(Entry::Array { from, to, .. } | Entry::Object { from, to, .. }) => {
+                self.text.get(from as usize..to as usize)
+            }
+            _ => None,
+        }
+    }
+
+    /// The value as a `serde_json::Value` (for the paths that keep one: reports, snapshots,
+    /// violations).
+    pub fn to_value(&self) -> Value {
+        match self.entry() {
+            None | Some(Entry::Null) | Some(Entry::Key { .. }) => Value::Null,
+            Some(Entry::Bool(b)) => Value::Bool(b),
+            Some(Entry::Uint(n)) => Value::from(n),
+            Some(Entry::Int(n)) => Value::from(n),
+            Some(Entry::Float(f)) => Number::from_f64(f).map_or(Value::Null, Value::Number),
+            Some(Entry::Str(span)) => Value::String(self.span_str(span).to_owned()),
+            Some(Entry::Array { .. }) => Value::Array(self.elements().map(|e| e.to_value()).collect()),
+            Some(Entry::Object { .. }) => {
+                let mut map = Map::with_capacity(self.len());
+                for (key, value) in self.members() {
+                    map.insert(key.to_owned(), value.to_value());
+                }
+                Value::Object(map)
+            }
+        }
+    }
+
+    /// JSON equality with `value`, numbers compared by value (`1` equals `1.0`).
+    pub fn equals(&self, value: &Value) -> bool {
+        match (self.entry(), value) {
+            (None | Some(Entry::Null), Value::Null) => true,
+            (Some(Entry::Bool(a)), Value::Bool(b)) => a == *b,
+            (Some(Entry::Str(span)), Value::String(s)) => self.span_str(span) == s,
+            (Some(Entry::Uint(_) | Entry::Int(_) | Entry::Float(_)), Value::Number(n)) => {
+                self.number().is_some_and(|m| m.as_f64() == n.as_f64())
+            }
+            (Some(Entry::Array { .. }), Value::Array(items)) => {
+                self.len() == items.len() && self.elements().zip(items).all(|(a, b)| a.equals(b))
+            }
+            (Some(Entry::Object { .. }), Value::Object(map)) => {
+                self.len() == map.len()
+                    && self
+                        .members()
+                        .all(|(key, a)| map.get(key).is_some_and(|b| a.equals(b)))
+            }
+            _ => false,
+        }
+    }
+
+    fn number(&self) -> Option<TapeNumber> {
+        match self.entry() {
+            Some(Entry::Uint(n)) => Some(TapeNumber::Uint(n)),
+            Some(Entry::Int(n)) => Some(TapeNumber::Int(n)),
+            Some(Entry::Float(f)) => Some(TapeNumber::Float(f)),
+            _ => None,
+        }
+    }
+
+    /// Every string in the value, in document order, with the entry it is (for a pointer
+    /// built only when one is reported: [`Node::pointer_to`]). Member names are not included.
+    pub fn strings(&self) -> impl Iterator<Item = (u32, &'t str)> + 't {
+        let node = *self;
+        (self.index..self.end()).filter_map(move |index| match node.tape.entries[index as usize] {
+            Entry::Str(span) => Some((index, node.span_str(span))),
+            _ => None,
+        })
+    }
+
+    /// Every member named `name` anywhere in the value (hidden repeats included), with its
+    /// value: one pass over the entries, no recursion.
+    pub fn members_named(&self, name: &'t str) -> impl Iterator<Item = Node<'t>> + 't {
+        let node = *self;
+        (self.index..self.end()).filter_map(move |index| match node.tape.entries[index as usize] {
+            Entry::Key { name: span, .. } if node.span_str(span) == name => {
+                Some(node.at(index + 1))
+            }
+            _ => None,
+        })
+    }
+
+    /// The JSON pointer from this value to the value at entry `target` (inside it).
+    pub fn pointer_to(&self, target: u32) -> String {
+        let mut pointer = String::new();
+        let mut current = *self;
+        while current.index != target {
+            let inside = |n: &Node<'_>| n.index <= target && target < n.end();
+            if current.is_object() {
+                let Some((key, value)) = current.members().find(|(_, v)| inside(v)) else {
+                    break;
+                };
+                pointer.push('/');
+                pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                current = value;
+            } else if current.is_array() {
+                let Some((i, element)) = current.elements().enumerate().find(|(_, e)| inside(e))
+                else {
+                    break;
+                };
+                pointer.push_str(&format!("/{i}"));
+                current = element;
+            } else {
+                break;
+            }
+        }
+        pointer
+    }
+
+    /// The tape index of this value (what [`Node::strings`] reports).
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+}
+
+/// Members of an object: (name, value).
+#[derive(Clone)]
+pub struct Members<'t> {
+    node: Node<'t>,
+    next: u32,
+    end: u32,
+}
+
+impl<'t> Iterator for Members<'t> {
+    type Item = (&'t str, Node<'t>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.next < self.end {
+            let key = self.next;
+            self.next = self.node.at(key + 1).end();
+            if let Some(Entry::Key {
+                name,
+                hidden: false,
+                value,
+            }) = self.node.at(key).entry()
+            {
+                return Some((self.node.span_str(name), self.node.at(value)));
+            }
+        }
+        None
+    }
+}
+
+/// Elements of an array.
+#[derive(Clone)]
+pub struct Elements<'t> {
+    node: Node<'t>,
+    next: u32,
+    left: u32,
+}
+
+impl<'t> Iterator for Elements<'t> {
+    type Item = Node<'t>;
+
+    fn next(&mut self) -> Option<Node<'t>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let element = self.node.at(self.next);
+        self.next = element.end();
+        Some(element)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left as usize, Some(self.left as usize))
+    }
+}
+
+/// A number of a tape.
+#[derive(Debug, Clone, Copy)]
+pub enum TapeNumber {
+    Uint(u64),
+    Int(i64),
+    Float(f64),
+}
+
+impl TapeNumber {
+    fn to_serde(self) -> Number {
+        match self {
+            TapeNumber::Uint(n) => Number::from(n),
+            TapeNumber::Int(n) => Number::from(n),
+            TapeNumber::Float(f) => Number::from_f64(f).unwrap_or_else(|| Number::from(0)),
+        }
+    }
+}
+
+impl JsonNumber for TapeNumber {
+    fn as_u64(&self) -> Option<u64> {
+        match *self {
+            TapeNumber::Uint(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    fn as_i64(&self) -> Option<i64> {
+        match *self {
+            TapeNumber::Uint(n) => i64::try_from(n).ok(),
+            TapeNumber::Int(n) => Some(n),
+            TapeNumber::Float(_) => None,
+        }
+    }
+
+    fn as_f64(&self) -> Option<f64> {
+        Some(match *self {
+            TapeNumber::Uint(n) => n as f64,
+            TapeNumber::Int(n) => n as f64,
+            TapeNumber::Float(f) => f,
+        })
+    }
+
+    fn as_str(&self) -> Cow<'_, str> {
+        Cow::Owned(self.to_serde().to_string())
+    }
+
+    fn to_number(&self) -> Cow<'_, Number> {
+        Cow::Owned(self.to_serde())
+    }
+
+    fn is_integer(&self) -> bool {
+        match *self {
+            TapeNumber::Uint(_) | TapeNumber::Int(_) => true,
+            TapeNumber::Float(f) => f.fract() == 0.0,
+        }
+    }
+
+    fn is_written_as_integer(&self) -> bool {
+        !matches!(self, TapeNumber::Float(_))
+    }
+}
+
+/// The `jsonschema` representation of tape nodes.
+pub struct TapeJson;
+
+impl Json for TapeJson {
+    type Node<'a> = Node<'a>;
+    type PreparedKey = Box<str>;
+    type StringBuffer = Tape;
+
+    // A lookup is a scan of the members (no hashing), so a members pass pays off early.
+    const KEYS_PER_LOOKUP: usize = 4;
+
+    fn prepare_key(key: &str) -> Box<str> {
+        key.into()
+    }
+
+    fn with_string_node<T>(buffer: &mut Tape, string: &str, f: impl FnOnce(Node<'_>) -> T) -> T {
+        buffer.single_string(string.len());
+        f(Node {
+            tape: buffer,
+            text: string,
+            index: 0,
+        })
+    }
+}
+
+impl<'a> JsonNode<'a, TapeJson> for Node<'a> {
+    type Object = Node<'a>;
+    type Array = Node<'a>;
+    type Number = TapeNumber;
+
+    fn as_object(&self) -> Option<Node<'a>> {
+        self.is_object().then_some(*self)
+    }
+
+    fn as_array(&self) -> Option<Node<'a>> {
+        self.is_array().then_some(*self)
+    }
+
+    fn as_string(&self) -> Option<Cow<'a, str>> {
+        Node::as_str(self).map(Cow::Borrowed)
+    }
+
+    fn as_number(&self) -> Option<TapeNumber> {
+        self.number()
+    }
+
+    fn as_boolean(&self) -> Option<bool> {
+        self.as_bool()
+    }
+
+    fn is_null(&self) -> bool {
+        Node::is_null(self)
+    }
+
+    fn json_type(&self) -> JsonType {
+        match self.entry() {
+            None | Some(Entry::Null) | Some(Entry::Key { .. }) => JsonType::Null,
+            Some(Entry::Bool(_)) => JsonType::Boolean,
+            Some(Entry::Uint(_) | Entry::Int(_) | Entry::Float(_)) => JsonType::Number,
+            Some(Entry::Str(_)) => JsonType::String,
+            Some(Entry::Array { .. }) => JsonType::Array,
+            Some(Entry::Object { .. }) => JsonType::Object,
+        }
+    }
+
+    fn equals_value(&self, expected: &Value) -> bool {
+        match self.entry() {
+            // `const` / `enum` on strings: no `Value` built.
+            Some(Entry::Str(span)) => expected.as_str() == Some(self.span_str(span)),
+            _ => jsonschema::json::cmp::equal(&self.to_value(), expected),
+        }
+    }
+
+    fn to_value(&self) -> Cow<'a, Value> {
+        Cow::Owned(Node::to_value(self))
+    }
+
+    fn identity(&self) -> Option<NodeIdentity> {
+        Some(NodeIdentity::tagged(
+            std::ptr::from_ref::<Tape>(self.tape) as usize,
+            self.index,
+        ))
+    }
+}
+
+impl<'a> Object<'a, TapeJson> for Node<'a> {
+    type Node = Node<'a>;
+    type MemberName = &'a str;
+    type MembersIter = Members<'a>;
+
+    fn len(&self) -> usize {
+        Node::len(self)
+    }
+
+    fn get(&self, key: &Box<str>) -> Option<Node<'a>> {
+        Some(self.member(key)).filter(Node::exists)
+    }
+
+    fn members(&self) -> Members<'a> {
+        Node::members(self)
+    }
+}
+
+impl<'a> Array<'a, TapeJson> for Node<'a> {
+    type Node = Node<'a>;
+    type ElementsIter = Elements<'a>;
+
+    fn len(&self) -> usize {
+        Node::len(self)
+    }
+
+    fn elements(&self) -> Elements<'a> {
+        Node::elements(self)
+    }
+}
