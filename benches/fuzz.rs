@@ -13,6 +13,7 @@ use ahpspec::checks::mirror::Mirror;
 use ahpspec::engine::profile::Profile;
 use ahpspec::fuzz::{execute, fuzz, ExecConfig, FuzzOptions, Op, Target};
 use ahpspec::schema::SchemaSet;
+use ahpspec::tape::Tape;
 
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
@@ -162,24 +163,28 @@ fn main() {
     let started = Instant::now();
     let mut rounds = 0usize;
     let mut violations = 0usize;
+    let mut tape = Tape::default();
     while started.elapsed() < Duration::from_secs(3) {
         for (_, frames) in &by_conn {
             let mut checker = FrameChecker::default();
             let mut mirror = Mirror::default();
             for (sent, text) in frames {
                 if *sent {
-                    if let Ok(message) = serde_json::from_str::<serde_json::Value>(text) {
-                        checker.on_sent(&message);
+                    if let Ok(message) = tape.parse(text) {
+                        checker.on_sent(message);
                     }
                     continue;
                 }
-                let (message, _, found) = checker.on_text(text, &schemas);
+                let (message, _, found) = checker.on_text(&mut tape, text, &schemas);
                 violations += found.len();
                 if let Some(message) = message {
-                    if message["method"] == "action" {
-                        violations += mirror.apply(&message["params"]).len();
-                    } else if let Some(snapshot) = message.pointer("/result/snapshot") {
-                        mirror.load_snapshot(snapshot);
+                    if message.member("method").as_str() == Some("action") {
+                        violations += mirror.apply(message.member("params")).len();
+                    } else {
+                        let snapshot = message.member("result").member("snapshot");
+                        if snapshot.is_object() {
+                            mirror.load_snapshot(snapshot);
+                        }
                     }
                 }
             }

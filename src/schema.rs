@@ -9,8 +9,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
+use jsonschema::json::Json;
 use jsonschema::{Draft, Registry, Validator};
 use serde_json::{json, Value};
+
+use crate::tape::{Node, TapeJson};
 
 /// The generated AHP 1.0.0 schema files, embedded at compile time (file name, text).
 pub const EMBEDDED_FILES: &[(&str, &str)] = &[
@@ -116,6 +119,9 @@ pub struct SchemaSet {
     /// def name → URI of the document that defines it (first document in file-name order).
     defs: BTreeMap<String, String>,
     cache: RwLock<HashMap<String, Arc<Validator>>>,
+    /// The same defs compiled for tape instances (the always-on checks validate frames in
+    /// place, without a `Value`).
+    tape_cache: RwLock<HashMap<String, Arc<Validator<TapeJson>>>>,
 }
 
 impl std::fmt::Debug for SchemaSet {
@@ -221,6 +227,7 @@ impl SchemaSet {
             registry,
             defs,
             cache: RwLock::new(HashMap::new()),
+            tape_cache: RwLock::new(HashMap::new()),
         })
     }
 
@@ -236,7 +243,16 @@ impl SchemaSet {
 
     /// The compiled validator for `def` (compiled on first use, then cached).
     pub fn validator(&self, def: &str) -> Result<Arc<Validator>, SchemaError> {
-        if let Ok(cache) = self.cache.read() {
+        self.cached(&self.cache, def)
+    }
+
+    /// `def`'s validator for instances of representation `F`, from `cache` or compiled into it.
+    fn cached<F: Json>(
+        &self,
+        cache: &RwLock<HashMap<String, Arc<Validator<F>>>>,
+        def: &str,
+    ) -> Result<Arc<Validator<F>>, SchemaError> {
+        if let Ok(cache) = cache.read() {
             if let Some(v) = cache.get(def) {
                 return Ok(Arc::clone(v));
             }
@@ -250,7 +266,7 @@ impl SchemaSet {
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "$ref": format!("{doc}#/$defs/{pointer}"),
         });
-        let validator = jsonschema::options()
+        let validator = jsonschema::options_for::<F>()
             .with_draft(Draft::Draft202012)
             .with_registry(&self.registry)
             .build(&wrapper)
@@ -259,12 +275,23 @@ impl SchemaSet {
                 message: e.to_string(),
             })?;
         let validator = Arc::new(validator);
-        if let Ok(mut cache) = self.cache.write() {
+        if let Ok(mut cache) = cache.write() {
             cache
                 .entry(def.to_string())
                 .or_insert_with(|| Arc::clone(&validator));
         }
         Ok(validator)
+    }
+
+    /// Like [`SchemaSet::validate`], for a value of a parsed tape.
+    pub fn validate_node(&self, def: &str, instance: Node<'_>) -> Result<(), Vec<SchemaViolation>> {
+        let outcome = match self.tape_cache.read().ok().and_then(|c| c.get(def).cloned()) {
+            Some(validator) => Ok(check(&validator, instance)),
+            None => self
+                .cached(&self.tape_cache, def)
+                .map(|validator| check(&validator, instance)),
+        };
+        outcome.unwrap_or_else(|e| Err(vec![unusable(def, &e)]))
     }
 
     /// Validates `instance` against `def`; the outer error reports an unknown def or a schema
@@ -290,11 +317,7 @@ impl SchemaSet {
     pub fn validate(&self, def: &str, instance: &Value) -> Result<(), Vec<SchemaViolation>> {
         match self.try_validate(def, instance) {
             Ok(result) => result,
-            Err(e) => Err(vec![SchemaViolation {
-                instance_path: String::new(),
-                schema_path: format!("#/$defs/{def}"),
-                message: e.to_string(),
-            }]),
+            Err(e) => Err(vec![unusable(def, &e)]),
         }
     }
 
@@ -306,10 +329,22 @@ impl SchemaSet {
     }
 }
 
+/// An unknown def or one that does not compile, as a single violation at the instance root.
+fn unusable(def: &str, error: &SchemaError) -> SchemaViolation {
+    SchemaViolation {
+        instance_path: String::new(),
+        schema_path: format!("#/$defs/{def}"),
+        message: error.to_string(),
+    }
+}
+
 /// The violations of `instance` against a compiled def.
-fn check(validator: &Validator, instance: &Value) -> Result<(), Vec<SchemaViolation>> {
+fn check<'i, F: Json>(
+    validator: &'i Validator<F>,
+    instance: F::Node<'i>,
+) -> Result<(), Vec<SchemaViolation>> {
     // Fast path: valid frames (the common case) skip error collection.
-    if validator.is_valid(instance) {
+    if validator.is_valid(instance.clone()) {
         return Ok(());
     }
     let violations: Vec<SchemaViolation> = validator

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{lookup, member, Violation, NULL};
+use super::Violation;
 use crate::schema::SchemaSet;
+use crate::tape::{Node, Tape};
 
 /// Which schema definition validates what, from the schema index.
 #[derive(Debug, Clone, Default)]
@@ -191,30 +192,29 @@ pub struct FrameChecker {
     tally: Tally,
 }
 
-/// The members of an action envelope the checks read, each looked up once: member lookups
-/// hash the key (serde_json's maps are `IndexMap`s), and every envelope is checked.
+/// The members of an action envelope the checks read, each looked up once.
 struct Envelope<'a> {
-    params: &'a Value,
-    channel: &'a Value,
-    action: &'a Value,
-    /// `action.type` (`Null` when absent or when `action` is not an object).
-    kind: &'a Value,
-    server_seq: &'a Value,
-    origin: &'a Value,
-    rejection_reason: &'a Value,
+    params: Node<'a>,
+    channel: Node<'a>,
+    action: Node<'a>,
+    /// `action.type` (absent when missing or when `action` is not an object).
+    kind: Node<'a>,
+    server_seq: Node<'a>,
+    origin: Node<'a>,
+    rejection_reason: Node<'a>,
 }
 
 impl<'a> Envelope<'a> {
-    fn of(params: &'a Value) -> Envelope<'a> {
-        let action = member(params, "action");
+    fn of(params: Node<'a>) -> Envelope<'a> {
+        let action = params.member("action");
         Envelope {
             params,
-            channel: member(params, "channel"),
+            channel: params.member("channel"),
             action,
-            kind: member(action, "type"),
-            server_seq: member(params, "serverSeq"),
-            origin: member(params, "origin"),
-            rejection_reason: member(params, "rejectionReason"),
+            kind: action.member("type"),
+            server_seq: params.member("serverSeq"),
+            origin: params.member("origin"),
+            rejection_reason: params.member("rejectionReason"),
         }
     }
 
@@ -233,16 +233,16 @@ impl FrameChecker {
     }
 
     /// Records a frame the harness sent (requests are remembered for correlation).
-    pub fn on_sent(&mut self, message: &Value) {
-        if let Some(id) = message
-            .get("id")
-            .filter(|_| message.get("result").is_none() && message.get("error").is_none())
-        {
-            let method = message["method"].as_str().unwrap_or("(no method)");
-            self.pending.insert(id.to_string(), method.to_owned());
+    pub fn on_sent(&mut self, message: Node<'_>) {
+        let method = message.member("method");
+        let id = message.member("id");
+        let answer = message.member("result").exists() || message.member("error").exists();
+        if id.exists() && !answer {
+            let method = method.as_str().unwrap_or("(no method)");
+            self.pending.insert(id.to_value().to_string(), method.to_owned());
         }
-        if message["method"] == "unsubscribe" {
-            if let Some(channel) = message["params"]["channel"].as_str() {
+        if method.as_str() == Some("unsubscribe") {
+            if let Some(channel) = message.member("params").member("channel").as_str() {
                 self.from_seq.remove(channel);
             }
         }
@@ -258,69 +258,79 @@ impl FrameChecker {
         )]
     }
 
-    /// Checks one text frame from the host; returns its JSON (when it is JSON) and any
-    /// violations. `method` of the answered request is returned alongside for responses.
-    pub fn on_text(
+    /// Checks one text frame from the host, parsed into `tape`; returns the parsed message
+    /// (when it is JSON) and any violations. `method` of the answered request is returned
+    /// alongside for responses.
+    pub fn on_text<'t>(
         &mut self,
-        text: &str,
+        tape: &'t mut Tape,
+        text: &'t str,
         schemas: &Schemas,
-    ) -> (Option<Value>, Option<String>, Vec<Violation>) {
+    ) -> (Option<Node<'t>>, Option<String>, Vec<Violation>) {
         let mut found = Vec::new();
         self.tally.bump(Rule::Transport001);
-        let message: Value = match serde_json::from_str(text) {
+        let message = match tape.parse(text) {
             Ok(message) => message,
             Err(error) => {
+                // serde_json's wording, as reports have always shown it.
+                let reason = serde_json::from_str::<serde::de::IgnoredAny>(text)
+                    .err()
+                    .map_or_else(|| error.to_string(), |e| e.to_string());
                 found.push(Violation::new(
                     "TRANSPORT-001",
                     "one JSON object per text frame",
-                    format!("not JSON ({error}): {}", clip(text)),
+                    format!("not JSON ({reason}): {}", clip(text)),
                 ));
                 return (None, None, found);
             }
         };
-        let Some(object) = message.as_object() else {
+        if !message.is_object() {
             found.push(Violation::new(
                 "TRANSPORT-001",
                 "one JSON object per text frame",
-                format!("a JSON {}", kind_of(&message)),
+                format!("a JSON {}", kind_of(&message.to_value())),
             ));
             return (Some(message), None, found);
-        };
+        }
         self.tally.bump(Rule::Transport002);
-        let jsonrpc = lookup(object, "jsonrpc");
-        if jsonrpc.and_then(Value::as_str) != Some("2.0") {
+        let jsonrpc = message.member("jsonrpc");
+        if jsonrpc.as_str() != Some("2.0") {
             found.push(Violation::new(
                 "TRANSPORT-002",
                 "\"jsonrpc\": \"2.0\"",
                 format!(
                     "jsonrpc = {}",
-                    jsonrpc.map_or("absent".into(), Value::to_string)
+                    if jsonrpc.exists() {
+                        jsonrpc.to_value().to_string()
+                    } else {
+                        "absent".into()
+                    }
                 ),
             ));
         }
-        scan_strings_and_status(&message, &mut found, &mut self.tally);
+        scan_strings_and_status(message, &mut found, &mut self.tally);
         let mut answered_method = None;
-        if let Some(method) = lookup(object, "method").and_then(Value::as_str) {
-            if lookup(object, "id").is_none() {
-                let params = lookup(object, "params").unwrap_or(&NULL);
+        if let Some(method) = message.member("method").as_str() {
+            if !message.member("id").exists() {
+                let params = message.member("params");
                 self.check_notification(method, params, schemas, &mut found);
             }
         } else {
-            answered_method = self.check_response(object, schemas, &mut found);
+            answered_method = self.check_response(message, schemas, &mut found);
         }
         (Some(message), answered_method, found)
     }
 
     fn check_response(
         &mut self,
-        message: &serde_json::Map<String, Value>,
+        message: Node<'_>,
         schemas: &Schemas,
         found: &mut Vec<Violation>,
     ) -> Option<String> {
-        let key = lookup(message, "id").unwrap_or(&NULL).to_string();
-        let result = lookup(message, "result");
-        let error = lookup(message, "error");
-        let (has_result, has_error) = (result.is_some(), error.is_some());
+        let key = message.member("id").to_value().to_string();
+        let result = message.member("result");
+        let error = message.member("error");
+        let (has_result, has_error) = (result.exists(), error.exists());
         self.tally.bump(Rule::Transport005);
         if has_result == has_error {
             found.push(Violation::new(
@@ -332,14 +342,14 @@ impl FrameChecker {
                     present(has_error)
                 ),
             ));
-        } else if let Some(error) = error {
-            if !error["code"].is_i64() || !error["message"].is_string() {
-                found.push(Violation::new(
-                    "TRANSPORT-005",
-                    "error with an integer code and a string message",
-                    clip(&error.to_string()),
-                ));
-            }
+        } else if has_error
+            && (!error.member("code").is_i64() || !error.member("message").is_string())
+        {
+            found.push(Violation::new(
+                "TRANSPORT-005",
+                "error with an integer code and a string message",
+                clip(&error.to_value().to_string()),
+            ));
         }
         self.tally.bump(Rule::Transport003);
         self.tally.bump(Rule::Transport004);
@@ -362,7 +372,7 @@ impl FrameChecker {
             return None;
         };
         self.answered.insert(key);
-        if let (Some(result), false) = (result, has_error) {
+        if has_result && !has_error {
             self.record_snapshots(result);
             if let Some(def) = schemas.map.results.get(&method) {
                 validate(
@@ -379,26 +389,21 @@ impl FrameChecker {
     }
 
     /// Remembers `fromSeq` of every snapshot in a result.
-    fn record_snapshots(&mut self, result: &Value) {
-        let mut remember = |snapshot: &Value| {
-            if let (Some(resource), Some(from)) =
-                (snapshot["resource"].as_str(), snapshot["fromSeq"].as_u64())
-            {
+    fn record_snapshots(&mut self, result: Node<'_>) {
+        for snapshot in snapshots_in(result) {
+            if let (Some(resource), Some(from)) = (
+                snapshot.member("resource").as_str(),
+                snapshot.member("fromSeq").as_u64(),
+            ) {
                 self.from_seq.insert(resource.to_owned(), from);
             }
-        };
-        if result["snapshot"].is_object() {
-            remember(&result["snapshot"]);
-        }
-        for snapshot in result["snapshots"].as_array().into_iter().flatten() {
-            remember(snapshot);
         }
     }
 
     fn check_notification(
         &mut self,
         method: &str,
-        params: &Value,
+        params: Node<'_>,
         schemas: &Schemas,
         found: &mut Vec<Violation>,
     ) {
@@ -479,11 +484,11 @@ impl FrameChecker {
             let mut violation = Violation::new(
                 "ENV-005",
                 format!("host-originated {action_type} without origin"),
-                format!("origin {}", envelope.origin),
+                format!("origin {}", envelope.origin.to_value()),
             );
             if let (Some(client), Some(seq)) = (
-                envelope.origin["clientId"].as_str(),
-                envelope.origin["clientSeq"].as_i64(),
+                envelope.origin.member("clientId").as_str(),
+                envelope.origin.member("clientSeq").as_i64(),
             ) {
                 violation.origin = Some((client.to_owned(), seq));
             }
@@ -537,12 +542,18 @@ impl FrameChecker {
     }
 }
 
+/// Every snapshot a result carries (`snapshot`, `snapshots[]`).
+pub fn snapshots_in(result: Node<'_>) -> impl Iterator<Item = Node<'_>> {
+    let single = Some(result.member("snapshot")).filter(Node::is_object);
+    single.into_iter().chain(result.member("snapshots").elements())
+}
+
 /// Validates `instance` against `def`; `what` names it in a violation (formatted only
 /// then: this runs on every envelope).
 fn validate(
     schemas: &Schemas,
     def: &str,
-    instance: &Value,
+    instance: Node<'_>,
     what: std::fmt::Arguments<'_>,
     found: &mut Vec<Violation>,
     tally: &mut Tally,
@@ -551,7 +562,7 @@ fn validate(
     if !schemas.set.has_def(def) {
         return;
     }
-    if let Err(errors) = schemas.set.validate(def, instance) {
+    if let Err(errors) = schemas.set.validate_node(def, instance) {
         let listed: Vec<String> = errors
             .iter()
             .take(3)
@@ -582,7 +593,7 @@ fn envelope_shape(envelope: &Envelope<'_>) -> Option<String> {
     }
     let origin = envelope.origin;
     let origin_ok = origin.is_null()
-        || (member(origin, "clientId").is_string() && member(origin, "clientSeq").is_i64());
+        || (origin.member("clientId").is_string() && origin.member("clientSeq").is_i64());
     if !origin_ok {
         return Some("/origin: {clientId: string, clientSeq: integer} or absent".into());
     }
@@ -620,93 +631,33 @@ fn expected_scheme(action_type: &str) -> Option<&'static str> {
 const LEGACY_PREFIXES: &[&str] = &["agenthost:", "copilot:"];
 
 /// SUB-012 (no legacy URIs anywhere in a host message) and STATUS-001 (every integer
-/// `status` member holds exactly one activity value), in one walk over the message: both
-/// look at every member of every frame.
-fn scan_strings_and_status(message: &Value, found: &mut Vec<Violation>, tally: &mut Tally) {
-    /// Path segments borrowed from the document; a pointer string is built only for a
-    /// violation.
-    enum Segment<'a> {
-        Key(&'a str),
-        Index(usize),
-    }
-    struct Walk<'a, 'f> {
-        path: Vec<Segment<'a>>,
-        statuses: usize,
-        /// The first string (in document order) with a legacy URI prefix.
-        legacy: Option<&'a str>,
-        found: &'f mut Vec<Violation>,
-    }
-    impl<'a> Walk<'a, '_> {
-        fn visit(&mut self, value: &'a Value) {
-            match value {
-                Value::String(text)
-                    if self.legacy.is_none()
-                        && LEGACY_PREFIXES.iter().any(|p| text.starts_with(p)) =>
-                {
-                    self.legacy = Some(text);
-                }
-                Value::Object(map) => {
-                    for (key, member) in map {
-                        if key == "status" {
-                            if let Some(status) = member.as_u64() {
-                                self.check_status(status);
-                            }
-                        }
-                        self.path.push(Segment::Key(key));
-                        self.visit(member);
-                        self.path.pop();
-                    }
-                }
-                Value::Array(items) => {
-                    for (index, item) in items.iter().enumerate() {
-                        self.path.push(Segment::Index(index));
-                        self.visit(item);
-                        self.path.pop();
-                    }
-                }
-                _ => {}
-            }
-        }
-
-        fn check_status(&mut self, status: u64) {
-            self.statuses += 1;
-            if ![1, 2, 8, 24].contains(&(status & 31)) {
-                let mut pointer = String::new();
-                for segment in &self.path {
-                    match segment {
-                        Segment::Key(k) => pointer.push_str(&format!("/{k}")),
-                        Segment::Index(i) => pointer.push_str(&format!("/{i}")),
-                    }
-                }
-                self.found.push(Violation::new(
-                    "STATUS-001",
-                    "status & 31 ∈ {1, 2, 8, 24}",
-                    format!("{pointer}/status = {status}"),
-                ));
-            }
-        }
-    }
-    // The SUB-012 violation goes before the walk's STATUS-001 ones, where the two separate
-    // scans used to put it.
-    let first_status = found.len();
-    let mut walk = Walk {
-        path: Vec::new(),
-        statuses: 0,
-        legacy: None,
-        found: &mut *found,
-    };
-    walk.visit(message);
-    let (statuses, legacy) = (walk.statuses, walk.legacy);
+/// `status` member holds exactly one activity value): both look at every member of every
+/// frame, which on a tape is a pass over its entries; a path is built only for a violation.
+fn scan_strings_and_status(message: Node<'_>, found: &mut Vec<Violation>, tally: &mut Tally) {
     tally.bump(Rule::Sub012);
-    if let Some(uri) = legacy {
-        found.insert(
-            first_status,
-            Violation::new(
-                "SUB-012",
-                "1.0.0 channel URIs (ahp-…)",
-                format!("legacy URI {uri}"),
-            ),
-        );
+    let legacy = message
+        .strings()
+        .find(|(_, text)| LEGACY_PREFIXES.iter().any(|p| text.starts_with(p)));
+    if let Some((_, uri)) = legacy {
+        found.push(Violation::new(
+            "SUB-012",
+            "1.0.0 channel URIs (ahp-…)",
+            format!("legacy URI {uri}"),
+        ));
+    }
+    let mut statuses = 0;
+    for status in message.members_named("status") {
+        let Some(value) = status.as_u64() else {
+            continue;
+        };
+        statuses += 1;
+        if ![1, 2, 8, 24].contains(&(value & 31)) {
+            found.push(Violation::new(
+                "STATUS-001",
+                "status & 31 ∈ {1, 2, 8, 24}",
+                format!("{} = {value}", message.pointer_to(status.index())),
+            ));
+        }
     }
     tally.add(Rule::Status001, statuses);
 }
@@ -754,7 +705,7 @@ mod tests {
 
     fn rules(checker: &mut FrameChecker, text: &str) -> Vec<&'static str> {
         checker
-            .on_text(text, &schemas())
+            .on_text(&mut Tape::default(), text, &schemas())
             .2
             .iter()
             .map(|v| v.rule)

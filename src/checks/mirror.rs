@@ -7,12 +7,13 @@ use std::collections::HashMap;
 use ahp::reducers::{apply_action_to_chat, apply_action_to_root, apply_action_to_session};
 use ahp_types::actions::StateAction;
 use ahp_types::state::{ChatState, ResponsePart, RootState, SessionState};
-use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::action_decode::decode_action;
 use super::compare::Kind;
-use super::{member, Violation};
+use super::Violation;
+use crate::tape::Node;
 
 #[derive(Debug, Clone)]
 enum State {
@@ -21,12 +22,22 @@ enum State {
     Chat(Box<ChatState>),
 }
 
+/// A state decoded from its text; through its `Value` when the text repeats a member
+/// (which the derived decoders refuse and a `Value` resolves, last one wins).
+fn decode<T: DeserializeOwned>(state: Node<'_>) -> Option<Box<T>> {
+    state
+        .raw()
+        .and_then(|text| serde_json::from_str(text).ok())
+        .or_else(|| serde_json::from_value(state.to_value()).ok())
+        .map(Box::new)
+}
+
 impl State {
-    fn decode(kind: Kind, state: &Value) -> Option<State> {
+    fn decode(kind: Kind, state: Node<'_>) -> Option<State> {
         Some(match kind {
-            Kind::Root => State::Root(Box::new(RootState::deserialize(state).ok()?)),
-            Kind::Session => State::Session(Box::new(SessionState::deserialize(state).ok()?)),
-            Kind::Chat => State::Chat(Box::new(ChatState::deserialize(state).ok()?)),
+            Kind::Root => State::Root(decode(state)?),
+            Kind::Session => State::Session(decode(state)?),
+            Kind::Chat => State::Chat(decode(state)?),
         })
     }
 
@@ -73,20 +84,20 @@ pub struct Mirror {
 
 impl Mirror {
     /// Starts (or restarts) the mirror of a channel from a snapshot.
-    pub fn load_snapshot(&mut self, snapshot: &Value) {
-        let Some(resource) = snapshot["resource"].as_str() else {
+    pub fn load_snapshot(&mut self, snapshot: Node<'_>) {
+        let Some(resource) = snapshot.member("resource").as_str() else {
             return;
         };
         let Some(kind) = Kind::of(resource) else {
             return;
         };
-        match State::decode(kind, &snapshot["state"]) {
+        match State::decode(kind, snapshot.member("state")) {
             Some(state) => {
                 self.lost.remove(resource);
                 self.channels.insert(resource.to_owned(), state);
                 self.seqs.insert(
                     resource.to_owned(),
-                    snapshot["fromSeq"].as_u64().unwrap_or(0),
+                    snapshot.member("fromSeq").as_u64().unwrap_or(0),
                 );
             }
             None => {
@@ -127,21 +138,20 @@ impl Mirror {
     }
 
     /// Applies one envelope (rejected ones change nothing) after the stream checks.
-    pub fn apply(&mut self, envelope: &Value) -> Vec<Violation> {
+    pub fn apply(&mut self, envelope: Node<'_>) -> Vec<Violation> {
         let mut found = Vec::new();
-        // Each member is looked up once, by `member` (no key hashing): this runs per envelope.
-        if !member(envelope, "rejectionReason").is_null() {
+        if !envelope.member("rejectionReason").is_null() {
             return found;
         }
-        let Some(channel) = member(envelope, "channel").as_str() else {
+        let Some(channel) = envelope.member("channel").as_str() else {
             return found;
         };
         let Some(state) = self.channels.get_mut(channel) else {
             return found;
         };
-        let action = member(envelope, "action");
+        let action = envelope.member("action");
         if let State::Chat(chat) = state {
-            let kind = member(action, "type").as_str().unwrap_or_default();
+            let kind = action.member("type").as_str().unwrap_or_default();
             stream_checks(
                 chat,
                 kind,
@@ -150,8 +160,11 @@ impl Mirror {
                 &mut self.deltas_checked,
                 &mut self.parts_checked,
             );
-            let host_action = member(envelope, "origin").is_null();
-            if host_action && kind == "chat/pendingMessageRemoved" && action["kind"] == "queued" {
+            let host_action = envelope.member("origin").is_null();
+            if host_action
+                && kind == "chat/pendingMessageRemoved"
+                && action.member("kind").as_str() == Some("queued")
+            {
                 // The host consumes the queue first in, first out.
                 self.queue_consumptions += 1;
                 let first = chat
@@ -159,32 +172,33 @@ impl Mirror {
                     .as_ref()
                     .and_then(|queue| queue.first())
                     .map(|m| m.id.as_str());
-                if let Some(first) = first.filter(|first| action["id"] != *first) {
+                let removed = action.member("id");
+                if let Some(first) = first.filter(|first| removed.as_str() != Some(first)) {
                     found.push(Violation::new(
                         "PENDING-003",
                         format!("the host consumes the first queued message ({first:?})"),
-                        format!("it removed {}", action["id"]),
+                        format!("it removed {}", removed.to_value()),
                     ));
                 }
             }
             if host_action && STREAMING.contains(&kind) {
                 self.turn_ids_checked += 1;
                 let active = chat.active_turn.as_ref().map(|turn| turn.id.as_str());
-                let turn_id = member(action, "turnId");
+                let turn_id = action.member("turnId");
                 if active != turn_id.as_str() {
                     found.push(Violation::new(
                         "TURN-004",
                         format!(
                             "{} for the active turn {}",
-                            action["type"],
+                            action.member("type").to_value(),
                             active.map_or("(none)".into(), |id| format!("{id:?}"))
                         ),
-                        format!("turnId {turn_id}"),
+                        format!("turnId {}", turn_id.to_value()),
                     ));
                 }
             }
         }
-        if let Some(seq) = member(envelope, "serverSeq").as_u64() {
+        if let Some(seq) = envelope.member("serverSeq").as_u64() {
             // Overwrite in place: the channel is almost always known, and a new key would
             // cost an allocation per envelope.
             match self.seqs.get_mut(channel) {
@@ -225,7 +239,7 @@ const STREAMING: &[&str] = &[
 fn stream_checks(
     chat: &ChatState,
     kind: &str,
-    action: &Value,
+    action: Node<'_>,
     found: &mut Vec<Violation>,
     deltas: &mut usize,
     parts: &mut usize,
@@ -238,12 +252,12 @@ fn stream_checks(
             } else {
                 "reasoning"
             };
-            let part_id = member(action, "partId").as_str().unwrap_or_default();
-            let turn_id = member(action, "turnId");
+            let part_id = action.member("partId").as_str().unwrap_or_default();
+            let turn_id = action.member("turnId");
             let active = chat
                 .active_turn
                 .as_ref()
-                .filter(|turn| *turn_id == turn.id.as_str());
+                .filter(|turn| turn_id.as_str() == Some(turn.id.as_str()));
             let exists = active.is_some_and(|turn| {
                 turn.response_parts.iter().any(|part| match part {
                     ResponsePart::Markdown(m) => wanted == "markdown" && m.id == part_id,
@@ -256,7 +270,7 @@ fn stream_checks(
                     "TURN-003",
                     format!(
                         "{kind} for a {wanted} part created earlier in active turn {}",
-                        turn_id
+                        turn_id.to_value()
                     ),
                     format!("partId {part_id:?}, which the turn does not have"),
                 ));
@@ -264,7 +278,7 @@ fn stream_checks(
         }
         "chat/responsePart" => {
             *parts += 1;
-            if action["part"]["kind"] == "error" {
+            if action.member("part").member("kind").as_str() == Some("error") {
                 found.push(Violation::new(
                     "TURN-005",
                     "errors only through chat/error",

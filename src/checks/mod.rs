@@ -11,35 +11,7 @@ pub mod frame;
 pub mod invariants;
 pub mod mirror;
 
-use serde_json::{Map, Value};
-
 use crate::verdict::Level;
-
-/// `Value::Null`, for members that are absent (what indexing a `Value` gives).
-pub(crate) static NULL: Value = Value::Null;
-
-/// `map.get(key)` without hashing the key for small objects. serde_json's maps are SipHash
-/// `IndexMap`s here (`preserve_order`); the always-on checks read a dozen members of every
-/// frame, nearly all from objects of a handful of members, where comparing the keys in
-/// order is cheaper than hashing one.
-pub(crate) fn lookup<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
-    const SCAN_UP_TO: usize = 8;
-    if map.len() <= SCAN_UP_TO {
-        map.iter()
-            .find(|(name, _)| name.as_str() == key)
-            .map(|(_, v)| v)
-    } else {
-        map.get(key)
-    }
-}
-
-/// `value[key]` (`Null` when `value` is not an object or has no such member), by [`lookup`].
-pub(crate) fn member<'a>(value: &'a Value, key: &str) -> &'a Value {
-    match value {
-        Value::Object(map) => lookup(map, key).unwrap_or(&NULL),
-        _ => &NULL,
-    }
-}
 
 /// A rule broken by the server, found by an always-on check.
 #[derive(Debug, Clone, PartialEq)]

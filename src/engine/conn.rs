@@ -7,6 +7,7 @@ use crate::checks::frame::{FrameChecker, Schemas};
 use crate::checks::invariants;
 use crate::checks::mirror::Mirror;
 use crate::checks::Violation;
+use crate::tape::{Node, Tape};
 use crate::transport::{Connection, Direction, TransportError};
 
 /// A violation with the transcript position it was found at.
@@ -43,6 +44,8 @@ pub struct Conn {
     pub watched: std::collections::HashSet<i64>,
     /// clientSeq → the mirrored state of the echo's channel just before the echo.
     pub prestates: std::collections::HashMap<i64, Value>,
+    /// The parse buffer every frame is read into.
+    tape: Tape,
 }
 
 impl Conn {
@@ -62,6 +65,7 @@ impl Conn {
             schemas: None,
             watched: Default::default(),
             prestates: Default::default(),
+            tape: Tape::default(),
         }
     }
 
@@ -126,24 +130,30 @@ impl Conn {
     }
 
     fn on_sent(&mut self, index: usize, text: &str, schemas: &Schemas) {
-        let Ok(message) = serde_json::from_str::<Value>(text) else {
-            return;
-        };
-        self.checker.on_sent(&message);
-        if message["method"] == "unsubscribe" {
-            if let Some(channel) = message["params"]["channel"].as_str() {
+        let mut tape = std::mem::take(&mut self.tape);
+        if let Ok(message) = tape.parse(text) {
+            self.check_sent(index, message, schemas);
+        }
+        self.tape = tape;
+    }
+
+    fn check_sent(&mut self, index: usize, message: Node<'_>, schemas: &Schemas) {
+        self.checker.on_sent(message);
+        let method = message.member("method").as_str();
+        if method == Some("unsubscribe") {
+            if let Some(channel) = message.member("params").member("channel").as_str() {
                 self.mirror.forget(channel);
             }
         }
         if self.intended_invalid.contains(&index) {
             return;
         }
-        let Some(method) = message["method"].as_str() else {
+        let Some(method) = method else {
             return;
         };
         if let Some(def) = schemas.map.params.get(method) {
             if schemas.set.has_def(def) {
-                if let Err(errors) = schemas.set.validate(def, &message["params"]) {
+                if let Err(errors) = schemas.set.validate_node(def, message.member("params")) {
                     let first = errors
                         .first()
                         .map(|e| format!("{}: {}", e.instance_path, e.message));
@@ -164,64 +174,74 @@ impl Conn {
             // Close or connection-lost markers.
             return Vec::new();
         }
-        let (message, _method, mut found) = self.checker.on_text(text, schemas);
-        let Some(message) = message else {
-            return found;
-        };
-        if message["method"] == "action" {
-            let envelope = &message["params"];
+        let mut tape = std::mem::take(&mut self.tape);
+        let (message, _method, mut found) = self.checker.on_text(&mut tape, text, schemas);
+        if let Some(message) = message {
+            self.follow(message, &mut found);
+        }
+        self.tape = tape;
+        found
+    }
+
+    /// The mirror, the echo check and the snapshot invariants over one parsed host message.
+    fn follow(&mut self, message: Node<'_>, found: &mut Vec<Violation>) {
+        if message.member("method").as_str() == Some("action") {
+            let envelope = message.member("params");
+            let origin = envelope.member("origin");
             // Only a faithful echo (its clientSeq names this very action) marks the state.
-            if let Some(seq) = envelope["origin"]["clientSeq"].as_i64().filter(|seq| {
-                envelope["origin"]["clientId"] == self.client_id.as_str()
+            if let Some(seq) = origin.member("clientSeq").as_i64().filter(|seq| {
+                origin.member("clientId").as_str() == Some(self.client_id.as_str())
                     && self
                         .dispatched
                         .get(seq)
-                        .is_some_and(|sent| json_equal(sent, &envelope["action"]))
+                        .is_some_and(|sent| envelope.member("action").equals(sent))
                     && self.watched.remove(seq)
             }) {
-                let channel = envelope["channel"].as_str().unwrap_or_default();
+                let channel = envelope.member("channel").as_str().unwrap_or_default();
                 let before = self.mirror.state(channel).unwrap_or(Value::Null);
                 self.prestates.insert(seq, before);
             }
-            found.extend(self.check_echo(&message["params"]));
-            found.extend(self.mirror.apply(&message["params"]));
-            return found;
+            found.extend(self.check_echo(envelope));
+            found.extend(self.mirror.apply(envelope));
+            return;
         }
-        if let Some(result) = message.get("result") {
-            for snapshot in snapshots_in(result) {
-                if snapshot["resource"]
-                    .as_str()
-                    .is_some_and(|r| r.starts_with("ahp-chat:"))
-                {
-                    let state = &snapshot["state"];
-                    *self.invariant_counts.entry("STATUS-003").or_insert(0) += 1;
-                    let turns = state["turns"].as_array().map_or(0, Vec::len);
-                    *self.invariant_counts.entry("TOOL-007").or_insert(0) += turns;
-                    found.extend(invariants::chat_state(state));
-                }
-                self.mirror.load_snapshot(snapshot);
+        let result = message.member("result");
+        if !result.exists() {
+            return;
+        }
+        for snapshot in crate::checks::frame::snapshots_in(result) {
+            if snapshot
+                .member("resource")
+                .as_str()
+                .is_some_and(|r| r.starts_with("ahp-chat:"))
+            {
+                let state = snapshot.member("state").to_value();
+                *self.invariant_counts.entry("STATUS-003").or_insert(0) += 1;
+                let turns = state["turns"].as_array().map_or(0, Vec::len);
+                *self.invariant_counts.entry("TOOL-007").or_insert(0) += turns;
+                found.extend(invariants::chat_state(&state));
             }
-            if result["type"] == "replay" {
-                for envelope in result["actions"].as_array().into_iter().flatten() {
-                    found.extend(self.mirror.apply(envelope));
-                }
+            self.mirror.load_snapshot(snapshot);
+        }
+        if result.member("type").as_str() == Some("replay") {
+            for envelope in result.member("actions").elements() {
+                found.extend(self.mirror.apply(envelope));
             }
         }
-        found
     }
-}
 
-impl Conn {
     /// DISPATCH-001: an envelope naming this client as origin echoes one of its dispatches,
     /// with that dispatch's clientSeq and action.
-    fn check_echo(&mut self, envelope: &Value) -> Vec<Violation> {
-        if envelope["origin"]["clientId"] != self.client_id.as_str() {
+    fn check_echo(&mut self, envelope: Node<'_>) -> Vec<Violation> {
+        let origin = envelope.member("origin");
+        if origin.member("clientId").as_str() != Some(self.client_id.as_str()) {
             return Vec::new();
         }
         *self.invariant_counts.entry("DISPATCH-001").or_insert(0) += 1;
-        let seq = envelope["origin"]["clientSeq"].as_i64().unwrap_or(-1);
+        let seq = origin.member("clientSeq").as_i64().unwrap_or(-1);
+        let echoed = envelope.member("action");
         match self.dispatched.get(&seq) {
-            Some(action) if json_equal(action, &envelope["action"]) => Vec::new(),
+            Some(action) if echoed.equals(action) => Vec::new(),
             Some(action) => vec![Violation::new(
                 "DISPATCH-001",
                 format!(
@@ -230,8 +250,8 @@ impl Conn {
                 ),
                 format!(
                     "{} {}",
-                    envelope["action"]["type"],
-                    crate::checks::frame::clip(&envelope["action"].to_string())
+                    echoed.member("type").to_value(),
+                    crate::checks::frame::clip(&echoed.to_value().to_string())
                 ),
             )],
             None => vec![Violation::new(
@@ -242,7 +262,7 @@ impl Conn {
                 ),
                 format!(
                     "clientSeq {seq} on an echo of {}",
-                    envelope["action"]["type"]
+                    echoed.member("type").to_value()
                 ),
             )],
         }
@@ -288,14 +308,4 @@ pub fn json_equal(a: &Value, b: &Value) -> bool {
         }
         _ => a == b,
     }
-}
-
-/// Every snapshot a result carries (`snapshot`, `snapshots[]`).
-pub fn snapshots_in(result: &Value) -> Vec<&Value> {
-    let mut all = Vec::new();
-    if result["snapshot"].is_object() {
-        all.push(&result["snapshot"]);
-    }
-    all.extend(result["snapshots"].as_array().into_iter().flatten());
-    all
 }
