@@ -13,6 +13,7 @@ use jsonschema::json::Json;
 use jsonschema::{Draft, Registry, Validator};
 use serde_json::{json, Value};
 
+use crate::checks::FastMap;
 use crate::tape::{Node, TapeJson};
 
 /// The generated AHP 1.0.0 schema files, embedded at compile time (file name, text).
@@ -118,10 +119,10 @@ pub struct SchemaSet {
     registry: Registry<'static>,
     /// def name → URI of the document that defines it (first document in file-name order).
     defs: BTreeMap<String, String>,
-    cache: RwLock<HashMap<String, Arc<Validator>>>,
+    cache: RwLock<FastMap<String, Arc<Validator>>>,
     /// The same defs compiled for tape instances (the always-on checks validate frames in
     /// place, without a `Value`).
-    tape_cache: RwLock<HashMap<String, Arc<Validator<TapeJson>>>>,
+    tape_cache: RwLock<FastMap<String, Arc<Validator<TapeJson>>>>,
 }
 
 impl std::fmt::Debug for SchemaSet {
@@ -226,8 +227,8 @@ impl SchemaSet {
         Ok(SchemaSet {
             registry,
             defs,
-            cache: RwLock::new(HashMap::new()),
-            tape_cache: RwLock::new(HashMap::new()),
+            cache: RwLock::default(),
+            tape_cache: RwLock::default(),
         })
     }
 
@@ -249,7 +250,7 @@ impl SchemaSet {
     /// `def`'s validator for instances of representation `F`, from `cache` or compiled into it.
     fn cached<F: Json>(
         &self,
-        cache: &RwLock<HashMap<String, Arc<Validator<F>>>>,
+        cache: &RwLock<FastMap<String, Arc<Validator<F>>>>,
         def: &str,
     ) -> Result<Arc<Validator<F>>, SchemaError> {
         if let Ok(cache) = cache.read() {
@@ -283,9 +284,19 @@ impl SchemaSet {
         Ok(validator)
     }
 
+    /// `def`'s validator for tape instances (compiled on first use, then cached).
+    pub fn tape_validator(&self, def: &str) -> Result<Arc<Validator<TapeJson>>, SchemaError> {
+        self.cached(&self.tape_cache, def)
+    }
+
     /// Like [`SchemaSet::validate`], for a value of a parsed tape.
     pub fn validate_node(&self, def: &str, instance: Node<'_>) -> Result<(), Vec<SchemaViolation>> {
-        let outcome = match self.tape_cache.read().ok().and_then(|c| c.get(def).cloned()) {
+        let outcome = match self
+            .tape_cache
+            .read()
+            .ok()
+            .and_then(|c| c.get(def).cloned())
+        {
             Some(validator) => Ok(check(&validator, instance)),
             None => self
                 .cached(&self.tape_cache, def)
@@ -330,7 +341,7 @@ impl SchemaSet {
 }
 
 /// An unknown def or one that does not compile, as a single violation at the instance root.
-fn unusable(def: &str, error: &SchemaError) -> SchemaViolation {
+pub fn unusable(def: &str, error: &SchemaError) -> SchemaViolation {
     SchemaViolation {
         instance_path: String::new(),
         schema_path: format!("#/$defs/{def}"),
@@ -339,7 +350,7 @@ fn unusable(def: &str, error: &SchemaError) -> SchemaViolation {
 }
 
 /// The violations of `instance` against a compiled def.
-fn check<'i, F: Json>(
+pub fn check<'i, F: Json>(
     validator: &'i Validator<F>,
     instance: F::Node<'i>,
 ) -> Result<(), Vec<SchemaViolation>> {

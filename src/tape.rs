@@ -28,12 +28,38 @@ const DEPTH_LIMIT: usize = 128;
 const PAIRWISE_KEYS: usize = 16;
 
 /// Where a string's bytes are: in the document text, or (after unescaping) in the tape's own
-/// buffer.
+/// buffer (the top bit of `len`). Eight bytes, so that it moves as one word: the parser
+/// returns one per string.
 #[derive(Debug, Clone, Copy)]
 struct Span {
     start: u32,
     len: u32,
-    unescaped: bool,
+}
+
+impl Span {
+    const UNESCAPED: u32 = 1 << 31;
+
+    fn plain(start: usize, len: usize) -> Span {
+        Span {
+            start: start as u32,
+            len: len as u32,
+        }
+    }
+
+    fn unescaped(start: usize, len: usize) -> Span {
+        Span {
+            start: start as u32,
+            len: len as u32 | Span::UNESCAPED,
+        }
+    }
+
+    fn len(self) -> usize {
+        (self.len & !Span::UNESCAPED) as usize
+    }
+
+    fn is_unescaped(self) -> bool {
+        self.len & Span::UNESCAPED != 0
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -53,9 +79,19 @@ enum Entry {
         value: u32,
     },
     /// `end`: index of the entry after the container's last one; `from..to`: its bytes.
-    Array { len: u32, end: u32, from: u32, to: u32 },
+    Array {
+        len: u32,
+        end: u32,
+        from: u32,
+        to: u32,
+    },
     /// `len` counts visible members.
-    Object { len: u32, end: u32, from: u32, to: u32 },
+    Object {
+        len: u32,
+        end: u32,
+        from: u32,
+        to: u32,
+    },
 }
 
 /// Why a text is not one JSON value.
@@ -82,23 +118,34 @@ impl Tape {
         self.entries.clear();
         self.unescaped.clear();
         self.keys.clear();
-        if u32::try_from(text.len()).is_err() {
+        // Offsets are 31 bits (see `Span`).
+        if text.len() >= Span::UNESCAPED as usize {
             return Err(TapeError {
-                what: "document larger than 4 GiB",
+                what: "document of 2 GiB or more",
                 at: 0,
             });
         }
         let mut parser = Parser {
+            failure: None,
             bytes: text.as_bytes(),
             text,
             at: 0,
             tape: self,
         };
+        let failed = |parser: Parser<'_>| {
+            Err(parser.failure.unwrap_or(TapeError {
+                what: "invalid JSON",
+                at: 0,
+            }))
+        };
         parser.skip_space();
-        parser.value(0)?;
+        if parser.value(0).is_err() {
+            return failed(parser);
+        }
         parser.skip_space();
         if parser.at != parser.bytes.len() {
-            return Err(parser.error("trailing characters"));
+            parser.error("trailing characters");
+            return failed(parser);
         }
         Ok(Node {
             tape: self,
@@ -111,15 +158,39 @@ impl Tape {
     fn single_string(&mut self, len: usize) {
         self.entries.clear();
         self.unescaped.clear();
-        self.entries.push(Entry::Str(Span {
-            start: 0,
-            len: u32::try_from(len).unwrap_or(u32::MAX),
-            unescaped: false,
-        }));
+        self.entries.push(Entry::Str(Span::plain(
+            0,
+            len.min(Span::UNESCAPED as usize - 1),
+        )));
     }
 }
 
+/// Nearly every object has distinct member names: a 64-bit sketch of (length, first and
+/// last byte) of the names proves that without comparing them; only a collision makes the
+/// parser compare names ([`Parser::merge_repeated_keys`]).
+#[derive(Default)]
+struct NameSketch {
+    bits: u64,
+    collision: bool,
+}
+
+impl NameSketch {
+    fn add(&mut self, name: &str) {
+        let bytes = name.as_bytes();
+        let mix = bytes.len()
+            ^ usize::from(bytes.first().copied().unwrap_or(0)).wrapping_mul(7)
+            ^ usize::from(bytes.last().copied().unwrap_or(0)).wrapping_mul(31);
+        let bit = 1u64 << (mix % 64);
+        self.collision |= self.bits & bit != 0;
+        self.bits |= bit;
+    }
+}
+
+/// Parsing stopped: the reason is in [`Parser::failure`].
+struct Fail;
+
 struct Parser<'p> {
+    failure: Option<TapeError>,
     bytes: &'p [u8],
     text: &'p str,
     at: usize,
@@ -127,8 +198,11 @@ struct Parser<'p> {
 }
 
 impl Parser<'_> {
-    fn error(&self, what: &'static str) -> TapeError {
-        TapeError { what, at: self.at }
+    /// Records why parsing stopped; the parser's own results carry only [`Fail`], so that
+    /// they stay a word or two and pass in registers.
+    fn error(&mut self, what: &'static str) -> Fail {
+        self.failure = Some(TapeError { what, at: self.at });
+        Fail
     }
 
     fn peek(&self) -> Option<u8> {
@@ -146,7 +220,7 @@ impl Parser<'_> {
         self.at as u32
     }
 
-    fn value(&mut self, depth: usize) -> Result<(), TapeError> {
+    fn value(&mut self, depth: usize) -> Result<(), Fail> {
         match self.peek() {
             None => Err(self.error("EOF while parsing a value")),
             Some(b'n') => self.literal(b"null", Entry::Null),
@@ -164,7 +238,7 @@ impl Parser<'_> {
         }
     }
 
-    fn literal(&mut self, word: &[u8], entry: Entry) -> Result<(), TapeError> {
+    fn literal(&mut self, word: &[u8], entry: Entry) -> Result<(), Fail> {
         if self.bytes[self.at..].starts_with(word) {
             self.at += word.len();
             self.tape.entries.push(entry);
@@ -174,7 +248,7 @@ impl Parser<'_> {
         }
     }
 
-    fn array(&mut self, depth: usize) -> Result<(), TapeError> {
+    fn array(&mut self, depth: usize) -> Result<(), Fail> {
         if depth >= DEPTH_LIMIT {
             return Err(self.error("recursion limit exceeded"));
         }
@@ -214,7 +288,7 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn object(&mut self, depth: usize) -> Result<(), TapeError> {
+    fn object(&mut self, depth: usize) -> Result<(), Fail> {
         if depth >= DEPTH_LIMIT {
             return Err(self.error("recursion limit exceeded"));
         }
@@ -222,6 +296,7 @@ impl Parser<'_> {
         let slot = self.tape.entries.len();
         self.tape.entries.push(Entry::Null);
         let keys_from = self.tape.keys.len();
+        let mut sketch = NameSketch::default();
         self.at += 1;
         self.skip_space();
         if self.peek() == Some(b'}') {
@@ -234,6 +309,7 @@ impl Parser<'_> {
                     Some(_) => return Err(self.error("key must be a string")),
                 }
                 let name = self.string()?;
+                sketch.add(span_str(self.text, &self.tape.unescaped, name));
                 let key = self.tape.entries.len() as u32;
                 self.tape.keys.push(key);
                 self.tape.entries.push(Entry::Key {
@@ -265,7 +341,11 @@ impl Parser<'_> {
             }
         }
         let members = self.tape.keys.len() - keys_from;
-        let hidden = self.merge_repeated_keys(keys_from);
+        let hidden = if sketch.collision {
+            self.merge_repeated_keys(keys_from)
+        } else {
+            0
+        };
         self.tape.keys.truncate(keys_from);
         self.tape.entries[slot] = Entry::Object {
             len: (members - hidden) as u32,
@@ -289,7 +369,10 @@ impl Parser<'_> {
         let mut merges: Vec<(u32, u32, Vec<u32>)> = Vec::new();
         if keys.len() <= PAIRWISE_KEYS {
             for (i, &first) in keys.iter().enumerate() {
-                if keys[..i].iter().any(|&earlier| name(earlier) == name(first)) {
+                if keys[..i]
+                    .iter()
+                    .any(|&earlier| name(earlier) == name(first))
+                {
                     continue;
                 }
                 let later: Vec<u32> = keys[i + 1..]
@@ -328,20 +411,17 @@ impl Parser<'_> {
     }
 
     /// Parses a string starting at its opening quote.
-    fn string(&mut self) -> Result<Span, TapeError> {
+    fn string(&mut self) -> Result<Span, Fail> {
         self.at += 1;
         let start = self.at;
+        self.skip_plain();
         loop {
             let Some(&byte) = self.bytes.get(self.at) else {
                 return Err(self.error("EOF while parsing a string"));
             };
             match byte {
                 b'"' => {
-                    let span = Span {
-                        start: start as u32,
-                        len: (self.at - start) as u32,
-                        unescaped: false,
-                    };
+                    let span = Span::plain(start, self.at - start);
                     self.at += 1;
                     return Ok(span);
                 }
@@ -354,9 +434,30 @@ impl Parser<'_> {
         }
     }
 
+    /// Skips string bytes that need no attention (anything but `"`, `\\` and control
+    /// characters) eight at a time.
+    fn skip_plain(&mut self) {
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGHS: u64 = 0x8080_8080_8080_8080;
+        let has_zero = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;
+        while let Some(chunk) = self.bytes.get(self.at..self.at + 8) {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(chunk);
+            let word = u64::from_le_bytes(bytes);
+            let special = has_zero(word ^ (ONES * u64::from(b'"')))
+                | has_zero(word ^ (ONES * u64::from(b'\\')))
+                // bytes below 0x20 (a byte of 0x80 or more cannot pass for one: `& !word`)
+                | (word.wrapping_sub(ONES * 0x20) & !word & HIGHS);
+            if special != 0 {
+                return;
+            }
+            self.at += 8;
+        }
+    }
+
     /// The rest of a string that has escapes, from `start` (its first byte), unescaped into
     /// the tape's buffer.
-    fn escaped_string(&mut self, start: usize) -> Result<Span, TapeError> {
+    fn escaped_string(&mut self, start: usize) -> Result<Span, Fail> {
         let out_start = self.tape.unescaped.len();
         let mut run = start;
         loop {
@@ -367,11 +468,10 @@ impl Parser<'_> {
                 b'"' => {
                     self.tape.unescaped.push_str(&self.text[run..self.at]);
                     self.at += 1;
-                    return Ok(Span {
-                        start: out_start as u32,
-                        len: (self.tape.unescaped.len() - out_start) as u32,
-                        unescaped: true,
-                    });
+                    return Ok(Span::unescaped(
+                        out_start,
+                        self.tape.unescaped.len() - out_start,
+                    ));
                 }
                 b'\\' => {
                     self.tape.unescaped.push_str(&self.text[run..self.at]);
@@ -388,7 +488,7 @@ impl Parser<'_> {
     }
 
     /// One escape, after its backslash.
-    fn escape(&mut self) -> Result<(), TapeError> {
+    fn escape(&mut self) -> Result<(), Fail> {
         let Some(&byte) = self.bytes.get(self.at) else {
             return Err(self.error("EOF while parsing a string"));
         };
@@ -432,7 +532,7 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn hex4(&mut self) -> Result<u16, TapeError> {
+    fn hex4(&mut self) -> Result<u16, Fail> {
         let Some(digits) = self.bytes.get(self.at..self.at + 4) else {
             self.at = self.bytes.len();
             return Err(self.error("EOF while parsing a string"));
@@ -459,7 +559,7 @@ impl Parser<'_> {
         self.at - from
     }
 
-    fn number(&mut self) -> Result<(), TapeError> {
+    fn number(&mut self) -> Result<(), Fail> {
         let from = self.at;
         let negative = self.peek() == Some(b'-');
         if negative {
@@ -534,8 +634,9 @@ fn integer(digits: &[u8], negative: bool) -> Option<Entry> {
 }
 
 fn span_str<'a>(text: &'a str, unescaped: &'a str, span: Span) -> &'a str {
-    let (start, end) = (span.start as usize, (span.start + span.len) as usize);
-    let source = if span.unescaped { unescaped } else { text };
+    let start = span.start as usize;
+    let end = start + span.len();
+    let source = if span.is_unescaped() { unescaped } else { text };
     source.get(start..end).unwrap_or_default()
 }
 
@@ -638,11 +739,28 @@ impl<'t> Node<'t> {
     }
 
     /// The member `name` of an object (the absent node when there is none, or when this is
-    /// not an object).
+    /// not an object). Names are compared by length before their bytes: this runs a dozen
+    /// times per frame.
     pub fn member(&self, name: &str) -> Node<'t> {
-        self.members()
-            .find(|(key, _)| *key == name)
-            .map_or_else(|| self.absent(), |(_, value)| value)
+        let Some(Entry::Object { end, .. }) = self.entry() else {
+            return self.absent();
+        };
+        let mut next = self.index + 1;
+        while next < end {
+            let key = next;
+            next = self.at(key + 1).end();
+            if let Some(Entry::Key {
+                name: span,
+                hidden: false,
+                value,
+            }) = self.at(key).entry()
+            {
+                if span.len() == name.len() && self.span_str(span) == name {
+                    return self.at(value);
+                }
+            }
+        }
+        self.absent()
     }
 
     /// The visible members of an object, in document order (nothing for other values).
@@ -704,7 +822,9 @@ impl<'t> Node<'t> {
             Some(Entry::Int(n)) => Value::from(n),
             Some(Entry::Float(f)) => Number::from_f64(f).map_or(Value::Null, Value::Number),
             Some(Entry::Str(span)) => Value::String(self.span_str(span).to_owned()),
-            Some(Entry::Array { .. }) => Value::Array(self.elements().map(|e| e.to_value()).collect()),
+            Some(Entry::Array { .. }) => {
+                Value::Array(self.elements().map(|e| e.to_value()).collect())
+            }
             Some(Entry::Object { .. }) => {
                 let mut map = Map::with_capacity(self.len());
                 for (key, value) in self.members() {
@@ -761,7 +881,9 @@ impl<'t> Node<'t> {
     pub fn members_named(&self, name: &'t str) -> impl Iterator<Item = Node<'t>> + 't {
         let node = *self;
         (self.index..self.end()).filter_map(move |index| match node.tape.entries[index as usize] {
-            Entry::Key { name: span, .. } if node.span_str(span) == name => {
+            Entry::Key { name: span, .. }
+                if span.len() == name.len() && node.span_str(span) == name =>
+            {
                 Some(node.at(index + 1))
             }
             _ => None,

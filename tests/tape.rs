@@ -10,15 +10,17 @@ use serde_json::{json, Value};
 fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) if x.is_f64() || y.is_f64() => {
-            let (x, y) = (x.as_f64().unwrap_or(f64::NAN), y.as_f64().unwrap_or(f64::NAN));
+            let (x, y) = (
+                x.as_f64().unwrap_or(f64::NAN),
+                y.as_f64().unwrap_or(f64::NAN),
+            );
             x == y || ((x - y) / x.abs().max(y.abs())).abs() < 1e-15
         }
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q))
         }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter().zip(y).all(|((k, v), (l, w))| k == l && same(v, w))
+            x.len() == y.len() && x.iter().zip(y).all(|((k, v), (l, w))| k == l && same(v, w))
         }
         _ => a == b,
     }
@@ -41,20 +43,84 @@ fn edge_cases_parse_as_serde_json_parses_them() {
     let deep_ok = format!("{}{}", "[".repeat(127), "]".repeat(127));
     let too_deep = format!("{}{}", "[".repeat(128), "]".repeat(128));
     let cases = [
-        "", " ", "null", "nul", "true", "tru", "false", "0", "-0", "-", "01", "1.", "1.5e",
-        "1e400", "-1e400", "1e-400", "18446744073709551615", "18446744073709551616",
-        "-9223372036854775808", "-9223372036854775809", "1.0", "1E+2", "2e-3", "[1,]", "[,1]",
-        "{}", "[]", "{\"a\":1,}", "{\"a\" 1}", "{1:2}", "{\"a\":1,\"a\":2}",
-        "{\"a\":1,\"b\":2,\"a\":3}", "\"\\u0041\"", "\"\\ud83d\\ude00\"", "\"\\ud800\"",
-        "\"\\udc00\"", "\"\\ud800\\u0041\"", "\"\\ud800x\"", "\"\\x\"", "\"\\u12\"", "\"a\nb\"",
-        "\"tab\tin\"", "\"\\/\\b\\f\\n\\r\\t\\\\\\\"\"", "\"é😀\"", " [ 1 , { \"k\" : [ ] } ] ",
-        "[1] x", "[1]]", "{\"a\":[1,2,{\"b\":null}]}", "\"unterminated", "[\"a\",", "{\"a\"",
-        "{\"a\":", "-a", "+1", ".5", "1e", "1e+", "0x10", "NaN", "Infinity", "[1 2]",
-        "\u{feff}1", "\"\\u00e9\"", "\"\\uD834\\uDD1E\"",
+        "",
+        " ",
+        "null",
+        "nul",
+        "true",
+        "tru",
+        "false",
+        "0",
+        "-0",
+        "-",
+        "01",
+        "1.",
+        "1.5e",
+        "1e400",
+        "-1e400",
+        "1e-400",
+        "18446744073709551615",
+        "18446744073709551616",
+        "-9223372036854775808",
+        "-9223372036854775809",
+        "1.0",
+        "1E+2",
+        "2e-3",
+        "[1,]",
+        "[,1]",
+        "{}",
+        "[]",
+        "{\"a\":1,}",
+        "{\"a\" 1}",
+        "{1:2}",
+        "{\"a\":1,\"a\":2}",
+        "{\"a\":1,\"b\":2,\"a\":3}",
+        "\"\\u0041\"",
+        "\"\\ud83d\\ude00\"",
+        "\"\\ud800\"",
+        "\"\\udc00\"",
+        "\"\\ud800\\u0041\"",
+        "\"\\ud800x\"",
+        "\"\\x\"",
+        "\"\\u12\"",
+        "\"a\nb\"",
+        "\"tab\tin\"",
+        "\"\\/\\b\\f\\n\\r\\t\\\\\\\"\"",
+        "\"é😀\"",
+        " [ 1 , { \"k\" : [ ] } ] ",
+        "[1] x",
+        "[1]]",
+        "{\"a\":[1,2,{\"b\":null}]}",
+        "\"unterminated",
+        "[\"a\",",
+        "{\"a\"",
+        "{\"a\":",
+        "-a",
+        "+1",
+        ".5",
+        "1e",
+        "1e+",
+        "0x10",
+        "NaN",
+        "Infinity",
+        "[1 2]",
+        "\u{feff}1",
+        "\"\\u00e9\"",
+        "\"\\uD834\\uDD1E\"",
     ];
     let mut failures: Vec<String> = cases.iter().filter_map(|case| differs(case)).collect();
     failures.extend(differs(&deep_ok));
     failures.extend(differs(&too_deep));
+    // Every position of a special byte within and across the eight-byte steps of the
+    // string scan.
+    for before in 0..20 {
+        for special in [
+            "\"", "\\", "\\n", "\u{1}", "\u{1f}", " ", "é", "\u{7f}", "~",
+        ] {
+            let text = format!("\"{}{special}{}\"", "a".repeat(before), "b".repeat(9));
+            failures.extend(differs(&text));
+        }
+    }
     let mut keys: Vec<String> = (0..40).map(|i| format!("\"k{}\":{i}", i % 25)).collect();
     keys.push("\"k3\":\"last\"".into());
     failures.extend(differs(&format!("{{{}}}", keys.join(","))));
@@ -92,8 +158,8 @@ enum Edit {
 
 fn edit() -> impl Strategy<Value = Edit> {
     let byte = prop::sample::select(vec![
-        '"', '\\', '{', '}', '[', ']', ',', ':', ' ', '0', '1', '-', '.', 'e', 'u', 'n', 'a',
-        '\n', '\u{1}', 'é',
+        '"', '\\', '{', '}', '[', ']', ',', ':', ' ', '0', '1', '-', '.', 'e', 'u', 'n', 'a', '\n',
+        '\u{1}', 'é',
     ]);
     prop_oneof![
         Just(Edit::Delete),
@@ -187,11 +253,7 @@ fn schemas_judge_a_tape_as_they_judge_the_value() {
     for text in instances {
         let value: Value = serde_json::from_str(text).expect("instance parses");
         let node = tape.parse(text).expect("instance parses on a tape");
-        assert_eq!(
-            on_tape.is_valid(node),
-            on_value.is_valid(&value),
-            "{text}"
-        );
+        assert_eq!(on_tape.is_valid(node), on_value.is_valid(&value), "{text}");
         assert_eq!(
             on_tape.iter_errors(node).count(),
             on_value.iter_errors(&value).count(),

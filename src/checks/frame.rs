@@ -1,28 +1,29 @@
 //! Always-on checks over the frames of one connection: JSON-RPC shape and correlation,
 //! notification routing members, schema validity, and `serverSeq` order.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::Violation;
-use crate::schema::SchemaSet;
-use crate::tape::{Node, Tape};
+use super::{FastMap, FastSet, Violation};
+use jsonschema::Validator;
+
+use crate::schema::{check, unusable, SchemaSet, SchemaViolation};
+use crate::tape::{Node, Tape, TapeJson};
 
 /// Which schema definition validates what, from the schema index.
 #[derive(Debug, Clone, Default)]
 pub struct SchemaMap {
     /// method → def of its result.
-    pub results: HashMap<String, String>,
+    pub results: FastMap<String, String>,
     /// host notification method → def of its params.
-    pub notifications: HashMap<String, String>,
+    pub notifications: FastMap<String, String>,
     /// method → def of its params (requests and client notifications).
-    pub params: HashMap<String, String>,
+    pub params: FastMap<String, String>,
     /// action type → whether a client may dispatch it.
-    pub client_dispatchable: HashMap<String, bool>,
+    pub client_dispatchable: FastMap<String, bool>,
     /// action type → def of that action.
-    pub actions: HashMap<String, String>,
+    pub actions: FastMap<String, String>,
 }
 
 impl SchemaMap {
@@ -84,30 +85,7 @@ impl std::fmt::Debug for Schemas {
 }
 
 /// How many things each rule looked at.
-pub type Counts = HashMap<&'static str, usize, std::hash::BuildHasherDefault<RuleHasher>>;
-
-/// FNV-1a for the rule-id keys of [`Counts`]: a dozen counters move on every frame, and
-/// the default SipHash showed up in profiles. (The keys are the harness's own rule ids.)
-#[derive(Debug, Clone, Copy)]
-pub struct RuleHasher(u64);
-
-impl Default for RuleHasher {
-    fn default() -> Self {
-        RuleHasher(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl std::hash::Hasher for RuleHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
+pub type Counts = FastMap<&'static str, usize>;
 
 /// The rules the frame checks count, one slot each in [`Tally`].
 #[derive(Debug, Clone, Copy)]
@@ -181,14 +159,30 @@ impl Tally {
     }
 }
 
+/// Tape validators by def name, fetched from the shared set once per checker (a lookup
+/// there takes a lock and walks a tree of def names). `None`: no such def; an error: the
+/// def does not compile.
+#[derive(Default)]
+struct Validators(FastMap<String, Option<Fetched>>);
+
+/// A def's tape validator, or why it cannot validate.
+type Fetched = Result<Arc<Validator<TapeJson>>, SchemaViolation>;
+
+impl std::fmt::Debug for Validators {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} validators", self.0.len())
+    }
+}
+
 /// Per-connection history the frame checks need.
 #[derive(Debug, Default)]
 pub struct FrameChecker {
+    validators: Validators,
     /// Request id (as JSON text) → method, for requests not yet answered.
-    pending: HashMap<String, String>,
-    answered: HashSet<String>,
-    last_seq: HashMap<String, u64>,
-    from_seq: HashMap<String, u64>,
+    pending: FastMap<String, String>,
+    answered: FastSet<String>,
+    last_seq: FastMap<String, u64>,
+    from_seq: FastMap<String, u64>,
     tally: Tally,
 }
 
@@ -239,7 +233,8 @@ impl FrameChecker {
         let answer = message.member("result").exists() || message.member("error").exists();
         if id.exists() && !answer {
             let method = method.as_str().unwrap_or("(no method)");
-            self.pending.insert(id.to_value().to_string(), method.to_owned());
+            self.pending
+                .insert(id.to_value().to_string(), method.to_owned());
         }
         if method.as_str() == Some("unsubscribe") {
             if let Some(channel) = message.member("params").member("channel").as_str() {
@@ -381,7 +376,7 @@ impl FrameChecker {
                     result,
                     format_args!("{method} result"),
                     found,
-                    &mut self.tally,
+                    self,
                 );
             }
         }
@@ -439,7 +434,7 @@ impl FrameChecker {
                     envelope.action,
                     format_args!("{kind} action"),
                     found,
-                    &mut self.tally,
+                    self,
                 ),
                 // An action type this version does not know is accepted (forward compatibility).
                 None => self.tally.bump(Rule::InvSchema1),
@@ -451,7 +446,7 @@ impl FrameChecker {
                 params,
                 format_args!("{method} params"),
                 found,
-                &mut self.tally,
+                self,
             );
         }
         if is_action {
@@ -545,7 +540,9 @@ impl FrameChecker {
 /// Every snapshot a result carries (`snapshot`, `snapshots[]`).
 pub fn snapshots_in(result: Node<'_>) -> impl Iterator<Item = Node<'_>> {
     let single = Some(result.member("snapshot")).filter(Node::is_object);
-    single.into_iter().chain(result.member("snapshots").elements())
+    single
+        .into_iter()
+        .chain(result.member("snapshots").elements())
 }
 
 /// Validates `instance` against `def`; `what` names it in a violation (formatted only
@@ -556,13 +553,31 @@ fn validate(
     instance: Node<'_>,
     what: std::fmt::Arguments<'_>,
     found: &mut Vec<Violation>,
-    tally: &mut Tally,
+    checker: &mut FrameChecker,
 ) {
-    tally.bump(Rule::InvSchema1);
-    if !schemas.set.has_def(def) {
-        return;
-    }
-    if let Err(errors) = schemas.set.validate_node(def, instance) {
+    checker.tally.bump(Rule::InvSchema1);
+    let validator = match checker.validators.0.get(def) {
+        Some(known) => known,
+        None => {
+            let fetched = schemas.set.has_def(def).then(|| {
+                schemas
+                    .set
+                    .tape_validator(def)
+                    .map_err(|e| unusable(def, &e))
+            });
+            checker
+                .validators
+                .0
+                .entry(def.to_owned())
+                .or_insert(fetched)
+        }
+    };
+    let outcome = match validator {
+        None => return,
+        Some(Ok(validator)) => check(validator, instance),
+        Some(Err(unusable)) => Err(vec![unusable.clone()]),
+    };
+    if let Err(errors) = outcome {
         let listed: Vec<String> = errors
             .iter()
             .take(3)
@@ -635,9 +650,11 @@ const LEGACY_PREFIXES: &[&str] = &["agenthost:", "copilot:"];
 /// frame, which on a tape is a pass over its entries; a path is built only for a violation.
 fn scan_strings_and_status(message: Node<'_>, found: &mut Vec<Violation>, tally: &mut Tally) {
     tally.bump(Rule::Sub012);
-    let legacy = message
-        .strings()
-        .find(|(_, text)| LEGACY_PREFIXES.iter().any(|p| text.starts_with(p)));
+    // First bytes before prefixes: this looks at every string of every frame.
+    let legacy = message.strings().find(|(_, text)| {
+        matches!(text.as_bytes().first(), Some(b'a' | b'c'))
+            && LEGACY_PREFIXES.iter().any(|p| text.starts_with(p))
+    });
     if let Some((_, uri)) = legacy {
         found.push(Violation::new(
             "SUB-012",

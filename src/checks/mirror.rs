@@ -2,8 +2,6 @@
 //! every accepted envelope folded through the official `ahp` reducers. Stream checks run
 //! against the state *before* each action is applied.
 
-use std::collections::HashMap;
-
 use ahp::reducers::{apply_action_to_chat, apply_action_to_root, apply_action_to_session};
 use ahp_types::actions::StateAction;
 use ahp_types::state::{ChatState, ResponsePart, RootState, SessionState};
@@ -12,7 +10,7 @@ use serde_json::Value;
 
 use super::action_decode::decode_action;
 use super::compare::Kind;
-use super::Violation;
+use super::{FastMap, Violation};
 use crate::tape::Node;
 
 #[derive(Debug, Clone)]
@@ -68,11 +66,11 @@ impl State {
 /// One connection's mirrors.
 #[derive(Debug, Default, Clone)]
 pub struct Mirror {
-    channels: HashMap<String, State>,
+    channels: FastMap<String, State>,
     /// serverSeq of the snapshot or last envelope each mirror reflects.
-    seqs: HashMap<String, u64>,
+    seqs: FastMap<String, u64>,
     /// Channels whose mirror could not follow (undecodable snapshot or action): not compared.
-    lost: HashMap<String, String>,
+    lost: FastMap<String, String>,
     /// Text deltas checked (TURN-003) and response parts checked (TURN-005).
     pub deltas_checked: usize,
     pub parts_checked: usize,

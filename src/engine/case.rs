@@ -169,7 +169,7 @@ impl Runner<'_> {
             origin.as_ref().is_some_and(|(client, seq)| {
                 self.conns
                     .values()
-                    .any(|c| &c.client_id == client && c.dispatched.contains_key(seq))
+                    .any(|c| &c.client_id == client && c.checks.dispatched.contains_key(seq))
             })
         };
         found.retain(|(located, _)| {
@@ -259,7 +259,8 @@ impl Runner<'_> {
                     message["params"] = params;
                 }
                 if s.intent.is_some() {
-                    conn.intended_invalid
+                    conn.checks
+                        .intended_invalid
                         .push(conn.link.transcript().frames.len());
                 }
                 conn.link
@@ -277,7 +278,8 @@ impl Runner<'_> {
                 };
                 let conn = self.conn(&s.on)?;
                 if s.intent.is_some() {
-                    conn.intended_invalid
+                    conn.checks
+                        .intended_invalid
                         .push(conn.link.transcript().frames.len());
                 }
                 let mut message = json!({ "jsonrpc": "2.0", "method": s.method });
@@ -292,7 +294,8 @@ impl Runner<'_> {
             Step::Raw(s) => {
                 let text = self.subst_str(&s.text)?;
                 let conn = self.conn(&s.on)?;
-                conn.intended_invalid
+                conn.checks
+                    .intended_invalid
                     .push(conn.link.transcript().frames.len());
                 conn.link
                     .send_raw(&text)
@@ -460,7 +463,8 @@ impl Runner<'_> {
     ) -> Result<i64, Stop> {
         let conn = self.conn(on)?;
         if invalid {
-            conn.intended_invalid
+            conn.checks
+                .intended_invalid
                 .push(conn.link.transcript().frames.len());
         }
         conn.dispatch(channel, &action)
@@ -570,7 +574,7 @@ impl Runner<'_> {
         }
         let last_seen = match &s.last_seen {
             Some(value) => self.subst(value)?,
-            None => json!(old.checker.highest_seq()),
+            None => json!(old.checks.checker.highest_seq()),
         };
         let subscriptions: Vec<String> = s
             .subscriptions
@@ -904,7 +908,12 @@ impl Runner<'_> {
         let on = Some(conn_name.clone());
         let conn = self.conn(&on)?;
         let client_id = conn.client_id.clone();
-        let dispatched = conn.dispatched.get(&seq).cloned().unwrap_or(Value::Null);
+        let dispatched = conn
+            .checks
+            .dispatched
+            .get(&seq)
+            .cloned()
+            .unwrap_or(Value::Null);
         let timeout = if s.or_ignored && !s.accepted {
             Duration::from_millis(300).min(self.ctx.timeout)
         } else {
@@ -1224,21 +1233,21 @@ impl Runner<'_> {
     fn finish(self, stop: Option<Stop>) -> CaseOutcome {
         let mut counts = self.counts.clone();
         for conn in self.conns.values() {
-            for (rule, n) in conn.checker.counts() {
+            for (rule, n) in conn.checks.checker.counts() {
                 *counts.entry(rule).or_insert(0) += n;
             }
-            *counts.entry("TURN-003").or_insert(0) += conn.mirror.deltas_checked;
-            *counts.entry("TURN-005").or_insert(0) += conn.mirror.parts_checked;
-            *counts.entry("TURN-004").or_insert(0) += conn.mirror.turn_ids_checked;
-            *counts.entry("PENDING-003").or_insert(0) += conn.mirror.queue_consumptions;
-            for (rule, n) in &conn.invariant_counts {
+            *counts.entry("TURN-003").or_insert(0) += conn.checks.mirror.deltas_checked;
+            *counts.entry("TURN-005").or_insert(0) += conn.checks.mirror.parts_checked;
+            *counts.entry("TURN-004").or_insert(0) += conn.checks.mirror.turn_ids_checked;
+            *counts.entry("PENDING-003").or_insert(0) += conn.checks.mirror.queue_consumptions;
+            for (rule, n) in &conn.checks.invariant_counts {
                 *counts.entry(rule).or_insert(0) += n;
             }
         }
         let harness: Vec<String> = self
             .conns
             .values()
-            .flat_map(|c| c.harness_errors.clone())
+            .flat_map(|c| c.checks.harness_errors.clone())
             .collect();
         let mut findings = self.findings;
         let (mut verdict, mut summary) = match stop {

@@ -30,9 +30,10 @@ pub fn mirrored_channels<'a>(conns: impl Iterator<Item = &'a Conn>) -> Vec<Strin
     let mut all: Vec<String> = conns
         .filter(|c| !c.link.is_closed())
         .flat_map(|c| {
-            c.mirror
+            c.checks
+                .mirror
                 .channels()
-                .chain(c.mirror.lost_channels())
+                .chain(c.checks.mirror.lost_channels())
                 .map(str::to_owned)
                 .collect::<Vec<_>>()
         })
@@ -166,8 +167,10 @@ pub async fn compare(
             }
         }
         for conn in conns.iter_mut().filter(|c| !c.link.is_closed()) {
-            let (Some(folded), Some(seq)) = (conn.mirror.state(channel), conn.mirror.seq(channel))
-            else {
+            let (Some(folded), Some(seq)) = (
+                conn.checks.mirror.state(channel),
+                conn.checks.mirror.seq(channel),
+            ) else {
                 continue;
             };
             if seq > *from {

@@ -370,7 +370,7 @@ impl Run<'_> {
             if Instant::now() > deadline {
                 return;
             }
-            let chat = first.mirror.state(&self.chat).unwrap_or(Value::Null);
+            let chat = first.checks.mirror.state(&self.chat).unwrap_or(Value::Null);
             let behaviours = &self.behaviours;
             match rest(&chat, |id| behaviours.get(id).copied()) {
                 Rest::Busy => {
@@ -433,6 +433,7 @@ impl Run<'_> {
     /// echo — the order the host chose.
     async fn dispatch(&mut self, index: usize, ops: &[&Op]) -> Option<Failure> {
         let chat = self.conns[0]
+            .checks
             .mirror
             .state(&self.chat)
             .unwrap_or(Value::Null);
@@ -466,7 +467,7 @@ impl Run<'_> {
                 }
             };
             // The echo has not been read yet: its pre-state is recorded when it is.
-            conn.watched.insert(seq);
+            conn.checks.watched.insert(seq);
             // A dispatch the host may ignore is followed by a ping: the host answers it
             // after whatever it does with the dispatch, so the pong ends the wait.
             let ping = match planned.expect {
@@ -552,9 +553,10 @@ impl Run<'_> {
         };
         // Folding up to the echo records the state the host judged it in.
         let found = conn.process(&schemas);
-        let before = conn.prestates.remove(&seq);
-        conn.watched.remove(&seq);
-        let before = before.unwrap_or_else(|| conn.mirror.state(&channel).unwrap_or(Value::Null));
+        let before = conn.checks.prestates.remove(&seq);
+        conn.checks.watched.remove(&seq);
+        let before =
+            before.unwrap_or_else(|| conn.checks.mirror.state(&channel).unwrap_or(Value::Null));
         let (expect, rule) = judge(&action, &before, &client_id);
         let planned = &mut self.exec.performed[slot].planned;
         (planned.expect, planned.rule) = (expect, rule.to_owned());
@@ -629,7 +631,7 @@ impl Run<'_> {
         if client == 0 {
             channels.insert(0, ROOT.to_owned());
         }
-        let params = json!({ "channel": ROOT, "clientId": old.client_id, "lastSeenServerSeq": old.checker.highest_seq(),
+        let params = json!({ "channel": ROOT, "clientId": old.client_id, "lastSeenServerSeq": old.checks.checker.highest_seq(),
                              "subscriptions": channels });
         let timeout = self.cfg.timeout;
         let answer = conn.link.request("reconnect", params, timeout).await;

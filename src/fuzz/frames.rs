@@ -344,6 +344,7 @@ async fn frames_run(
         let (frame, answer) = render(mutation, id);
         execution.operations += 1;
         victim
+            .checks
             .intended_invalid
             .push(victim.link.transcript().frames.len());
         let sent = match frame {

@@ -1,0 +1,218 @@
+//! The always-on checks over one connection's frames, in transcript order: frame checks,
+//! reducer mirror, the echo of every dispatch and the invariants of every chat snapshot.
+//! Fed by the engine as frames arrive and by the offline re-check from a recording; it
+//! knows nothing about sockets.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+use super::frame::{snapshots_in, Counts, FrameChecker, Schemas};
+use super::invariants;
+use super::mirror::Mirror;
+use super::Violation;
+use crate::tape::{Node, Tape};
+
+/// One connection's check state.
+#[derive(Debug, Default)]
+pub struct StreamChecks {
+    /// The clientId the connection's dispatches carry (echoes name it).
+    pub client_id: String,
+    pub checker: FrameChecker,
+    pub mirror: Mirror,
+    /// Schema violations in frames the harness sent without declaring them invalid.
+    pub harness_errors: Vec<String>,
+    /// Frames sent deliberately invalid (transcript indices) — not schema-checked.
+    pub intended_invalid: Vec<usize>,
+    /// Every dispatch sent: clientSeq → action.
+    pub dispatched: HashMap<i64, Value>,
+    /// States and turns the snapshot invariants looked at.
+    pub invariant_counts: Counts,
+    /// clientSeqs of dispatches whose echo's pre-state is wanted (the fuzzer judges each
+    /// dispatch against the state the host had when it took it).
+    pub watched: HashSet<i64>,
+    /// clientSeq → the mirrored state of the echo's channel just before the echo.
+    pub prestates: HashMap<i64, Value>,
+    /// The parse buffer every frame is read into.
+    tape: Tape,
+}
+
+impl StreamChecks {
+    pub fn new(client_id: &str) -> StreamChecks {
+        StreamChecks {
+            client_id: client_id.to_owned(),
+            ..StreamChecks::default()
+        }
+    }
+
+    /// The checks of a connection that resumes `old` (reconnect): same client, and they
+    /// carry on the old one's mirror, sequence history and dispatches.
+    pub fn resuming(old: &StreamChecks) -> StreamChecks {
+        let mut checks = StreamChecks::new(&old.client_id);
+        checks.mirror = old.mirror.clone();
+        checks.checker.resume_from(&old.checker);
+        checks.dispatched = old.dispatched.clone();
+        checks
+    }
+
+    /// Looks at a frame the harness sent (transcript index `index`).
+    pub fn sent(&mut self, index: usize, text: &str, schemas: &Schemas) {
+        let mut tape = std::mem::take(&mut self.tape);
+        if let Ok(message) = tape.parse(text) {
+            self.check_sent(index, message, schemas);
+        }
+        self.tape = tape;
+    }
+
+    fn check_sent(&mut self, index: usize, message: Node<'_>, schemas: &Schemas) {
+        self.checker.on_sent(message);
+        let method = message.member("method").as_str();
+        if method == Some("unsubscribe") {
+            if let Some(channel) = message.member("params").member("channel").as_str() {
+                self.mirror.forget(channel);
+            }
+        }
+        if self.intended_invalid.contains(&index) {
+            return;
+        }
+        let Some(method) = method else {
+            return;
+        };
+        if method == "dispatchAction" && dispatch_is_valid(message.member("params"), schemas) {
+            return;
+        }
+        if let Some(def) = schemas.map.params.get(method) {
+            if schemas.set.has_def(def) {
+                if let Err(errors) = schemas.set.validate_node(def, message.member("params")) {
+                    let first = errors
+                        .first()
+                        .map(|e| format!("{}: {}", e.instance_path, e.message));
+                    self.harness_errors.push(format!(
+                        "the harness sent an invalid {method} (not declared deliberate): {}",
+                        first.unwrap_or_default()
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Checks a frame the host sent; returns the rules it broke.
+    pub fn received(&mut self, text: &str, schemas: &Schemas) -> Vec<Violation> {
+        if text.starts_with("<binary") {
+            return self.checker.on_binary();
+        }
+        if text.starts_with('<') && text.ends_with('>') {
+            // Close or connection-lost markers.
+            return Vec::new();
+        }
+        let mut tape = std::mem::take(&mut self.tape);
+        let (message, _method, mut found) = self.checker.on_text(&mut tape, text, schemas);
+        if let Some(message) = message {
+            self.follow(message, &mut found);
+        }
+        self.tape = tape;
+        found
+    }
+
+    /// The mirror, the echo check and the snapshot invariants over one parsed host message.
+    fn follow(&mut self, message: Node<'_>, found: &mut Vec<Violation>) {
+        if message.member("method").as_str() == Some("action") {
+            let envelope = message.member("params");
+            let origin = envelope.member("origin");
+            // Only a faithful echo (its clientSeq names this very action) marks the state.
+            if let Some(seq) = origin.member("clientSeq").as_i64().filter(|seq| {
+                origin.member("clientId").as_str() == Some(self.client_id.as_str())
+                    && self
+                        .dispatched
+                        .get(seq)
+                        .is_some_and(|sent| envelope.member("action").equals(sent))
+                    && self.watched.remove(seq)
+            }) {
+                let channel = envelope.member("channel").as_str().unwrap_or_default();
+                let before = self.mirror.state(channel).unwrap_or(Value::Null);
+                self.prestates.insert(seq, before);
+            }
+            found.extend(self.check_echo(envelope));
+            found.extend(self.mirror.apply(envelope));
+            return;
+        }
+        let result = message.member("result");
+        if !result.exists() {
+            return;
+        }
+        for snapshot in snapshots_in(result) {
+            if snapshot
+                .member("resource")
+                .as_str()
+                .is_some_and(|r| r.starts_with("ahp-chat:"))
+            {
+                let state = snapshot.member("state").to_value();
+                *self.invariant_counts.entry("STATUS-003").or_insert(0) += 1;
+                let turns = state["turns"].as_array().map_or(0, Vec::len);
+                *self.invariant_counts.entry("TOOL-007").or_insert(0) += turns;
+                found.extend(invariants::chat_state(&state));
+            }
+            self.mirror.load_snapshot(snapshot);
+        }
+        if result.member("type").as_str() == Some("replay") {
+            for envelope in result.member("actions").elements() {
+                found.extend(self.mirror.apply(envelope));
+            }
+        }
+    }
+
+    /// DISPATCH-001: an envelope naming this client as origin echoes one of its dispatches,
+    /// with that dispatch's clientSeq and action.
+    fn check_echo(&mut self, envelope: Node<'_>) -> Vec<Violation> {
+        let origin = envelope.member("origin");
+        if origin.member("clientId").as_str() != Some(self.client_id.as_str()) {
+            return Vec::new();
+        }
+        *self.invariant_counts.entry("DISPATCH-001").or_insert(0) += 1;
+        let seq = origin.member("clientSeq").as_i64().unwrap_or(-1);
+        let echoed = envelope.member("action");
+        match self.dispatched.get(&seq) {
+            Some(action) if echoed.equals(action) => Vec::new(),
+            Some(action) => vec![Violation::new(
+                "DISPATCH-001",
+                format!(
+                    "the echo of clientSeq {seq} carries the dispatched {}",
+                    action["type"]
+                ),
+                format!(
+                    "{} {}",
+                    echoed.member("type").to_value(),
+                    super::frame::clip(&echoed.to_value().to_string())
+                ),
+            )],
+            None => vec![Violation::new(
+                "DISPATCH-001",
+                format!(
+                    "origin.clientSeq of one of this client's dispatches (1..={})",
+                    self.dispatched.keys().max().copied().unwrap_or(0)
+                ),
+                format!(
+                    "clientSeq {seq} on an echo of {}",
+                    echoed.member("type").to_value()
+                ),
+            )],
+        }
+    }
+}
+
+/// Whether dispatchAction params are valid, decided by parts: `DispatchActionParams` is a
+/// string channel, an integer clientSeq and a `StateAction`, whose union picks the
+/// definition of the action's own type (any object with a string type of a type it does
+/// not list). The union tries all hundred-odd types in turn, and the harness checks every
+/// dispatch it sends; `false` leaves the verdict (and its wording) to the full schema.
+fn dispatch_is_valid(params: Node<'_>, schemas: &Schemas) -> bool {
+    let action = params.member("action");
+    let Some(kind) = action.member("type").as_str() else {
+        return false;
+    };
+    let parts = params.member("channel").is_string() && params.member("clientSeq").is_i64();
+    parts
+        && schemas.map.actions.get(kind).is_none_or(|def| {
+            schemas.set.has_def(def) && schemas.set.validate_node(def, action).is_ok()
+        })
+}
