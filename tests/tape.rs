@@ -261,3 +261,60 @@ fn schemas_judge_a_tape_as_they_judge_the_value() {
         );
     }
 }
+
+/// `T` decoded from a tape and from the `Value`, re-encoded for comparison.
+fn decoded_both_ways<T: serde::de::DeserializeOwned + serde::Serialize>(
+    value: &Value,
+) -> (Result<Value, String>, Result<Value, String>) {
+    let text = value.to_string();
+    let mut tape = Tape::default();
+    let node = tape.parse(&text).expect("a Value's text parses");
+    let encode = |decoded: Result<T, serde_json::Error>| {
+        decoded
+            .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
+            .map_err(|e| e.to_string())
+    };
+    (
+        encode(T::deserialize(node)),
+        encode(serde_json::from_value(value.clone())),
+    )
+}
+
+use serde::Deserialize;
+
+#[test]
+fn states_decode_from_a_tape_as_from_the_value() {
+    use ahp_types::state::{ChatState, RootState, SessionState};
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/ahp/upstream/0.8.0-dev/test-cases/reducers");
+    let mut compared = 0;
+    for entry in std::fs::read_dir(&dir).expect("reducer vectors beside the repository") {
+        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("readable");
+        let vector: Value = serde_json::from_str(&text).expect("JSON");
+        for state in [&vector["initial"], &vector["expected"]] {
+            // Broken copies too: each member given a value of the wrong type.
+            let mut variants = vec![state.clone()];
+            for key in state.as_object().into_iter().flat_map(|m| m.keys()) {
+                for wrong in [json!(null), json!(7), json!("x"), json!([1]), json!({"a": 1})] {
+                    let mut changed = state.clone();
+                    changed[key] = wrong;
+                    variants.push(changed);
+                }
+            }
+            for variant in &variants {
+                let (tape, value) = match vector["reducer"].as_str() {
+                    Some("root") => decoded_both_ways::<RootState>(variant),
+                    Some("session") => decoded_both_ways::<SessionState>(variant),
+                    Some("chat") => decoded_both_ways::<ChatState>(variant),
+                    _ => continue,
+                };
+                assert_eq!(tape.is_ok(), value.is_ok(), "{variant}: {tape:?} vs {value:?}");
+                if let (Ok(a), Ok(b)) = (tape, value) {
+                    assert_eq!(a, b, "{variant}");
+                }
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 500, "only {compared} states compared");
+}

@@ -4,8 +4,8 @@
 //! so its derived `Deserialize` first copies the whole action into serde's `Content`, then
 //! copies it again to split off the tag, and only then decodes the variant. On the offline
 //! re-check that was most of the cost of [`crate::checks::mirror::Mirror::apply`]. Here the
-//! tag picks the variant's payload type, which is decoded straight from the action's own
-//! text; every case this fast path does not settle (not an object, unknown tag, a payload
+//! tag picks the variant's payload type, which is decoded straight from the tape; every
+//! case this fast path does not settle (not an object, unknown tag, a payload
 //! that does not decode) goes through `StateAction::deserialize` on the action's `Value`, so
 //! the result is the derived one.
 
@@ -19,8 +19,7 @@ pub fn decode_action(action: Node<'_>) -> Result<StateAction, serde_json::Error>
     let fast = action
         .member("type")
         .as_str()
-        .zip(action.raw())
-        .and_then(|(kind, text)| by_type(kind, text));
+        .and_then(|kind| by_type(kind, action));
     match fast {
         Some(decoded) => Ok(decoded),
         None => StateAction::deserialize(&action.to_value()),
@@ -28,14 +27,11 @@ pub fn decode_action(action: Node<'_>) -> Result<StateAction, serde_json::Error>
 }
 
 /// Expands to a `match` from the wire tag to the variant, decoding its payload type from
-/// the text. A payload decoded from text and from the `Value` of that text agree, except
-/// that text may repeat a member, which the payload decoders refuse: that case falls back.
+/// the tape.
 macro_rules! variants {
-    ($kind:expr, $text:expr, { $($tag:literal => $variant:ident($payload:ty),)* }) => {
+    ($kind:expr, $action:expr, { $($tag:literal => $variant:ident($payload:ty),)* }) => {
         match $kind {
-            $($tag => <$payload>::deserialize(&mut serde_json::Deserializer::from_str($text))
-                .ok()
-                .map(StateAction::$variant),)*
+            $($tag => <$payload>::deserialize($action).ok().map(StateAction::$variant),)*
             _ => None,
         }
     };
@@ -46,8 +42,8 @@ macro_rules! variants {
 /// `type` member), so the tag left in the object changes nothing. The list is the variant
 /// list of `ahp-types` 1.0.0's `StateAction`; `tests/action_decode.rs` checks it against the
 /// derived decoder on every upstream reducer vector.
-fn by_type(kind: &str, text: &str) -> Option<StateAction> {
-    variants!(kind, text, {
+fn by_type(kind: &str, action: Node<'_>) -> Option<StateAction> {
+    variants!(kind, action, {
         "root/agentsChanged" => RootAgentsChanged(RootAgentsChangedAction),
         "root/activeSessionsChanged" => RootActiveSessionsChanged(RootActiveSessionsChangedAction),
         "root/configChanged" => RootConfigChanged(RootConfigChangedAction),

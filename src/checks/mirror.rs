@@ -20,14 +20,9 @@ enum State {
     Chat(Box<ChatState>),
 }
 
-/// A state decoded from its text; through its `Value` when the text repeats a member
-/// (which the derived decoders refuse and a `Value` resolves, last one wins).
+/// A state decoded from the tape.
 fn decode<T: DeserializeOwned>(state: Node<'_>) -> Option<Box<T>> {
-    state
-        .raw()
-        .and_then(|text| serde_json::from_str(text).ok())
-        .or_else(|| serde_json::from_value(state.to_value()).ok())
-        .map(Box::new)
+    T::deserialize(state).ok().map(Box::new)
 }
 
 impl State {
