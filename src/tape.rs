@@ -110,7 +110,7 @@ pub struct TapeError {
 pub struct Tape {
     entries: Vec<Entry>,
     unescaped: String,
-    /// Key entry indices of the objects being parsed (a stack shared by nesting levels).
+    /// Key entry indices of an object whose names are being compared.
     keys: Vec<u32>,
 }
 
@@ -295,7 +295,7 @@ impl Parser<'_> {
         let from = self.offset();
         let slot = self.tape.entries.len();
         self.tape.entries.push(Entry::Null);
-        let keys_from = self.tape.keys.len();
+        let mut members = 0usize;
         let mut sketch = NameSketch::default();
         self.at += 1;
         self.skip_space();
@@ -312,7 +312,7 @@ impl Parser<'_> {
                 let tag = name_tag(span_str(self.text, &self.tape.unescaped, name));
                 sketch.add(name.len(), tag);
                 let key = self.tape.entries.len() as u32;
-                self.tape.keys.push(key);
+                members += 1;
                 self.tape.entries.push(Entry::Key {
                     name,
                     tag,
@@ -342,13 +342,11 @@ impl Parser<'_> {
                 }
             }
         }
-        let members = self.tape.keys.len() - keys_from;
         let hidden = if sketch.collision {
-            self.merge_repeated_keys(keys_from)
+            self.merge_repeated_keys(slot)
         } else {
             0
         };
-        self.tape.keys.truncate(keys_from);
         self.tape.entries[slot] = Entry::Object {
             len: (members - hidden) as u32,
             end: self.tape.entries.len() as u32,
@@ -361,8 +359,18 @@ impl Parser<'_> {
     /// A name repeated in one object makes one member, as in a `Value` map: at the first
     /// occurrence's place, with the last occurrence's value. The later occurrences are hidden
     /// and the first is pointed at the last one's value. Returns how many were hidden.
-    fn merge_repeated_keys(&mut self, keys_from: usize) -> usize {
-        let keys = &self.tape.keys[keys_from..];
+    fn merge_repeated_keys(&mut self, slot: usize) -> usize {
+        // The object's key entries, found by skipping each member's value.
+        self.tape.keys.clear();
+        let mut key = slot + 1;
+        while key + 1 < self.tape.entries.len() {
+            self.tape.keys.push(key as u32);
+            key = match self.tape.entries[key + 1] {
+                Entry::Array { end, .. } | Entry::Object { end, .. } => end as usize,
+                _ => key + 2,
+            };
+        }
+        let keys = &self.tape.keys[..];
         let name = |index: u32| match self.tape.entries[index as usize] {
             Entry::Key { name, .. } => span_str(self.text, &self.tape.unescaped, name),
             _ => "",
@@ -753,25 +761,30 @@ impl<'t> Node<'t> {
     /// not an object). Names are compared by length before their bytes: this runs a dozen
     /// times per frame.
     pub fn member(&self, name: &str) -> Node<'t> {
-        let Some(Entry::Object { end, .. }) = self.entry() else {
+        let entries = &self.tape.entries;
+        let Some(&Entry::Object { end, .. }) = entries.get(self.index as usize) else {
             return self.absent();
         };
         let wanted = name_tag(name);
-        let mut next = self.index + 1;
-        while next < end {
-            let key = next;
-            next = self.at(key + 1).end();
-            if let Some(Entry::Key {
+        let end = (end as usize).min(entries.len());
+        let mut key = self.index as usize + 1;
+        while key + 1 < end {
+            let after_value = match entries[key + 1] {
+                Entry::Array { end, .. } | Entry::Object { end, .. } => end as usize,
+                _ => key + 2,
+            };
+            if let Entry::Key {
                 name: span,
                 tag,
                 hidden: false,
                 value,
-            }) = self.at(key).entry()
+            } = entries[key]
             {
                 if tag == wanted && span.len() == name.len() && self.span_str(span) == name {
                     return self.at(value);
                 }
             }
+            key = after_value;
         }
         self.absent()
     }
@@ -879,27 +892,20 @@ impl<'t> Node<'t> {
         }
     }
 
-    /// Every string in the value, in document order, with the entry it is (for a pointer
-    /// built only when one is reported: [`Node::pointer_to`]). Member names are not included.
-    pub fn strings(&self) -> impl Iterator<Item = (u32, &'t str)> + 't {
+    /// Every string and every member name in the value, in document order, in one pass
+    /// over the entries (no recursion): what the checks that look at everything scan.
+    /// Hidden repeats of a member are included.
+    pub fn scan(&self) -> impl Iterator<Item = Scanned<'t>> + 't {
         let node = *self;
         (self.index..self.end()).filter_map(move |index| match node.tape.entries[index as usize] {
-            Entry::Str(span) => Some((index, node.span_str(span))),
-            _ => None,
-        })
-    }
-
-    /// Every member named `name` anywhere in the value (hidden repeats included), with its
-    /// value: one pass over the entries, no recursion.
-    pub fn members_named(&self, name: &'t str) -> impl Iterator<Item = Node<'t>> + 't {
-        let node = *self;
-        let wanted = name_tag(name);
-        (self.index..self.end()).filter_map(move |index| match node.tape.entries[index as usize] {
-            Entry::Key {
-                name: span, tag, ..
-            } if tag == wanted && span.len() == name.len() && node.span_str(span) == name => {
-                Some(node.at(index + 1))
-            }
+            Entry::Str(span) => Some(Scanned::String {
+                index,
+                text: node.span_str(span),
+            }),
+            Entry::Key { name, .. } => Some(Scanned::Member {
+                name: node.span_str(name),
+                value: node.at(index + 1),
+            }),
             _ => None,
         })
     }
@@ -935,6 +941,15 @@ impl<'t> Node<'t> {
     pub fn index(&self) -> u32 {
         self.index
     }
+}
+
+/// What [`Node::scan`] passes.
+#[derive(Debug, Clone, Copy)]
+pub enum Scanned<'t> {
+    /// A string value; `index` locates it for [`Node::pointer_to`].
+    String { index: u32, text: &'t str },
+    /// A member name and the member's value.
+    Member { name: &'t str, value: Node<'t> },
 }
 
 /// Members of an object: (name, value).

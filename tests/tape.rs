@@ -75,6 +75,7 @@ fn edge_cases_parse_as_serde_json_parses_them() {
         "{1:2}",
         "{\"a\":1,\"a\":2}",
         "{\"a\":1,\"b\":2,\"a\":3}",
+        "{\"a\":{\"x\":1,\"x\":2},\"a\":[{\"y\":1,\"y\":[2]}],\"b\":{\"a\":1}}",
         "\"\\u0041\"",
         "\"\\ud83d\\ude00\"",
         "\"\\ud800\"",
@@ -295,7 +296,13 @@ fn states_decode_from_a_tape_as_from_the_value() {
             // Broken copies too: each member given a value of the wrong type.
             let mut variants = vec![state.clone()];
             for key in state.as_object().into_iter().flat_map(|m| m.keys()) {
-                for wrong in [json!(null), json!(7), json!("x"), json!([1]), json!({"a": 1})] {
+                for wrong in [
+                    json!(null),
+                    json!(7),
+                    json!("x"),
+                    json!([1]),
+                    json!({"a": 1}),
+                ] {
                     let mut changed = state.clone();
                     changed[key] = wrong;
                     variants.push(changed);
@@ -308,7 +315,11 @@ fn states_decode_from_a_tape_as_from_the_value() {
                     Some("chat") => decoded_both_ways::<ChatState>(variant),
                     _ => continue,
                 };
-                assert_eq!(tape.is_ok(), value.is_ok(), "{variant}: {tape:?} vs {value:?}");
+                assert_eq!(
+                    tape.is_ok(),
+                    value.is_ok(),
+                    "{variant}: {tape:?} vs {value:?}"
+                );
                 if let (Ok(a), Ok(b)) = (tape, value) {
                     assert_eq!(a, b, "{variant}");
                 }

@@ -9,7 +9,7 @@ use super::{FastMap, FastSet, Violation};
 use jsonschema::Validator;
 
 use crate::schema::{check, unusable, SchemaSet, SchemaViolation};
-use crate::tape::{Node, Tape, TapeJson};
+use crate::tape::{Node, Scanned, Tape, TapeJson};
 
 /// Which schema definition validates what, from the schema index.
 #[derive(Debug, Clone, Default)]
@@ -180,6 +180,8 @@ pub struct FrameChecker {
     validators: Validators,
     /// Request id (as JSON text) → method, for requests not yet answered.
     pending: FastMap<String, String>,
+    /// Reused for the id of every response (looked up, not stored).
+    id_buffer: String,
     answered: FastSet<String>,
     last_seq: FastMap<String, u64>,
     from_seq: FastMap<String, u64>,
@@ -234,7 +236,7 @@ impl FrameChecker {
         if id.exists() && !answer {
             let method = method.as_str().unwrap_or("(no method)");
             self.pending
-                .insert(id.to_value().to_string(), method.to_owned());
+                .insert(id_key(id, String::new()), method.to_owned());
         }
         if method.as_str() == Some("unsubscribe") {
             if let Some(channel) = message.member("params").member("channel").as_str() {
@@ -322,7 +324,19 @@ impl FrameChecker {
         schemas: &Schemas,
         found: &mut Vec<Violation>,
     ) -> Option<String> {
-        let key = message.member("id").to_value().to_string();
+        let key = id_key(message.member("id"), std::mem::take(&mut self.id_buffer));
+        let outcome = self.check_answer(message, &key, schemas, found);
+        self.id_buffer = key;
+        outcome
+    }
+
+    fn check_answer(
+        &mut self,
+        message: Node<'_>,
+        key: &str,
+        schemas: &Schemas,
+        found: &mut Vec<Violation>,
+    ) -> Option<String> {
         let result = message.member("result");
         let error = message.member("error");
         let (has_result, has_error) = (result.exists(), error.exists());
@@ -348,7 +362,7 @@ impl FrameChecker {
         }
         self.tally.bump(Rule::Transport003);
         self.tally.bump(Rule::Transport004);
-        if self.answered.contains(&key) {
+        if self.answered.contains(key) {
             found.push(Violation::new(
                 "TRANSPORT-003",
                 format!("one response to request {key}"),
@@ -356,7 +370,7 @@ impl FrameChecker {
             ));
             return None;
         }
-        let Some(method) = self.pending.remove(&key) else {
+        let Some((key, method)) = self.pending.remove_entry(key) else {
             if has_result {
                 found.push(Violation::new(
                     "TRANSPORT-004",
@@ -537,6 +551,20 @@ impl FrameChecker {
     }
 }
 
+/// A request id as the key of [`FrameChecker::pending`]: its JSON text, written into `into`
+/// (cleared first) without building a `Value` for the integer ids harnesses use.
+fn id_key(id: Node<'_>, mut into: String) -> String {
+    use std::fmt::Write as _;
+    into.clear();
+    let written = match (id.as_u64(), id.as_i64()) {
+        (Some(n), _) => write!(into, "{n}"),
+        (None, Some(n)) => write!(into, "{n}"),
+        _ => write!(into, "{}", id.to_value()),
+    };
+    debug_assert!(written.is_ok(), "writing to a String does not fail");
+    into
+}
+
 /// Every snapshot a result carries (`snapshot`, `snapshots[]`).
 pub fn snapshots_in(result: Node<'_>) -> impl Iterator<Item = Node<'_>> {
     let single = Some(result.member("snapshot")).filter(Node::is_object);
@@ -649,32 +677,49 @@ const LEGACY_PREFIXES: &[&str] = &["agenthost:", "copilot:"];
 /// `status` member holds exactly one activity value): both look at every member of every
 /// frame, which on a tape is a pass over its entries; a path is built only for a violation.
 fn scan_strings_and_status(message: Node<'_>, found: &mut Vec<Violation>, tally: &mut Tally) {
-    tally.bump(Rule::Sub012);
-    // First bytes before prefixes: this looks at every string of every frame.
-    let legacy = message.strings().find(|(_, text)| {
-        matches!(text.as_bytes().first(), Some(b'a' | b'c'))
-            && LEGACY_PREFIXES.iter().any(|p| text.starts_with(p))
-    });
-    if let Some((_, uri)) = legacy {
-        found.push(Violation::new(
-            "SUB-012",
-            "1.0.0 channel URIs (ahp-…)",
-            format!("legacy URI {uri}"),
-        ));
-    }
+    // SUB-012's violation goes before STATUS-001's ones.
+    let first_status = found.len();
+    let mut legacy = None;
     let mut statuses = 0;
-    for status in message.members_named("status") {
-        let Some(value) = status.as_u64() else {
-            continue;
-        };
-        statuses += 1;
-        if ![1, 2, 8, 24].contains(&(value & 31)) {
-            found.push(Violation::new(
-                "STATUS-001",
-                "status & 31 ∈ {1, 2, 8, 24}",
-                format!("{} = {value}", message.pointer_to(status.index())),
-            ));
+    for item in message.scan() {
+        match item {
+            // First bytes before prefixes: this looks at every string of every frame.
+            Scanned::String { text, .. }
+                if legacy.is_none()
+                    && matches!(text.as_bytes().first(), Some(b'a' | b'c'))
+                    && LEGACY_PREFIXES.iter().any(|p| text.starts_with(p)) =>
+            {
+                legacy = Some(text);
+            }
+            Scanned::Member {
+                name: "status",
+                value,
+            } => {
+                let Some(status) = value.as_u64() else {
+                    continue;
+                };
+                statuses += 1;
+                if ![1, 2, 8, 24].contains(&(status & 31)) {
+                    found.push(Violation::new(
+                        "STATUS-001",
+                        "status & 31 ∈ {1, 2, 8, 24}",
+                        format!("{} = {status}", message.pointer_to(value.index())),
+                    ));
+                }
+            }
+            _ => {}
         }
+    }
+    tally.bump(Rule::Sub012);
+    if let Some(uri) = legacy {
+        found.insert(
+            first_status,
+            Violation::new(
+                "SUB-012",
+                "1.0.0 channel URIs (ahp-…)",
+                format!("legacy URI {uri}"),
+            ),
+        );
     }
     tally.add(Rule::Status001, statuses);
 }
