@@ -281,7 +281,6 @@ fn decoded_both_ways<T: serde::de::DeserializeOwned + serde::Serialize>(
     )
 }
 
-use serde::Deserialize;
 
 #[test]
 fn states_decode_from_a_tape_as_from_the_value() {
