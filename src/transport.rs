@@ -223,12 +223,14 @@ impl Connection {
     ) -> Result<Option<Incoming>, TransportError> {
         let incoming = match next {
             Some(Ok(Message::Text(text))) => {
+                let parsed = serde_json::from_str(text.as_str());
                 let text = text.as_str().to_owned();
-                self.record(Direction::Received, text.clone());
-                match serde_json::from_str(&text) {
+                let incoming = match parsed {
                     Ok(value) => Incoming::Message(value),
-                    Err(_) => Incoming::NotJson(text),
-                }
+                    Err(_) => Incoming::NotJson(text.clone()),
+                };
+                self.record(Direction::Received, text);
+                incoming
             }
             Some(Ok(Message::Binary(bytes))) => {
                 self.record(

@@ -281,7 +281,6 @@ fn decoded_both_ways<T: serde::de::DeserializeOwned + serde::Serialize>(
     )
 }
 
-
 #[test]
 fn states_decode_from_a_tape_as_from_the_value() {
     use ahp_types::state::{ChatState, RootState, SessionState};

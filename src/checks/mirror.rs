@@ -130,6 +130,21 @@ impl Mirror {
         self.channels.get(channel).map(State::to_json)
     }
 
+    /// Like [`Mirror::state`], with a chat's finished turns left out (`turns` is empty):
+    /// for readers of the live part only (the active turn, the queue), which look after
+    /// every step, when a chat's history would be most of the encoding.
+    pub fn live_state(&mut self, channel: &str) -> Option<Value> {
+        match self.channels.get_mut(channel)? {
+            State::Chat(chat) => {
+                let turns = std::mem::take(&mut chat.turns);
+                let json = serde_json::to_value(&**chat).unwrap_or(Value::Null);
+                chat.turns = turns;
+                Some(json)
+            }
+            other => Some(other.to_json()),
+        }
+    }
+
     /// Applies one envelope (rejected ones change nothing) after the stream checks.
     pub fn apply(&mut self, envelope: Node<'_>) -> Vec<Violation> {
         let mut found = Vec::new();

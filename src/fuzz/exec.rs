@@ -370,7 +370,12 @@ impl Run<'_> {
             if Instant::now() > deadline {
                 return;
             }
-            let chat = first.checks.mirror.state(&self.chat).unwrap_or(Value::Null);
+            // `rest` reads the active turn and the queue only.
+            let chat = first
+                .checks
+                .mirror
+                .live_state(&self.chat)
+                .unwrap_or(Value::Null);
             let behaviours = &self.behaviours;
             match rest(&chat, |id| behaviours.get(id).copied()) {
                 Rest::Busy => {

@@ -33,10 +33,17 @@ const ERROR: u64 = 2;
 impl World {
     /// Brings every projection of `session` in line with its chats.
     pub fn sync_projections(&mut self, session: &str) {
-        for chat in self.session_chats(session) {
-            self.sync_chat_summary(session, &chat);
+        // Each chat is encoded once for both projections (the summary updates this emits
+        // change the session, not the chats).
+        let chats: Vec<(String, Value)> = self
+            .session_chats(session)
+            .into_iter()
+            .filter_map(|chat| self.live_chat_json(&chat).map(|json| (chat, json)))
+            .collect();
+        for (chat, state) in &chats {
+            self.sync_chat_summary(session, chat, state);
         }
-        self.sync_input_needed(session);
+        self.sync_input_needed(session, &chats);
         self.sync_root_summary(session);
     }
 
@@ -51,11 +58,8 @@ impl World {
         Some(json)
     }
 
-    fn sync_chat_summary(&mut self, session: &str, chat: &str) {
-        let Some(state) = self.live_chat_json(chat) else {
-            return;
-        };
-        let current = chat_summary(&state);
+    fn sync_chat_summary(&mut self, session: &str, chat: &str, state: &Value) {
+        let current = chat_summary(state);
         let Some(session_entry) = self.sessions.get(session) else {
             return;
         };
@@ -85,13 +89,11 @@ impl World {
         );
     }
 
-    fn sync_input_needed(&mut self, session: &str) {
-        let mut wanted: Vec<Value> = Vec::new();
-        for chat in self.session_chats(session) {
-            if let Some(state) = self.live_chat_json(&chat) {
-                wanted.extend(input_needed_entries(&chat, &state));
-            }
-        }
+    fn sync_input_needed(&mut self, session: &str, chats: &[(String, Value)]) {
+        let wanted: Vec<Value> = chats
+            .iter()
+            .flat_map(|(chat, state)| input_needed_entries(chat, state))
+            .collect();
         let Some(session_entry) = self.sessions.get(session) else {
             return;
         };
