@@ -102,6 +102,11 @@ fn comparable(kind: Kind, state: &Value) -> Value {
 
 /// INV-FOLD-1: the fold equals the fresh snapshot on the fields the version defines.
 pub fn fold_matches(channel: &str, kind: Kind, folded: &Value, fresh: &Value) -> Option<Violation> {
+    // What is equal as it is stays equal once both are made comparable (the same function
+    // of each): the copies are made only when the two differ somewhere.
+    if folded == fresh {
+        return None;
+    }
     let (folded, fresh) = (comparable(kind, folded), comparable(kind, fresh));
     let difference = first_difference(&folded, &fresh, String::new())?;
     Some(Violation::new(
@@ -113,6 +118,11 @@ pub fn fold_matches(channel: &str, kind: Kind, folded: &Value, fresh: &Value) ->
 
 /// JSON pointer of the first difference, with both values.
 pub fn first_difference(left: &Value, right: &Value, at: String) -> Option<String> {
+    // Nearly every checkpoint finds the two equal: one comparison instead of a path string
+    // per member (equal values have no difference to point at).
+    if left == right {
+        return None;
+    }
     match (left, right) {
         (Value::Object(a), Value::Object(b)) => {
             let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();

@@ -7,6 +7,8 @@
 use serde_json::{json, Map, Value};
 
 use super::faults::Fault;
+use ahp_types::state::ResponsePart;
+
 use super::world::{to_value, World, ROOT};
 
 /// Inlined summary members a `ChatState` shares with its `ChatSummary`.
@@ -47,13 +49,31 @@ impl World {
         self.sync_root_summary(session);
     }
 
-    /// The chat's state as JSON without its finished turns: all that summaries and
-    /// `inputNeeded` read, at a fraction of the cost once a chat has a history (this runs
-    /// after every action).
+    /// The chat's state as JSON without what no projection reads: its finished turns and
+    /// the active turn's parts other than tool calls and input requests (summaries read
+    /// top-level fields, `inputNeeded` those two kinds of part). This runs after nearly
+    /// every action, when a long turn's text would be most of the encoding.
     fn live_chat_json(&mut self, chat: &str) -> Option<Value> {
         let entry = self.chats.get_mut(chat)?;
         let turns = std::mem::take(&mut entry.state.turns);
+        let parts = entry.state.active_turn.as_mut().map(|turn| {
+            let all = std::mem::take(&mut turn.response_parts);
+            turn.response_parts = all
+                .iter()
+                .filter(|part| {
+                    matches!(
+                        part,
+                        ResponsePart::ToolCall(_) | ResponsePart::InputRequest(_)
+                    )
+                })
+                .cloned()
+                .collect();
+            all
+        });
         let json = to_value(&entry.state);
+        if let (Some(turn), Some(parts)) = (entry.state.active_turn.as_mut(), parts) {
+            turn.response_parts = parts;
+        }
         entry.state.turns = turns;
         Some(json)
     }
