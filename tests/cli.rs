@@ -359,3 +359,57 @@ fn a_refused_connection_is_not_a_conforming_run() {
     assert_eq!(stderr.trim().lines().count(), 1, "one-line error: {stderr}");
     assert!(stderr.contains("cannot connect"), "{stderr}");
 }
+
+/// The always-on echo check follows the clientId a case initialises with: a case that
+/// names its own clientId and dispatches, with no echo step of its own, fails only through
+/// that check against a host that echoes with the wrong clientSeq.
+#[test]
+fn the_echo_check_follows_a_case_chosen_client_id() {
+    let dir = TempDir::new("client-id");
+    let suites = dir.path().join("suites");
+    std::fs::create_dir_all(&suites).expect("suites dir");
+    std::fs::write(
+        suites.join("custom-id.toml"),
+        r#"page = "custom client id"
+
+[[case]]
+id = "ENV-001"
+level = "MUST"
+spec = "test"
+requirement = "A renamed session takes the title."
+does = "Initialises with its own clientId, renames a session, reads the title."
+steps = [
+  { initialize = { client_id = "custom-${run}" } },
+  { session = { as = "S" } },
+  { dispatch = { channel = "${S}", action = { type = "session/titleChanged", title = "mine" }, as = "rename" } },
+  { state = { channel = "${S}", equals = { "/title" = "mine" } } },
+]
+"#,
+    )
+    .expect("suite written");
+    let run_on = |fault: Option<&str>, report: &str| {
+        let mut args = vec!["run", "--suites", suites.to_str().expect("utf-8 path")];
+        let report = dir.path().join(report);
+        let report = report.to_str().expect("utf-8 path").to_owned();
+        args.extend(["--report-dir", &report]);
+        if let Some(fault) = fault {
+            args.extend(["--fault", fault]);
+        }
+        let out = run(&args);
+        let json = report_json(Path::new(&report));
+        let row = json["cases"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["info"]["id"] == "DISPATCH-001")
+            .cloned()
+            .unwrap_or(Value::Null);
+        (out, row)
+    };
+    let (out, row) = run_on(None, "correct");
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(row["verdict"], "pass", "{row}");
+    let (out, row) = run_on(Some("wrong-client-seq"), "faulty");
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_eq!(row["verdict"], "fail", "{row}");
+}

@@ -169,7 +169,7 @@ impl Runner<'_> {
             origin.as_ref().is_some_and(|(client, seq)| {
                 self.conns
                     .values()
-                    .any(|c| &c.client_id == client && c.checks.dispatched.contains_key(seq))
+                    .any(|c| &c.checks.client_id == client && c.checks.dispatched.contains_key(seq))
             })
         };
         found.retain(|(located, _)| {
@@ -521,11 +521,11 @@ impl Runner<'_> {
             None => self
                 .conns
                 .get(&name)
-                .map(|c| c.client_id.clone())
+                .map(|c| c.checks.client_id.clone())
                 .unwrap_or_default(),
         };
         let conn = self.conn(&s.on)?;
-        conn.client_id = client_id.clone();
+        conn.checks.client_id = client_id.clone();
         let params = json!({ "channel": ROOT, "protocolVersions": versions, "clientId": client_id,
                              "clientInfo": { "name": "ahpspec", "version": env!("CARGO_PKG_VERSION") },
                              "initialSubscriptions": subscriptions });
@@ -585,7 +585,7 @@ impl Runner<'_> {
             .await
             .map_err(|e| Stop::Harness(format!("{}: {e}", self.at)))?;
         let mut conn = Conn::resuming(&old, link);
-        let params = json!({ "channel": ROOT, "clientId": old.client_id, "lastSeenServerSeq": last_seen,
+        let params = json!({ "channel": ROOT, "clientId": old.checks.client_id, "lastSeenServerSeq": last_seen,
                              "subscriptions": subscriptions });
         let id = conn
             .link
@@ -907,7 +907,7 @@ impl Runner<'_> {
             .ok_or_else(|| Stop::Harness(format!("{}: no dispatch named {}", self.at, s.of)))?;
         let on = Some(conn_name.clone());
         let conn = self.conn(&on)?;
-        let client_id = conn.client_id.clone();
+        let client_id = conn.checks.client_id.clone();
         let dispatched = conn
             .checks
             .dispatched

@@ -20,9 +20,9 @@ pub struct Located {
 #[derive(Debug)]
 pub struct Conn {
     pub name: String,
-    pub client_id: String,
     pub link: Connection,
-    /// The always-on checks over this connection's frames.
+    /// The always-on checks over this connection's frames (and the clientId they expect
+    /// echoes to carry: `checks.client_id`).
     pub checks: StreamChecks,
     /// Transcript frames already looked at.
     seen: usize,
@@ -36,7 +36,6 @@ impl Conn {
     pub fn new(name: &str, client_id: &str, link: Connection) -> Conn {
         Conn {
             name: name.to_owned(),
-            client_id: client_id.to_owned(),
             link,
             checks: StreamChecks::new(client_id),
             seen: 0,
@@ -56,7 +55,7 @@ impl Conn {
     /// The connection that resumes `old` (reconnect) on a new socket: same name and client
     /// id, and it carries on the old one's checks (mirror, sequence history, dispatches).
     pub fn resuming(old: &Conn, link: Connection) -> Conn {
-        let mut conn = Conn::new(&old.name, &old.client_id, link);
+        let mut conn = Conn::new(&old.name, &old.checks.client_id, link);
         conn.checks = StreamChecks::resuming(&old.checks);
         conn.client_seq = old.client_seq;
         conn

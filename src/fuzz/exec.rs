@@ -227,7 +227,7 @@ impl Run<'_> {
             .link
             .request(
                 "initialize",
-                json!({ "channel": ROOT, "protocolVersions": ["1.0.0"], "clientId": conn.client_id,
+                json!({ "channel": ROOT, "protocolVersions": ["1.0.0"], "clientId": conn.checks.client_id,
                         "initialSubscriptions": if index == 0 { json!([ROOT]) } else { json!([]) } }),
                 self.cfg.timeout,
             )
@@ -448,7 +448,7 @@ impl Run<'_> {
             self.next_turn += 1;
             let fresh = format!("fz-{}", self.next_turn);
             let now = self.tick();
-            let client_id = self.conns[client].client_id.clone();
+            let client_id = self.conns[client].checks.client_id.clone();
             let Some(planned) = plan(op, &chat, &client_id, &fresh, &now, &self.cfg.profile) else {
                 continue;
             };
@@ -535,7 +535,7 @@ impl Run<'_> {
         let schemas = self.cfg.schemas.clone();
         let wait = self.cfg.timeout;
         let conn = &mut self.conns[client];
-        let client_id = conn.client_id.clone();
+        let client_id = conn.checks.client_id.clone();
         let echo = conn
             .link
             .wait_for(wait, |item| match item {
@@ -636,7 +636,7 @@ impl Run<'_> {
         if client == 0 {
             channels.insert(0, ROOT.to_owned());
         }
-        let params = json!({ "channel": ROOT, "clientId": old.client_id, "lastSeenServerSeq": old.checks.checker.highest_seq(),
+        let params = json!({ "channel": ROOT, "clientId": old.checks.client_id, "lastSeenServerSeq": old.checks.checker.highest_seq(),
                              "subscriptions": channels });
         let timeout = self.cfg.timeout;
         let answer = conn.link.request("reconnect", params, timeout).await;

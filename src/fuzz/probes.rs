@@ -91,7 +91,7 @@ impl Run<'_> {
         let timeout = self.cfg.timeout;
         let conn = &mut self.conns[client];
         let action = json!({ "type": "session/titleChanged", "title": "nowhere" });
-        let client_id = conn.client_id.clone();
+        let client_id = conn.checks.client_id.clone();
         let sent = conn.dispatch(&channel, &action).await;
         let seq = conn.client_seq;
         let ping = match sent {
@@ -392,7 +392,7 @@ impl Run<'_> {
         // The session moves: a title change by the first client.
         let first = &mut self.conns[0];
         let action = json!({ "type": "session/titleChanged", "title": format!("unsub-{index}") });
-        let client_id = first.client_id.clone();
+        let client_id = first.checks.client_id.clone();
         let _ = first.dispatch(&session, &action).await;
         let seq = first.client_seq;
         let echoed = first
