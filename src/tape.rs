@@ -4,10 +4,9 @@
 //! `serde_json::Value` allocates every string, array and object (and hashes every key, with
 //! `preserve_order`); on the offline re-check that was half the time. A [`Tape`] is parsed
 //! into a buffer that is reused frame after frame: strings without escapes point into the
-//! text, containers record where they end (so a member lookup skips whole subtrees) and the
-//! byte range they cover (so a typed decoder such as a reducer action can read the exact
-//! text). Schema validation runs on the tape directly: [`TapeJson`] is a `jsonschema`
-//! instance representation.
+//! text, and containers record where they end (so a member lookup skips whole subtrees).
+//! Schema validation runs on the tape directly ([`TapeJson`] is a `jsonschema` instance
+//! representation), and so does typed decoding (a [`Node`] is a serde `Deserializer`).
 //!
 //! The parser accepts exactly what `serde_json::from_str::<Value>` accepts (same nesting
 //! limit, same rules on surrogates, control characters and numbers) and a tape converts to
@@ -80,19 +79,15 @@ enum Entry {
         hidden: bool,
         value: u32,
     },
-    /// `end`: index of the entry after the container's last one; `from..to`: its bytes.
+    /// `end`: index of the entry after the container's last one.
     Array {
         len: u32,
         end: u32,
-        from: u32,
-        to: u32,
     },
     /// `len` counts visible members.
     Object {
         len: u32,
         end: u32,
-        from: u32,
-        to: u32,
     },
 }
 
@@ -215,11 +210,6 @@ impl Parser<'_> {
         }
     }
 
-    fn offset(&self) -> u32 {
-        // Bounded by the length check in `Tape::parse`.
-        self.at as u32
-    }
-
     fn value(&mut self, depth: usize) -> Result<(), Fail> {
         match self.peek() {
             None => Err(self.error("EOF while parsing a value")),
@@ -252,7 +242,6 @@ impl Parser<'_> {
         if depth >= DEPTH_LIMIT {
             return Err(self.error("recursion limit exceeded"));
         }
-        let from = self.offset();
         let slot = self.tape.entries.len();
         self.tape.entries.push(Entry::Null);
         self.at += 1;
@@ -282,8 +271,6 @@ impl Parser<'_> {
         self.tape.entries[slot] = Entry::Array {
             len,
             end: self.tape.entries.len() as u32,
-            from,
-            to: self.offset(),
         };
         Ok(())
     }
@@ -292,7 +279,6 @@ impl Parser<'_> {
         if depth >= DEPTH_LIMIT {
             return Err(self.error("recursion limit exceeded"));
         }
-        let from = self.offset();
         let slot = self.tape.entries.len();
         self.tape.entries.push(Entry::Null);
         let mut members = 0usize;
@@ -350,8 +336,6 @@ impl Parser<'_> {
         self.tape.entries[slot] = Entry::Object {
             len: (members - hidden) as u32,
             end: self.tape.entries.len() as u32,
-            from,
-            to: self.offset(),
         };
         Ok(())
     }
@@ -827,17 +811,6 @@ impl<'t> Node<'t> {
         self.len() == 0
     }
 
-    /// The exact text of an array or object (for a typed decoder); `None` for other values,
-    /// and for a container rebuilt from a tape of one string.
-    pub fn raw(&self) -> Option<&'t str> {
-        match self.entry() {
-            Some(Entry::Array { from, to, .. } | Entry::Object { from, to, .. }) => {
-                self.text.get(from as usize..to as usize)
-            }
-            _ => None,
-        }
-    }
-
     /// The value as a `serde_json::Value` (for the paths that keep one: reports, snapshots,
     /// violations).
     pub fn to_value(&self) -> Value {
@@ -937,7 +910,7 @@ impl<'t> Node<'t> {
         pointer
     }
 
-    /// The tape index of this value (what [`Node::strings`] reports).
+    /// The tape index of this value (what [`Scanned::String`] reports, for [`Node::pointer_to`]).
     pub fn index(&self) -> u32 {
         self.index
     }
