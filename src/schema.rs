@@ -14,7 +14,7 @@ use jsonschema::{Draft, Registry, Validator};
 use serde_json::{json, Value};
 
 use crate::checks::FastMap;
-use crate::tape::{Node, TapeJson};
+use crate::tape::TapeJson;
 
 /// The generated AHP 1.0.0 schema files, embedded at compile time (file name, text).
 pub const EMBEDDED_FILES: &[(&str, &str)] = &[
@@ -287,22 +287,6 @@ impl SchemaSet {
     /// `def`'s validator for tape instances (compiled on first use, then cached).
     pub fn tape_validator(&self, def: &str) -> Result<Arc<Validator<TapeJson>>, SchemaError> {
         self.cached(&self.tape_cache, def)
-    }
-
-    /// Like [`SchemaSet::validate`], for a value of a parsed tape.
-    pub fn validate_node(&self, def: &str, instance: Node<'_>) -> Result<(), Vec<SchemaViolation>> {
-        let outcome = match self
-            .tape_cache
-            .read()
-            .ok()
-            .and_then(|c| c.get(def).cloned())
-        {
-            Some(validator) => Ok(check(&validator, instance)),
-            None => self
-                .cached(&self.tape_cache, def)
-                .map(|validator| check(&validator, instance)),
-        };
-        outcome.unwrap_or_else(|e| Err(vec![unusable(def, &e)]))
     }
 
     /// Validates `instance` against `def`; the outer error reports an unknown def or a schema

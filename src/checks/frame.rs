@@ -538,6 +538,32 @@ impl FrameChecker {
         }
     }
 
+    /// Validates `instance` against `def` with this checker's validators (fetched from the
+    /// shared set on first use); `None` when no schema document defines `def`.
+    pub fn validate_node(
+        &mut self,
+        schemas: &Schemas,
+        def: &str,
+        instance: Node<'_>,
+    ) -> Option<Result<(), Vec<SchemaViolation>>> {
+        let validator = match self.validators.0.get(def) {
+            Some(known) => known,
+            None => {
+                let fetched = schemas.set.has_def(def).then(|| {
+                    schemas
+                        .set
+                        .tape_validator(def)
+                        .map_err(|e| unusable(def, &e))
+                });
+                self.validators.0.entry(def.to_owned()).or_insert(fetched)
+            }
+        };
+        Some(match validator.as_ref()? {
+            Ok(validator) => check(validator, instance),
+            Err(unusable) => Err(vec![unusable.clone()]),
+        })
+    }
+
     /// Takes over the sequence history of the connection this one resumes (reconnect): the
     /// per-channel order continues across the new socket.
     pub fn resume_from(&mut self, old: &FrameChecker) {
@@ -584,26 +610,8 @@ fn validate(
     checker: &mut FrameChecker,
 ) {
     checker.tally.bump(Rule::InvSchema1);
-    let validator = match checker.validators.0.get(def) {
-        Some(known) => known,
-        None => {
-            let fetched = schemas.set.has_def(def).then(|| {
-                schemas
-                    .set
-                    .tape_validator(def)
-                    .map_err(|e| unusable(def, &e))
-            });
-            checker
-                .validators
-                .0
-                .entry(def.to_owned())
-                .or_insert(fetched)
-        }
-    };
-    let outcome = match validator {
-        None => return,
-        Some(Ok(validator)) => check(validator, instance),
-        Some(Err(unusable)) => Err(vec![unusable.clone()]),
+    let Some(outcome) = checker.validate_node(schemas, def, instance) else {
+        return;
     };
     if let Err(errors) = outcome {
         let listed: Vec<String> = errors

@@ -78,22 +78,42 @@ impl StreamChecks {
         let Some(method) = method else {
             return;
         };
-        if method == "dispatchAction" && dispatch_is_valid(message.member("params"), schemas) {
+        let params = message.member("params");
+        if method == "dispatchAction" && self.dispatch_is_valid(params, schemas) {
             return;
         }
-        if let Some(def) = schemas.map.params.get(method) {
-            if schemas.set.has_def(def) {
-                if let Err(errors) = schemas.set.validate_node(def, message.member("params")) {
-                    let first = errors
-                        .first()
-                        .map(|e| format!("{}: {}", e.instance_path, e.message));
-                    self.harness_errors.push(format!(
-                        "the harness sent an invalid {method} (not declared deliberate): {}",
-                        first.unwrap_or_default()
-                    ));
-                }
-            }
+        let Some(def) = schemas.map.params.get(method) else {
+            return;
+        };
+        if let Some(Err(errors)) = self.checker.validate_node(schemas, def, params) {
+            let first = errors
+                .first()
+                .map(|e| format!("{}: {}", e.instance_path, e.message));
+            self.harness_errors.push(format!(
+                "the harness sent an invalid {method} (not declared deliberate): {}",
+                first.unwrap_or_default()
+            ));
         }
+    }
+
+    /// Whether dispatchAction params are valid, decided by parts: `DispatchActionParams`
+    /// is a string channel, an integer clientSeq and a `StateAction`, whose union picks the
+    /// definition of the action's own type (any object with a string type of a type it
+    /// does not list). The union tries all hundred-odd types in turn, and the harness checks
+    /// every dispatch it sends; `false` leaves the verdict (and its wording) to the full
+    /// schema.
+    fn dispatch_is_valid(&mut self, params: Node<'_>, schemas: &Schemas) -> bool {
+        let action = params.member("action");
+        let Some(kind) = action.member("type").as_str() else {
+            return false;
+        };
+        let parts = params.member("channel").is_string() && params.member("clientSeq").is_i64();
+        parts
+            && schemas
+                .map
+                .actions
+                .get(kind)
+                .is_none_or(|def| self.checker.validate_node(schemas, def, action) == Some(Ok(())))
     }
 
     /// Checks a frame the host sent; returns the rules it broke.
@@ -118,21 +138,14 @@ impl StreamChecks {
     fn follow(&mut self, message: Node<'_>, found: &mut Vec<Violation>) {
         if message.member("method").as_str() == Some("action") {
             let envelope = message.member("params");
-            let origin = envelope.member("origin");
+            let (echo_violations, faithful) = self.check_echo(envelope);
             // Only a faithful echo (its clientSeq names this very action) marks the state.
-            if let Some(seq) = origin.member("clientSeq").as_i64().filter(|seq| {
-                origin.member("clientId").as_str() == Some(self.client_id.as_str())
-                    && self
-                        .dispatched
-                        .get(seq)
-                        .is_some_and(|sent| envelope.member("action").equals(sent))
-                    && self.watched.remove(seq)
-            }) {
+            if let Some(seq) = faithful.filter(|seq| self.watched.remove(seq)) {
                 let channel = envelope.member("channel").as_str().unwrap_or_default();
                 let before = self.mirror.state(channel).unwrap_or(Value::Null);
                 self.prestates.insert(seq, before);
             }
-            found.extend(self.check_echo(envelope));
+            found.extend(echo_violations);
             found.extend(self.mirror.apply(envelope));
             return;
         }
@@ -163,16 +176,18 @@ impl StreamChecks {
 
     /// DISPATCH-001: an envelope naming this client as origin echoes one of its dispatches,
     /// with that dispatch's clientSeq and action.
-    fn check_echo(&mut self, envelope: Node<'_>) -> Vec<Violation> {
+    /// Also returns the clientSeq of a faithful echo (one that carries the very action of
+    /// that dispatch).
+    fn check_echo(&mut self, envelope: Node<'_>) -> (Vec<Violation>, Option<i64>) {
         let origin = envelope.member("origin");
         if origin.member("clientId").as_str() != Some(self.client_id.as_str()) {
-            return Vec::new();
+            return (Vec::new(), None);
         }
         *self.invariant_counts.entry("DISPATCH-001").or_insert(0) += 1;
         let seq = origin.member("clientSeq").as_i64().unwrap_or(-1);
         let echoed = envelope.member("action");
-        match self.dispatched.get(&seq) {
-            Some(action) if echoed.equals(action) => Vec::new(),
+        let violations = match self.dispatched.get(&seq) {
+            Some(action) if echoed.equals(action) => return (Vec::new(), Some(seq)),
             Some(action) => vec![Violation::new(
                 "DISPATCH-001",
                 format!(
@@ -196,23 +211,7 @@ impl StreamChecks {
                     echoed.member("type").to_value()
                 ),
             )],
-        }
+        };
+        (violations, None)
     }
-}
-
-/// Whether dispatchAction params are valid, decided by parts: `DispatchActionParams` is a
-/// string channel, an integer clientSeq and a `StateAction`, whose union picks the
-/// definition of the action's own type (any object with a string type of a type it does
-/// not list). The union tries all hundred-odd types in turn, and the harness checks every
-/// dispatch it sends; `false` leaves the verdict (and its wording) to the full schema.
-fn dispatch_is_valid(params: Node<'_>, schemas: &Schemas) -> bool {
-    let action = params.member("action");
-    let Some(kind) = action.member("type").as_str() else {
-        return false;
-    };
-    let parts = params.member("channel").is_string() && params.member("clientSeq").is_i64();
-    parts
-        && schemas.map.actions.get(kind).is_none_or(|def| {
-            schemas.set.has_def(def) && schemas.set.validate_node(def, action).is_ok()
-        })
 }
