@@ -149,7 +149,6 @@ pub fn first_difference(left: &Value, right: &Value, at: String) -> Option<Strin
             .zip(b)
             .enumerate()
             .find_map(|(i, (x, y))| first_difference(x, y, format!("{at}/{i}"))),
-        _ if left == right => None,
         _ => Some(format!(
             "{}: fold has {}, snapshot has {}",
             if at.is_empty() { "/" } else { &at },
