@@ -49,7 +49,8 @@ impl World {
         self.sync_root_summary(session);
     }
 
-    /// The chat's state as JSON without what no projection reads: its finished turns and
+    /// The chat's state as JSON without what no projection reads (see also
+    /// [`changes_projections`]): its finished turns and
     /// the active turn's parts other than tool calls and input requests (summaries read
     /// top-level fields, `inputNeeded` those two kinds of part). This runs after nearly
     /// every action, when a long turn's text would be most of the encoding.
@@ -257,6 +258,16 @@ impl World {
         }
         Some(Value::Object(summary))
     }
+}
+
+/// Whether a chat action can change a projection. Text streaming only grows a markdown or
+/// reasoning part, which no summary field and no `inputNeeded` entry reads (the parts
+/// [`World::live_chat_json`] leaves out).
+pub(super) fn changes_projections(action: &Value) -> bool {
+    const TEXT_ONLY: &[&str] = &["chat/delta", "chat/reasoning"];
+    !action["type"]
+        .as_str()
+        .is_some_and(|kind| TEXT_ONLY.contains(&kind))
 }
 
 /// The summary members of a chat state.

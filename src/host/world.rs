@@ -384,16 +384,12 @@ impl World {
         }
     }
 
-    /// Emits a host-originated chat action and refreshes the owning session's projections.
-    /// Text streaming only grows a markdown or reasoning part, which no chat summary field
-    /// and no `inputNeeded` entry reads: those skip the refresh (they are most of a turn).
+    /// Emits a host-originated chat action and refreshes the owning session's projections
+    /// (unless the action changes nothing they read: most of a turn).
     pub fn emit_chat(&mut self, chat: &str, action: Value) -> Option<u64> {
-        const TEXT_ONLY: &[&str] = &["chat/delta", "chat/reasoning"];
-        let text_only = action["type"]
-            .as_str()
-            .is_some_and(|kind| TEXT_ONLY.contains(&kind));
+        let refresh = super::projection::changes_projections(&action);
         let seq = self.emit_logged(chat, action);
-        if text_only {
+        if !refresh {
             return seq;
         }
         if let Some(session) = self.chats.get(chat).map(|entry| entry.session.clone()) {
