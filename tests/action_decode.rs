@@ -6,6 +6,7 @@
 //!
 //! The vectors live beside the repository (`../shared/ahp/...` relative to the manifest); if
 //! they are missing the test fails rather than checking nothing.
+mod common;
 
 use std::path::PathBuf;
 
@@ -41,13 +42,7 @@ fn variations(action: &Value) -> Vec<Value> {
         let mut without = map.clone();
         without.remove(key);
         out.push(Value::Object(without));
-        for wrong in [
-            json!(null),
-            json!(7),
-            json!("x"),
-            json!([1]),
-            json!({"a": 1}),
-        ] {
+        for wrong in common::wrong_typed() {
             let mut changed = map.clone();
             changed.insert(key.clone(), wrong);
             out.push(Value::Object(changed));

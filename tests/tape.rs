@@ -1,6 +1,8 @@
 //! The tape parser against serde_json: it accepts exactly the texts `serde_json::from_str`
 //! accepts and yields the same `Value`, and it is a conforming `jsonschema` representation.
 
+mod common;
+
 use ahpspec::tape::{Tape, TapeJson};
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -294,13 +296,7 @@ fn states_decode_from_a_tape_as_from_the_value() {
             // Broken copies too: each member given a value of the wrong type.
             let mut variants = vec![state.clone()];
             for key in state.as_object().into_iter().flat_map(|m| m.keys()) {
-                for wrong in [
-                    json!(null),
-                    json!(7),
-                    json!("x"),
-                    json!([1]),
-                    json!({"a": 1}),
-                ] {
+                for wrong in common::wrong_typed() {
                     let mut changed = state.clone();
                     changed[key] = wrong;
                     variants.push(changed);
