@@ -8,6 +8,10 @@ use ahpspec::certify::{certify, Options};
 use ahpspec::engine::Quiet;
 use ahpspec::verdict::Verdict;
 
+// The allocator the `ahpspec` binary uses (src/main.rs).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let runs: usize = std::env::var("AHPSPEC_BENCH_RUNS")
         .ok()

@@ -15,6 +15,10 @@ use ahpspec::engine::profile::Profile;
 use ahpspec::fuzz::{execute, fuzz, ExecConfig, FuzzOptions, Op, Target};
 use ahpspec::schema::SchemaSet;
 
+// The allocator the `ahpspec` binary uses (src/main.rs).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()

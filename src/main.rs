@@ -17,6 +17,11 @@ use ahpspec::suite::Catalog;
 use ahpspec::verdict::{Level, Verdict};
 use clap::{Args, Parser, Subcommand};
 
+// Checks and the built-in host allocate many short-lived JSON values; mimalloc makes the fuzzer
+// about a fifth faster end to end than the system allocator (benches/README.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "ahpspec",
