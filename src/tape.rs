@@ -865,20 +865,25 @@ impl<'t> Node<'t> {
         }
     }
 
-    /// Every string and every member name in the value, in document order, in one pass
-    /// over the entries (no recursion): what the checks that look at everything scan.
-    /// Hidden repeats of a member are included.
-    pub fn scan(&self) -> impl Iterator<Item = Scanned<'t>> + 't {
+    /// Every string in the value and every member named `name`, in document order, in one
+    /// pass over the entries (no recursion): what the checks that look at everything scan.
+    /// Hidden repeats of a member are included. Names are matched by tag and length before
+    /// their bytes, as in [`Node::member`]: this visits every entry of every frame.
+    pub fn scan(&self, name: &'t str) -> impl Iterator<Item = Scanned<'t>> + 't {
         let node = *self;
+        let wanted = name_tag(name);
         (self.index..self.end()).filter_map(move |index| match node.tape.entries[index as usize] {
             Entry::Str(span) => Some(Scanned::String {
                 index,
                 text: node.span_str(span),
             }),
-            Entry::Key { name, .. } => Some(Scanned::Member {
-                name: node.span_str(name),
-                value: node.at(index + 1),
-            }),
+            Entry::Key {
+                name: span, tag, ..
+            } if tag == wanted && span.len() == name.len() && node.span_str(span) == name => {
+                Some(Scanned::Member {
+                    value: node.at(index + 1),
+                })
+            }
             _ => None,
         })
     }
@@ -921,8 +926,8 @@ impl<'t> Node<'t> {
 pub enum Scanned<'t> {
     /// A string value; `index` locates it for [`Node::pointer_to`].
     String { index: u32, text: &'t str },
-    /// A member name and the member's value.
-    Member { name: &'t str, value: Node<'t> },
+    /// The value of a member with the name scanned for.
+    Member { value: Node<'t> },
 }
 
 /// Members of an object: (name, value).

@@ -689,7 +689,7 @@ fn scan_strings_and_status(message: Node<'_>, found: &mut Vec<Violation>, tally:
     let first_status = found.len();
     let mut legacy = None;
     let mut statuses = 0;
-    for item in message.scan() {
+    for item in message.scan("status") {
         match item {
             // First bytes before prefixes: this looks at every string of every frame.
             Scanned::String { text, .. }
@@ -699,10 +699,7 @@ fn scan_strings_and_status(message: Node<'_>, found: &mut Vec<Violation>, tally:
             {
                 legacy = Some(text);
             }
-            Scanned::Member {
-                name: "status",
-                value,
-            } => {
+            Scanned::Member { value } => {
                 let Some(status) = value.as_u64() else {
                     continue;
                 };
