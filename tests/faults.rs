@@ -119,6 +119,7 @@ fault_tests! {
     subscribe_unknown_ok => SubscribeUnknownOk,
     action_after_unsubscribe => ActionAfterUnsubscribe,
     no_broadcast => NoBroadcast,
+    cross_channel_reorder => CrossChannelReorder,
     repeat_server_seq => RepeatServerSeq,
     host_action_origin => HostActionOrigin,
     wrong_client_seq => WrongClientSeq,

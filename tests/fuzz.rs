@@ -130,6 +130,7 @@ macro_rules! fuzz_finds {
 fuzz_finds! {
     finds_snapshot_missing_field => SnapshotMissingField ["INV-SCHEMA-1"],
     finds_no_broadcast => NoBroadcast ["DISPATCH-002", "INV-FOLD-1"],
+    finds_cross_channel_reorder => CrossChannelReorder ["ENV-002"],
     finds_repeat_server_seq => RepeatServerSeq ["ENV-003"],
     finds_host_action_origin => HostActionOrigin ["ENV-005"],
     finds_wrong_client_seq => WrongClientSeq ["DISPATCH-001"],

@@ -100,13 +100,14 @@ enum Rule {
     Sub012,
     Status001,
     InvSchema1,
+    Env002,
     Env003,
     Env004,
     Env005,
 }
 
 impl Rule {
-    const ALL: [Rule; 13] = [
+    const ALL: [Rule; 14] = [
         Rule::Transport001,
         Rule::Transport002,
         Rule::Transport003,
@@ -117,6 +118,7 @@ impl Rule {
         Rule::Sub012,
         Rule::Status001,
         Rule::InvSchema1,
+        Rule::Env002,
         Rule::Env003,
         Rule::Env004,
         Rule::Env005,
@@ -134,6 +136,7 @@ impl Rule {
             Rule::Sub012 => "SUB-012",
             Rule::Status001 => "STATUS-001",
             Rule::InvSchema1 => "INV-SCHEMA-1",
+            Rule::Env002 => "ENV-002",
             Rule::Env003 => "ENV-003",
             Rule::Env004 => "ENV-004",
             Rule::Env005 => "ENV-005",
@@ -185,6 +188,13 @@ pub struct FrameChecker {
     answered: FastSet<String>,
     last_seq: FastMap<String, u64>,
     from_seq: FastMap<String, u64>,
+    /// Channels subscribed without asking for immediate delivery (`delivery.maxLatencyMs:
+    /// 0`; `initialSubscriptions` and `reconnect` cannot ask): the host may hold their
+    /// envelopes back, so ENV-002 leaves them out. The immediate ones still arrive in
+    /// emission order relative to each other.
+    coalescable: FastSet<String>,
+    /// The highest accepted `serverSeq` among immediate subscriptions, and its channel.
+    last_on_connection: Option<(u64, String)>,
     tally: Tally,
 }
 
@@ -238,10 +248,35 @@ impl FrameChecker {
             self.pending
                 .insert(id_key(id, String::new()), method.to_owned());
         }
-        if method.as_str() == Some("unsubscribe") {
-            if let Some(channel) = message.member("params").member("channel").as_str() {
-                self.from_seq.remove(channel);
+        let params = message.member("params");
+        match method.as_str() {
+            Some("unsubscribe") => {
+                if let Some(channel) = params.member("channel").as_str() {
+                    self.from_seq.remove(channel);
+                    self.coalescable.remove(channel);
+                }
             }
+            Some("subscribe") => {
+                if let Some(channel) = params.member("channel").as_str() {
+                    let latency = params.member("delivery").member("maxLatencyMs");
+                    if latency.as_u64() == Some(0) {
+                        self.coalescable.remove(channel);
+                    } else {
+                        self.coalescable.insert(channel.to_owned());
+                    }
+                }
+            }
+            Some(method @ ("initialize" | "reconnect")) => {
+                let list = if method == "initialize" {
+                    "initialSubscriptions"
+                } else {
+                    "subscriptions"
+                };
+                for channel in params.member(list).elements().filter_map(|c| c.as_str()) {
+                    self.coalescable.insert(channel.to_owned());
+                }
+            }
+            _ => {}
         }
     }
 
@@ -511,20 +546,22 @@ impl FrameChecker {
         };
         self.tally.bump(Rule::Env003);
         let last = self.last_seq.get_mut(channel);
-        if let Some(last) = last.as_deref() {
-            if seq <= *last {
-                found.push(Violation::new(
-                    "ENV-003",
-                    format!("serverSeq > {last} (the previous envelope on {channel})"),
-                    format!("serverSeq {seq} for {action_type}"),
-                ));
-            }
+        let in_channel_order = last.as_deref().is_none_or(|last| seq > *last);
+        if let (false, Some(last)) = (in_channel_order, last.as_deref()) {
+            found.push(Violation::new(
+                "ENV-003",
+                format!("serverSeq > {last} (the previous envelope on {channel})"),
+                format!("serverSeq {seq} for {action_type}"),
+            ));
         }
         match last {
             Some(last) => *last = seq.max(*last),
             None => {
                 self.last_seq.insert(channel.to_owned(), seq);
             }
+        }
+        if in_channel_order {
+            self.check_connection_order(seq, channel, action_type, found);
         }
         self.tally.bump(Rule::Sub002);
         if let Some(from) = self.from_seq.get(channel) {
@@ -535,6 +572,39 @@ impl FrameChecker {
                     format!("serverSeq {seq} for {action_type}"),
                 ));
             }
+        }
+    }
+
+    /// ENV-002: accepted envelopes of the subscriptions that asked for immediate delivery
+    /// arrive in `serverSeq` order across channels (one counter per host). An envelope out
+    /// of order on its own channel is ENV-003's alone.
+    fn check_connection_order(
+        &mut self,
+        seq: u64,
+        channel: &str,
+        action_type: &str,
+        found: &mut Vec<Violation>,
+    ) {
+        if self.coalescable.contains(channel) {
+            return;
+        }
+        self.tally.bump(Rule::Env002);
+        match &mut self.last_on_connection {
+            Some((last, last_channel)) if seq <= *last => {
+                found.push(Violation::new(
+                    "ENV-002",
+                    format!("serverSeq > {last} (the previous accepted envelope on this connection, on {last_channel})"),
+                    format!("serverSeq {seq} for {action_type} on {channel}"),
+                ));
+            }
+            Some((last, last_channel)) => {
+                *last = seq;
+                if last_channel != channel {
+                    last_channel.clear();
+                    last_channel.push_str(channel);
+                }
+            }
+            None => self.last_on_connection = Some((seq, channel.to_owned())),
         }
     }
 

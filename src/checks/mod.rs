@@ -126,6 +126,8 @@ rules! {
         "Every host notification's params carries a top-level string channel."),
     ("INV-SCHEMA-1", Must, "schema", "RULES.md §17; schemas/ahp/<version>/", "messages",
         "Every result, snapshot, envelope and notification validates against the negotiated version's schema."),
+    ("ENV-002", Must, "actions", "docs/guide/actions.md § Action Envelope; docs/specification/lifecycle.md § Reconnection (one lastSeenServerSeq per connection)", "envelopes of subscriptions that asked for maxLatencyMs 0",
+        "Accepted envelopes on one connection arrive in strictly increasing serverSeq order across channels (derived, MUST*: checked over the subscriptions that asked for immediate delivery, since a coalesced one may lag)."),
     ("ENV-003", Must, "actions", "crate: ahp-types/src/state.rs (Snapshot)", "envelopes",
         "Per channel, serverSeq of accepted envelopes is strictly increasing."),
     ("SUB-002", Must, "subscriptions", "crate: ahp-types/src/state.rs (Snapshot.fromSeq)", "envelopes",

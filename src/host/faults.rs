@@ -56,6 +56,7 @@ faults! {
     SubscribeUnknownOk => ("subscribe-unknown-ok", "SUB-011", "Answers subscribe to a nonexistent session with a made-up snapshot."),
     ActionAfterUnsubscribe => ("action-after-unsubscribe", "SUB-004", "Keeps sending a session's actions to a connection that unsubscribed from it."),
     NoBroadcast => ("no-broadcast", "DISPATCH-002", "Echoes accepted client session actions only to their sender, not to other subscribers."),
+    CrossChannelReorder => ("cross-channel-reorder", "ENV-002", "Delivers chat/turnComplete after the session/chatUpdated it causes: each channel stays in order, the connection's serverSeq order does not."),
     RepeatServerSeq => ("repeat-server-seq", "ENV-003", "Gives a title change the same serverSeq as the title change of the same session just before it (once)."),
     HostActionOrigin => ("host-action-origin", "ENV-005", "Puts an origin on host-originated session/ready actions."),
     WrongClientSeq => ("wrong-client-seq", "DISPATCH-001", "Echoes accepted client actions with clientSeq + 1."),

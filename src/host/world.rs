@@ -151,6 +151,8 @@ pub struct World {
     last_envelope: Option<(String, String, u64)>,
     /// serverSeq at the newest subscription of each channel, for the same fault.
     pub subscribed_at: HashMap<String, u64>,
+    /// Envelope frames held back instead of sent, for the cross-channel-reorder fault.
+    held_frames: Option<Vec<(mpsc::UnboundedSender<Outbound>, Utf8Bytes)>>,
 }
 
 /// Channel kinds this host serves.
@@ -169,6 +171,7 @@ impl World {
         World {
             config,
             seq: 0,
+            held_frames: None,
             root,
             sessions: BTreeMap::new(),
             chats: HashMap::new(),
@@ -321,7 +324,10 @@ impl World {
                     continue;
                 }
             }
-            conn.send_text(frame.clone());
+            match &mut self.held_frames {
+                Some(held) => held.push((conn.tx.clone(), frame.clone())),
+                None => conn.send_text(frame.clone()),
+            }
         }
         Ok(seq)
     }
@@ -388,12 +394,18 @@ impl World {
     /// (unless the action changes nothing they read: most of a turn).
     pub fn emit_chat(&mut self, chat: &str, action: Value) -> Option<u64> {
         let refresh = super::projection::changes_projections(&action);
-        let seq = self.emit_logged(chat, action);
-        if !refresh {
-            return seq;
+        if self.fault(Fault::CrossChannelReorder) && action["type"] == "chat/turnComplete" {
+            self.held_frames = Some(Vec::new());
         }
-        if let Some(session) = self.chats.get(chat).map(|entry| entry.session.clone()) {
-            self.sync_projections(&session);
+        let seq = self.emit_logged(chat, action);
+        let held = self.held_frames.take();
+        if refresh {
+            if let Some(session) = self.chats.get(chat).map(|entry| entry.session.clone()) {
+                self.sync_projections(&session);
+            }
+        }
+        for (tx, frame) in held.into_iter().flatten() {
+            let _ = tx.send(Outbound::Text(frame));
         }
         seq
     }
