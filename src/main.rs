@@ -84,9 +84,30 @@ struct ListArgs {
 }
 
 #[derive(Debug, Args)]
+struct TlsArgs {
+    /// Trust the certificates in this PEM file for wss:// besides the system's roots (a
+    /// self-signed server or a private CA); may be repeated.
+    #[arg(long = "ca-cert", value_name = "PEM")]
+    ca_cert: Vec<PathBuf>,
+}
+
+impl TlsArgs {
+    /// Adds the `--ca-cert` files to the process's trust; a one-line error for the first
+    /// unusable one.
+    fn apply(&self) -> Result<(), String> {
+        for path in &self.ca_cert {
+            ahpspec::transport::tls::trust_ca_file(path).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Args)]
 struct RunArgs {
-    /// Server to certify (ws:// URL); omitted: the built-in reference host.
+    /// Server to certify (ws:// or wss:// URL); omitted: the built-in reference host.
     url: Option<String>,
+    #[command(flatten)]
+    tls: TlsArgs,
     #[command(flatten)]
     select: SelectArgs,
     /// Break one rule in the built-in host (see `ahpspec serve --fault list`).
@@ -117,8 +138,10 @@ struct RunArgs {
 
 #[derive(Debug, Args)]
 struct FuzzArgs {
-    /// Server to fuzz (ws:// URL); omitted: a fresh built-in host per sequence.
+    /// Server to fuzz (ws:// or wss:// URL); omitted: a fresh built-in host per sequence.
     url: Option<String>,
+    #[command(flatten)]
+    tls: TlsArgs,
     /// Seed (printed at start; the same seed reproduces the run against a deterministic server).
     #[arg(long)]
     seed: Option<u64>,
@@ -160,6 +183,8 @@ struct ReplayArgs {
     file: PathBuf,
     /// Server to replay against; omitted: the trace's own target (the built-in host, with its fault).
     url: Option<String>,
+    #[command(flatten)]
+    tls: TlsArgs,
     /// Print the trace as a suite case (TOML) instead of replaying it.
     #[arg(long)]
     to_case: bool,
@@ -381,6 +406,9 @@ impl EventSink for Console {
 }
 
 fn run(args: RunArgs) -> ExitCode {
+    if let Err(error) = args.tls.apply() {
+        return usage_error(&error);
+    }
     let fault = match args.fault.as_deref().map(str::parse::<Fault>).transpose() {
         Ok(fault) => fault,
         Err(error) => return usage_error(&error.to_string()),
@@ -483,6 +511,9 @@ fn exec_config(
 
 fn fuzz_command(args: FuzzArgs) -> ExitCode {
     use ahpspec::fuzz::{self, FuzzOptions, Target};
+    if let Err(error) = args.tls.apply() {
+        return usage_error(&error);
+    }
     let fault = match args.fault.as_deref().map(str::parse::<Fault>).transpose() {
         Ok(fault) => fault,
         Err(error) => return usage_error(&error.to_string()),
@@ -596,6 +627,9 @@ fn finish_fuzz<T: serde::Serialize>(
 
 fn replay_command(args: ReplayArgs) -> ExitCode {
     use ahpspec::fuzz::{self, trace::Trace, Target};
+    if let Err(error) = args.tls.apply() {
+        return usage_error(&error);
+    }
     let trace = match Trace::load(&args.file) {
         Ok(trace) => trace,
         Err(error) => return usage_error(&error.to_string()),

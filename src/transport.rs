@@ -77,6 +77,10 @@ pub enum TransportError {
     Oversized,
     #[error("websocket error: {0}")]
     WebSocket(#[from] WsError),
+    #[error("cannot set up TLS: {0}")]
+    Tls(String),
+    #[error("cannot use {path} as a CA certificate: {reason}")]
+    CaCertificate { path: String, reason: String },
 }
 
 /// One client connection.
@@ -108,7 +112,14 @@ impl Connection {
             .read_buffer_size(8 * 1024)
             .max_message_size(Some(MAX_INBOUND_BYTES))
             .max_frame_size(Some(MAX_INBOUND_BYTES));
-        let connecting = tokio_tungstenite::connect_async_with_config(url, Some(config), true);
+        // wss:// trusts the system's roots plus any `--ca-cert`; ws:// needs no TLS set-up.
+        let connector = if url.starts_with("wss://") {
+            Some(tls::connector()?)
+        } else {
+            None
+        };
+        let connecting =
+            tokio_tungstenite::connect_async_tls_with_config(url, Some(config), true, connector);
         let (socket, _) = tokio::time::timeout(timeout, connecting)
             .await
             .map_err(|_| TransportError::Timeout(timeout))?
@@ -420,4 +431,84 @@ pub fn is_response_to(message: &Value, id: u64) -> bool {
     message.get("id").and_then(Value::as_u64) == Some(id)
         && message.get("method").is_none()
         && (message.get("result").is_some() || message.get("error").is_some())
+}
+
+/// TLS for `wss://` servers: the system's root certificates plus the ones named with
+/// `--ca-cert` (a server with a self-signed certificate, or a private CA).
+pub mod tls {
+    use std::sync::{Arc, Mutex};
+
+    use rustls::{ClientConfig, RootCertStore};
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::CertificateDer;
+    use tokio_tungstenite::Connector;
+
+    use super::TransportError;
+
+    /// Certificates added with [`trust_ca_file`], and the client set-up built from them and
+    /// the system's roots (rebuilt after each addition; reading the system's roots takes
+    /// milliseconds, so it is not redone per connection).
+    struct Trust {
+        extra: Vec<CertificateDer<'static>>,
+        config: Option<Arc<ClientConfig>>,
+    }
+
+    static TRUST: Mutex<Trust> = Mutex::new(Trust {
+        extra: Vec::new(),
+        config: None,
+    });
+
+    /// Trusts every certificate in the PEM file at `path` for `wss://` connections of this
+    /// process; returns how many it held.
+    pub fn trust_ca_file(path: &std::path::Path) -> Result<usize, TransportError> {
+        let failed = |reason: String| TransportError::CaCertificate {
+            path: path.display().to_string(),
+            reason,
+        };
+        let certs = CertificateDer::pem_file_iter(path)
+            .map_err(|e| failed(e.to_string()))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| failed(e.to_string()))?;
+        if certs.is_empty() {
+            return Err(failed("no PEM certificate in it".into()));
+        }
+        // Each one must be usable as a trust anchor, or the mistake would only show as a
+        // failed handshake later.
+        let mut check = RootCertStore::empty();
+        for cert in &certs {
+            check.add(cert.clone()).map_err(|e| failed(e.to_string()))?;
+        }
+        let count = certs.len();
+        let mut trust = TRUST
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        trust.extra.extend(certs);
+        trust.config = None;
+        Ok(count)
+    }
+
+    /// The connector for `wss://` connections.
+    pub(super) fn connector() -> Result<Connector, TransportError> {
+        let mut trust = TRUST
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Trust { extra, config } = &mut *trust;
+        if let Some(config) = config {
+            return Ok(Connector::Rustls(Arc::clone(config)));
+        }
+        let mut roots = RootCertStore::empty();
+        // Unreadable system certificates leave only the extra ones: a handshake with a
+        // server they do not vouch for then fails with the TLS error.
+        roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+        roots.add_parsable_certificates(extra.iter().cloned());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let built = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TransportError::Tls(e.to_string()))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let built = Arc::new(built);
+        *config = Some(Arc::clone(&built));
+        Ok(Connector::Rustls(built))
+    }
 }
