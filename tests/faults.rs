@@ -17,6 +17,11 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::InProgressStuck => rules.extend(["INV-FOLD-1".to_owned()]),
         // INPUT-002 is STATUS-003 for input requests: breaking it breaks both.
         Fault::InputStatusWrong => rules.extend(["STATUS-003".to_owned()]),
+        // The reducers update the first of the two entries only, so a fold started from
+        // such a snapshot drifts from the next one.
+        Fault::ChatListedTwice => rules.extend(["INV-FOLD-1".to_owned()]),
+        // A queue holding an id twice is also the wrong queue shape.
+        Fault::QueuedUpdateAppends => rules.extend(["INV-CHAT-5".to_owned()]),
         _ => {}
     }
     rules
@@ -135,6 +140,7 @@ fault_tests! {
     confirm_not_pending => ConfirmNotPending,
     remove_missing_pending => RemoveMissingPending,
     summary_drift => SummaryDrift,
+    chat_listed_twice => ChatListedTwice,
     in_progress_stuck => InProgressStuck,
     queued_update_appends => QueuedUpdateAppends,
     queue_lifo => QueueLifo,

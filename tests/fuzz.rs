@@ -140,6 +140,7 @@ fuzz_finds! {
     finds_confirm_not_pending => ConfirmNotPending ["CHAT-VALIDATE-002"],
     finds_remove_missing_pending => RemoveMissingPending ["CHAT-VALIDATE-009"],
     finds_summary_drift => SummaryDrift ["CHAT-003"],
+    finds_chat_listed_twice => ChatListedTwice ["INV-SESSION-1"],
     finds_in_progress_stuck => InProgressStuck ["STATUS-003", "INV-FOLD-1"],
     finds_truncate_keeps_active => TruncateKeepsActive ["TURN-012", "TURN-001", "TURN-004", "INV-FOLD-1", "STATUS-003"],
     finds_delta_before_part => DeltaBeforePart ["TURN-003"],
@@ -233,7 +234,7 @@ async fn finds_queued_update_appends() {
     finds_with_seed(
         Fault::QueuedUpdateAppends,
         2,
-        &["PENDING-002", "INV-FOLD-1"],
+        &["PENDING-002", "INV-FOLD-1", "INV-CHAT-5"],
     )
     .await;
 }

@@ -1,5 +1,7 @@
 //! Invariants over one channel state (snapshots from the host).
 
+use std::collections::HashSet;
+
 use serde_json::Value;
 
 use super::Violation;
@@ -11,10 +13,11 @@ const BLOCKING_TOOL_STATUSES: &[&str] = &[
 ];
 const TERMINAL_TOOL_STATUSES: &[&str] = &["completed", "cancelled"];
 
-/// Invariants of a chat state: STATUS-003 (activity matches content) and TOOL-007
-/// (completed turns hold only terminal tool calls).
+/// Invariants of a chat state: STATUS-003 (activity matches content), TOOL-007 (completed
+/// turns hold only terminal tool calls) and INV-CHAT-5 (the queue's shape).
 pub fn chat_state(state: &Value) -> Vec<Violation> {
     let mut found = Vec::new();
+    queue_shape(state, &mut found);
     if let Some(status) = state["status"].as_u64() {
         let activity = status & 31;
         let active = state.get("activeTurn").filter(|t| !t.is_null());
@@ -55,6 +58,75 @@ pub fn chat_state(state: &Value) -> Vec<Violation> {
         }
     }
     found
+}
+
+/// INV-CHAT-5: `queuedMessages` is absent or non-empty (the reducer drops the list with its
+/// last entry; `[]` counts as absent), and holds each id once (set upserts by id).
+fn queue_shape(state: &Value, found: &mut Vec<Violation>) {
+    let Some(queue) = state["queuedMessages"].as_array() else {
+        return;
+    };
+    let chat = state["resource"].as_str().unwrap_or("?");
+    if let Some(id) = first_repeat(queue.iter().map(|m| &m["id"])) {
+        found.push(Violation::new(
+            "INV-CHAT-5",
+            "queued message ids unique (chat/pendingMessageSet updates an entry in place)",
+            format!("queued message {id} listed more than once in {chat}"),
+        ));
+    }
+}
+
+/// Invariants of a session state, INV-SESSION-1: each chat is listed once, the default
+/// chat is not movable, and `lifecycle` is `failed` exactly when `creationError` is set.
+/// Whether `defaultChat` is listed at all is left to quiescence (a host may name the
+/// default before its `session/chatAdded`).
+pub fn session_state(session: &str, state: &Value) -> Vec<Violation> {
+    let mut found = Vec::new();
+    let chats = state["chats"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if let Some(chat) = first_repeat(chats.iter().map(|c| &c["resource"])) {
+        found.push(Violation::new(
+            "INV-SESSION-1",
+            "each chat listed once in the session's catalog",
+            format!("chat {chat} listed more than once in {session}"),
+        ));
+    }
+    let default = &state["defaultChat"];
+    let movable_default = chats
+        .iter()
+        .find(|c| !default.is_null() && c["resource"] == *default)
+        .is_some_and(|c| c["movable"] == true);
+    if movable_default {
+        found.push(Violation::new(
+            "INV-SESSION-1",
+            "the default chat is not movable",
+            format!("default chat {default} of {session} has movable: true"),
+        ));
+    }
+    let failed = state["lifecycle"] == "failed";
+    let error = !state["creationError"].is_null();
+    if failed != error {
+        found.push(Violation::new(
+            "INV-SESSION-1",
+            "lifecycle failed exactly when creationError is present",
+            format!(
+                "lifecycle {} with creationError {} on {session}",
+                state["lifecycle"],
+                if error { "present" } else { "absent" }
+            ),
+        ));
+    }
+    found
+}
+
+/// The first value met twice.
+fn first_repeat<'a>(values: impl Iterator<Item = &'a Value>) -> Option<&'a Value> {
+    let mut seen = HashSet::new();
+    values
+        .into_iter()
+        .find(|value| !seen.insert(value.to_string()))
 }
 
 fn tool_calls(turn: &Value) -> impl Iterator<Item = &Value> {

@@ -154,16 +154,18 @@ impl StreamChecks {
             return;
         }
         for snapshot in snapshots_in(result) {
-            if snapshot
-                .member("resource")
-                .as_str()
-                .is_some_and(|r| r.starts_with("ahp-chat:"))
-            {
+            let resource = snapshot.member("resource").as_str().unwrap_or_default();
+            if resource.starts_with("ahp-chat:") {
                 let state = snapshot.member("state").to_value();
                 *self.invariant_counts.entry("STATUS-003").or_insert(0) += 1;
+                *self.invariant_counts.entry("INV-CHAT-5").or_insert(0) += 1;
                 let turns = state["turns"].as_array().map_or(0, Vec::len);
                 *self.invariant_counts.entry("TOOL-007").or_insert(0) += turns;
                 found.extend(invariants::chat_state(&state));
+            } else if resource.starts_with("ahp-session:") {
+                let state = snapshot.member("state").to_value();
+                *self.invariant_counts.entry("INV-SESSION-1").or_insert(0) += 1;
+                found.extend(invariants::session_state(resource, &state));
             }
             self.mirror.load_snapshot(snapshot);
         }

@@ -72,6 +72,7 @@ faults! {
     ConfirmNotPending => ("confirm-not-pending", "CHAT-VALIDATE-002", "Accepts chat/toolCallConfirmed for a tool call that is not pending confirmation."),
     RemoveMissingPending => ("remove-missing-pending", "CHAT-VALIDATE-009", "Accepts chat/pendingMessageRemoved for a message that does not exist."),
     SummaryDrift => ("summary-drift", "CHAT-003", "Stops announcing modifiedAt changes with session/chatUpdated, so the session catalog drifts."),
+    ChatListedTwice => ("chat-listed-twice", "INV-SESSION-1", "Lists the chat of a one-chat session twice in session snapshots (its state and the actions are right)."),
     InProgressStuck => ("in-progress-stuck", "STATUS-003", "Leaves the InProgress bit set on the chat after a turn completes."),
     QueuedUpdateAppends => ("queued-update-appends", "PENDING-002", "Appends a queued message set with an existing id as a second entry instead of updating it in place."),
     QueueLifo => ("queue-lifo", "PENDING-003", "Consumes queued messages newest first."),
