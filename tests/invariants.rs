@@ -100,3 +100,57 @@ fn inv_chat_5_fails_on_a_repeated_queued_id_only() {
     // `[]` counts as absent (the reducer drops the list with its last entry).
     assert_eq!(rules_of(&chat_state(&chat(json!([])))), vec![]);
 }
+
+fn chat_with_turn(turn: Value) -> Value {
+    json!({ "resource": "ahp-chat:/a", "status": 1, "turns": [turn] })
+}
+
+fn part(kind: &str) -> Value {
+    json!({ "kind": kind, "id": format!("p-{kind}") })
+}
+
+#[test]
+fn inv_chat_1_and_3_judge_ended_turns() {
+    let ok = [
+        json!({ "id": "t1", "state": "complete", "duration": 0, "responseParts": [part("markdown")] }),
+        // An earlier error part is legal (a resumed turn keeps it) as long as an errored
+        // turn ends with one.
+        json!({ "id": "t2", "state": "error", "responseParts": [part("error"), part("markdown"), part("error")] }),
+        json!({ "id": "t3", "state": "complete", "responseParts": [part("error"), part("markdown")] }),
+    ];
+    for turn in ok {
+        assert_eq!(
+            rules_of(&chat_state(&chat_with_turn(turn.clone()))),
+            vec![],
+            "{turn}"
+        );
+    }
+    let broken = [
+        (
+            json!({ "id": "t1", "state": "running", "responseParts": [] }),
+            (
+                "INV-CHAT-1",
+                "an ended turn's state is complete, cancelled or error",
+            ),
+        ),
+        (
+            json!({ "id": "t1", "state": "cancelled", "duration": -5, "responseParts": [] }),
+            ("INV-CHAT-1", "an ended turn's duration is not negative"),
+        ),
+        (
+            json!({ "id": "t1", "state": "error", "responseParts": [part("error"), part("markdown")] }),
+            ("INV-CHAT-3", "an errored turn ends with an error part"),
+        ),
+        (
+            json!({ "id": "t1", "state": "error", "responseParts": [] }),
+            ("INV-CHAT-3", "an errored turn ends with an error part"),
+        ),
+    ];
+    for (turn, expected) in broken {
+        assert_eq!(
+            rules_of(&chat_state(&chat_with_turn(turn.clone()))),
+            vec![expected],
+            "{turn}"
+        );
+    }
+}

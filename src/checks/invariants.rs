@@ -14,10 +14,14 @@ const BLOCKING_TOOL_STATUSES: &[&str] = &[
 const TERMINAL_TOOL_STATUSES: &[&str] = &["completed", "cancelled"];
 
 /// Invariants of a chat state: STATUS-003 (activity matches content), TOOL-007 (completed
-/// turns hold only terminal tool calls) and INV-CHAT-5 (the queue's shape).
+/// turns hold only terminal tool calls), INV-CHAT-1 and INV-CHAT-3 (ended turns) and
+/// INV-CHAT-5 (the queue's shape).
 pub fn chat_state(state: &Value) -> Vec<Violation> {
     let mut found = Vec::new();
     queue_shape(state, &mut found);
+    for turn in state["turns"].as_array().into_iter().flatten() {
+        ended_turn(turn, &mut found);
+    }
     if let Some(status) = state["status"].as_u64() {
         let activity = status & 31;
         let active = state.get("activeTurn").filter(|t| !t.is_null());
@@ -58,6 +62,44 @@ pub fn chat_state(state: &Value) -> Vec<Violation> {
         }
     }
     found
+}
+
+/// INV-CHAT-1: an ended turn's `state` is complete, cancelled or error and its `duration`
+/// (when present) is not negative (the reducer clamps a negative one). Turn ids are
+/// client-chosen and no rule makes a host reject a reused one, so their uniqueness is not a
+/// MUST this row could carry. INV-CHAT-3: an errored turn ends with the error part
+/// `chat/error` appended (earlier error parts anywhere are legal: a resumed turn keeps them).
+fn ended_turn(turn: &Value, found: &mut Vec<Violation>) {
+    let id = &turn["id"];
+    let state = turn["state"].as_str().unwrap_or_default();
+    if !["complete", "cancelled", "error"].contains(&state) {
+        found.push(Violation::new(
+            "INV-CHAT-1",
+            "an ended turn's state is complete, cancelled or error",
+            format!("turn {id} has state {}", turn["state"]),
+        ));
+    }
+    if let Some(duration) = turn["duration"].as_f64().filter(|d| *d < 0.0) {
+        found.push(Violation::new(
+            "INV-CHAT-1",
+            "an ended turn's duration is not negative",
+            format!("turn {id} has duration {duration}"),
+        ));
+    }
+    let last_kind = turn["responseParts"]
+        .as_array()
+        .and_then(|parts| parts.last())
+        .map(|part| &part["kind"]);
+    if state == "error" && last_kind.is_none_or(|kind| kind != "error") {
+        found.push(Violation::new(
+            "INV-CHAT-3",
+            "an errored turn ends with an error part",
+            format!(
+                "turn {id} has state error and its last part is {}",
+                last_kind.map_or("absent (no parts)".to_owned(), |k| format!("of kind {k}"))
+            ),
+        ));
+    }
 }
 
 /// INV-CHAT-5: `queuedMessages` is absent or non-empty (the reducer drops the list with its

@@ -161,6 +161,8 @@ impl StreamChecks {
                 *self.invariant_counts.entry("INV-CHAT-5").or_insert(0) += 1;
                 let turns = state["turns"].as_array().map_or(0, Vec::len);
                 *self.invariant_counts.entry("TOOL-007").or_insert(0) += turns;
+                *self.invariant_counts.entry("INV-CHAT-1").or_insert(0) += turns;
+                *self.invariant_counts.entry("INV-CHAT-3").or_insert(0) += turns;
                 found.extend(invariants::chat_state(&state));
             } else if resource.starts_with("ahp-session:") {
                 let state = snapshot.member("state").to_value();

@@ -211,6 +211,28 @@ impl World {
     }
 
     /// The channel's current state as a snapshot, or `None` when it does not exist.
+    /// Fault injection into a chat snapshot's ended turns.
+    fn break_turns(&self, state: &mut Value) {
+        let negative = self.fault(Fault::NegativeDuration);
+        let drop_error = self.fault(Fault::ErrorPartDropped);
+        let Some(turns) = state.get_mut("turns").and_then(Value::as_array_mut) else {
+            return;
+        };
+        if let (true, Some(newest)) = (negative, turns.last_mut()) {
+            newest["duration"] = json!(-1);
+        }
+        for turn in turns
+            .iter_mut()
+            .filter(|t| drop_error && t["state"] == "error")
+        {
+            if let Some(parts) = turn.get_mut("responseParts").and_then(Value::as_array_mut) {
+                if parts.last().is_some_and(|p| p["kind"] == "error") {
+                    parts.pop();
+                }
+            }
+        }
+    }
+
     pub fn snapshot(&mut self, uri: &str, view_turns: Option<i64>) -> Option<Value> {
         let state = match self.channel_kind(uri)? {
             ChannelKind::Root => to_value(&self.root),
@@ -253,6 +275,7 @@ impl World {
                         object.remove("modifiedAt");
                     }
                 }
+                self.break_turns(&mut state);
                 state
             }
         };
