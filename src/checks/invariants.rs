@@ -13,6 +13,38 @@ const BLOCKING_TOOL_STATUSES: &[&str] = &[
 ];
 const TERMINAL_TOOL_STATUSES: &[&str] = &["completed", "cancelled"];
 
+/// The invariants of one channel snapshot, chosen by the channel's kind (chat and session
+/// states have some, other channels none); `tally` hears how much each rule looked at.
+pub fn snapshot(
+    resource: &str,
+    state: &Value,
+    tally: &mut dyn FnMut(&'static str, usize),
+) -> Vec<Violation> {
+    if resource.starts_with("ahp-chat:") {
+        let turns = state["turns"].as_array().map_or(0, Vec::len);
+        for (rule, n) in [
+            ("STATUS-003", 1),
+            ("INV-CHAT-5", 1),
+            ("TOOL-007", turns),
+            ("INV-CHAT-1", turns),
+            ("INV-CHAT-3", turns),
+        ] {
+            tally(rule, n);
+        }
+        chat_state(state)
+    } else if resource.starts_with("ahp-session:") {
+        tally("INV-SESSION-1", 1);
+        session_state(resource, state)
+    } else {
+        Vec::new()
+    }
+}
+
+/// Whether [`snapshot`] has invariants for the channel (saves building the state of others).
+pub fn has_invariants(resource: &str) -> bool {
+    resource.starts_with("ahp-chat:") || resource.starts_with("ahp-session:")
+}
+
 /// Invariants of a chat state: STATUS-003 (activity matches content), TOOL-007 (completed
 /// turns hold only terminal tool calls), INV-CHAT-1 and INV-CHAT-3 (ended turns) and
 /// INV-CHAT-5 (the queue's shape).

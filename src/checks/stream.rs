@@ -155,19 +155,12 @@ impl StreamChecks {
         }
         for snapshot in snapshots_in(result) {
             let resource = snapshot.member("resource").as_str().unwrap_or_default();
-            if resource.starts_with("ahp-chat:") {
+            if invariants::has_invariants(resource) {
                 let state = snapshot.member("state").to_value();
-                *self.invariant_counts.entry("STATUS-003").or_insert(0) += 1;
-                *self.invariant_counts.entry("INV-CHAT-5").or_insert(0) += 1;
-                let turns = state["turns"].as_array().map_or(0, Vec::len);
-                *self.invariant_counts.entry("TOOL-007").or_insert(0) += turns;
-                *self.invariant_counts.entry("INV-CHAT-1").or_insert(0) += turns;
-                *self.invariant_counts.entry("INV-CHAT-3").or_insert(0) += turns;
-                found.extend(invariants::chat_state(&state));
-            } else if resource.starts_with("ahp-session:") {
-                let state = snapshot.member("state").to_value();
-                *self.invariant_counts.entry("INV-SESSION-1").or_insert(0) += 1;
-                found.extend(invariants::session_state(resource, &state));
+                let counts = &mut self.invariant_counts;
+                found.extend(invariants::snapshot(resource, &state, &mut |rule, n| {
+                    *counts.entry(rule).or_insert(0) += n;
+                }));
             }
             self.mirror.load_snapshot(snapshot);
         }

@@ -1211,7 +1211,9 @@ impl Runner<'_> {
         .map_err(Stop::Harness)?;
         *self.counts.entry("INV-FOLD-1").or_insert(0) += checked.folds;
         *self.counts.entry("CHAT-003").or_insert(0) += checked.catalog_entries;
-        *self.counts.entry("STATUS-003").or_insert(0) += checked.chat_states;
+        for (rule, n) in checked.invariant_counts {
+            *self.counts.entry(rule).or_insert(0) += n;
+        }
         for (name, violation) in checked.violations {
             let context = self
                 .conns

@@ -22,7 +22,8 @@ pub struct Checked {
     pub violations: Vec<(String, Violation)>,
     pub folds: usize,
     pub catalog_entries: usize,
-    pub chat_states: usize,
+    /// How much each snapshot invariant looked at in the fresh snapshots.
+    pub invariant_counts: Vec<(&'static str, usize)>,
 }
 
 /// Every channel the open connections mirror (or lost track of), root excluded.
@@ -160,11 +161,10 @@ pub async fn compare(
         let Some(kind) = Kind::of(channel) else {
             continue;
         };
-        if kind == Kind::Chat {
-            checked.chat_states += 1;
-            for violation in invariants::chat_state(state) {
-                checked.violations.push((channel.clone(), violation));
-            }
+        let counts = &mut checked.invariant_counts;
+        for violation in invariants::snapshot(channel, state, &mut |rule, n| counts.push((rule, n)))
+        {
+            checked.violations.push((channel.clone(), violation));
         }
         for conn in conns.iter_mut().filter(|c| !c.link.is_closed()) {
             let (Some(folded), Some(seq)) = (
