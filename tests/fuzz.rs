@@ -141,6 +141,7 @@ fuzz_finds! {
     finds_remove_missing_pending => RemoveMissingPending ["CHAT-VALIDATE-009"],
     finds_summary_drift => SummaryDrift ["CHAT-003"],
     finds_chat_listed_twice => ChatListedTwice ["INV-SESSION-1"],
+    finds_client_listed_twice => ClientListedTwice ["INV-SESSION-2"],
     finds_negative_duration => NegativeDuration ["INV-CHAT-1"],
     finds_error_part_dropped => ErrorPartDropped ["INV-CHAT-3"],
     finds_in_progress_stuck => InProgressStuck ["STATUS-003", "INV-FOLD-1"],

@@ -70,6 +70,29 @@ fn each_part_of_inv_session_1_fails_on_its_own() {
 }
 
 #[test]
+fn inv_session_2_fails_on_a_repeated_client_or_input_id() {
+    let client = json!({ "clientId": "c1", "tools": [] });
+    let request = json!({ "kind": "chatInput", "id": "r1", "chat": "ahp-chat:/a" });
+    let mut unique = session();
+    unique["activeClients"] = json!([client, { "clientId": "c2", "tools": [] }]);
+    unique["inputNeeded"] =
+        json!([request, { "kind": "chatInput", "id": "r2", "chat": "ahp-chat:/a" }]);
+    assert_eq!(rules_of(&session_state("ahp-session:/s", &unique)), vec![]);
+    for (list, entry, expected) in [
+        ("activeClients", &client, "activeClients[].clientId unique"),
+        ("inputNeeded", &request, "inputNeeded[].id unique"),
+    ] {
+        let mut twice = session();
+        twice[list] = json!([entry, entry]);
+        assert_eq!(
+            rules_of(&session_state("ahp-session:/s", &twice)),
+            vec![("INV-SESSION-2", expected)],
+            "{twice}"
+        );
+    }
+}
+
+#[test]
 fn a_default_chat_not_listed_yet_is_not_a_violation() {
     let mut early = session();
     early["defaultChat"] = json!("ahp-chat:/not-added-yet");

@@ -34,6 +34,7 @@ pub fn snapshot(
         chat_state(state)
     } else if resource.starts_with("ahp-session:") {
         tally("INV-SESSION-1", 1);
+        tally("INV-SESSION-2", 1);
         session_state(resource, state)
     } else {
         Vec::new()
@@ -150,8 +151,9 @@ fn queue_shape(state: &Value, found: &mut Vec<Violation>) {
     }
 }
 
-/// Invariants of a session state, INV-SESSION-1: each chat is listed once, the default
+/// Invariants of a session state. INV-SESSION-1: each chat is listed once, the default
 /// chat is not movable, and `lifecycle` is `failed` exactly when `creationError` is set.
+/// INV-SESSION-2: active clients and input-needed entries are listed once each.
 /// Whether `defaultChat` is listed at all is left to quiescence (a host may name the
 /// default before its `session/chatAdded`).
 pub fn session_state(session: &str, state: &Value) -> Vec<Violation> {
@@ -178,6 +180,24 @@ pub fn session_state(session: &str, state: &Value) -> Vec<Violation> {
             "the default chat is not movable",
             format!("default chat {default} of {session} has movable: true"),
         ));
+    }
+    // INV-SESSION-2: both lists are upserted by id. (Whether each inputNeeded entry's
+    // chat is listed is left to quiescence: the two are removed by separate actions.)
+    for (list, id, what) in [
+        ("activeClients", "clientId", "active client"),
+        ("inputNeeded", "id", "input-needed entry"),
+    ] {
+        let entries = state[list]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if let Some(repeated) = first_repeat(entries.iter().map(|entry| &entry[id])) {
+            found.push(Violation::new(
+                "INV-SESSION-2",
+                format!("{list}[].{id} unique"),
+                format!("{what} {repeated} listed more than once in {session}"),
+            ));
+        }
     }
     let failed = state["lifecycle"] == "failed";
     let error = !state["creationError"].is_null();

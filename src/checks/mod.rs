@@ -162,6 +162,8 @@ rules! {
         "A chat's queuedMessages is absent or non-empty and lists each id once."),
     ("INV-SESSION-1", Must, "session-channel", "RULES.md §17 INV-SESSION-1; docs/specification/session-channel.md § Chat catalog", "session states",
         "A session lists each chat once, its default chat is not movable, and lifecycle is failed exactly when creationError is set."),
+    ("INV-SESSION-2", Must, "session-channel", "RULES.md §17 INV-SESSION-2; crate: ahp/src/reducers.rs (session/activeClientSet, session/inputNeededSet)", "session states",
+        "A session lists each active client (by clientId) and each input-needed entry (by id) once."),
     ("INV-FOLD-1", Must, "state", "RULES.md §17 INV-FOLD-1", "checkpoints",
         "Snapshot + accepted envelopes folded through the reference reducers equals a fresh snapshot."),
     ("CHAT-003", Must, "chat-channel", "docs/specification/chat-channel.md § State", "chat catalog entries",

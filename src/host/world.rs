@@ -238,9 +238,17 @@ impl World {
             ChannelKind::Root => to_value(&self.root),
             ChannelKind::Session => {
                 let mut state = to_value(&self.sessions.get(uri)?.state);
-                if self.fault(Fault::ChatListedTwice) {
-                    if let Some(chats) = state["chats"].as_array_mut().filter(|c| c.len() == 1) {
-                        chats.push(chats[0].clone());
+                let repeated: &[&str] = match (
+                    self.fault(Fault::ChatListedTwice),
+                    self.fault(Fault::ClientListedTwice),
+                ) {
+                    (true, _) => &["chats"],
+                    (_, true) => &["activeClients", "inputNeeded"],
+                    _ => &[],
+                };
+                for list in repeated {
+                    if let Some(only) = state[*list].as_array_mut().filter(|l| l.len() == 1) {
+                        only.push(only[0].clone());
                     }
                 }
                 state
