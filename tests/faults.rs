@@ -27,6 +27,8 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         // from a snapshot without it, the mirror drops the part before, and the resumed
         // turn's streaming then targets a part (TURN-003) and turn (TURN-004) it lacks.
         Fault::ErrorPartDropped => rules.extend(["TURN-003".to_owned(), "TURN-004".to_owned()]),
+        // SESSION-011 reads the directory list of the very snapshots this fault repeats.
+        Fault::DirectoryListedTwice => rules.extend(["SESSION-011".to_owned()]),
         // A queue holding an id twice is also the wrong queue shape.
         Fault::QueuedUpdateAppends => rules.extend(["INV-CHAT-5".to_owned()]),
         _ => {}
@@ -149,6 +151,7 @@ fault_tests! {
     summary_drift => SummaryDrift,
     chat_listed_twice => ChatListedTwice,
     client_listed_twice => ClientListedTwice,
+    directory_listed_twice => DirectoryListedTwice,
     negative_duration => NegativeDuration,
     error_part_dropped => ErrorPartDropped,
     in_progress_stuck => InProgressStuck,

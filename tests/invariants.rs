@@ -177,3 +177,22 @@ fn inv_chat_1_and_3_judge_ended_turns() {
         );
     }
 }
+
+#[test]
+fn inv_session_3_fails_on_a_repeated_working_directory() {
+    let mut unique = session();
+    unique["workingDirectories"] = json!(["file:///a", "file:///b"]);
+    assert_eq!(rules_of(&session_state("ahp-session:/s", &unique)), vec![]);
+    let mut twice = session();
+    twice["workingDirectories"] = json!(["file:///a", "file:///a"]);
+    assert_eq!(
+        rules_of(&session_state("ahp-session:/s", &twice)),
+        vec![("INV-SESSION-3", "workingDirectories without duplicates")]
+    );
+    let mut chat_twice = chat(json!([]));
+    chat_twice["workingDirectories"] = json!(["file:///a", "file:///a"]);
+    assert_eq!(
+        rules_of(&chat_state(&chat_twice)),
+        vec![("INV-SESSION-3", "workingDirectories without duplicates")]
+    );
+}

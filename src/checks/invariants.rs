@@ -25,6 +25,7 @@ pub fn snapshot(
         for (rule, n) in [
             ("STATUS-003", 1),
             ("INV-CHAT-5", 1),
+            ("INV-SESSION-3", 1),
             ("TOOL-007", turns),
             ("INV-CHAT-1", turns),
             ("INV-CHAT-3", turns),
@@ -35,6 +36,7 @@ pub fn snapshot(
     } else if resource.starts_with("ahp-session:") {
         tally("INV-SESSION-1", 1);
         tally("INV-SESSION-2", 1);
+        tally("INV-SESSION-3", 1);
         session_state(resource, state)
     } else {
         Vec::new()
@@ -52,6 +54,7 @@ pub fn has_invariants(resource: &str) -> bool {
 pub fn chat_state(state: &Value) -> Vec<Violation> {
     let mut found = Vec::new();
     queue_shape(state, &mut found);
+    directories_once(state["resource"].as_str().unwrap_or("?"), state, &mut found);
     for turn in state["turns"].as_array().into_iter().flatten() {
         ended_turn(turn, &mut found);
     }
@@ -154,6 +157,7 @@ fn queue_shape(state: &Value, found: &mut Vec<Violation>) {
 /// Invariants of a session state. INV-SESSION-1: each chat is listed once, the default
 /// chat is not movable, and `lifecycle` is `failed` exactly when `creationError` is set.
 /// INV-SESSION-2: active clients and input-needed entries are listed once each.
+/// INV-SESSION-3: working directories are listed once each.
 /// Whether `defaultChat` is listed at all is left to quiescence (a host may name the
 /// default before its `session/chatAdded`).
 pub fn session_state(session: &str, state: &Value) -> Vec<Violation> {
@@ -199,6 +203,7 @@ pub fn session_state(session: &str, state: &Value) -> Vec<Violation> {
             ));
         }
     }
+    directories_once(session, state, &mut found);
     let failed = state["lifecycle"] == "failed";
     let error = !state["creationError"].is_null();
     if failed != error {
@@ -213,6 +218,20 @@ pub fn session_state(session: &str, state: &Value) -> Vec<Violation> {
         ));
     }
     found
+}
+
+/// INV-SESSION-3, on a session or chat state: `workingDirectories` lists each directory
+/// once (set and replace dedupe). Whether a chat's are among its session's is left to
+/// quiescence: the two travel on different channels.
+fn directories_once(channel: &str, state: &Value, found: &mut Vec<Violation>) {
+    let directories = state["workingDirectories"].as_array().map(Vec::as_slice);
+    if let Some(directory) = first_repeat(directories.unwrap_or_default().iter()) {
+        found.push(Violation::new(
+            "INV-SESSION-3",
+            "workingDirectories without duplicates",
+            format!("{directory} listed more than once in {channel}"),
+        ));
+    }
 }
 
 /// The first value met twice.

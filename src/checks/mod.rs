@@ -164,6 +164,8 @@ rules! {
         "A session lists each chat once, its default chat is not movable, and lifecycle is failed exactly when creationError is set."),
     ("INV-SESSION-2", Must, "session-channel", "RULES.md §17 INV-SESSION-2; crate: ahp/src/reducers.rs (session/activeClientSet, session/inputNeededSet)", "session states",
         "A session lists each active client (by clientId) and each input-needed entry (by id) once."),
+    ("INV-SESSION-3", Must, "session-channel", "RULES.md §17 INV-SESSION-3; crate: ahp/src/reducers.rs (session/workingDirectorySet, …Replaced)", "session and chat states",
+        "A session's and a chat's workingDirectories list each directory once."),
     ("INV-FOLD-1", Must, "state", "RULES.md §17 INV-FOLD-1", "checkpoints",
         "Snapshot + accepted envelopes folded through the reference reducers equals a fresh snapshot."),
     ("CHAT-003", Must, "chat-channel", "docs/specification/chat-channel.md § State", "chat catalog entries",

@@ -74,6 +74,7 @@ faults! {
     SummaryDrift => ("summary-drift", "CHAT-003", "Stops announcing modifiedAt changes with session/chatUpdated, so the session catalog drifts."),
     ChatListedTwice => ("chat-listed-twice", "INV-SESSION-1", "Lists the chat of a one-chat session twice in session snapshots (its state and the actions are right)."),
     ClientListedTwice => ("client-listed-twice", "INV-SESSION-2", "Lists the only active client, and the only input-needed entry, twice in session snapshots (its state and the actions are right)."),
+    DirectoryListedTwice => ("directory-listed-twice", "INV-SESSION-3", "Lists the only working directory of a session twice in session snapshots (its state and the actions are right)."),
     NegativeDuration => ("negative-duration", "INV-CHAT-1", "Reports the newest ended turn's duration as -1 in chat snapshots."),
     ErrorPartDropped => ("error-part-dropped", "INV-CHAT-3", "Leaves the closing error part out of errored turns in chat snapshots."),
     InProgressStuck => ("in-progress-stuck", "STATUS-003", "Leaves the InProgress bit set on the chat after a turn completes."),

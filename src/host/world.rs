@@ -238,13 +238,14 @@ impl World {
             ChannelKind::Root => to_value(&self.root),
             ChannelKind::Session => {
                 let mut state = to_value(&self.sessions.get(uri)?.state);
-                let repeated: &[&str] = match (
-                    self.fault(Fault::ChatListedTwice),
-                    self.fault(Fault::ClientListedTwice),
-                ) {
-                    (true, _) => &["chats"],
-                    (_, true) => &["activeClients", "inputNeeded"],
-                    _ => &[],
+                let repeated: &[&str] = if self.fault(Fault::ChatListedTwice) {
+                    &["chats"]
+                } else if self.fault(Fault::ClientListedTwice) {
+                    &["activeClients", "inputNeeded"]
+                } else if self.fault(Fault::DirectoryListedTwice) {
+                    &["workingDirectories"]
+                } else {
+                    &[]
                 };
                 for list in repeated {
                     if let Some(only) = state[*list].as_array_mut().filter(|l| l.len() == 1) {
