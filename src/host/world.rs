@@ -151,8 +151,9 @@ pub struct World {
     last_envelope: Option<(String, String, u64)>,
     /// serverSeq at the newest subscription of each channel, for the same fault.
     pub subscribed_at: HashMap<String, u64>,
-    /// Envelope frames held back instead of sent, for the cross-channel-reorder fault.
-    held_frames: Option<Vec<(mpsc::UnboundedSender<Outbound>, Utf8Bytes)>>,
+    /// Envelope frames held back instead of sent (connection, frame), for the
+    /// cross-channel-reorder fault.
+    held_frames: Option<Vec<(ConnId, Utf8Bytes)>>,
 }
 
 /// Channel kinds this host serves.
@@ -210,7 +211,6 @@ impl World {
         }
     }
 
-    /// The channel's current state as a snapshot, or `None` when it does not exist.
     /// Fault injection into a chat snapshot's ended turns.
     fn break_turns(&self, state: &mut Value) {
         let negative = self.fault(Fault::NegativeDuration);
@@ -233,6 +233,7 @@ impl World {
         }
     }
 
+    /// The channel's current state as a snapshot, or `None` when it does not exist.
     pub fn snapshot(&mut self, uri: &str, view_turns: Option<i64>) -> Option<Value> {
         let state = match self.channel_kind(uri)? {
             ChannelKind::Root => to_value(&self.root),
@@ -353,7 +354,7 @@ impl World {
         } else {
             None
         };
-        for conn in self.conns.values() {
+        for (id, conn) in &self.conns {
             let version_ok = may_receive(conn.version, introduced_in)
                 || (self.fault(Fault::NewActionsToOldClient) && conn.version.is_some());
             if !conn.subscriptions.contains(channel) || !version_ok {
@@ -365,7 +366,7 @@ impl World {
                 }
             }
             match &mut self.held_frames {
-                Some(held) => held.push((conn.tx.clone(), frame.clone())),
+                Some(held) => held.push((*id, frame.clone())),
                 None => conn.send_text(frame.clone()),
             }
         }
@@ -444,8 +445,10 @@ impl World {
                 self.sync_projections(&session);
             }
         }
-        for (tx, frame) in held.into_iter().flatten() {
-            let _ = tx.send(Outbound::Text(frame));
+        for (id, frame) in held.into_iter().flatten() {
+            if let Some(conn) = self.conns.get(&id) {
+                conn.send_text(frame);
+            }
         }
         seq
     }
