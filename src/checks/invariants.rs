@@ -43,11 +43,6 @@ pub fn snapshot(
     }
 }
 
-/// Whether [`snapshot`] has invariants for the channel (saves building the state of others).
-pub fn has_invariants(resource: &str) -> bool {
-    resource.starts_with("ahp-chat:") || resource.starts_with("ahp-session:")
-}
-
 /// Invariants of a chat state: STATUS-003 (activity matches content), TOOL-007 (completed
 /// turns hold only terminal tool calls), INV-CHAT-1 and INV-CHAT-3 (ended turns) and
 /// INV-CHAT-5 (the queue's shape).

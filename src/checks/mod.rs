@@ -159,7 +159,7 @@ rules! {
     ("INV-CHAT-3", Must, "chat-channel", "RULES.md §17 INV-CHAT-3; crate: ahp/src/reducers.rs (chat/error)", "ended turns",
         "A turn that ended in error ends with the error part chat/error appended."),
     ("INV-CHAT-5", Must, "pending-messages", "RULES.md §17 INV-CHAT-5; crate: ahp/src/reducers.rs (chat/pendingMessageSet)", "chat states",
-        "A chat's queuedMessages is absent or non-empty and lists each id once."),
+        "A chat's queuedMessages lists each id once (an empty list counts as absent)."),
     ("INV-SESSION-1", Must, "session-channel", "RULES.md §17 INV-SESSION-1; docs/specification/session-channel.md § Chat catalog", "session states",
         "A session lists each chat once, its default chat is not movable, and lifecycle is failed exactly when creationError is set."),
     ("INV-SESSION-2", Must, "session-channel", "RULES.md §17 INV-SESSION-2; crate: ahp/src/reducers.rs (session/activeClientSet, session/inputNeededSet)", "session states",

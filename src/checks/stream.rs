@@ -1,5 +1,5 @@
 //! The always-on checks over one connection's frames, in transcript order: frame checks,
-//! reducer mirror, the echo of every dispatch and the invariants of every chat snapshot.
+//! reducer mirror, the echo of every dispatch and the invariants of every snapshot.
 //! Fed by the engine as frames arrive and by the offline re-check from a recording; it
 //! knows nothing about sockets.
 
@@ -155,13 +155,11 @@ impl StreamChecks {
         }
         for snapshot in snapshots_in(result) {
             let resource = snapshot.member("resource").as_str().unwrap_or_default();
-            if invariants::has_invariants(resource) {
-                let state = snapshot.member("state").to_value();
-                let counts = &mut self.invariant_counts;
-                found.extend(invariants::snapshot(resource, &state, &mut |rule, n| {
-                    *counts.entry(rule).or_insert(0) += n;
-                }));
-            }
+            let state = snapshot.member("state").to_value();
+            let counts = &mut self.invariant_counts;
+            found.extend(invariants::snapshot(resource, &state, &mut |rule, n| {
+                *counts.entry(rule).or_insert(0) += n;
+            }));
             self.mirror.load_snapshot(snapshot);
         }
         if result.member("type").as_str() == Some("replay") {
