@@ -9,7 +9,7 @@ pub mod conn;
 pub mod profile;
 pub mod vars;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -42,6 +42,37 @@ impl Selection {
         (self.filter.is_empty() || self.filter.iter().any(|p| glob(p, id)))
             && !self.exclude.iter().any(|p| glob(p, id))
             && (self.levels.is_empty() || self.levels.contains(&level))
+    }
+
+    /// Whether anything of the catalog (a case or an always-on rule) is selected.
+    pub fn matches_any(&self, catalog: &Catalog) -> bool {
+        catalog
+            .cases
+            .iter()
+            .any(|case| self.includes(&case.info.id, case.info.level))
+            || ALWAYS_ON
+                .iter()
+                .any(|rule| self.includes(rule.id, rule.level))
+    }
+
+    /// The selection as command-line options, for messages (`--filter NOPE-*`).
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.filter.is_empty() {
+            parts.push(format!("--filter {}", self.filter.join(",")));
+        }
+        if !self.exclude.is_empty() {
+            parts.push(format!("--exclude {}", self.exclude.join(",")));
+        }
+        if !self.levels.is_empty() {
+            let levels: Vec<&str> = self.levels.iter().map(|l| l.as_str()).collect();
+            parts.push(format!("--level {}", levels.join(",")));
+        }
+        if parts.is_empty() {
+            "the whole catalog".to_owned()
+        } else {
+            parts.join(" ")
+        }
     }
 }
 
@@ -132,6 +163,8 @@ pub async fn run(
     let total = cases.len() + always_on.len();
     let mut results: Vec<CaseResult> = Vec::new();
     let mut findings: HashMap<&'static str, Vec<Finding>> = HashMap::new();
+    // Rules broken as the prerequisite of a case, with the cases they blocked.
+    let mut prerequisites: BTreeMap<String, Vec<(String, Finding)>> = BTreeMap::new();
     let mut counts = Counts::default();
     let mut interrupted = *interrupt.borrow();
     // Reading the capabilities waits on the server: let Ctrl-C cut it short too.
@@ -139,9 +172,10 @@ pub async fn run(
         capabilities = agent_capabilities(config) => capabilities,
         _ = wait_for_interrupt(&mut interrupt) => {
             interrupted = true;
-            None
+            Err("the run was interrupted".to_owned())
         }
     };
+    let rule_levels = Arc::new(rule_levels(&config.catalog));
     let contexts: Vec<CaseContext> = cases
         .iter()
         .enumerate()
@@ -153,6 +187,7 @@ pub async fn run(
             token: format!("{nonce}-{index}"),
             rerun: format!("{} --filter {}", config.rerun_prefix, case.info.id),
             agent_capabilities: agent_capabilities.clone(),
+            rule_levels: Arc::clone(&rule_levels),
         })
         .collect();
     let contexts = Arc::new(contexts);
@@ -184,6 +219,9 @@ pub async fn run(
                         step: None,
                         context,
                     });
+                }
+                if let Some(finding) = outcome.prerequisite {
+                    prerequisites.entry(finding.rule.clone()).or_default().push((outcome.result.info.id.clone(), finding));
                 }
                 results.push(outcome.result);
                 sink.event(&Event::CaseFinished { result: Box::new(results[results.len() - 1].clone()), done: results.len(), total });
@@ -217,6 +255,13 @@ pub async fn run(
                 total,
             });
         }
+    }
+    for result in charge_prerequisites(&mut results, prerequisites, config) {
+        sink.event(&Event::CaseFinished {
+            result: Box::new(result),
+            done: total,
+            total,
+        });
     }
     let mut report = RunReport {
         format: 1,
@@ -252,12 +297,12 @@ async fn wait_for_interrupt(interrupt: &mut watch::Receiver<bool>) {
 }
 
 /// `capabilities` of the profile's agent as the root state advertises it (`{}` when the
-/// server cannot be asked: cases then fail on their own steps).
-async fn agent_capabilities(config: &RunConfig) -> Option<serde_json::Value> {
+/// agent lists none), or why the server could not tell.
+async fn agent_capabilities(config: &RunConfig) -> Result<serde_json::Value, String> {
     use serde_json::{json, Value};
     let mut link = crate::transport::Connection::connect(&config.url, config.timeout)
         .await
-        .ok()?;
+        .map_err(|e| format!("cannot connect to read the agents: {e}"))?;
     let init = link
         .request(
             "initialize",
@@ -267,7 +312,16 @@ async fn agent_capabilities(config: &RunConfig) -> Option<serde_json::Value> {
         )
         .await;
     link.close().await;
-    let init = init.ok().filter(|init| init.get("result").is_some())?;
+    let init = match init {
+        Ok(init) if init.get("result").is_some() => init,
+        Ok(init) => {
+            return Err(format!(
+                "initialize offering [\"1.0.0\"] answered {}",
+                crate::checks::frame::clip(&init.to_string())
+            ))
+        }
+        Err(error) => return Err(format!("initialize offering [\"1.0.0\"]: {error}")),
+    };
     let agents = init
         .pointer("/result/snapshots/0/state/agents")
         .and_then(Value::as_array)
@@ -283,12 +337,122 @@ async fn agent_capabilities(config: &RunConfig) -> Option<serde_json::Value> {
                 .is_some_and(|p| a["provider"] == p)
         })
         .or_else(|| agents.first());
-    Some(
-        agent
-            .and_then(|a| a.get("capabilities"))
-            .cloned()
-            .unwrap_or_else(|| json!({})),
-    )
+    Ok(agent
+        .and_then(|a| a.get("capabilities"))
+        .cloned()
+        .unwrap_or_else(|| json!({})))
+}
+
+/// The level of every rule a step may rely on: each case's rule and each always-on check.
+fn rule_levels(catalog: &Catalog) -> HashMap<String, Level> {
+    let mut levels: HashMap<String, Level> = ALWAYS_ON
+        .iter()
+        .map(|rule| (rule.id.to_owned(), rule.level))
+        .collect();
+    for case in &catalog.cases {
+        let rule = crate::suite::rule_of(&case.info.id);
+        if case.info.id == rule || !levels.contains_key(rule) {
+            levels.insert(rule.to_owned(), case.info.level);
+        }
+    }
+    levels
+}
+
+/// Reports each rule broken as a prerequisite once, on that rule's row: an existing row
+/// (its case, or its always-on check) takes the findings and fails at the rule's level; a
+/// rule without a row in this run gets one. Returns the rows it changed or added.
+fn charge_prerequisites(
+    results: &mut Vec<CaseResult>,
+    prerequisites: BTreeMap<String, Vec<(String, Finding)>>,
+    config: &RunConfig,
+) -> Vec<CaseResult> {
+    let mut changed = Vec::new();
+    for (rule, blocked) in prerequisites {
+        let cases: Vec<&str> = blocked.iter().map(|(case, _)| case.as_str()).collect();
+        let note = format!(
+            "broken as a prerequisite of {} case(s): {}",
+            cases.len(),
+            clip_list(&cases)
+        );
+        let level = blocked[0].1.verdict;
+        let mut findings: Vec<Finding> = blocked
+            .iter()
+            .map(|(case, finding)| Finding {
+                actual: format!("{} (in case {case})", finding.actual),
+                ..finding.clone()
+            })
+            .collect();
+        findings.truncate(20);
+        let first = &findings[0];
+        let index = results.iter().position(|r| r.info.id == rule).or_else(|| {
+            results
+                .iter()
+                .position(|r| crate::suite::rule_of(&r.info.id) == rule)
+        });
+        let row = match index {
+            Some(index) => {
+                let row = &mut results[index];
+                if matches!(row.verdict, Verdict::Fail | Verdict::Warn) {
+                    row.summary = format!("{}; also {note}", row.summary);
+                } else {
+                    row.summary = format!(
+                        "{note}; first: expected {}; got {}",
+                        first.expected, first.actual
+                    );
+                }
+                row.verdict = row.verdict.worst(level);
+                row.blocked_by = None;
+                row.findings.extend(findings);
+                row.clone()
+            }
+            None => {
+                let info = config.catalog.rule(&rule).unwrap_or_else(|| CaseInfo {
+                    id: rule.clone(),
+                    level: Level::Must,
+                    area: "prerequisites".to_owned(),
+                    spec: "RULES.md".to_owned(),
+                    requirement: format!("{rule} (relied on by other cases)"),
+                    does: String::new(),
+                    source: "prerequisite".to_owned(),
+                });
+                let row = CaseResult {
+                    info: CaseInfo {
+                        does: format!("Relied on by other cases' steps ({})", info.does),
+                        source: "prerequisite".to_owned(),
+                        ..info
+                    },
+                    verdict: level,
+                    summary: format!(
+                        "{note}; first: expected {}; got {}",
+                        first.expected, first.actual
+                    ),
+                    findings,
+                    blocked_by: None,
+                    transcript: Vec::new(),
+                    duration_ms: 0.0,
+                    rerun: format!("{} --filter {rule}", config.rerun_prefix),
+                };
+                // Before the always-on rows, after the cases.
+                let at = results
+                    .iter()
+                    .position(|r| r.info.source == "builtin")
+                    .unwrap_or(results.len());
+                results.insert(at, row.clone());
+                row
+            }
+        };
+        changed.push(row);
+    }
+    changed
+}
+
+/// Up to five IDs, then how many more.
+fn clip_list(ids: &[&str]) -> String {
+    if ids.len() <= 5 {
+        ids.join(", ")
+    } else {
+        format!("{}, … and {} more", ids[..5].join(", "), ids.len() - 5)
+    }
 }
 
 /// The row of an always-on rule: what it looked at and every violation found.
@@ -336,6 +500,7 @@ fn always_on_result(
         verdict,
         summary,
         findings,
+        blocked_by: None,
         transcript: Vec::<ReportedFrame>::new(),
         duration_ms: 0.0,
         rerun: format!("{} --filter {}", config.rerun_prefix, rule.id),
@@ -350,8 +515,9 @@ pub fn reconcile(report: &mut RunReport, baseline: Option<&Baseline>) {
     let mut stale = Vec::new();
     for case in &report.cases {
         tally.add(case.verdict);
-        let failing =
-            case.verdict == Verdict::Fail || (report.strict && case.verdict == Verdict::Warn);
+        // A blocked case proved nothing about its rule: it fails the run like a failure.
+        let failing = matches!(case.verdict, Verdict::Fail | Verdict::Blocked)
+            || (report.strict && case.verdict == Verdict::Warn);
         let listed = baseline.is_some_and(|b| b.lists(&case.info.id));
         if failing && listed {
             tally.baselined += 1;

@@ -73,6 +73,10 @@ pub struct Connect {
 #[serde(deny_unknown_fields)]
 pub struct Initialize {
     pub on: Option<String>,
+    /// The rule this step relies on when it exercises another rule than the case's (e.g. a
+    /// truncation used only to end a turn): a miss is that rule's failure, and the case is
+    /// blocked by it instead of failing.
+    pub relies_on: Option<String>,
     /// Offered versions (default `["1.0.0"]`).
     pub versions: Option<Vec<String>>,
     /// Client id (default: a fresh one per connection).
@@ -157,6 +161,10 @@ pub struct Dispatch {
 #[serde(deny_unknown_fields)]
 pub struct ExpectResponse {
     pub on: Option<String>,
+    /// The rule this step relies on when it exercises another rule than the case's (e.g. a
+    /// truncation used only to end a turn): a miss is that rule's failure, and the case is
+    /// blocked by it instead of failing.
+    pub relies_on: Option<String>,
     /// Name of the request (or `initialize` / reconnect `as` name). Absent (and no `id`):
     /// the next response with `id: null` (answers to unparseable input).
     pub to: Option<String>,
@@ -205,6 +213,10 @@ pub struct ExpectResponse {
 #[serde(deny_unknown_fields)]
 pub struct ExpectEcho {
     pub on: Option<String>,
+    /// The rule this step relies on when it exercises another rule than the case's (e.g. a
+    /// truncation used only to end a turn): a miss is that rule's failure, and the case is
+    /// blocked by it instead of failing.
+    pub relies_on: Option<String>,
     /// Name of the dispatch.
     pub of: String,
     /// `true`: accepted (no `rejectionReason`); `false`: rejected.
@@ -221,6 +233,10 @@ pub struct ExpectEcho {
 #[serde(deny_unknown_fields)]
 pub struct ExpectAction {
     pub on: Option<String>,
+    /// The rule this step relies on when it exercises another rule than the case's (e.g. a
+    /// truncation used only to end a turn): a miss is that rule's failure, and the case is
+    /// blocked by it instead of failing.
+    pub relies_on: Option<String>,
     pub channel: String,
     #[serde(rename = "type")]
     pub action_type: String,
@@ -241,6 +257,10 @@ pub struct ExpectAction {
 #[serde(deny_unknown_fields)]
 pub struct ExpectNotification {
     pub on: Option<String>,
+    /// The rule this step relies on when it exercises another rule than the case's (e.g. a
+    /// truncation used only to end a turn): a miss is that rule's failure, and the case is
+    /// blocked by it instead of failing.
+    pub relies_on: Option<String>,
     pub method: String,
     /// Pointer (into params) → value.
     #[serde(default, rename = "where")]
@@ -255,6 +275,10 @@ pub struct ExpectNotification {
 #[serde(deny_unknown_fields)]
 pub struct ExpectSilence {
     pub on: Option<String>,
+    /// The rule this step relies on when it exercises another rule than the case's (e.g. a
+    /// truncation used only to end a turn): a miss is that rule's failure, and the case is
+    /// blocked by it instead of failing.
+    pub relies_on: Option<String>,
     pub for_ms: u64,
     /// Only messages with this method count (any when absent).
     pub method: Option<String>,
@@ -279,6 +303,10 @@ pub struct ExpectSilence {
 #[serde(deny_unknown_fields)]
 pub struct ExpectClosed {
     pub on: Option<String>,
+    /// The rule this step relies on when it exercises another rule than the case's (e.g. a
+    /// truncation used only to end a turn): a miss is that rule's failure, and the case is
+    /// blocked by it instead of failing.
+    pub relies_on: Option<String>,
     pub within_ms: Option<u64>,
     pub level: Option<String>,
 }
@@ -287,6 +315,10 @@ pub struct ExpectClosed {
 #[serde(deny_unknown_fields)]
 pub struct ExpectState {
     pub on: Option<String>,
+    /// The rule this step relies on when it exercises another rule than the case's (e.g. a
+    /// truncation used only to end a turn): a miss is that rule's failure, and the case is
+    /// blocked by it instead of failing.
+    pub relies_on: Option<String>,
     pub channel: String,
     /// Re-check until the expectations hold or this many ms pass (eventual consistency).
     pub within_ms: Option<u64>,
@@ -323,6 +355,10 @@ pub struct ExpectState {
 #[serde(deny_unknown_fields)]
 pub struct MakeSession {
     pub on: Option<String>,
+    /// The rule this step relies on when it exercises another rule than the case's (e.g. a
+    /// truncation used only to end a turn): a miss is that rule's failure, and the case is
+    /// blocked by it instead of failing.
+    pub relies_on: Option<String>,
     /// Variable name: `${S}` is the session URI, `${S.chat}` its default chat.
     #[serde(rename = "as")]
     pub name: String,
@@ -336,6 +372,10 @@ pub struct MakeSession {
 #[serde(deny_unknown_fields)]
 pub struct StartTurn {
     pub on: Option<String>,
+    /// The rule this step relies on when it exercises another rule than the case's (e.g. a
+    /// truncation used only to end a turn): a miss is that rule's failure, and the case is
+    /// blocked by it instead of failing.
+    pub relies_on: Option<String>,
     pub chat: String,
     /// Turn id (default `t1`).
     pub id: Option<String>,
@@ -364,4 +404,33 @@ pub struct Sleep {
 pub struct Checkpoint {
     /// Channels to compare (default: every channel any connection of the case mirrors).
     pub channels: Option<Vec<String>>,
+}
+
+impl Step {
+    /// The rule a step relies on (`relies_on`), when it names one.
+    pub fn relies_on(&self) -> Option<&str> {
+        let rule = match self {
+            Step::Initialize(s) => &s.relies_on,
+            Step::Response(s) => &s.relies_on,
+            Step::Echo(s) => &s.relies_on,
+            Step::Action(s) => &s.relies_on,
+            Step::Notification(s) => &s.relies_on,
+            Step::Silence(s) => &s.relies_on,
+            Step::Closed(s) => &s.relies_on,
+            Step::State(s) => &s.relies_on,
+            Step::Session(s) => &s.relies_on,
+            Step::Turn(s) => &s.relies_on,
+            Step::Connect(_)
+            | Step::Reconnect(_)
+            | Step::Request(_)
+            | Step::Notify(_)
+            | Step::Raw(_)
+            | Step::Binary(_)
+            | Step::Dispatch(_)
+            | Step::Disconnect(_)
+            | Step::Sleep(_)
+            | Step::Checkpoint(_) => return None,
+        };
+        rule.as_deref()
+    }
 }
