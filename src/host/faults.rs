@@ -95,6 +95,7 @@ faults! {
     LegacyUri => ("legacy-uri", "SUB-012", "Answers initialize with a legacy agenthost: URI as defaultDirectory."),
     // Prerequisites: faults that stop most cases before their own rule (they are blocked by it).
     SessionsNeverReady => ("sessions-never-ready", "LIFECYCLE-003", "Leaves every session of the scripted agent creating: neither session/ready nor session/creationFailed ever comes."),
+    RejectsTruncation => ("rejects-truncation", "TURN-012", "Rejects every chat/truncated, as a host without truncation would; cases that only use it to end a turn are blocked by TURN-012."),
     InitializeError => ("initialize-error", "INIT-001", "Answers initialize offering exactly [\"1.0.0\"], a version it supports, with an internal error."),
 }
 
