@@ -246,9 +246,16 @@ fn check_common(mode: &str, report: &RunReport, took: Duration) {
     let details = describe(report);
     assert!(took < RUN_LIMIT, "{mode}: took {took:?}\n{details}");
     assert!(!report.interrupted, "{mode}: not interrupted\n{details}");
-    let ids: BTreeSet<String> = report.cases.iter().map(|c| c.info.id.clone()).collect();
+    // Rows of the selected cases, plus one per prerequisite rule the server broke.
+    let ids: BTreeSet<String> = report
+        .cases
+        .iter()
+        .filter(|c| c.info.source != "prerequisite")
+        .map(|c| c.info.id.clone())
+        .collect();
     assert_eq!(ids, selected_ids(), "{mode}: one row per selected case");
-    assert_eq!(ids.len(), report.cases.len(), "{mode}: no duplicate rows");
+    let all: BTreeSet<&str> = report.cases.iter().map(|c| c.info.id.as_str()).collect();
+    assert_eq!(all.len(), report.cases.len(), "{mode}: no duplicate rows");
     for case in &report.cases {
         assert_ne!(
             case.verdict,
@@ -302,14 +309,13 @@ fn temp_dir(mode: &str) -> PathBuf {
     ))
 }
 
-/// Asserts that every scripted case (all rows but the always-on ones) has `verdict` and a
-/// summary containing `why`.
+/// Asserts that every scripted case (all rows but the always-on and prerequisite ones) has
+/// `verdict` and a summary containing `why`.
 fn assert_scripted(report: &RunReport, except: &[&str], verdict: Verdict, why: &str) {
-    for case in report
-        .cases
-        .iter()
-        .filter(|c| c.info.source != "builtin" && !except.contains(&c.info.id.as_str()))
-    {
+    for case in report.cases.iter().filter(|c| {
+        !matches!(c.info.source.as_str(), "builtin" | "prerequisite")
+            && !except.contains(&c.info.id.as_str())
+    }) {
         assert_eq!(
             case.verdict,
             verdict,
@@ -323,6 +329,37 @@ fn assert_scripted(report: &RunReport, except: &[&str], verdict: Verdict, why: &
             "{}: {:?} should mention {why:?}",
             case.info.id,
             case.summary
+        );
+    }
+}
+
+/// A server that answers no `initialize`: INIT-001 fails once, on its own row, with why;
+/// VERSION-001, which chooses its own offer, fails itself; every other scripted case but
+/// `except` is blocked by INIT-001.
+fn assert_initialize_broken(report: &RunReport, except: &[&str], why: &str) {
+    let init = case(report, "INIT-001");
+    assert_eq!(init.verdict, Verdict::Fail, "{}", describe(report));
+    assert!(finding_text(init).contains(why), "{}", finding_text(init));
+    assert_eq!(
+        verdict_of(report, "VERSION-001"),
+        Verdict::Fail,
+        "{}",
+        describe(report)
+    );
+    let mut skip = vec!["VERSION-001"];
+    skip.extend_from_slice(except);
+    assert_scripted(report, &skip, Verdict::Blocked, "Blocked by INIT-001");
+    assert_scripted(report, &skip, Verdict::Blocked, why);
+    for row in report
+        .cases
+        .iter()
+        .filter(|c| c.verdict == Verdict::Blocked)
+    {
+        assert_eq!(
+            row.blocked_by.as_deref(),
+            Some("INIT-001"),
+            "{}",
+            row.info.id
         );
     }
 }
@@ -351,12 +388,7 @@ async fn silent_server() {
         "{}",
         finding_text(ping)
     );
-    assert_scripted(
-        &report,
-        &["TRANSPORT-010"],
-        Verdict::NotTestable,
-        "initialize got no answer: timed out after 300ms",
-    );
+    assert_initialize_broken(&report, &["TRANSPORT-010"], "timed out after 300ms");
     assert_no_frames_seen(&report);
 }
 
@@ -379,12 +411,7 @@ async fn garbage_server() {
         "{}",
         finding_text(ping)
     );
-    assert_scripted(
-        &report,
-        &["TRANSPORT-010"],
-        Verdict::NotTestable,
-        "initialize got no answer",
-    );
+    assert_initialize_broken(&report, &["TRANSPORT-010"], "timed out after 300ms");
     // The garbage is in the transcript as evidence.
     assert!(
         ping.transcript
@@ -446,12 +473,7 @@ async fn slow_server() {
         "{}",
         finding_text(ping)
     );
-    assert_scripted(
-        &report,
-        &["TRANSPORT-010"],
-        Verdict::NotTestable,
-        "initialize got no answer: timed out after 300ms",
-    );
+    assert_initialize_broken(&report, &["TRANSPORT-010"], "timed out after 300ms");
     // The late answers (2 s) never stretch the run to wait for them.
     assert!(took < Duration::from_secs(10), "slow run took {took:?}");
 }
@@ -469,12 +491,7 @@ async fn hangup_server() {
         "{}",
         finding_text(ping)
     );
-    assert_scripted(
-        &report,
-        &["TRANSPORT-010"],
-        Verdict::NotTestable,
-        "initialize got no answer: the connection is closed",
-    );
+    assert_initialize_broken(&report, &["TRANSPORT-010"], "the connection is closed");
     assert_no_frames_seen(&report);
 }
 

@@ -282,6 +282,29 @@ impl Runner<'_> {
         }
     }
 
+    /// A request a step relies on got no response. Silence and a closed connection are the
+    /// server's doing (the rule's failure); a message over the harness's size limit is the
+    /// harness's (AHP sets no limit), and so is a connection or TLS failure.
+    fn transport_failure(
+        &self,
+        error: TransportError,
+        rule: &str,
+        on: &Option<String>,
+        expected: String,
+    ) -> Stop {
+        match error {
+            TransportError::Timeout(_) | TransportError::Closed | TransportError::WebSocket(_) => {
+                self.prerequisite(rule, on, expected, error.to_string())
+            }
+            TransportError::Oversized
+            | TransportError::Connect { .. }
+            | TransportError::Tls(_)
+            | TransportError::CaCertificate { .. } => {
+                Stop::Harness(format!("{}: {expected}: {error}", self.at))
+            }
+        }
+    }
+
     async fn open(&mut self, name: &str) -> Result<(), Stop> {
         if self.conns.contains_key(name) {
             return Ok(());
@@ -632,7 +655,8 @@ impl Runner<'_> {
                 format!("an initialize result for {versions:?}"),
                 crate::checks::frame::clip(&response.to_string()),
             )),
-            Err(error) => Err(self.prerequisite(
+            Err(error) => Err(self.transport_failure(
+                error,
                 if s.versions.is_some() {
                     own_rule(self.case)
                 } else {
@@ -640,7 +664,6 @@ impl Runner<'_> {
                 },
                 &s.on,
                 format!("a response to initialize offering {versions:?}"),
-                error.to_string(),
             )),
         }
     }
@@ -1113,11 +1136,11 @@ impl Runner<'_> {
                 format!("a snapshot of {channel}"),
                 crate::checks::frame::clip(&response.to_string()),
             )),
-            Err(error) => Err(self.prerequisite(
+            Err(error) => Err(self.transport_failure(
+                error,
                 "SUB-001",
                 on,
                 format!("a response to subscribe {channel}"),
-                error.to_string(),
             )),
         }
     }
@@ -1189,11 +1212,11 @@ impl Runner<'_> {
                 ))
             }
             Err(error) => {
-                return Err(self.prerequisite(
+                return Err(self.transport_failure(
+                    error,
                     "LIFECYCLE-002",
                     &s.on,
                     format!("a response to createSession {uri}"),
-                    error.to_string(),
                 ))
             }
         }
