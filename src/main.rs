@@ -405,6 +405,12 @@ impl EventSink for Console {
                     println!("{}", report::render_failure(result));
                 }
             }
+            Event::Notice(text) => {
+                if self.progress {
+                    eprint!("\r\x1b[2K");
+                }
+                eprintln!("ahpspec: {text}");
+            }
             Event::RunFinished if self.progress => eprint!("\r\x1b[2K"),
             _ => {}
         }

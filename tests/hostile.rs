@@ -392,6 +392,39 @@ async fn silent_server() {
     assert_no_frames_seen(&report);
 }
 
+/// The whole catalog against a silent server: the run's own initialize fails, so INIT-001
+/// fails once and every case that starts with the default initialize is blocked without
+/// running (it would only wait out the same timeout); the rest run and fail or block on
+/// their own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_server_blocks_the_catalog_at_once() {
+    let server = hostile(Mode::Silent).await;
+    let mut opts = options(server.url.clone());
+    opts.selection = Selection::default();
+    opts.jobs = 8;
+    let (report, took) = run_with(opts).await;
+    let report = report.expect("a report");
+    assert!(took < RUN_LIMIT, "took {took:?}");
+    assert!(!report.conforming(), "{}", describe(&report));
+    assert_eq!(verdict_of(&report, "INIT-001"), Verdict::Fail);
+    let not_run = report
+        .cases
+        .iter()
+        .filter(|c| c.verdict == Verdict::Blocked && c.summary.contains("not run"))
+        .count();
+    let scripted = report
+        .cases
+        .iter()
+        .filter(|c| !matches!(c.info.source.as_str(), "builtin" | "prerequisite"))
+        .count();
+    assert!(
+        not_run * 4 > scripted * 3,
+        "only {not_run} of {scripted} cases blocked at once:\n{}",
+        describe(&report)
+    );
+    assert!(report.cases.iter().all(|c| c.verdict != Verdict::Pass));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_server() {
     let server = hostile(Mode::Garbage).await;

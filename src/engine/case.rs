@@ -27,7 +27,7 @@ pub struct CaseContext {
     pub rerun: String,
     /// `capabilities` of the agent the profile uses (from the root state), or why the server
     /// could not tell (its `initialize` failed: INIT-001).
-    pub agent_capabilities: Result<Value, String>,
+    pub agent_capabilities: Result<Value, super::AgentsUnread>,
     /// Levels of the rules steps may rely on (every case's rule and always-on check).
     pub rule_levels: Arc<HashMap<String, Level>>,
 }
@@ -114,13 +114,18 @@ pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
             break;
         }
         match &ctx.agent_capabilities {
-            Err(why) => {
+            Err(super::AgentsUnread::Server(why)) => {
                 stop = Some(runner.prerequisite(
                     "INIT-001",
                     &None,
                     format!("an initialize result listing the agents (to read capabilities.{capability})"),
                     why.clone(),
                 ));
+            }
+            Err(super::AgentsUnread::Harness(why)) => {
+                stop = Some(Stop::Harness(format!(
+                    "needs capabilities.{capability}, which could not be read: {why}"
+                )));
             }
             Ok(caps) if caps.get(capability).is_none_or(Value::is_null) => {
                 stop = Some(Stop::NotApplicable(format!(

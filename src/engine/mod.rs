@@ -6,10 +6,11 @@ pub mod baseline;
 mod case;
 pub mod checkpoint;
 pub mod conn;
+mod prerequisite;
 pub mod profile;
 pub mod vars;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,6 +18,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::watch;
 
 pub use case::{run_case, CaseContext, CaseOutcome};
+pub use prerequisite::AgentsUnread;
 pub use profile::Profile;
 
 use crate::checks::frame::{Counts, Schemas};
@@ -123,6 +125,8 @@ pub enum Event {
         done: usize,
         total: usize,
     },
+    /// Something the person running it should know at once, in one line.
+    Notice(String),
     RunFinished,
 }
 
@@ -164,18 +168,18 @@ pub async fn run(
     let mut results: Vec<CaseResult> = Vec::new();
     let mut findings: HashMap<&'static str, Vec<Finding>> = HashMap::new();
     // Rules broken as the prerequisite of a case, with the cases they blocked.
-    let mut prerequisites: BTreeMap<String, Vec<(String, Finding)>> = BTreeMap::new();
+    let mut prerequisites = prerequisite::Prerequisites::new();
     let mut counts = Counts::default();
     let mut interrupted = *interrupt.borrow();
     // Reading the capabilities waits on the server: let Ctrl-C cut it short too.
     let agent_capabilities = tokio::select! {
-        capabilities = agent_capabilities(config) => capabilities,
+        capabilities = prerequisite::agent_capabilities(config) => capabilities,
         _ = wait_for_interrupt(&mut interrupt) => {
             interrupted = true;
-            Err("the run was interrupted".to_owned())
+            Err(AgentsUnread::Harness("the run was interrupted".to_owned()))
         }
     };
-    let rule_levels = Arc::new(rule_levels(&config.catalog));
+    let rule_levels = Arc::new(prerequisite::rule_levels(&config.catalog));
     let contexts: Vec<CaseContext> = cases
         .iter()
         .enumerate()
@@ -191,14 +195,46 @@ pub async fn run(
         })
         .collect();
     let contexts = Arc::new(contexts);
+    // A server whose initialize failed for the run blocks, at once, every case that would
+    // only fail the same initialize again after its own timeout.
+    let mut to_run: Vec<usize> = Vec::with_capacity(cases.len());
+    for (index, case) in cases.iter().enumerate() {
+        let blocked = match (&agent_capabilities, interrupted) {
+            (Err(AgentsUnread::Server(why)), false) => {
+                prerequisite::blocked_before_running(case, why, contexts[index].rerun.clone())
+            }
+            _ => None,
+        };
+        match blocked {
+            Some((result, finding)) => {
+                prerequisites
+                    .entry(finding.rule.clone())
+                    .or_default()
+                    .push((result.info.id.clone(), finding));
+                results.push(result);
+                sink.event(&Event::CaseFinished {
+                    result: Box::new(results[results.len() - 1].clone()),
+                    done: results.len(),
+                    total,
+                });
+            }
+            None => to_run.push(index),
+        }
+    }
+    if let (Err(AgentsUnread::Server(why)), false) = (&agent_capabilities, results.is_empty()) {
+        sink.event(&Event::Notice(format!(
+            "the server answered no initialize ({why}): INIT-001 fails and the {} cases that start with one are blocked without running",
+            results.len()
+        )));
+    }
     let mut pending = FuturesUnordered::new();
     let mut next = 0;
     let jobs = config.jobs.max(1);
-    while !interrupted && (next < cases.len() || !pending.is_empty()) {
-        while next < cases.len() && pending.len() < jobs {
-            let case = cases[next];
+    while !interrupted && (next < to_run.len() || !pending.is_empty()) {
+        while next < to_run.len() && pending.len() < jobs {
+            let index = to_run[next];
+            let case = cases[index];
             let contexts = Arc::clone(&contexts);
-            let index = next;
             pending.push(async move { (index, run_case(case, &contexts[index]).await) });
             next += 1;
         }
@@ -256,7 +292,7 @@ pub async fn run(
             });
         }
     }
-    for result in charge_prerequisites(&mut results, prerequisites, config) {
+    for result in prerequisite::charge_prerequisites(&mut results, prerequisites, config) {
         sink.event(&Event::CaseFinished {
             result: Box::new(result),
             done: total,
@@ -293,165 +329,6 @@ async fn wait_for_interrupt(interrupt: &mut watch::Receiver<bool>) {
         if interrupt.changed().await.is_err() {
             std::future::pending::<()>().await;
         }
-    }
-}
-
-/// `capabilities` of the profile's agent as the root state advertises it (`{}` when the
-/// agent lists none), or why the server could not tell.
-async fn agent_capabilities(config: &RunConfig) -> Result<serde_json::Value, String> {
-    use serde_json::{json, Value};
-    let mut link = crate::transport::Connection::connect(&config.url, config.timeout)
-        .await
-        .map_err(|e| format!("cannot connect to read the agents: {e}"))?;
-    let init = link
-        .request(
-            "initialize",
-            json!({ "channel": "ahp-root://", "protocolVersions": ["1.0.0"], "clientId": format!("ahpspec-probe-{}", std::process::id()),
-                    "initialSubscriptions": ["ahp-root://"] }),
-            config.timeout,
-        )
-        .await;
-    link.close().await;
-    let init = match init {
-        Ok(init) if init.get("result").is_some() => init,
-        Ok(init) => {
-            return Err(format!(
-                "initialize offering [\"1.0.0\"] answered {}",
-                crate::checks::frame::clip(&init.to_string())
-            ))
-        }
-        Err(error) => return Err(format!("initialize offering [\"1.0.0\"]: {error}")),
-    };
-    let agents = init
-        .pointer("/result/snapshots/0/state/agents")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let agent = agents
-        .iter()
-        .find(|a| {
-            config
-                .profile
-                .provider
-                .as_deref()
-                .is_some_and(|p| a["provider"] == p)
-        })
-        .or_else(|| agents.first());
-    Ok(agent
-        .and_then(|a| a.get("capabilities"))
-        .cloned()
-        .unwrap_or_else(|| json!({})))
-}
-
-/// The level of every rule a step may rely on: each case's rule and each always-on check.
-fn rule_levels(catalog: &Catalog) -> HashMap<String, Level> {
-    let mut levels: HashMap<String, Level> = ALWAYS_ON
-        .iter()
-        .map(|rule| (rule.id.to_owned(), rule.level))
-        .collect();
-    for case in &catalog.cases {
-        let rule = crate::suite::rule_of(&case.info.id);
-        if case.info.id == rule || !levels.contains_key(rule) {
-            levels.insert(rule.to_owned(), case.info.level);
-        }
-    }
-    levels
-}
-
-/// Reports each rule broken as a prerequisite once, on that rule's row: an existing row
-/// (its case, or its always-on check) takes the findings and fails at the rule's level; a
-/// rule without a row in this run gets one. Returns the rows it changed or added.
-fn charge_prerequisites(
-    results: &mut Vec<CaseResult>,
-    prerequisites: BTreeMap<String, Vec<(String, Finding)>>,
-    config: &RunConfig,
-) -> Vec<CaseResult> {
-    let mut changed = Vec::new();
-    for (rule, blocked) in prerequisites {
-        let cases: Vec<&str> = blocked.iter().map(|(case, _)| case.as_str()).collect();
-        let note = format!(
-            "broken as a prerequisite of {} case(s): {}",
-            cases.len(),
-            clip_list(&cases)
-        );
-        let level = blocked[0].1.verdict;
-        let mut findings: Vec<Finding> = blocked
-            .iter()
-            .map(|(case, finding)| Finding {
-                actual: format!("{} (in case {case})", finding.actual),
-                ..finding.clone()
-            })
-            .collect();
-        findings.truncate(20);
-        let first = &findings[0];
-        let index = results.iter().position(|r| r.info.id == rule).or_else(|| {
-            results
-                .iter()
-                .position(|r| crate::suite::rule_of(&r.info.id) == rule)
-        });
-        let row = match index {
-            Some(index) => {
-                let row = &mut results[index];
-                if matches!(row.verdict, Verdict::Fail | Verdict::Warn) {
-                    row.summary = format!("{}; also {note}", row.summary);
-                } else {
-                    row.summary = format!(
-                        "{note}; first: expected {}; got {}",
-                        first.expected, first.actual
-                    );
-                }
-                row.verdict = row.verdict.worst(level);
-                row.blocked_by = None;
-                row.findings.extend(findings);
-                row.clone()
-            }
-            None => {
-                let info = config.catalog.rule(&rule).unwrap_or_else(|| CaseInfo {
-                    id: rule.clone(),
-                    level: Level::Must,
-                    area: "prerequisites".to_owned(),
-                    spec: "RULES.md".to_owned(),
-                    requirement: format!("{rule} (relied on by other cases)"),
-                    does: String::new(),
-                    source: "prerequisite".to_owned(),
-                });
-                let row = CaseResult {
-                    info: CaseInfo {
-                        does: format!("Relied on by other cases' steps ({})", info.does),
-                        source: "prerequisite".to_owned(),
-                        ..info
-                    },
-                    verdict: level,
-                    summary: format!(
-                        "{note}; first: expected {}; got {}",
-                        first.expected, first.actual
-                    ),
-                    findings,
-                    blocked_by: None,
-                    transcript: Vec::new(),
-                    duration_ms: 0.0,
-                    rerun: format!("{} --filter {rule}", config.rerun_prefix),
-                };
-                // Before the always-on rows, after the cases.
-                let at = results
-                    .iter()
-                    .position(|r| r.info.source == "builtin")
-                    .unwrap_or(results.len());
-                results.insert(at, row.clone());
-                row
-            }
-        };
-        changed.push(row);
-    }
-    changed
-}
-
-/// Up to five IDs, then how many more.
-fn clip_list(ids: &[&str]) -> String {
-    if ids.len() <= 5 {
-        ids.join(", ")
-    } else {
-        format!("{}, … and {} more", ids[..5].join(", "), ids.len() - 5)
     }
 }
 
