@@ -32,9 +32,7 @@ pub(super) fn blocked_before_running(
     why: &str,
     rerun: String,
 ) -> Option<(CaseResult, Finding)> {
-    let Some(first) = case.steps.first() else {
-        return None;
-    };
+    let first = case.steps.first()?;
     let Step::Initialize(init) = &first.step else {
         return None;
     };
