@@ -53,7 +53,7 @@ fn expected_not_testable(fault: Fault) -> BTreeSet<String> {
 async fn check(fault: Fault) {
     let (_tx, rx) = tokio::sync::watch::channel(false);
     let options = Options {
-        fault: Some(fault),
+        faults: fault.into(),
         ..Options::default()
     };
     let report = certify(&options, &mut Quiet, rx)
