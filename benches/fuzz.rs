@@ -69,11 +69,12 @@ fn main() {
         profile,
         schemas: schemas.clone(),
         checkpoint_every: 10,
+        exclude: Default::default(),
     };
     let options = FuzzOptions {
         target: Target {
             url: None,
-            fault: None,
+            faults: Default::default(),
         },
         exec: exec.clone(),
         seed: 42,
@@ -81,6 +82,8 @@ fn main() {
         duration: Duration::from_secs(secs),
         shrink_time: Duration::from_secs(1),
         max_len: 30,
+        baseline: Default::default(),
+        stop_after: Some(1),
     };
     // End to end, with the memory sampled once per slice.
     // AHPSPEC_BENCH_SECS=0 measures the offline re-check alone.
@@ -102,7 +105,7 @@ fn main() {
                 std::process::exit(2);
             }
         };
-        if let Some(found) = outcome.found {
+        if let Some(found) = outcome.findings.found.first() {
             eprintln!(
                 "unexpected failure on the correct host: {:?}",
                 found.failure

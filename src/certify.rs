@@ -12,7 +12,7 @@ use crate::checks::frame::{SchemaMap, Schemas};
 use crate::engine::baseline::{Baseline, BaselineError};
 use crate::engine::profile::{Profile, ProfileError};
 use crate::engine::{run, EventSink, RunConfig, Selection};
-use crate::host::{self, Fault, HostConfig};
+use crate::host::{self, FaultSet, HostConfig};
 use crate::schema::{SchemaError, SchemaSet};
 use crate::suite::{Catalog, SuiteError};
 use crate::verdict::RunReport;
@@ -22,8 +22,8 @@ use crate::verdict::RunReport;
 pub struct Options {
     /// Server URL; `None` runs the built-in reference host in-process.
     pub url: Option<String>,
-    /// Fault to inject into the built-in host.
-    pub fault: Option<Fault>,
+    /// Faults to inject into the built-in host (empty: none).
+    pub faults: FaultSet,
     pub suites: Option<PathBuf>,
     pub schemas: Option<PathBuf>,
     pub profile: Option<PathBuf>,
@@ -38,7 +38,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             url: None,
-            fault: None,
+            faults: FaultSet::default(),
             suites: None,
             schemas: None,
             profile: None,
@@ -100,13 +100,13 @@ pub fn prepare(options: &Options, url: String, label: String) -> Result<RunConfi
         rerun.push(' ');
         rerun.push_str(&url);
     }
-    if let Some(fault) = options.fault {
-        rerun.push_str(&format!(" --fault {fault}"));
+    if let Some(faults) = options.faults.label() {
+        rerun.push_str(&format!(" --fault {faults}"));
     }
     Ok(RunConfig {
         url,
         target_label: label,
-        fault: options.fault.map(|f| f.name().to_owned()),
+        fault: options.faults.label(),
         catalog,
         selection: options.selection.clone(),
         schemas: Schemas {
@@ -130,7 +130,7 @@ pub async fn certify(
 ) -> Result<RunReport, HarnessError> {
     match &options.url {
         Some(url) => {
-            if options.fault.is_some() {
+            if !options.faults.is_empty() {
                 return Err(HarnessError::FaultNeedsBuiltin);
             }
             let config = prepare(options, url.clone(), url.clone())?;
@@ -146,7 +146,7 @@ pub async fn certify(
             // A short grace period keeps RECONNECT-009 (removal after a disconnect) quick.
             let config = HostConfig {
                 client_grace: Duration::from_millis(300),
-                ..HostConfig::with_fault(options.fault)
+                ..HostConfig::with_fault(options.faults.clone())
             };
             let host = host::spawn(config).await.map_err(HarnessError::Host)?;
             let config = prepare(options, host.url().to_owned(), "builtin".to_owned());

@@ -11,11 +11,15 @@ use std::time::Duration;
 
 use ahpspec::certify::{self, Options};
 use ahpspec::engine::{Event, EventSink, Selection};
-use ahpspec::host::{self, faults, Fault, HostConfig};
+use ahpspec::host::{self, faults, FaultSet, HostConfig};
 use ahpspec::report;
 use ahpspec::suite::Catalog;
 use ahpspec::verdict::{Level, Verdict};
 use clap::{Args, Parser, Subcommand};
+
+#[path = "cli/fuzz.rs"]
+mod fuzz_cli;
+use fuzz_cli::{fuzz_command, replay_command, FuzzArgs, ReplayArgs};
 
 // Checks and the built-in host allocate many short-lived JSON values; mimalloc makes the fuzzer
 // about a fifth faster end to end than the system allocator (benches/README.md).
@@ -48,7 +52,7 @@ enum Command {
         /// Address to listen on (port 0 picks a free port).
         #[arg(long, default_value = "127.0.0.1:0")]
         listen: SocketAddr,
-        /// Break one rule on purpose (`--fault list` prints the catalog).
+        /// Break rules on purpose: one fault or several (`a,b`); `--fault list` prints the catalog.
         #[arg(long)]
         fault: Option<String>,
         /// Envelopes kept for reconnect replay.
@@ -110,7 +114,7 @@ struct RunArgs {
     tls: TlsArgs,
     #[command(flatten)]
     select: SelectArgs,
-    /// Break one rule in the built-in host (see `ahpspec serve --fault list`).
+    /// Break rules in the built-in host: one fault or several (`a,b`; see `ahpspec serve --fault list`).
     #[arg(long)]
     fault: Option<String>,
     /// JSON Schema directory to validate against instead of the built-in 1.0.0 schemas.
@@ -134,62 +138,6 @@ struct RunArgs {
     /// Where the reports go.
     #[arg(long, default_value = "reports")]
     report_dir: PathBuf,
-}
-
-#[derive(Debug, Args)]
-struct FuzzArgs {
-    /// Server to fuzz (ws:// or wss:// URL); omitted: a fresh built-in host per sequence.
-    url: Option<String>,
-    #[command(flatten)]
-    tls: TlsArgs,
-    /// Seed (printed at start; the same seed reproduces the run against a deterministic server).
-    #[arg(long)]
-    seed: Option<u64>,
-    /// Stop after this many sequences.
-    #[arg(long)]
-    cases: Option<u64>,
-    /// Stop after this long (e.g. 60s, 10m).
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
-    duration: Duration,
-    /// Cap on shrinking a failure (the smallest sequence found by then is reported).
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
-    shrink_time: Duration,
-    /// Longest generated sequence.
-    #[arg(long, default_value_t = 30)]
-    max_len: usize,
-    /// Clients acting on the same session.
-    #[arg(long, default_value_t = 2)]
-    clients: usize,
-    /// model: random action sequences; frames: malformed and mutated frames.
-    #[arg(long, default_value = "model", value_parser = ["model", "frames"])]
-    mode: String,
-    /// Break one rule in the built-in host.
-    #[arg(long)]
-    fault: Option<String>,
-    /// Target profile (the fuzzer needs the scripted-agent behaviours).
-    #[arg(long)]
-    target_profile: Option<PathBuf>,
-    /// Per-expectation timeout.
-    #[arg(long, default_value = "2s", value_parser = parse_duration)]
-    timeout: Duration,
-    /// Reports and traces go to <DIR>/fuzz/.
-    #[arg(long, default_value = "reports")]
-    report_dir: PathBuf,
-}
-
-#[derive(Debug, Args)]
-struct ReplayArgs {
-    /// A trace written by `ahpspec fuzz` (reports/fuzz/<seed>-<rule>.json).
-    file: PathBuf,
-    /// Server to replay against; omitted: the trace's own target (the built-in host, with its fault).
-    url: Option<String>,
-    #[command(flatten)]
-    tls: TlsArgs,
-    /// Print the trace as a suite case (TOML) instead of replaying it.
-    #[arg(long)]
-    to_case: bool,
-    #[arg(long, default_value = "2s", value_parser = parse_duration)]
-    timeout: Duration,
 }
 
 fn parse_level(text: &str) -> Result<Level, String> {
@@ -253,22 +201,19 @@ fn main() -> ExitCode {
             replay_buffer,
             max_message_bytes,
         } => {
-            let fault = match fault.as_deref() {
-                Some("list") => {
-                    for line in faults::catalog_lines() {
-                        println!("{line}");
-                    }
-                    return ExitCode::SUCCESS;
+            if fault.as_deref() == Some("list") {
+                for line in faults::catalog_lines() {
+                    println!("{line}");
                 }
-                Some(name) => match name.parse::<Fault>() {
-                    Ok(fault) => Some(fault),
-                    Err(error) => return usage_error(&error.to_string()),
-                },
-                None => None,
+                return ExitCode::SUCCESS;
+            }
+            let faults = match parse_faults(fault.as_deref()) {
+                Ok(faults) => faults,
+                Err(error) => return usage_error(&error),
             };
             let config = HostConfig {
                 listen,
-                fault,
+                faults,
                 replay_capacity: replay_buffer.max(1),
                 max_message_bytes,
                 ..HostConfig::default()
@@ -282,6 +227,13 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// `--fault a,b`; absent: none.
+fn parse_faults(names: Option<&str>) -> Result<FaultSet, String> {
+    names.map_or(Ok(FaultSet::default()), |names| {
+        names.parse::<FaultSet>().map_err(|e| e.to_string())
+    })
 }
 
 fn usage_error(message: &str) -> ExitCode {
@@ -301,11 +253,13 @@ fn serve(config: HostConfig) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
         println!("{}", handle.url());
         std::io::stdout().flush()?;
-        if let Some(fault) = config.fault {
-            eprintln!(
-                "ahpspec: serving with fault {fault} (breaks {})",
-                fault.rule()
-            );
+        if !config.faults.is_empty() {
+            let faults: Vec<String> = config
+                .faults
+                .iter()
+                .map(|fault| format!("{fault} (breaks {})", fault.rule()))
+                .collect();
+            eprintln!("ahpspec: serving with fault {}", faults.join(", "));
         }
         wait_for_signal().await;
         handle.shutdown().await;
@@ -421,11 +375,11 @@ fn run(args: RunArgs) -> ExitCode {
     if let Err(error) = args.tls.apply() {
         return usage_error(&error);
     }
-    let fault = match args.fault.as_deref().map(str::parse::<Fault>).transpose() {
-        Ok(fault) => fault,
-        Err(error) => return usage_error(&error.to_string()),
+    let faults = match parse_faults(args.fault.as_deref()) {
+        Ok(faults) => faults,
+        Err(error) => return usage_error(&error),
     };
-    if fault.is_some() && args.url.is_some() {
+    if !faults.is_empty() && args.url.is_some() {
         return usage_error("--fault applies to the built-in host only (omit the URL)");
     }
     if let Some(url) = &args.url {
@@ -437,7 +391,7 @@ fn run(args: RunArgs) -> ExitCode {
     }
     let options = Options {
         url: args.url.clone(),
-        fault,
+        faults,
         suites: args.select.suites.clone(),
         schemas: args.schemas.clone(),
         profile: args.target_profile.clone(),
@@ -495,201 +449,5 @@ fn run(args: RunArgs) -> ExitCode {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
-    }
-}
-
-fn exec_config(
-    profile: Option<&PathBuf>,
-    timeout: Duration,
-    clients: usize,
-) -> anyhow::Result<ahpspec::fuzz::ExecConfig> {
-    use std::sync::Arc;
-    let profile = match profile {
-        Some(path) => ahpspec::engine::profile::Profile::load(path)?,
-        None => ahpspec::engine::profile::Profile::scripted()?,
-    };
-    Ok(ahpspec::fuzz::ExecConfig {
-        timeout,
-        settle: Duration::from_millis(3),
-        clients: clients.clamp(1, 8),
-        profile,
-        schemas: ahpspec::checks::frame::Schemas {
-            set: Arc::new(ahpspec::schema::SchemaSet::embedded()?),
-            map: Arc::new(ahpspec::checks::frame::SchemaMap::embedded()),
-        },
-        checkpoint_every: 10,
-    })
-}
-
-fn fuzz_command(args: FuzzArgs) -> ExitCode {
-    use ahpspec::fuzz::{self, FuzzOptions, Target};
-    if let Err(error) = args.tls.apply() {
-        return usage_error(&error);
-    }
-    let fault = match args.fault.as_deref().map(str::parse::<Fault>).transpose() {
-        Ok(fault) => fault,
-        Err(error) => return usage_error(&error.to_string()),
-    };
-    if fault.is_some() && args.url.is_some() {
-        return usage_error("--fault applies to the built-in host only (omit the URL)");
-    }
-    let exec = match exec_config(args.target_profile.as_ref(), args.timeout, args.clients) {
-        Ok(exec) => exec,
-        Err(error) => return usage_error(&format!("{error:#}")),
-    };
-    let seed = args
-        .seed
-        .unwrap_or_else(|| jiff::Timestamp::now().as_nanosecond() as u64);
-    let target_label = args.url.clone().unwrap_or_else(|| "builtin".into());
-    println!(
-        "ahpspec fuzz: seed {seed}, mode {}, target {target_label}{}",
-        args.mode,
-        fault.map(|f| format!(" (fault {f})")).unwrap_or_default()
-    );
-    let options = FuzzOptions {
-        target: Target {
-            url: args.url.clone(),
-            fault,
-        },
-        exec,
-        seed,
-        cases: args.cases,
-        duration: args.duration,
-        shrink_time: args.shrink_time,
-        max_len: args.max_len.max(1),
-    };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => return usage_error(&format!("cannot start the runtime: {error}")),
-    };
-    let frames_mode = args.mode == "frames";
-    let fault_name = fault.map(|f| f.name().to_owned());
-    runtime.block_on(async {
-        let (stop, interrupt) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                let _ = stop.send(true);
-            }
-        });
-        if frames_mode {
-            let outcome = fuzz::frames::fuzz_frames(&options, interrupt).await;
-            finish_fuzz(outcome, &args, &target_label, fault_name, seed)
-        } else {
-            let outcome = fuzz::fuzz(&options, interrupt).await;
-            finish_fuzz(outcome, &args, &target_label, fault_name, seed)
-        }
-    })
-}
-
-/// Writes the fuzz report and trace and prints the outcome; the exit code.
-fn finish_fuzz<T: serde::Serialize>(
-    outcome: Result<ahpspec::fuzz::FuzzOutcome<T>, ahpspec::fuzz::ExecError>,
-    args: &FuzzArgs,
-    target_label: &str,
-    fault: Option<String>,
-    seed: u64,
-) -> ExitCode {
-    use ahpspec::fuzz::{self, trace::Trace};
-    let outcome = match outcome {
-        Ok(outcome) => outcome,
-        Err(error) => return usage_error(&error.to_string()),
-    };
-    let dir = args.report_dir.join("fuzz");
-    let report = fuzz::report(&outcome, target_label, fault.clone(), &args.mode);
-    if let Err(error) = report::write_all(&report, &dir) {
-        eprintln!("ahpspec: {error}");
-        return ExitCode::from(2);
-    }
-    let rate = outcome.operations as f64 / outcome.elapsed.as_secs_f64().max(1e-9);
-    println!(
-        "{} sequences, {} operations in {:.1} s ({rate:.0} operations/s){}",
-        outcome.cases,
-        outcome.operations,
-        outcome.elapsed.as_secs_f64(),
-        if outcome.interrupted {
-            ", interrupted"
-        } else {
-            ""
-        }
-    );
-    let Some(found) = &outcome.found else {
-        println!("no failure found (seed {seed}); reports: {}", dir.display());
-        return if outcome.interrupted {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        };
-    };
-    let trace = Trace::new(found, &args.mode, target_label, fault);
-    let path = match trace.save(&dir) {
-        Ok(path) => path,
-        Err(error) => {
-            eprintln!("ahpspec: {error}");
-            return ExitCode::from(2);
-        }
-    };
-    println!("{}", fuzz::render_found(found));
-    println!("  Trace: {}", path.display());
-    println!("  Reproduce with: ahpspec replay {}", path.display());
-    ExitCode::from(1)
-}
-
-fn replay_command(args: ReplayArgs) -> ExitCode {
-    use ahpspec::fuzz::{self, trace::Trace, Target};
-    if let Err(error) = args.tls.apply() {
-        return usage_error(&error);
-    }
-    let trace = match Trace::load(&args.file) {
-        Ok(trace) => trace,
-        Err(error) => return usage_error(&error.to_string()),
-    };
-    if args.to_case {
-        print!("{}", trace.to_case());
-        return ExitCode::SUCCESS;
-    }
-    let fault = match (&args.url, trace.fault.as_deref()) {
-        (None, Some(name)) => match name.parse::<Fault>() {
-            Ok(fault) => Some(fault),
-            Err(error) => return usage_error(&error.to_string()),
-        },
-        _ => None,
-    };
-    let url = args
-        .url
-        .clone()
-        .or_else(|| (trace.target != "builtin").then(|| trace.target.clone()));
-    let exec = match exec_config(None, args.timeout, 2) {
-        Ok(exec) => exec,
-        Err(error) => return usage_error(&format!("{error:#}")),
-    };
-    let target = Target { url, fault };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => return usage_error(&format!("cannot start the runtime: {error}")),
-    };
-    let replayed = runtime.block_on(fuzz::replay_trace(&trace, &target, &exec));
-    match replayed {
-        Ok(Some(failure)) => {
-            println!(
-                "reproduced: {} — expected {}; got {}",
-                failure.rule, failure.expected, failure.actual
-            );
-            ExitCode::from(1)
-        }
-        Ok(None) => {
-            let count = trace.ops.as_array().map_or(0, Vec::len);
-            println!(
-                "no longer reproduces: {} ({count} operations ran cleanly)",
-                trace.failure.rule
-            );
-            ExitCode::SUCCESS
-        }
-        Err(error) => usage_error(&error.to_string()),
     }
 }

@@ -90,7 +90,7 @@ async fn check(fault: Fault) {
         Blocks::Most | Blocks::Cases(_) => Some(fault.rule()),
     };
     let options = Options {
-        fault: Some(fault),
+        faults: fault.into(),
         // Cases blocked by a session that never gets ready each wait one timeout.
         timeout: if matches!(blocks(fault), Blocks::Most) {
             std::time::Duration::from_secs(1)

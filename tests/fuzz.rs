@@ -5,15 +5,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ahpspec::checks::frame::{SchemaMap, Schemas};
+use ahpspec::engine::baseline::Baseline;
 use ahpspec::engine::profile::Profile;
 use ahpspec::fuzz::trace::Trace;
-use ahpspec::fuzz::{fuzz, replay_trace, ExecConfig, FuzzOptions, Target};
+use ahpspec::fuzz::{fuzz, replay_trace, Excluded, ExecConfig, FuzzOptions, Target};
 use ahpspec::host::Fault;
 use ahpspec::schema::SchemaSet;
 
+/// A campaign that stops at its first finding (the tests of one fault need no more).
 fn options(fault: Option<Fault>, seed: u64, duration: Duration) -> FuzzOptions {
     FuzzOptions {
-        target: Target { url: None, fault },
+        target: Target {
+            url: None,
+            faults: fault.into(),
+        },
         exec: ExecConfig {
             timeout: Duration::from_secs(2),
             settle: Duration::from_millis(3),
@@ -24,12 +29,15 @@ fn options(fault: Option<Fault>, seed: u64, duration: Duration) -> FuzzOptions {
                 map: Arc::new(SchemaMap::embedded()),
             },
             checkpoint_every: 10,
+            exclude: Excluded::default(),
         },
         seed,
         cases: None,
         duration,
         shrink_time: Duration::from_secs(20),
         max_len: 30,
+        baseline: Baseline::default(),
+        stop_after: Some(1),
     }
 }
 
@@ -39,7 +47,7 @@ async fn the_correct_host_survives_a_long_run() {
     let outcome = fuzz(&options(None, 7, Duration::from_secs(8)), interrupt)
         .await
         .expect("fuzzer runs");
-    if let Some(found) = &outcome.found {
+    if let Some(found) = outcome.findings.found.first() {
         panic!(
             "false positive: {:?}\nops: {:?}\nframes:\n{}",
             found.failure,
@@ -78,7 +86,10 @@ async fn finds_with_seed(fault: Fault, seed: u64, rules: &[&str]) {
     opts.shrink_time = Duration::from_secs(10);
     let outcome = fuzz(&opts, interrupt).await.expect("fuzzer runs");
     let found = outcome
+        .findings
         .found
+        .into_iter()
+        .next()
         .unwrap_or_else(|| panic!("fault {fault} not found in {} sequences", outcome.cases));
     assert!(
         rules.contains(&found.failure.rule.as_str()),
@@ -168,7 +179,10 @@ async fn finds_in_frames(fault: Fault, rules: &[&str]) {
         .await
         .expect("fuzzer runs");
     let found = outcome
+        .findings
         .found
+        .into_iter()
+        .next()
         .unwrap_or_else(|| panic!("fault {fault} not found in {} sequences", outcome.cases));
     assert!(
         rules.contains(&found.failure.rule.as_str()),
@@ -195,9 +209,9 @@ async fn frames_mode_survives_on_the_correct_host() {
         .await
         .expect("fuzzer runs");
     assert!(
-        outcome.found.is_none(),
+        outcome.findings.found.is_empty(),
         "false positive: {:?}",
-        outcome.found.map(|f| (f.failure, f.ops))
+        outcome.findings.found.first().map(|f| (&f.failure, &f.ops))
     );
     assert!(
         outcome.operations > 100,
@@ -342,7 +356,12 @@ async fn a_regression_case_fails_only_against_its_fault() {
     let mut opts = options(Some(fault), 1, Duration::from_secs(45));
     opts.shrink_time = Duration::from_secs(10);
     let outcome = fuzz(&opts, interrupt).await.expect("fuzzer runs");
-    let found = outcome.found.expect("no-broadcast is found");
+    let found = outcome
+        .findings
+        .found
+        .into_iter()
+        .next()
+        .expect("no-broadcast is found");
     let trace = Trace::new(&found, "model", "builtin", Some(fault.name().to_owned()));
     let dir = std::env::temp_dir().join(format!("ahpspec-regression-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");

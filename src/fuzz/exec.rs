@@ -14,7 +14,7 @@ use crate::checks::frame::Schemas;
 use crate::engine::checkpoint;
 use crate::engine::conn::{Conn, Located};
 use crate::engine::profile::Profile;
-use crate::host::{self, Fault, HostConfig};
+use crate::host::{self, FaultSet, HostConfig};
 use crate::transport::{Connection, Incoming};
 use crate::verdict::ReportedFrame;
 
@@ -28,7 +28,8 @@ const ROOT: &str = "ahp-root://";
 pub struct Target {
     /// Server URL; `None`: a fresh built-in host per execution (so every run starts clean).
     pub url: Option<String>,
-    pub fault: Option<Fault>,
+    /// Faults of the built-in host (with a URL: none).
+    pub faults: FaultSet,
 }
 
 impl Target {
@@ -41,7 +42,7 @@ impl Target {
                 // Every sequence waits for its session to be ready anyway: no timer.
                 let config = HostConfig {
                     session_init: Duration::ZERO,
-                    ..HostConfig::with_fault(self.fault)
+                    ..HostConfig::with_fault(self.faults.clone())
                 };
                 let host = host::spawn(config).await.map_err(ExecError::Host)?;
                 Ok((host.url().to_owned(), Some(host)))
@@ -62,6 +63,8 @@ pub struct ExecConfig {
     pub schemas: Schemas,
     /// Operations between automatic checkpoints.
     pub checkpoint_every: usize,
+    /// Rules not judged (`--exclude`).
+    pub exclude: super::Excluded,
 }
 
 /// A rule the server broke, at the operation that revealed it.
@@ -164,22 +167,28 @@ pub async fn execute(
 impl Run<'_> {
     async fn go(&mut self, ops: &[Op]) -> Result<(), ExecError> {
         self.setup().await?;
+        // Violations of excluded rules are dropped where they are found (the always-on
+        // checks, echoes, checkpoints) and the sequence goes on; any other failure ends it,
+        // without a verdict when its rule is excluded.
+        let cfg = self.cfg;
+        let exclude = &cfg.exclude;
         for (index, op) in ops.iter().enumerate() {
             if let Some(failure) = self.step(index, op).await {
-                self.exec.failure = Some(failure);
+                self.exec.failure = exclude.judged(Some(failure));
                 return Ok(());
             }
             if (index + 1) % self.cfg.checkpoint_every.max(1) == 0 {
                 if let Some(failure) = self.checkpoint(Some(index)).await {
-                    self.exec.failure = Some(failure);
+                    self.exec.failure = exclude.judged(Some(failure));
                     return Ok(());
                 }
             }
         }
-        self.exec.failure = self.checkpoint(None).await;
-        if self.exec.failure.is_none() {
-            self.exec.failure = self.alive().await;
+        let mut failure = self.checkpoint(None).await;
+        if failure.is_none() {
+            failure = self.alive().await;
         }
+        self.exec.failure = exclude.judged(failure);
         Ok(())
     }
 
@@ -408,12 +417,16 @@ impl Run<'_> {
             found.extend(conn.process(&schemas));
             conn.link.take_backlog();
         }
-        found.into_iter().next().map(|located| Failure {
-            rule: located.violation.rule.to_owned(),
-            expected: located.violation.expected,
-            actual: format!("{} (on {})", located.violation.actual, located.conn),
-            op_index: index,
-        })
+        let exclude = &self.cfg.exclude;
+        found
+            .into_iter()
+            .find(|located| exclude.judges(located.violation.rule))
+            .map(|located| Failure {
+                rule: located.violation.rule.to_owned(),
+                expected: located.violation.expected,
+                actual: format!("{} (on {})", located.violation.actual, located.conn),
+                op_index: index,
+            })
     }
 
     async fn step(&mut self, index: usize, op: &Op) -> Option<Failure> {
@@ -565,10 +578,13 @@ impl Run<'_> {
         let (expect, rule) = judge(&action, &before, &client_id);
         let planned = &mut self.exec.performed[slot].planned;
         (planned.expect, planned.rule) = (expect, rule.to_owned());
-        // A broken always-on rule is the better explanation of anything that follows.
+        // A broken always-on rule is the better explanation of anything that follows
+        // (unless every one found is excluded: then the echo is judged as usual).
         if !found.is_empty() {
             self.pending.extend(found);
-            return self.checks(Some(index));
+            if let Some(failure) = self.checks(Some(index)) {
+                return Some(failure);
+            }
         }
         let kind = action["type"].as_str().unwrap_or("?").to_owned();
         let failure = match (expect, rejected) {
@@ -587,12 +603,14 @@ impl Run<'_> {
                 format!("nothing within {} ms", wait.as_millis()),
             )),
         };
-        failure.map(|(expected, actual)| Failure {
-            rule: rule.to_owned(),
-            expected: format!("{kind} {expected}"),
-            actual,
-            op_index: Some(index),
-        })
+        failure
+            .filter(|_| self.cfg.exclude.judges(rule))
+            .map(|(expected, actual)| Failure {
+                rule: rule.to_owned(),
+                expected: format!("{kind} {expected}"),
+                actual,
+                op_index: Some(index),
+            })
     }
 
     async fn reconnect(&mut self, index: usize, client: usize) -> Option<Failure> {
@@ -713,7 +731,7 @@ impl Run<'_> {
             Ok(checked) => checked
                 .violations
                 .into_iter()
-                .next()
+                .find(|(_, violation)| self.cfg.exclude.judges(violation.rule))
                 .map(|(on, violation)| Failure {
                     rule: violation.rule.to_owned(),
                     expected: violation.expected,

@@ -307,6 +307,9 @@ pub async fn execute_frames(
         host.shutdown().await;
     }
     result?;
+    // Violations of excluded rules are dropped where they are found; any other failure
+    // of one ends the sequence without a verdict.
+    execution.failure = cfg.exclude.judged(execution.failure.take());
     Ok(execution)
 }
 
@@ -394,6 +397,7 @@ async fn frames_run(
             rule,
         } = &answer
         {
+            let rule_judged = cfg.exclude.judges(rule);
             let ok = match &answered {
                 Some(response) => {
                     let code = response["error"]["code"].as_i64();
@@ -402,7 +406,7 @@ async fn frames_run(
                 }
                 None => closed && *close_ok,
             };
-            if !ok {
+            if !ok && rule_judged {
                 execution.failure = Some(failure(
                     rule,
                     format!(
@@ -427,7 +431,11 @@ async fn frames_run(
         }
         let schemas = cfg.schemas.clone();
         for conn in [&mut victim, &mut witness] {
-            if let Some(located) = conn.process(&schemas).into_iter().next() {
+            let judged = conn
+                .process(&schemas)
+                .into_iter()
+                .find(|l| cfg.exclude.judges(l.violation.rule));
+            if let Some(located) = judged {
                 execution.failure = Some(failure(
                     located.violation.rule,
                     located.violation.expected,
@@ -471,7 +479,11 @@ async fn frames_run(
         .link
         .drain(cfg.settle.max(Duration::from_millis(5)))
         .await;
-    if let Some(located) = witness.process(&cfg.schemas).into_iter().next() {
+    let judged = witness
+        .process(&cfg.schemas)
+        .into_iter()
+        .find(|l| cfg.exclude.judges(l.violation.rule));
+    if let Some(located) = judged {
         execution.failure = Some(Failure {
             rule: located.violation.rule.to_owned(),
             expected: located.violation.expected,
@@ -492,7 +504,11 @@ async fn frames_run(
     .await;
     match compared {
         Ok(checked) => {
-            if let Some((on, violation)) = checked.violations.into_iter().next() {
+            let judged = checked
+                .violations
+                .into_iter()
+                .find(|(_, v)| cfg.exclude.judges(v.rule));
+            if let Some((on, violation)) = judged {
                 execution.failure = Some(Failure {
                     rule: violation.rule.to_owned(),
                     expected: violation.expected,

@@ -4,6 +4,7 @@
 //! shrinking of failing sequences, and replayable traces.
 
 pub mod exec;
+pub mod findings;
 pub mod frames;
 pub mod model;
 pub mod ops;
@@ -16,7 +17,10 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use tokio::sync::watch;
 
 pub use exec::{execute, ExecConfig, ExecError, Execution, Failure, Target};
-pub use ops::Op;
+pub use findings::{report, Excluded, Findings, ReportInput, Seen};
+pub use ops::{Op, Repertoire};
+
+use crate::engine::baseline::Baseline;
 
 /// Budgets and knobs of a fuzz run.
 #[derive(Debug, Clone)]
@@ -31,6 +35,11 @@ pub struct FuzzOptions {
     pub shrink_time: Duration,
     /// Longest generated sequence.
     pub max_len: usize,
+    /// Rules whose failures are accepted: counted, never shrunk, not failures of the run.
+    pub baseline: Baseline,
+    /// Stop once this many distinct rules the baseline does not list are found (`None`:
+    /// only the budget stops the campaign).
+    pub stop_after: Option<usize>,
 }
 
 /// A failure, shrunk.
@@ -43,6 +52,8 @@ pub struct Found<T> {
     pub shrink_steps: usize,
     /// Whether shrinking ran out of time before it was done.
     pub shrink_capped: bool,
+    /// How long shrinking took.
+    pub shrink_elapsed: Duration,
     pub ops: Vec<T>,
     pub execution: Execution,
     pub failure: Failure,
@@ -51,11 +62,16 @@ pub struct Found<T> {
 /// What a fuzz run did.
 #[derive(Debug, Clone)]
 pub struct FuzzOutcome<T> {
+    pub seed: u64,
+    /// Generated sequences run (shrinking runs are not counted).
     pub cases: u64,
     /// Client operations that reached the server (dispatches and protocol probes).
     pub operations: usize,
     pub elapsed: Duration,
-    pub found: Option<Found<T>>,
+    /// Distinct failures by rule.
+    pub findings: Findings<T>,
+    /// Operation kinds never generated because the target profile lacks their behaviours.
+    pub left_out: Vec<String>,
     pub interrupted: bool,
 }
 
@@ -77,12 +93,18 @@ pub async fn fuzz(
     interrupt: watch::Receiver<bool>,
 ) -> Result<FuzzOutcome<Op>, ExecError> {
     let run = async |ops: Vec<Op>| execute(&ops, &options.target, &options.exec).await;
-    search(options, ops::sequence(options.max_len), run, interrupt).await
+    let repertoire = Repertoire::of(&options.exec.profile);
+    let strategy = ops::sequence(options.max_len, &repertoire);
+    let mut outcome = search(options, strategy, run, interrupt).await?;
+    outcome.left_out = repertoire.left_out();
+    Ok(outcome)
 }
 
-/// Runs generated sequences until the budget is spent or one fails; a failure is shrunk
-/// (proptest's walk: simplify while the failure persists, complicate when a candidate
-/// passes, stop when neither moves or the shrink cap is reached).
+/// Runs generated sequences until the budget is spent (or `stop_after` distinct rules are
+/// found). The first failure of each rule is shrunk (proptest's walk: simplify while the
+/// failure persists, complicate when a candidate passes, stop when neither moves or the
+/// shrink cap is reached); later failures of a found rule, and failures of baselined rules,
+/// are only counted.
 pub async fn search<T: Clone + std::fmt::Debug>(
     options: &FuzzOptions,
     strategy: impl Strategy<Value = Vec<T>>,
@@ -92,10 +114,12 @@ pub async fn search<T: Clone + std::fmt::Debug>(
     let started = Instant::now();
     let mut runner = TestRunner::new_with_rng(Config::default(), rng(options.seed));
     let mut outcome = FuzzOutcome {
+        seed: options.seed,
         cases: 0,
         operations: 0,
         elapsed: Duration::ZERO,
-        found: None,
+        findings: Findings::default(),
+        left_out: Vec::new(),
         interrupted: false,
     };
     loop {
@@ -118,43 +142,67 @@ pub async fn search<T: Clone + std::fmt::Debug>(
         let Some(failure) = execution.failure.clone() else {
             continue;
         };
-        let deadline = Instant::now() + options.shrink_time;
-        let mut found = Found {
+        if outcome.findings.see(&failure, &options.baseline) != Seen::First {
+            continue;
+        }
+        let found = Found {
             seed: options.seed,
             case: outcome.cases - 1,
             original_len: ops.len(),
             shrink_steps: 0,
             shrink_capped: false,
+            shrink_elapsed: Duration::ZERO,
             ops,
             execution,
             failure,
         };
-        'shrinking: while tree.simplify() {
-            loop {
-                if Instant::now() >= deadline || *interrupt.borrow() {
-                    found.shrink_capped = true;
-                    break 'shrinking;
-                }
-                let candidate = tree.current();
-                let attempt = run(candidate.clone()).await?;
-                found.shrink_steps += 1;
-                match &attempt.failure {
-                    Some(failure) if same(failure, &found.failure) => {
-                        found.failure = failure.clone();
-                        found.ops = candidate;
-                        found.execution = attempt;
-                        break;
-                    }
-                    _ if !tree.complicate() => break 'shrinking,
-                    _ => {}
-                }
-            }
+        let found = shrink(options, &mut tree, found, &run, &interrupt).await?;
+        outcome.findings.found.push(found);
+        if options
+            .stop_after
+            .is_some_and(|n| outcome.findings.found.len() >= n)
+        {
+            break;
         }
-        outcome.found = Some(found);
-        break;
     }
     outcome.elapsed = started.elapsed();
     Ok(outcome)
+}
+
+/// Shrinks `found` (the current value of `tree`) while the same rule keeps failing, for at
+/// most the shrink cap.
+async fn shrink<T: Clone, V: ValueTree<Value = Vec<T>>>(
+    options: &FuzzOptions,
+    tree: &mut V,
+    mut found: Found<T>,
+    run: &impl AsyncFn(Vec<T>) -> Result<Execution, ExecError>,
+    interrupt: &watch::Receiver<bool>,
+) -> Result<Found<T>, ExecError> {
+    let started = Instant::now();
+    let deadline = started + options.shrink_time;
+    'shrinking: while tree.simplify() {
+        loop {
+            if Instant::now() >= deadline || *interrupt.borrow() {
+                found.shrink_capped = true;
+                break 'shrinking;
+            }
+            let candidate = tree.current();
+            let attempt = run(candidate.clone()).await?;
+            found.shrink_steps += 1;
+            match &attempt.failure {
+                Some(failure) if same(failure, &found.failure) => {
+                    found.failure = failure.clone();
+                    found.ops = candidate;
+                    found.execution = attempt;
+                    break;
+                }
+                _ if !tree.complicate() => break 'shrinking,
+                _ => {}
+            }
+        }
+    }
+    found.shrink_elapsed = started.elapsed();
+    Ok(found)
 }
 
 /// Re-runs a model-mode sequence once; returns the failure when it is the same bug.
@@ -210,93 +258,4 @@ pub fn render_found<T: serde::Serialize>(found: &Found<T>) -> String {
         ));
     }
     out
-}
-
-/// The run as a report (JSON, JUnit, HTML, Markdown like `run`): one row for the fuzz run.
-pub fn report<T>(
-    outcome: &FuzzOutcome<T>,
-    target: &str,
-    fault: Option<String>,
-    mode: &str,
-) -> crate::verdict::RunReport {
-    use crate::verdict::{CaseInfo, CaseResult, Finding, Level, RunReport, Tally, Verdict};
-    let (verdict, summary, findings) = match &outcome.found {
-        Some(found) => (
-            Verdict::Fail,
-            format!(
-                "{}: expected {}; got {}",
-                found.failure.rule, found.failure.expected, found.failure.actual
-            ),
-            vec![Finding {
-                rule: found.failure.rule.clone(),
-                verdict: Verdict::Fail,
-                expected: found.failure.expected.clone(),
-                actual: found.failure.actual.clone(),
-                step: found
-                    .failure
-                    .op_index
-                    .map(|i| format!("operation {}", i + 1)),
-                context: found
-                    .execution
-                    .frames
-                    .iter()
-                    .rev()
-                    .take(8)
-                    .rev()
-                    .cloned()
-                    .collect(),
-            }],
-        ),
-        None => (
-            Verdict::Pass,
-            format!(
-                "{} sequences, {} operations, no failure",
-                outcome.cases, outcome.operations
-            ),
-            Vec::new(),
-        ),
-    };
-    let transcript = outcome
-        .found
-        .as_ref()
-        .map(|f| f.execution.frames.clone())
-        .unwrap_or_default();
-    let case = CaseResult {
-        info: CaseInfo {
-            id: format!("FUZZ/{mode}"),
-            level: Level::Must,
-            area: "fuzz".into(),
-            spec: "RULES.md (every rule the runner checks)".into(),
-            requirement: "No generated sequence breaks a rule the runner checks.".into(),
-            does: format!("Seeded random {mode} sequences with every check after every step."),
-            source: "fuzzer".into(),
-        },
-        verdict,
-        summary,
-        findings,
-        blocked_by: None,
-        transcript,
-        duration_ms: outcome.elapsed.as_secs_f64() * 1000.0,
-        rerun: outcome.found.as_ref().map_or_else(String::new, |f| {
-            format!("ahpspec fuzz --seed {} --mode {mode}", f.seed)
-        }),
-    };
-    let mut report = RunReport {
-        format: 1,
-        tool: "ahpspec".into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        target: target.to_owned(),
-        fault,
-        protocol_version: "1.0.0".into(),
-        started_at: format!("{:.0}", jiff::Timestamp::now()),
-        duration_ms: outcome.elapsed.as_secs_f64() * 1000.0,
-        interrupted: outcome.interrupted,
-        strict: false,
-        tally: Tally::default(),
-        cases: vec![case],
-        stale_baseline: Vec::new(),
-        unexpected_failures: Vec::new(),
-    };
-    crate::engine::reconcile(&mut report, None);
-    report
 }

@@ -4,7 +4,10 @@
 //! observed, so a shorter sequence stays meaningful while shrinking.
 
 use proptest::prelude::*;
+use proptest::strategy::Union;
 use serde::{Deserialize, Serialize};
+
+use crate::engine::profile::Profile;
 
 /// Agent behaviours the fuzzer starts turns with (target-profile keys).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,6 +26,19 @@ pub enum Behaviour {
 }
 
 impl Behaviour {
+    pub const ALL: [Behaviour; 10] = [
+        Behaviour::Echo,
+        Behaviour::Stream,
+        Behaviour::Long,
+        Behaviour::ToolAsk,
+        Behaviour::ToolResultConfirm,
+        Behaviour::ToolClient,
+        Behaviour::Input,
+        Behaviour::InputThenWait,
+        Behaviour::Error,
+        Behaviour::ErrorResumable,
+    ];
+
     /// The target-profile key.
     pub fn key(self) -> &'static str {
         match self {
@@ -186,19 +202,105 @@ impl Op {
     }
 }
 
-fn behaviour() -> impl Strategy<Value = Behaviour> {
-    prop_oneof![
-        3 => Just(Behaviour::Long),
-        2 => Just(Behaviour::ToolAsk),
-        2 => Just(Behaviour::Input),
-        1 => Just(Behaviour::InputThenWait),
-        1 => Just(Behaviour::Echo),
-        1 => Just(Behaviour::Stream),
-        1 => Just(Behaviour::ToolResultConfirm),
-        1 => Just(Behaviour::ToolClient),
-        1 => Just(Behaviour::Error),
-        1 => Just(Behaviour::ErrorResumable),
-    ]
+/// Operations that only make sense when the agent can be driven into one of these
+/// behaviours (by the operation's serde name): without them the operation could only ever
+/// name something that does not exist, on every server, so it would test nothing the
+/// profile-independent stale operations do not.
+const NEEDS: &[(&str, &[Behaviour])] = &[
+    (
+        "confirm",
+        &[
+            Behaviour::ToolAsk,
+            Behaviour::ToolResultConfirm,
+            Behaviour::ToolClient,
+        ],
+    ),
+    ("confirmResult", &[Behaviour::ToolResultConfirm]),
+    ("completeClientTool", &[Behaviour::ToolClient]),
+    ("answer", &[Behaviour::Input, Behaviour::InputThenWait]),
+    (
+        "completeInput",
+        &[Behaviour::Input, Behaviour::InputThenWait],
+    ),
+    ("resume", &[Behaviour::ErrorResumable]),
+    // Pending messages become turns the model expects to wait for a cancel.
+    ("setPending", &[Behaviour::Long]),
+];
+
+/// What the fuzzer may generate against a target: the agent behaviours its profile maps.
+/// A turn is only started with a mapped behaviour, and an operation that needs a behaviour
+/// the profile lacks is never generated — not even while shrinking.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repertoire {
+    behaviours: Vec<Behaviour>,
+}
+
+impl Repertoire {
+    /// The behaviours `profile` maps.
+    pub fn of(profile: &Profile) -> Repertoire {
+        Repertoire {
+            behaviours: Behaviour::ALL
+                .into_iter()
+                .filter(|b| profile.behaviour(b.key()).is_some())
+                .collect(),
+        }
+    }
+
+    pub fn has(&self, behaviour: Behaviour) -> bool {
+        self.behaviours.contains(&behaviour)
+    }
+
+    /// Whether operations of `kind` (serde name) can be generated.
+    fn allows(&self, kind: &str) -> bool {
+        NEEDS
+            .iter()
+            .find(|(needy, _)| *needy == kind)
+            .is_none_or(|(_, needs)| needs.iter().any(|b| self.has(*b)))
+    }
+
+    /// The operation kinds left out because the profile lacks their behaviours, each with
+    /// what it needs (for the campaign summary).
+    pub fn left_out(&self) -> Vec<String> {
+        let turns = Behaviour::ALL
+            .into_iter()
+            .filter(|b| !self.has(*b))
+            .map(|b| format!("startTurn {}", b.key()));
+        let needy = NEEDS
+            .iter()
+            .filter(|(kind, _)| !self.allows(kind))
+            .map(|(kind, needs)| {
+                let keys: Vec<&str> = needs.iter().map(|b| b.key()).collect();
+                format!("{kind} (needs {})", keys.join(" or "))
+            });
+        turns.chain(needy).collect()
+    }
+}
+
+/// A weighted choice of `arms`, keeping only the kinds `repertoire` allows.
+fn choice(repertoire: &Repertoire, arms: Vec<(&str, u32, BoxedStrategy<Op>)>) -> BoxedStrategy<Op> {
+    Union::new_weighted(
+        arms.into_iter()
+            .filter(|(kind, _, _)| repertoire.allows(kind))
+            .map(|(_, weight, arm)| (weight, arm))
+            .collect(),
+    )
+    .boxed()
+}
+
+/// The behaviours to start turns with, weighted towards those that wait for a client;
+/// `None` when the profile maps none.
+fn behaviour(repertoire: &Repertoire) -> Option<BoxedStrategy<Behaviour>> {
+    let weight = |b: Behaviour| match b {
+        Behaviour::Long => 3,
+        Behaviour::ToolAsk | Behaviour::Input => 2,
+        _ => 1,
+    };
+    let arms: Vec<(u32, Just<Behaviour>)> = Behaviour::ALL
+        .into_iter()
+        .filter(|b| repertoire.has(*b))
+        .map(|b| (weight(b), Just(b)))
+        .collect();
+    (!arms.is_empty()).then(|| Union::new_weighted(arms).boxed())
 }
 
 fn probe() -> impl Strategy<Value = Probe> {
@@ -220,33 +322,120 @@ fn kind() -> impl Strategy<Value = PendingKind> {
     prop_oneof![Just(PendingKind::Queued), Just(PendingKind::Steering)]
 }
 
-/// One dispatching operation, weighted towards the ones that move state.
-fn single() -> impl Strategy<Value = Op> {
-    let client = 0u8..3;
-    prop_oneof![
-        6 => (client.clone(), behaviour()).prop_map(|(client, behaviour)| Op::StartTurn { client, behaviour }),
-        3 => (client.clone(), any::<bool>()).prop_map(|(client, stale)| Op::Cancel { client, stale }),
-        3 => (client.clone(), any::<bool>(), prop::bool::weighted(0.2)).prop_map(|(client, approve, stale)| Op::Confirm { client, approve, stale }),
-        2 => (client.clone(), any::<bool>()).prop_map(|(client, approve)| Op::ConfirmResult { client, approve }),
-        2 => client.clone().prop_map(|client| Op::CompleteClientTool { client }),
-        2 => (client.clone(), prop::bool::weighted(0.8)).prop_map(|(client, valid)| Op::Answer { client, valid }),
-        2 => (client.clone(), any::<bool>()).prop_map(|(client, accept)| Op::CompleteInput { client, accept }),
-        4 => (client.clone(), kind(), 0u8..4).prop_map(|(client, kind, id)| Op::SetPending { client, kind, id }),
-        2 => (client.clone(), kind(), 0u8..4).prop_map(|(client, kind, id)| Op::RemovePending { client, kind, id }),
-        1 => client.clone().prop_map(|client| Op::Reorder { client }),
-        1 => client.clone().prop_map(|client| Op::Draft { client }),
-        2 => client.clone().prop_map(|client| Op::Rename { client }),
-        1 => (client.clone(), any::<bool>()).prop_map(|(client, keep_first)| Op::Truncate { client, keep_first }),
-        1 => client.clone().prop_map(|client| Op::Resume { client }),
-        1 => client.clone().prop_map(|client| Op::ServerOnly { client }),
-    ]
+/// One dispatching operation the repertoire allows, weighted towards the ones that move
+/// state.
+fn single(repertoire: &Repertoire) -> BoxedStrategy<Op> {
+    let client = || 0u8..3;
+    let mut arms = vec![
+        (
+            "cancel",
+            3,
+            (client(), any::<bool>())
+                .prop_map(|(client, stale)| Op::Cancel { client, stale })
+                .boxed(),
+        ),
+        (
+            "confirm",
+            3,
+            (client(), any::<bool>(), prop::bool::weighted(0.2))
+                .prop_map(|(client, approve, stale)| Op::Confirm {
+                    client,
+                    approve,
+                    stale,
+                })
+                .boxed(),
+        ),
+        (
+            "confirmResult",
+            2,
+            (client(), any::<bool>())
+                .prop_map(|(client, approve)| Op::ConfirmResult { client, approve })
+                .boxed(),
+        ),
+        (
+            "completeClientTool",
+            2,
+            client()
+                .prop_map(|client| Op::CompleteClientTool { client })
+                .boxed(),
+        ),
+        (
+            "answer",
+            2,
+            (client(), prop::bool::weighted(0.8))
+                .prop_map(|(client, valid)| Op::Answer { client, valid })
+                .boxed(),
+        ),
+        (
+            "completeInput",
+            2,
+            (client(), any::<bool>())
+                .prop_map(|(client, accept)| Op::CompleteInput { client, accept })
+                .boxed(),
+        ),
+        (
+            "setPending",
+            4,
+            (client(), kind(), 0u8..4)
+                .prop_map(|(client, kind, id)| Op::SetPending { client, kind, id })
+                .boxed(),
+        ),
+        (
+            "removePending",
+            2,
+            (client(), kind(), 0u8..4)
+                .prop_map(|(client, kind, id)| Op::RemovePending { client, kind, id })
+                .boxed(),
+        ),
+        (
+            "reorder",
+            1,
+            client().prop_map(|client| Op::Reorder { client }).boxed(),
+        ),
+        (
+            "draft",
+            1,
+            client().prop_map(|client| Op::Draft { client }).boxed(),
+        ),
+        (
+            "rename",
+            2,
+            client().prop_map(|client| Op::Rename { client }).boxed(),
+        ),
+        (
+            "truncate",
+            1,
+            (client(), any::<bool>())
+                .prop_map(|(client, keep_first)| Op::Truncate { client, keep_first })
+                .boxed(),
+        ),
+        (
+            "resume",
+            1,
+            client().prop_map(|client| Op::Resume { client }).boxed(),
+        ),
+        (
+            "serverOnly",
+            1,
+            client()
+                .prop_map(|client| Op::ServerOnly { client })
+                .boxed(),
+        ),
+    ];
+    if let Some(behaviour) = behaviour(repertoire) {
+        let start = (client(), behaviour)
+            .prop_map(|(client, behaviour)| Op::StartTurn { client, behaviour });
+        arms.insert(0, ("startTurn", 6, start.boxed()));
+    }
+    choice(repertoire, arms)
 }
 
 /// One operation: a dispatching one, two at once, a reconnect or a checkpoint.
-pub fn op() -> impl Strategy<Value = Op> {
+pub fn op(repertoire: &Repertoire) -> impl Strategy<Value = Op> {
+    let single = single(repertoire);
     prop_oneof![
-        36 => single(),
-        4 => (single(), single()).prop_map(|(first, second)| Op::Together {
+        36 => single.clone(),
+        4 => (single.clone(), single).prop_map(|(first, second)| Op::Together {
             first: Box::new(first),
             second: Box::new(second),
         }),
@@ -256,7 +445,103 @@ pub fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// A sequence of 1..=`max` operations.
-pub fn sequence(max: usize) -> impl Strategy<Value = Vec<Op>> {
-    prop::collection::vec(op(), 1..=max.max(1))
+/// A sequence of 1..=`max` operations the repertoire allows.
+pub fn sequence(max: usize, repertoire: &Repertoire) -> impl Strategy<Value = Vec<Op>> {
+    prop::collection::vec(op(repertoire), 1..=max.max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+
+    /// The serde name of an operation and of the operations inside it.
+    fn kinds(op: &Op) -> Vec<String> {
+        let name = serde_json::to_value(op).expect("serialises")["op"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        match op {
+            Op::Together { first, second } => [kinds(first), kinds(second)].concat(),
+            _ => vec![name],
+        }
+    }
+
+    fn behaviours(op: &Op) -> Vec<Behaviour> {
+        match op {
+            Op::StartTurn { behaviour, .. } => vec![*behaviour],
+            Op::Together { first, second } => [behaviours(first), behaviours(second)].concat(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Operations of `repertoire`'s sequences, generated and (every tenth) shrunk all the way.
+    fn sample(repertoire: &Repertoire) -> Vec<Op> {
+        let mut runner = TestRunner::deterministic();
+        let strategy = sequence(30, repertoire);
+        let mut ops = Vec::new();
+        for round in 0..300 {
+            let mut tree = strategy.new_tree(&mut runner).expect("a sequence");
+            ops.extend(tree.current());
+            if round % 10 == 0 {
+                while tree.simplify() {
+                    ops.extend(tree.current());
+                }
+            }
+        }
+        ops
+    }
+
+    #[test]
+    fn a_profile_without_tool_behaviours_gets_no_tool_operations() {
+        let mut profile = Profile::scripted().expect("built-in profile");
+        profile
+            .behaviours
+            .retain(|key, _| !key.starts_with("tool-"));
+        let repertoire = Repertoire::of(&profile);
+        let ops = sample(&repertoire);
+        let tool_ops = ["confirm", "confirmResult", "completeClientTool"];
+        let kinds: Vec<String> = ops.iter().flat_map(kinds).collect();
+        assert!(
+            !kinds.iter().any(|k| tool_ops.contains(&k.as_str())),
+            "tool-call operations generated without a tool behaviour"
+        );
+        let started: Vec<Behaviour> = ops.iter().flat_map(behaviours).collect();
+        assert!(started.iter().all(|b| !b.key().starts_with("tool-")));
+        assert!(
+            started.contains(&Behaviour::Input) && kinds.iter().any(|k| k == "answer"),
+            "the behaviours the profile has are still generated"
+        );
+        let left_out = repertoire.left_out();
+        for needle in ["startTurn tool-ask", "confirm (needs", "completeClientTool"] {
+            assert!(
+                left_out.iter().any(|l| l.starts_with(needle)),
+                "{needle} missing from {left_out:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_full_profile_leaves_nothing_out_and_names_every_needy_kind_right() {
+        let repertoire = Repertoire::of(&Profile::scripted().expect("built-in profile"));
+        assert_eq!(repertoire.left_out(), Vec::<String>::new());
+        let kinds: Vec<String> = sample(&repertoire).iter().flat_map(kinds).collect();
+        for (kind, _) in NEEDS {
+            assert!(
+                kinds.iter().any(|k| k == kind),
+                "{kind} is not an operation name"
+            );
+        }
+    }
+
+    #[test]
+    fn a_profile_without_behaviours_starts_no_turns() {
+        let mut profile = Profile::scripted().expect("built-in profile");
+        profile.behaviours.clear();
+        let ops = sample(&Repertoire::of(&profile));
+        let kinds: Vec<String> = ops.iter().flat_map(kinds).collect();
+        assert!(!kinds.iter().any(|k| k == "startTurn"));
+        assert!(kinds.iter().any(|k| k == "rename"), "the rest still runs");
+    }
 }

@@ -21,6 +21,7 @@ pub struct Trace {
     pub seed: u64,
     /// `builtin` or the server URL.
     pub target: String,
+    /// The built-in host's faults, combined (`a,b`; traces of older versions name one).
     pub fault: Option<String>,
     /// `model` (operation sequences) or `frames` (mutated frames).
     pub mode: String,
@@ -80,7 +81,7 @@ impl Trace {
 
     /// Writes the trace as `<dir>/<seed>-<rule>.json` (atomically) and returns the path.
     pub fn save(&self, dir: &Path) -> Result<PathBuf, TraceError> {
-        let path = dir.join(format!("{}-{}.json", self.seed, self.failure.rule));
+        let path = trace_path(dir, self.seed, &self.failure.rule);
         let write = |path: &Path| -> std::io::Result<()> {
             std::fs::create_dir_all(dir)?;
             let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
@@ -199,6 +200,11 @@ impl Trace {
         out.push_str("  { checkpoint = {} },\n]\n");
         out
     }
+}
+
+/// Where the trace of `rule`'s finding in the campaign with `seed` is saved: one per rule.
+pub fn trace_path(dir: &Path, seed: u64, rule: &str) -> PathBuf {
+    dir.join(format!("{seed}-{rule}.json"))
 }
 
 /// The steps that replay one dispatch and expect what the model judged.

@@ -137,6 +137,81 @@ pub fn catalog_lines() -> Vec<String> {
         .collect()
 }
 
+/// The faults a host breaks at once (`--fault a,b`), in the order given, each once; empty:
+/// the correct host. Combined faults each still break their one rule, so a run against
+/// them fails the union of their rules (plus what one fault's symptom does to the other's).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct FaultSet(Vec<Fault>);
+
+impl FaultSet {
+    /// The set of `faults` (repeats dropped).
+    pub fn new(faults: impl IntoIterator<Item = Fault>) -> FaultSet {
+        let mut set = FaultSet::default();
+        for fault in faults {
+            if !set.0.contains(&fault) {
+                set.0.push(fault);
+            }
+        }
+        set
+    }
+
+    /// Whether the host breaks `fault`'s rule (a linear scan: sets hold one or two).
+    pub fn contains(&self, fault: Fault) -> bool {
+        self.0.contains(&fault)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = Fault> + '_ {
+        self.0.iter().copied()
+    }
+
+    /// The combined name (`a,b`) for reports and traces; `None` for the correct host.
+    pub fn label(&self) -> Option<String> {
+        (!self.is_empty()).then(|| self.to_string())
+    }
+}
+
+impl From<Fault> for FaultSet {
+    fn from(fault: Fault) -> FaultSet {
+        FaultSet(vec![fault])
+    }
+}
+
+impl From<Option<Fault>> for FaultSet {
+    fn from(fault: Option<Fault>) -> FaultSet {
+        FaultSet(fault.into_iter().collect())
+    }
+}
+
+impl fmt::Display for FaultSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (index, fault) in self.0.iter().enumerate() {
+            if index > 0 {
+                f.write_str(",")?;
+            }
+            f.write_str(fault.name())?;
+        }
+        Ok(())
+    }
+}
+
+/// `a,b` (spaces around names allowed); an empty or unknown name is an error, so a typo
+/// never silently runs the correct host.
+impl FromStr for FaultSet {
+    type Err = UnknownFault;
+
+    fn from_str(names: &str) -> Result<Self, Self::Err> {
+        let faults = names
+            .split(',')
+            .map(|name| name.trim().parse::<Fault>())
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(FaultSet::new(faults))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,5 +229,32 @@ mod tests {
         }
         assert!(Fault::ALL.len() >= 20);
         assert!("no-such-fault".parse::<Fault>().is_err());
+    }
+
+    #[test]
+    fn fault_sets_parse_combined_names_and_print_them_back() {
+        let set: FaultSet = "queue-lifo, cancel-idle-accepted,queue-lifo"
+            .parse()
+            .expect("two known faults");
+        assert!(set.contains(Fault::QueueLifo) && set.contains(Fault::CancelIdleAccepted));
+        assert!(!set.contains(Fault::NoBroadcast));
+        assert_eq!(set.to_string(), "queue-lifo,cancel-idle-accepted");
+        assert_eq!(
+            set.label().as_deref(),
+            Some("queue-lifo,cancel-idle-accepted")
+        );
+        assert_eq!(FaultSet::default().label(), None);
+        assert_eq!(
+            "queue-lifo,nope".parse::<FaultSet>(),
+            Err(UnknownFault("nope".into()))
+        );
+        assert!(
+            "queue-lifo,".parse::<FaultSet>().is_err(),
+            "an empty name is an error"
+        );
+        assert_eq!(
+            FaultSet::from(Some(Fault::QueueLifo)),
+            FaultSet::from(Fault::QueueLifo)
+        );
     }
 }

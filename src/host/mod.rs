@@ -4,7 +4,8 @@
 //! for people writing AHP clients. It folds every action through the official `ahp`
 //! reducers and is deliberately independent of the harness: nothing here imports the
 //! checks, the runner or the reports. `--fault NAME` variants ([`Fault`]) each break one
-//! rule so the harness's checks can be proven against them.
+//! rule so the harness's checks can be proven against them; `--fault a,b` ([`FaultSet`])
+//! breaks several at once.
 
 mod agent;
 pub mod agents;
@@ -26,7 +27,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use faults::Fault;
+pub use faults::{Fault, FaultSet};
 use world::{World, WorldConfig};
 
 /// Largest WebSocket message the host accepts (and the largest frame); bigger ones close
@@ -45,8 +46,8 @@ pub const DEFAULT_SESSION_INIT: Duration = Duration::from_millis(5);
 pub struct HostConfig {
     /// Address to listen on; port 0 picks a free port.
     pub listen: SocketAddr,
-    /// The one rule to break, if any.
-    pub fault: Option<Fault>,
+    /// The faults to inject (each breaks its one rule); empty: the correct host.
+    pub faults: FaultSet,
     pub replay_capacity: usize,
     pub max_message_bytes: usize,
     pub client_grace: Duration,
@@ -60,7 +61,7 @@ impl Default for HostConfig {
     fn default() -> Self {
         HostConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            fault: None,
+            faults: FaultSet::default(),
             replay_capacity: DEFAULT_REPLAY_CAPACITY,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             client_grace: DEFAULT_CLIENT_GRACE,
@@ -70,10 +71,11 @@ impl Default for HostConfig {
 }
 
 impl HostConfig {
-    /// The default configuration with one fault injected.
-    pub fn with_fault(fault: Option<Fault>) -> Self {
+    /// The default configuration with `faults` injected (one [`Fault`], an `Option` of
+    /// one, or a [`FaultSet`]).
+    pub fn with_fault(faults: impl Into<FaultSet>) -> Self {
         HostConfig {
-            fault,
+            faults: faults.into(),
             ..HostConfig::default()
         }
     }
@@ -154,7 +156,7 @@ pub async fn spawn(config: HostConfig) -> io::Result<HostHandle> {
     let addr = listener.local_addr()?;
     let shared = Arc::new_cyclic(|weak| {
         let mut world = World::new(WorldConfig {
-            fault: config.fault,
+            faults: config.faults.clone(),
             replay_capacity: config.replay_capacity,
             session_init: config.session_init,
         });

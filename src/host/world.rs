@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, Notify};
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 
 use super::catalog::action_info;
-use super::faults::Fault;
+use super::faults::{Fault, FaultSet};
 
 /// Identifies one WebSocket connection for the lifetime of the host.
 pub type ConnId = u64;
@@ -122,7 +122,7 @@ pub enum EmitError {
 /// Options that shape the host's behaviour.
 #[derive(Debug, Clone)]
 pub struct WorldConfig {
-    pub fault: Option<Fault>,
+    pub faults: FaultSet,
     pub replay_capacity: usize,
     pub session_init: std::time::Duration,
 }
@@ -189,8 +189,9 @@ impl World {
         }
     }
 
+    /// Whether `fault` is one of the faults this host injects.
     pub fn fault(&self, fault: Fault) -> bool {
-        self.config.fault == Some(fault)
+        self.config.faults.contains(fault)
     }
 
     /// A fresh id, unique for this host's lifetime.

@@ -1,0 +1,313 @@
+//! `ahpspec fuzz` and `ahpspec replay`: arguments, the campaign's console output, its reports
+//! and traces (one trace per rule found).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use ahpspec::engine::baseline::Baseline;
+use ahpspec::fuzz::{self, trace::Trace, Excluded, ExecConfig, FuzzOptions, FuzzOutcome, Target};
+use ahpspec::report;
+use clap::Args;
+
+use super::{parse_duration, parse_faults, usage_error, TlsArgs};
+
+#[derive(Debug, Args)]
+pub struct FuzzArgs {
+    /// Server to fuzz (ws:// or wss:// URL); omitted: a fresh built-in host per sequence.
+    url: Option<String>,
+    #[command(flatten)]
+    tls: TlsArgs,
+    /// Seed (printed at start; the same seed reproduces the run against a deterministic server).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Stop after this many sequences (a finding does not stop the campaign).
+    #[arg(long)]
+    cases: Option<u64>,
+    /// Stop after this long (e.g. 60s, 10m).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    duration: Duration,
+    /// Cap on shrinking each rule's first failure (the smallest sequence found by then is reported).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    shrink_time: Duration,
+    /// Longest generated sequence.
+    #[arg(long, default_value_t = 30)]
+    max_len: usize,
+    /// Clients acting on the same session.
+    #[arg(long, default_value_t = 2)]
+    clients: usize,
+    /// model: random action sequences; frames: malformed and mutated frames.
+    #[arg(long, default_value = "model", value_parser = ["model", "frames"])]
+    mode: String,
+    /// Break rules in the built-in host: one fault or several (`a,b`).
+    #[arg(long)]
+    fault: Option<String>,
+    /// Target profile: the agent behaviours to drive; operations needing a behaviour it
+    /// lacks are not generated.
+    #[arg(long)]
+    target_profile: Option<PathBuf>,
+    /// Known failures (rule IDs, one per line, as for `run`): seen, counted, not failures.
+    #[arg(long)]
+    baseline: Option<PathBuf>,
+    /// Rules not judged at all (globs, comma-separated or repeated).
+    #[arg(long, value_delimiter = ',')]
+    exclude: Vec<String>,
+    /// Per-expectation timeout.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    timeout: Duration,
+    /// Reports and traces go to <DIR>/fuzz/.
+    #[arg(long, default_value = "reports")]
+    report_dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// A trace written by `ahpspec fuzz` (reports/fuzz/<seed>-<rule>.json).
+    file: PathBuf,
+    /// Server to replay against; omitted: the trace's own target (the built-in host, with its fault).
+    url: Option<String>,
+    #[command(flatten)]
+    tls: TlsArgs,
+    /// Print the trace as a suite case (TOML) instead of replaying it.
+    #[arg(long)]
+    to_case: bool,
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    timeout: Duration,
+}
+
+fn exec_config(
+    profile: Option<&PathBuf>,
+    timeout: Duration,
+    clients: usize,
+) -> anyhow::Result<ExecConfig> {
+    use std::sync::Arc;
+    let profile = match profile {
+        Some(path) => ahpspec::engine::profile::Profile::load(path)?,
+        None => ahpspec::engine::profile::Profile::scripted()?,
+    };
+    Ok(ExecConfig {
+        timeout,
+        settle: Duration::from_millis(3),
+        clients: clients.clamp(1, 8),
+        profile,
+        schemas: ahpspec::checks::frame::Schemas {
+            set: Arc::new(ahpspec::schema::SchemaSet::embedded()?),
+            map: Arc::new(ahpspec::checks::frame::SchemaMap::embedded()),
+        },
+        checkpoint_every: 10,
+        exclude: Excluded::default(),
+    })
+}
+
+pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
+    if let Err(error) = args.tls.apply() {
+        return usage_error(&error);
+    }
+    let faults = match parse_faults(args.fault.as_deref()) {
+        Ok(faults) => faults,
+        Err(error) => return usage_error(&error),
+    };
+    if !faults.is_empty() && args.url.is_some() {
+        return usage_error("--fault applies to the built-in host only (omit the URL)");
+    }
+    let baseline = match args.baseline.as_deref().map(Baseline::load).transpose() {
+        Ok(baseline) => baseline.unwrap_or_default(),
+        Err(error) => return usage_error(&error.to_string()),
+    };
+    let mut exec = match exec_config(args.target_profile.as_ref(), args.timeout, args.clients) {
+        Ok(exec) => exec,
+        Err(error) => return usage_error(&format!("{error:#}")),
+    };
+    exec.exclude = Excluded::new(args.exclude.clone());
+    let seed = args
+        .seed
+        .unwrap_or_else(|| jiff::Timestamp::now().as_nanosecond() as u64);
+    let target_label = args.url.clone().unwrap_or_else(|| "builtin".into());
+    let fault_name = faults.label();
+    println!(
+        "ahpspec fuzz: seed {seed}, mode {}, target {target_label}{}",
+        args.mode,
+        fault_name
+            .as_ref()
+            .map(|f| format!(" (fault {f})"))
+            .unwrap_or_default()
+    );
+    if !args.exclude.is_empty() {
+        println!("not judged (--exclude): {}", args.exclude.join(", "));
+    }
+    let options = FuzzOptions {
+        target: Target {
+            url: args.url.clone(),
+            faults,
+        },
+        exec,
+        seed,
+        cases: args.cases,
+        duration: args.duration,
+        shrink_time: args.shrink_time,
+        max_len: args.max_len.max(1),
+        baseline,
+        stop_after: None,
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => return usage_error(&format!("cannot start the runtime: {error}")),
+    };
+    let frames_mode = args.mode == "frames";
+    let campaign = Campaign {
+        args: &args,
+        target: &target_label,
+        fault: fault_name,
+        baseline: &options.baseline,
+    };
+    runtime.block_on(async {
+        let (stop, interrupt) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                let _ = stop.send(true);
+            }
+        });
+        if frames_mode {
+            campaign.finish(fuzz::frames::fuzz_frames(&options, interrupt).await)
+        } else {
+            campaign.finish(fuzz::fuzz(&options, interrupt).await)
+        }
+    })
+}
+
+/// What the campaign's output needs besides its outcome.
+struct Campaign<'a> {
+    args: &'a FuzzArgs,
+    target: &'a str,
+    /// The combined fault name, if any.
+    fault: Option<String>,
+    baseline: &'a Baseline,
+}
+
+impl Campaign<'_> {
+    /// Writes the reports and one trace per rule found, prints each finding and the
+    /// summary; the exit code (1 when a rule the baseline does not list failed).
+    fn finish<T: serde::Serialize>(
+        &self,
+        outcome: Result<FuzzOutcome<T>, fuzz::ExecError>,
+    ) -> ExitCode {
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(error) => return usage_error(&error.to_string()),
+        };
+        let mode = self.args.mode.as_str();
+        let dir = self.args.report_dir.join("fuzz");
+        let input = fuzz::ReportInput {
+            target: self.target,
+            fault: self.fault.clone(),
+            mode,
+            baseline: self.baseline,
+            traces: &dir,
+        };
+        if let Err(error) = report::write_all(&fuzz::report(&outcome, &input), &dir) {
+            eprintln!("ahpspec: {error}");
+            return ExitCode::from(2);
+        }
+        let rate = outcome.operations as f64 / outcome.elapsed.as_secs_f64().max(1e-9);
+        println!(
+            "{} sequences, {} operations in {:.1} s ({rate:.0} operations/s){}",
+            outcome.cases,
+            outcome.operations,
+            outcome.elapsed.as_secs_f64(),
+            if outcome.interrupted {
+                ", interrupted"
+            } else {
+                ""
+            }
+        );
+        for found in &outcome.findings.found {
+            let trace = Trace::new(found, mode, self.target, self.fault.clone());
+            let path = match trace.save(&dir) {
+                Ok(path) => path,
+                Err(error) => {
+                    eprintln!("ahpspec: {error}");
+                    return ExitCode::from(2);
+                }
+            };
+            println!("{}", fuzz::render_found(found));
+            println!("  Trace: {}", path.display());
+            println!("  Reproduce with: ahpspec replay {}\n", path.display());
+        }
+        print!("{}", fuzz::findings::render_summary(&outcome));
+        let failed = outcome.findings.any_unbaselined();
+        if !failed {
+            let besides = if outcome.findings.baselined.is_empty() {
+                ""
+            } else {
+                " besides baselined rules"
+            };
+            println!("no failure found{besides} (seed {})", outcome.seed);
+        }
+        println!("reports: {}", dir.display());
+        if failed || outcome.interrupted {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+pub fn replay_command(args: ReplayArgs) -> ExitCode {
+    if let Err(error) = args.tls.apply() {
+        return usage_error(&error);
+    }
+    let trace = match Trace::load(&args.file) {
+        Ok(trace) => trace,
+        Err(error) => return usage_error(&error.to_string()),
+    };
+    if args.to_case {
+        print!("{}", trace.to_case());
+        return ExitCode::SUCCESS;
+    }
+    // The trace's own faults (one name in traces of older versions, `a,b` now).
+    let faults = match (&args.url, trace.fault.as_deref()) {
+        (None, names) => match parse_faults(names) {
+            Ok(faults) => faults,
+            Err(error) => return usage_error(&error),
+        },
+        _ => Default::default(),
+    };
+    let url = args
+        .url
+        .clone()
+        .or_else(|| (trace.target != "builtin").then(|| trace.target.clone()));
+    let exec = match exec_config(None, args.timeout, 2) {
+        Ok(exec) => exec,
+        Err(error) => return usage_error(&format!("{error:#}")),
+    };
+    let target = Target { url, faults };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => return usage_error(&format!("cannot start the runtime: {error}")),
+    };
+    let replayed = runtime.block_on(fuzz::replay_trace(&trace, &target, &exec));
+    match replayed {
+        Ok(Some(failure)) => {
+            println!(
+                "reproduced: {} — expected {}; got {}",
+                failure.rule, failure.expected, failure.actual
+            );
+            ExitCode::from(1)
+        }
+        Ok(None) => {
+            let count = trace.ops.as_array().map_or(0, Vec::len);
+            println!(
+                "no longer reproduces: {} ({count} operations ran cleanly)",
+                trace.failure.rule
+            );
+            ExitCode::SUCCESS
+        }
+        Err(error) => usage_error(&error.to_string()),
+    }
+}

@@ -1,0 +1,344 @@
+//! What a fuzz campaign found: distinct failures by rule (the first failing sequence of each
+//! rule shrunk once, later ones only counted), the rules a baseline accepts, and the rules
+//! `--exclude` takes out of judging. The campaign goes on after a finding until its budget is
+//! spent, so one deviation of a server does not hide the others.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::exec::Failure;
+use super::{Found, FuzzOutcome};
+use crate::engine::baseline::Baseline;
+use crate::engine::glob;
+use crate::verdict::{CaseInfo, CaseResult, Finding, Level, RunReport, Tally, Verdict};
+
+/// Rules the fuzzer does not judge (`--exclude`, globs as in `run --exclude`). A violation
+/// of one is dropped where it is found and the sequence goes on; where it cannot go on (a
+/// probe or reconnect that failed half-way, a dead connection) it ends without a verdict.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Excluded {
+    patterns: Vec<String>,
+}
+
+impl Excluded {
+    pub fn new(patterns: Vec<String>) -> Excluded {
+        Excluded { patterns }
+    }
+
+    /// Whether a violation of `rule` counts.
+    pub fn judges(&self, rule: &str) -> bool {
+        !self.patterns.iter().any(|pattern| glob(pattern, rule))
+    }
+
+    /// `failure` unless its rule is excluded.
+    pub fn judged(&self, failure: Option<Failure>) -> Option<Failure> {
+        failure.filter(|f| self.judges(&f.rule))
+    }
+}
+
+/// What one failing generated sequence is to the campaign.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen {
+    /// The first failure of a rule: shrink it and save its trace.
+    First,
+    /// A rule already found: counted only.
+    Again,
+    /// A rule the baseline lists: counted, never shrunk, not a failure of the run.
+    Baselined,
+}
+
+/// The distinct findings of a campaign, by rule.
+#[derive(Debug, Clone)]
+pub struct Findings<T> {
+    /// The first failure of each rule the baseline does not list, shrunk, in the order found.
+    pub found: Vec<Found<T>>,
+    /// The first failure of each rule the baseline lists, unshrunk, in the order seen.
+    pub baselined: Vec<Failure>,
+    /// Failing generated sequences per rule (shrinking runs are not counted).
+    pub failing: BTreeMap<String, u64>,
+}
+
+impl<T> Default for Findings<T> {
+    fn default() -> Self {
+        Findings {
+            found: Vec::new(),
+            baselined: Vec::new(),
+            failing: BTreeMap::new(),
+        }
+    }
+}
+
+impl<T> Findings<T> {
+    /// Counts `failure` and says what to do with it.
+    pub fn see(&mut self, failure: &Failure, baseline: &Baseline) -> Seen {
+        let count = self.failing.entry(failure.rule.clone()).or_default();
+        *count += 1;
+        let first = *count == 1;
+        if baseline.lists(&failure.rule) {
+            if first {
+                self.baselined.push(failure.clone());
+            }
+            Seen::Baselined
+        } else if first {
+            Seen::First
+        } else {
+            Seen::Again
+        }
+    }
+
+    /// How many generated sequences failed `rule`.
+    pub fn failing(&self, rule: &str) -> u64 {
+        self.failing.get(rule).copied().unwrap_or(0)
+    }
+
+    /// Whether the campaign found a failure the baseline does not accept.
+    pub fn any_unbaselined(&self) -> bool {
+        !self.found.is_empty()
+    }
+}
+
+/// The campaign in a few lines for the console: what was left out, every rule found, and
+/// every baselined rule seen (the shrunk sequences are rendered by [`super::render_found`]).
+pub fn render_summary<T>(outcome: &FuzzOutcome<T>) -> String {
+    let mut out = String::new();
+    if !outcome.left_out.is_empty() {
+        out.push_str(&format!(
+            "left out (the target profile maps no behaviour for them): {}\n",
+            outcome.left_out.join(", ")
+        ));
+    }
+    let findings = &outcome.findings;
+    if !findings.found.is_empty() {
+        let rules: Vec<String> = findings
+            .found
+            .iter()
+            .map(|f| {
+                let n = findings.failing(&f.failure.rule);
+                format!("{} ({n} failing sequence{})", f.failure.rule, plural(n))
+            })
+            .collect();
+        out.push_str(&format!(
+            "found {} rule{}: {}\n",
+            rules.len(),
+            plural(rules.len() as u64),
+            rules.join(", ")
+        ));
+    }
+    for failure in &findings.baselined {
+        let n = findings.failing(&failure.rule);
+        out.push_str(&format!(
+            "seen and baselined: {} ({n} failing sequence{}; listed in the baseline, not shrunk)\n",
+            failure.rule,
+            plural(n)
+        ));
+    }
+    out
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// The last frames of an execution, as a finding's context.
+fn context(execution: &super::Execution) -> Vec<crate::verdict::ReportedFrame> {
+    let skip = execution.frames.len().saturating_sub(8);
+    execution.frames[skip..].to_vec()
+}
+
+/// What a row says about `failure` (the one `Finding` of a fuzz row).
+fn finding(failure: &Failure, context: Vec<crate::verdict::ReportedFrame>) -> Finding {
+    Finding {
+        rule: failure.rule.clone(),
+        verdict: Verdict::Fail,
+        expected: failure.expected.clone(),
+        actual: failure.actual.clone(),
+        step: failure.op_index.map(|i| format!("operation {}", i + 1)),
+        context,
+    }
+}
+
+/// Where the campaign came from and what `report` rows share.
+pub struct ReportInput<'a> {
+    /// `builtin` or the server URL.
+    pub target: &'a str,
+    /// The combined fault name of the built-in host, if any.
+    pub fault: Option<String>,
+    /// `model` or `frames`.
+    pub mode: &'a str,
+    pub baseline: &'a Baseline,
+    /// The directory the traces are saved in (`<seed>-<rule>.json`).
+    pub traces: &'a Path,
+}
+
+/// The campaign as a report (JSON, JUnit, HTML, Markdown like `run`): one row per rule
+/// found (failing, or baselined: the baseline accepts it as in `run`), or a single passing
+/// row for the campaign when no sequence failed.
+pub fn report<T>(outcome: &FuzzOutcome<T>, input: &ReportInput<'_>) -> RunReport {
+    let mode = input.mode;
+    let mut does = format!(
+        "Seeded random {mode} sequences with every check after every step: {} sequences, {} operations",
+        outcome.cases, outcome.operations
+    );
+    if !outcome.left_out.is_empty() {
+        does.push_str(&format!(
+            "; left out for lack of a profile behaviour: {}",
+            outcome.left_out.join(", ")
+        ));
+    }
+    does.push('.');
+    let row = |id: &str, requirement: String| CaseInfo {
+        id: id.to_owned(),
+        level: Level::Must,
+        area: "fuzz".into(),
+        spec: "RULES.md (every rule the runner checks)".into(),
+        requirement,
+        does: does.clone(),
+        source: "fuzzer".into(),
+    };
+    let findings = &outcome.findings;
+    let mut cases = Vec::new();
+    for found in &findings.found {
+        let rule = &found.failure.rule;
+        let n = findings.failing(rule);
+        let trace = super::trace::trace_path(input.traces, found.seed, rule);
+        cases.push(CaseResult {
+            info: row(rule, format!("No generated sequence breaks {rule}.")),
+            verdict: Verdict::Fail,
+            summary: format!(
+                "{rule}: expected {}; got {} ({n} failing sequence{}; the first shrunk from {} to {} operations)",
+                found.failure.expected,
+                found.failure.actual,
+                plural(n),
+                found.original_len,
+                found.ops.len()
+            ),
+            findings: vec![finding(&found.failure, context(&found.execution))],
+            blocked_by: None,
+
+            transcript: found.execution.frames.clone(),
+            duration_ms: found.shrink_elapsed.as_secs_f64() * 1000.0,
+            rerun: format!("ahpspec replay {}", trace.display()),
+        });
+    }
+    let mut rerun = format!("ahpspec fuzz --seed {} --mode {mode}", outcome.seed);
+    if let Some(fault) = &input.fault {
+        rerun.push_str(&format!(" --fault {fault}"));
+    }
+    for failure in &findings.baselined {
+        let rule = &failure.rule;
+        let n = findings.failing(rule);
+        cases.push(CaseResult {
+            info: row(rule, format!("No generated sequence breaks {rule}.")),
+            verdict: Verdict::Fail,
+            summary: format!(
+                "{rule}: seen in {n} failing sequence{}, listed in the baseline (not shrunk): expected {}; got {}",
+                plural(n),
+                failure.expected,
+                failure.actual
+            ),
+            findings: vec![finding(failure, Vec::new())],
+            blocked_by: None,
+
+            transcript: Vec::new(),
+            duration_ms: 0.0,
+            rerun: rerun.clone(),
+        });
+    }
+    if cases.is_empty() {
+        cases.push(CaseResult {
+            info: row(
+                &format!("FUZZ/{mode}"),
+                "No generated sequence breaks a rule the runner checks.".into(),
+            ),
+            verdict: Verdict::Pass,
+            summary: format!(
+                "{} sequences, {} operations, no failure",
+                outcome.cases, outcome.operations
+            ),
+            findings: Vec::new(),
+            blocked_by: None,
+
+            transcript: Vec::new(),
+            duration_ms: outcome.elapsed.as_secs_f64() * 1000.0,
+            rerun: String::new(),
+        });
+    }
+    let mut report = RunReport {
+        format: 1,
+        tool: "ahpspec".into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        target: input.target.to_owned(),
+        fault: input.fault.clone(),
+        protocol_version: "1.0.0".into(),
+        started_at: format!("{:.0}", jiff::Timestamp::now()),
+        duration_ms: outcome.elapsed.as_secs_f64() * 1000.0,
+        interrupted: outcome.interrupted,
+        strict: false,
+        tally: Tally::default(),
+        cases,
+        stale_baseline: Vec::new(),
+        unexpected_failures: Vec::new(),
+    };
+    // A baselined rule that did not fail this time is not stale: random sequences prove
+    // nothing by missing it.
+    crate::engine::reconcile(&mut report, Some(input.baseline));
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure(rule: &str) -> Failure {
+        Failure {
+            rule: rule.into(),
+            expected: "e".into(),
+            actual: "a".into(),
+            op_index: Some(0),
+        }
+    }
+
+    #[test]
+    fn each_rule_is_shrunk_once_and_baselined_rules_never() {
+        let baseline = Baseline::parse("PENDING-003\n");
+        let mut findings = Findings::<()>::default();
+        assert_eq!(
+            findings.see(&failure("CHAT-VALIDATE-003"), &baseline),
+            Seen::First
+        );
+        assert_eq!(
+            findings.see(&failure("CHAT-VALIDATE-003"), &baseline),
+            Seen::Again
+        );
+        assert_eq!(
+            findings.see(&failure("PENDING-003"), &baseline),
+            Seen::Baselined
+        );
+        assert_eq!(
+            findings.see(&failure("PENDING-003"), &baseline),
+            Seen::Baselined
+        );
+        assert_eq!(findings.failing("CHAT-VALIDATE-003"), 2);
+        assert_eq!(findings.failing("PENDING-003"), 2);
+        assert_eq!(findings.baselined, vec![failure("PENDING-003")]);
+        assert!(
+            !findings.any_unbaselined(),
+            "nothing is found until it is shrunk"
+        );
+    }
+
+    #[test]
+    fn excluded_rules_are_not_judged() {
+        let excluded = Excluded::new(vec!["INV-*".into(), "PENDING-003".into()]);
+        assert!(!excluded.judges("INV-FOLD-1"));
+        assert!(!excluded.judges("PENDING-003"));
+        assert!(excluded.judges("PENDING-002"));
+        assert_eq!(excluded.judged(Some(failure("INV-CHAT-1"))), None);
+        assert!(excluded.judged(Some(failure("TURN-001"))).is_some());
+        assert!(Excluded::default().judges("INV-FOLD-1"));
+    }
+}
