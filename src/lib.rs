@@ -10,6 +10,7 @@ pub mod checks;
 pub mod engine;
 pub mod fuzz;
 pub mod host;
+pub mod merge;
 pub mod report;
 pub mod schema;
 pub mod schemagen;

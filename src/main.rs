@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ahpspec::certify::{self, Options};
-use ahpspec::engine::{Event, EventSink, Selection};
+use ahpspec::engine::{Event, EventSink, Selection, Shard};
 use ahpspec::host::{self, faults, FaultSet, HostConfig};
 use ahpspec::report;
 use ahpspec::suite::Catalog;
@@ -47,6 +47,8 @@ enum Command {
     Fuzz(FuzzArgs),
     /// Re-run a saved fuzz trace: exit 1 when the failure reproduces, 0 when it no longer does.
     Replay(ReplayArgs),
+    /// Merge the reports of several runs (e.g. `run --shard I/N` on parallel CI jobs) into one.
+    Merge(MergeArgs),
     /// Run the built-in reference AHP host.
     Serve {
         /// Address to listen on (port 0 picks a free port).
@@ -79,6 +81,26 @@ struct SelectArgs {
     /// Read suites from this directory instead of the built-in ones.
     #[arg(long)]
     suites: Option<PathBuf>,
+    /// Only slice I of N of the selected cases (by case ID), e.g. 2/4, for parallel CI jobs;
+    /// `ahpspec merge` combines the shards' reports.
+    #[arg(long, value_parser = parse_shard)]
+    shard: Option<Shard>,
+}
+
+#[derive(Debug, Args)]
+struct MergeArgs {
+    /// Report directories (or report.json files) of the runs to merge.
+    #[arg(required = true)]
+    reports: Vec<PathBuf>,
+    /// Known failures, applied to the merged whole (stale entries are judged there too).
+    #[arg(long)]
+    baseline: Option<PathBuf>,
+    /// Warnings (broken SHOULDs) fail the merged run too.
+    #[arg(long)]
+    strict: bool,
+    /// Where the merged reports go.
+    #[arg(long, default_value = "reports")]
+    report_dir: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -149,6 +171,11 @@ fn parse_level(text: &str) -> Result<Level, String> {
     }
 }
 
+fn parse_shard(text: &str) -> Result<Shard, String> {
+    text.parse()
+        .map_err(|e: ahpspec::engine::ShardError| e.to_string())
+}
+
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
         Some(at) => text.split_at(at),
@@ -171,6 +198,7 @@ impl SelectArgs {
             filter: self.filter.clone(),
             exclude: self.exclude.clone(),
             levels: self.level.clone(),
+            shard: self.shard,
         }
     }
 }
@@ -195,6 +223,7 @@ fn main() -> ExitCode {
         Command::Fuzz(args) => fuzz_command(args),
         Command::Replay(args) => replay_command(args),
         Command::Run(args) => run(args),
+        Command::Merge(args) => merge(args),
         Command::Serve {
             listen,
             fault,
@@ -424,8 +453,15 @@ fn run(args: RunArgs) -> ExitCode {
         Ok(report) => report,
         Err(error) => return usage_error(&error.to_string()),
     };
-    let written = report::write_all(&report, &args.report_dir);
-    println!("{}", report::render_summary_line(&report));
+    finish(&report, &args.report_dir)
+}
+
+/// Writes the four reports, prints the summary, and maps the verdicts to the exit code:
+/// 1 for failures, blocked cases or an interrupted run, 2 when only harness errors stand
+/// in the way of a verdict, 0 for a conforming run.
+fn finish(report: &ahpspec::verdict::RunReport, report_dir: &std::path::Path) -> ExitCode {
+    let written = report::write_all(report, report_dir);
+    println!("{}", report::render_summary_line(report));
     match written {
         Ok(files) => println!(
             "reports: {} (also {}, {}, {})",
@@ -449,5 +485,34 @@ fn run(args: RunArgs) -> ExitCode {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+fn merge(args: MergeArgs) -> ExitCode {
+    let baseline = match args
+        .baseline
+        .as_deref()
+        .map(ahpspec::engine::baseline::Baseline::load)
+        .transpose()
+    {
+        Ok(baseline) => baseline,
+        Err(error) => return usage_error(&error.to_string()),
+    };
+    let reports: Result<Vec<_>, _> = args
+        .reports
+        .iter()
+        .map(|p| ahpspec::merge::load(p))
+        .collect();
+    let merged = reports.and_then(|mut reports| {
+        if args.strict {
+            for report in &mut reports {
+                report.strict = true;
+            }
+        }
+        ahpspec::merge::merge(reports, baseline.as_ref())
+    });
+    match merged {
+        Ok(report) => finish(&report, &args.report_dir),
+        Err(error) => usage_error(&error.to_string()),
     }
 }

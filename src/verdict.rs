@@ -218,6 +218,9 @@ pub struct RunReport {
     pub duration_ms: f64,
     /// Whether the run was cut short (Ctrl-C); the cases not run are absent.
     pub interrupted: bool,
+    /// The slice of the catalog this run took (`2/4`), when sharded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
     /// Whether warnings fail the run (`--strict`).
     pub strict: bool,
     pub tally: Tally,

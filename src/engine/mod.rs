@@ -8,6 +8,7 @@ pub mod checkpoint;
 pub mod conn;
 mod prerequisite;
 pub mod profile;
+mod selection;
 pub mod vars;
 
 use std::collections::HashMap;
@@ -20,80 +21,13 @@ use tokio::sync::watch;
 pub use case::{run_case, CaseContext, CaseOutcome};
 pub use prerequisite::AgentsUnread;
 pub use profile::Profile;
+pub use selection::{glob, Selection, Shard, ShardError};
 
 use crate::checks::frame::{Counts, Schemas};
 use crate::checks::{AlwaysOnRule, ALWAYS_ON};
 use crate::suite::{Case, Catalog};
-use crate::verdict::{
-    CaseInfo, CaseResult, Finding, Level, ReportedFrame, RunReport, Tally, Verdict,
-};
+use crate::verdict::{CaseInfo, CaseResult, Finding, ReportedFrame, RunReport, Tally, Verdict};
 use baseline::Baseline;
-
-/// Which cases to run.
-#[derive(Debug, Clone, Default)]
-pub struct Selection {
-    /// Glob patterns over case IDs (`*` and `?`); empty = all.
-    pub filter: Vec<String>,
-    pub exclude: Vec<String>,
-    /// Only cases of these levels; empty = all.
-    pub levels: Vec<Level>,
-}
-
-impl Selection {
-    pub fn includes(&self, id: &str, level: Level) -> bool {
-        (self.filter.is_empty() || self.filter.iter().any(|p| glob(p, id)))
-            && !self.exclude.iter().any(|p| glob(p, id))
-            && (self.levels.is_empty() || self.levels.contains(&level))
-    }
-
-    /// Whether anything of the catalog (a case or an always-on rule) is selected.
-    pub fn matches_any(&self, catalog: &Catalog) -> bool {
-        catalog
-            .cases
-            .iter()
-            .any(|case| self.includes(&case.info.id, case.info.level))
-            || ALWAYS_ON
-                .iter()
-                .any(|rule| self.includes(rule.id, rule.level))
-    }
-
-    /// The selection as command-line options, for messages (`--filter NOPE-*`).
-    pub fn describe(&self) -> String {
-        let mut parts = Vec::new();
-        if !self.filter.is_empty() {
-            parts.push(format!("--filter {}", self.filter.join(",")));
-        }
-        if !self.exclude.is_empty() {
-            parts.push(format!("--exclude {}", self.exclude.join(",")));
-        }
-        if !self.levels.is_empty() {
-            let levels: Vec<&str> = self.levels.iter().map(|l| l.as_str()).collect();
-            parts.push(format!("--level {}", levels.join(",")));
-        }
-        if parts.is_empty() {
-            "the whole catalog".to_owned()
-        } else {
-            parts.join(" ")
-        }
-    }
-}
-
-/// Glob match with `*` (any run) and `?` (one character); a pattern without wildcards
-/// also matches as a prefix followed by `/` (`TOOL-007` selects `TOOL-007/denied`).
-pub fn glob(pattern: &str, text: &str) -> bool {
-    fn matches(p: &[char], t: &[char]) -> bool {
-        match (p.first(), t.first()) {
-            (None, None) => true,
-            (Some('*'), _) => matches(&p[1..], t) || (!t.is_empty() && matches(p, &t[1..])),
-            (Some('?'), Some(_)) => matches(&p[1..], &t[1..]),
-            (Some(a), Some(b)) if a == b => matches(&p[1..], &t[1..]),
-            _ => false,
-        }
-    }
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    matches(&p, &t) || (!pattern.contains(['*', '?']) && text.starts_with(&format!("{pattern}/")))
-}
 
 /// Everything a run needs.
 #[derive(Debug, Clone)]
@@ -150,12 +84,7 @@ pub async fn run(
 ) -> RunReport {
     let started = Instant::now();
     let started_at = format!("{:.0}", jiff::Timestamp::now());
-    let cases: Vec<&Case> = config
-        .catalog
-        .cases
-        .iter()
-        .filter(|case| config.selection.includes(&case.info.id, case.info.level))
-        .collect();
+    let cases: Vec<&Case> = config.selection.cases(&config.catalog);
     let always_on: Vec<&AlwaysOnRule> = ALWAYS_ON
         .iter()
         .filter(|rule| config.selection.includes(rule.id, rule.level))
@@ -309,6 +238,7 @@ pub async fn run(
         started_at,
         duration_ms: started.elapsed().as_secs_f64() * 1000.0,
         interrupted,
+        shard: config.selection.shard.map(|s| s.to_string()),
         strict: config.strict,
         tally: Tally::default(),
         cases: results,
@@ -407,18 +337,4 @@ pub fn reconcile(report: &mut RunReport, baseline: Option<&Baseline>) {
     report.tally = tally;
     report.unexpected_failures = unexpected;
     report.stale_baseline = stale;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::glob;
-
-    #[test]
-    fn glob_matches_ids() {
-        assert!(glob("TOOL-*", "TOOL-007"));
-        assert!(glob("TOOL-007", "TOOL-007/denied"));
-        assert!(glob("*-00?", "ENV-003"));
-        assert!(!glob("TOOL-00", "TOOL-007"));
-        assert!(!glob("ENV-*", "TOOL-007"));
-    }
 }

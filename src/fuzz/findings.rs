@@ -277,6 +277,7 @@ pub fn report<T>(outcome: &FuzzOutcome<T>, input: &ReportInput<'_>) -> RunReport
         started_at: format!("{:.0}", jiff::Timestamp::now()),
         duration_ms: outcome.elapsed.as_secs_f64() * 1000.0,
         interrupted: outcome.interrupted,
+        shard: None,
         strict: false,
         tally: Tally::default(),
         cases,

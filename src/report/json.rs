@@ -37,6 +37,7 @@ mod tests {
         // Cover both arms of the nullable fields.
         report.fault = Some("ActionAfterUnsubscribe".to_owned());
         report.stale_baseline.push("LIFE-001".to_owned());
+        report.shard = Some("2/4".to_owned());
         let text = render(&report).expect("serialises");
         let instance: Value = serde_json::from_str(&text).expect("parses");
         assert_eq!(errors(&validator, &instance), Vec::<String>::new());

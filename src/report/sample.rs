@@ -249,6 +249,7 @@ pub(crate) fn sample_report() -> RunReport {
         started_at: "2025-01-31T12:00:00Z".to_owned(),
         duration_ms: 1840.0,
         interrupted: false,
+        shard: None,
         strict: false,
         tally,
         cases,

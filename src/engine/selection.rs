@@ -1,0 +1,178 @@
+//! Which cases a run takes: globs over case IDs, levels, and a deterministic shard.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::checks::ALWAYS_ON;
+use crate::suite::{Case, Catalog};
+use crate::verdict::Level;
+
+/// Which cases to run.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// Glob patterns over case IDs (`*` and `?`); empty = all.
+    pub filter: Vec<String>,
+    pub exclude: Vec<String>,
+    /// Only cases of these levels; empty = all.
+    pub levels: Vec<Level>,
+    /// Only this deterministic slice of the selected cases (always-on rows are in every
+    /// shard: each reports what its own cases showed, and `ahpspec merge` combines them).
+    pub shard: Option<Shard>,
+}
+
+impl Selection {
+    pub fn includes(&self, id: &str, level: Level) -> bool {
+        (self.filter.is_empty() || self.filter.iter().any(|p| glob(p, id)))
+            && !self.exclude.iter().any(|p| glob(p, id))
+            && (self.levels.is_empty() || self.levels.contains(&level))
+    }
+
+    /// The selected cases of the catalog, in catalog order: those `includes` admits, and of
+    /// those, with a shard, every `count`-th by case ID (so a shard holds the same cases
+    /// whatever the suite files' order).
+    pub fn cases<'a>(&self, catalog: &'a Catalog) -> Vec<&'a Case> {
+        let selected: Vec<&Case> = catalog
+            .cases
+            .iter()
+            .filter(|case| self.includes(&case.info.id, case.info.level))
+            .collect();
+        let Some(shard) = self.shard else {
+            return selected;
+        };
+        let mut ids: Vec<&str> = selected.iter().map(|c| c.info.id.as_str()).collect();
+        ids.sort_unstable();
+        let mine: std::collections::HashSet<&str> = ids
+            .iter()
+            .enumerate()
+            .filter(|(position, _)| position % shard.count == shard.index - 1)
+            .map(|(_, id)| *id)
+            .collect();
+        selected
+            .into_iter()
+            .filter(|case| mine.contains(case.info.id.as_str()))
+            .collect()
+    }
+
+    /// Whether anything of the catalog is selected: a case, or (without a shard, whose
+    /// always-on rows only report on its own cases) an always-on rule.
+    pub fn matches_any(&self, catalog: &Catalog) -> bool {
+        !self.cases(catalog).is_empty()
+            || (self.shard.is_none()
+                && ALWAYS_ON
+                    .iter()
+                    .any(|rule| self.includes(rule.id, rule.level)))
+    }
+
+    /// The selection as command-line options, for messages (`--filter NOPE-*`).
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.filter.is_empty() {
+            parts.push(format!("--filter {}", self.filter.join(",")));
+        }
+        if !self.exclude.is_empty() {
+            parts.push(format!("--exclude {}", self.exclude.join(",")));
+        }
+        if !self.levels.is_empty() {
+            let levels: Vec<&str> = self.levels.iter().map(|l| l.as_str()).collect();
+            parts.push(format!("--level {}", levels.join(",")));
+        }
+        if let Some(shard) = self.shard {
+            parts.push(format!("--shard {shard}"));
+        }
+        if parts.is_empty() {
+            "the whole catalog".to_owned()
+        } else {
+            parts.join(" ")
+        }
+    }
+}
+
+/// Glob match with `*` (any run) and `?` (one character); a pattern without wildcards
+/// also matches as a prefix followed by `/` (`TOOL-007` selects `TOOL-007/denied`).
+pub fn glob(pattern: &str, text: &str) -> bool {
+    fn matches(p: &[char], t: &[char]) -> bool {
+        match (p.first(), t.first()) {
+            (None, None) => true,
+            (Some('*'), _) => matches(&p[1..], t) || (!t.is_empty() && matches(p, &t[1..])),
+            (Some('?'), Some(_)) => matches(&p[1..], &t[1..]),
+            (Some(a), Some(b)) if a == b => matches(&p[1..], &t[1..]),
+            _ => false,
+        }
+    }
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    matches(&p, &t) || (!pattern.contains(['*', '?']) && text.starts_with(&format!("{pattern}/")))
+}
+
+/// Slice `index` of `count` (1-based, `--shard 2/4`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+/// A `--shard` value that is not `I/N` with 1 ≤ I ≤ N.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid shard {0:?} (expected I/N with 1 <= I <= N, e.g. 2/4)")]
+pub struct ShardError(pub String);
+
+impl FromStr for Shard {
+    type Err = ShardError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let error = || ShardError(text.to_owned());
+        let (index, count) = text.split_once('/').ok_or_else(error)?;
+        let index: usize = index.trim().parse().map_err(|_| error())?;
+        let count: usize = count.trim().parse().map_err(|_| error())?;
+        if index == 0 || index > count {
+            return Err(error());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_matches_ids() {
+        assert!(glob("TOOL-*", "TOOL-007"));
+        assert!(glob("TOOL-007", "TOOL-007/denied"));
+        assert!(glob("*-00?", "ENV-003"));
+        assert!(!glob("TOOL-00", "TOOL-007"));
+        assert!(!glob("ENV-*", "TOOL-007"));
+    }
+
+    #[test]
+    fn shards_parse_and_reject_nonsense() {
+        assert_eq!("2/4".parse::<Shard>(), Ok(Shard { index: 2, count: 4 }));
+        for bad in ["0/4", "5/4", "x", "1/0", "1/", "/2", "-1/2"] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+        assert_eq!(Shard { index: 3, count: 8 }.to_string(), "3/8");
+    }
+
+    #[test]
+    fn shards_partition_the_selection() {
+        let catalog = Catalog::embedded().expect("suites load");
+        let all = Selection::default().cases(&catalog).len();
+        let mut seen = std::collections::BTreeSet::new();
+        for index in 1..=4 {
+            let selection = Selection {
+                shard: Some(Shard { index, count: 4 }),
+                ..Selection::default()
+            };
+            for case in selection.cases(&catalog) {
+                assert!(seen.insert(case.info.id.clone()), "{} twice", case.info.id);
+            }
+        }
+        assert_eq!(seen.len(), all);
+    }
+}

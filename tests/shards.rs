@@ -1,0 +1,145 @@
+//! Sharded runs: `run --shard I/N` takes a deterministic slice of the catalog, and
+//! `ahpspec merge` of all the shards' reports gives the verdicts of one unsharded run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn ahpspec(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ahpspec"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("ahpspec runs")
+}
+
+fn show(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A fresh directory under the system temp dir, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(label: &str) -> TempDir {
+        let path =
+            std::env::temp_dir().join(format!("ahpspec-shards-{label}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("temp dir");
+        TempDir(path)
+    }
+
+    fn sub(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn verdicts(dir: &str) -> BTreeMap<String, String> {
+    let body = std::fs::read_to_string(Path::new(dir).join("report.json")).expect("report.json");
+    let report: Value = serde_json::from_str(&body).expect("report.json parses");
+    report["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| {
+            (
+                c["info"]["id"].as_str().unwrap_or_default().to_owned(),
+                c["verdict"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Runs the catalog whole and in four shards (with `extra` arguments), merges the shards,
+/// and checks that both give the same verdict for every row and the same exit code.
+fn same_verdicts_sharded_and_whole(label: &str, extra: &[&str], exit: i32) {
+    let dir = TempDir::new(label);
+    let whole = dir.sub("whole");
+    let mut args = vec!["run", "--report-dir", &whole];
+    args.extend_from_slice(extra);
+    let out = ahpspec(&args);
+    assert_eq!(out.status.code(), Some(exit), "whole run\n{}", show(&out));
+    let mut shard_dirs = Vec::new();
+    let mut scripted_rows = 0;
+    for index in 1..=4 {
+        let shard_dir = dir.sub(&format!("shard-{index}"));
+        let shard = format!("{index}/4");
+        let mut args = vec!["run", "--shard", &shard, "--report-dir", &shard_dir];
+        args.extend_from_slice(extra);
+        let out = ahpspec(&args);
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "shard {shard}\n{}",
+            show(&out)
+        );
+        scripted_rows += verdicts(&shard_dir)
+            .keys()
+            .filter(|id| ahpspec::checks::always_on(id).is_none())
+            .count();
+        shard_dirs.push(shard_dir);
+    }
+    let merged = dir.sub("merged");
+    let mut args = vec!["merge", "--report-dir", &merged];
+    args.extend(shard_dirs.iter().map(String::as_str));
+    let out = ahpspec(&args);
+    assert_eq!(out.status.code(), Some(exit), "merge\n{}", show(&out));
+    let whole = verdicts(&whole);
+    assert_eq!(verdicts(&merged), whole);
+    // Every scripted case ran in exactly one shard.
+    let scripted = whole
+        .keys()
+        .filter(|id| ahpspec::checks::always_on(id).is_none())
+        .count();
+    assert_eq!(scripted_rows, scripted);
+}
+
+#[test]
+fn four_merged_shards_give_the_verdicts_of_one_run() {
+    same_verdicts_sharded_and_whole("clean", &[], 0);
+}
+
+#[test]
+fn four_merged_shards_of_a_faulty_host_fail_the_same_rules() {
+    same_verdicts_sharded_and_whole("faulty", &["--fault", "queue-lifo,cancel-idle-accepted"], 1);
+}
+
+#[test]
+fn a_merge_missing_a_shard_or_of_other_runs_is_refused() {
+    let dir = TempDir::new("refused");
+    let one = dir.sub("one");
+    let two = dir.sub("two");
+    for (shard, out_dir) in [("1/2", &one), ("2/3", &two)] {
+        let out = ahpspec(&[
+            "run",
+            "--shard",
+            shard,
+            "--filter",
+            "TRANSPORT-*",
+            "--report-dir",
+            out_dir,
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    }
+    let out = ahpspec(&["merge", &one, "--report-dir", &dir.sub("m1")]);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("shard 2/2 is missing"));
+    let out = ahpspec(&["merge", &one, &two, "--report-dir", &dir.sub("m2")]);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    for bad in ["0/4", "5/4", "x"] {
+        let out = ahpspec(&["run", "--shard", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}\n{}", show(&out));
+    }
+}
