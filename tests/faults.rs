@@ -170,6 +170,10 @@ fault_tests! {
     action_on_wrong_channel => ActionOnWrongChannel,
     snapshot_seq_ahead => SnapshotSeqAhead,
     summary_status_bits => SummaryStatusBits,
+    // Issue 11, scripted cases (h-suites).
+    turn_completed_twice => TurnCompletedTwice,
+    echo_order_swapped => EchoOrderSwapped,
+    progress_never_final => ProgressNeverFinal,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -394,8 +394,14 @@ fn script_document(message: &str) -> Value {
 
 #[test]
 fn profile_scripts_match_schema_and_parse() {
+    for profile in ["ahpspec-scripted.toml", "ahpspec-random-ids.toml"] {
+        profile_scripts_are_valid(profile);
+    }
+}
+
+fn profile_scripts_are_valid(file: &str) {
     let validator = validator("agent-script.schema.json");
-    let path = crate_root().join("profiles/ahpspec-scripted.toml");
+    let path = crate_root().join("profiles").join(file);
     let profile: toml::Table =
         toml::from_str(&read_text(&path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let behaviours = profile["behaviours"]
@@ -404,7 +410,7 @@ fn profile_scripts_match_schema_and_parse() {
     let mut scripts = 0;
     for (name, message) in behaviours {
         let Some(message) = message.as_str() else {
-            panic!("behaviour {name} is not a string");
+            panic!("{file}: behaviour {name} is not a string");
         };
         if !message.starts_with(SCRIPT_PREFIX) {
             continue;
@@ -413,12 +419,16 @@ fn profile_scripts_match_schema_and_parse() {
         assert_eq!(
             errors(&validator, &script_document(message)),
             Vec::<String>::new(),
-            "behaviour {name}"
+            "{file}: behaviour {name}"
         );
-        let plan = plan_for_message(message).unwrap_or_else(|e| panic!("behaviour {name}: {e}"));
-        assert!(!plan.is_empty(), "behaviour {name}");
+        let plan =
+            plan_for_message(message).unwrap_or_else(|e| panic!("{file}: behaviour {name}: {e}"));
+        assert!(!plan.is_empty(), "{file}: behaviour {name}");
     }
-    assert!(scripts >= 10, "only {scripts} scripted behaviours found");
+    assert!(
+        scripts >= 10,
+        "{file}: only {scripts} scripted behaviours found"
+    );
 }
 
 fn parse_script_value(document: &Value) -> Result<(), String> {

@@ -93,6 +93,10 @@ faults! {
     SummaryStatusBits => ("summary-status-bits", "STATUS-001", "Sets both the Idle and InProgress bits in root/sessionSummaryChanged while a turn runs."),
     UsageWrongTurn => ("usage-wrong-turn", "TURN-004", "Reports scripted usage with a stale turnId."),
     LegacyUri => ("legacy-uri", "SUB-012", "Answers initialize with a legacy agenthost: URI as defaultDirectory."),
+    // Issue 11, scripted cases (h-suites).
+    TurnCompletedTwice => ("turn-completed-twice", "TURN-002", "Ends every completed turn with a second chat/turnComplete."),
+    EchoOrderSwapped => ("echo-order-swapped", "DISPATCH-005", "Applies (and echoes) a client's session title changes that arrive back to back in swapped pairs, the second before the first."),
+    ProgressNeverFinal => ("progress-never-final", "ROOT-010", "Reports session creation progress as 0 of 1 and never sends the final frame with progress == total."),
 }
 
 impl fmt::Display for Fault {

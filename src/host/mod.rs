@@ -15,6 +15,7 @@ mod dispatch;
 pub mod faults;
 mod projection;
 pub mod script;
+mod swap;
 mod world;
 
 use std::io;

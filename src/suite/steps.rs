@@ -54,6 +54,14 @@ pub enum Step {
     /// Compare every mirror of the case with fresh snapshots (fold == snapshot) and run
     /// the catalog-consistency checks.
     Checkpoint(Checkpoint),
+    /// Assert on a value stored by an earlier step (a response, a captured action, a state).
+    Check(ExpectCheck),
+    /// Alternatives, each a list of steps: the first whose steps all pass wins; the step
+    /// fails only when every alternative fails. Alternatives should only check (`check`,
+    /// `state`, …): what a failed alternative consumed or sent is not undone.
+    AnyOf(Vec<Vec<Step>>),
+    /// Follow the `root/progress` frames of one progress token to their final frame.
+    Progress(ExpectProgress),
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]
@@ -364,4 +372,43 @@ pub struct Sleep {
 pub struct Checkpoint {
     /// Channels to compare (default: every channel any connection of the case mirrors).
     pub channels: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectCheck {
+    /// Connection whose recent frames are reported with a failure (default `c1`).
+    pub on: Option<String>,
+    /// A whole-string `${…}` reference to the stored value, e.g. `${back/result}`.
+    pub value: String,
+    #[serde(default)]
+    pub equals: Matches,
+    #[serde(default)]
+    pub has: Vec<String>,
+    #[serde(default)]
+    pub lacks: Vec<String>,
+    /// Pointer → expected array length.
+    #[serde(default)]
+    pub len: BTreeMap<String, usize>,
+    /// Pointer → allowed values.
+    #[serde(default)]
+    pub one_of: BTreeMap<String, Vec<Value>>,
+    /// Pointer to an array → an element it must contain (partial object match).
+    #[serde(default)]
+    pub contains: Matches,
+    /// Pointer to an array → an element it must not contain (partial object match).
+    #[serde(default)]
+    pub excludes: Matches,
+    pub level: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectProgress {
+    pub on: Option<String>,
+    /// The `progressToken` the watched request carried.
+    pub token: String,
+    /// How long nothing more may arrive for the token after its final frame (default 100).
+    pub after_ms: Option<u64>,
+    pub level: Option<String>,
 }
