@@ -422,7 +422,7 @@ impl Runner<'_> {
             }
             Step::Checkpoint(s) => self.checkpoint(s).await,
             Step::Check(s) => self.expect_check(s),
-            Step::AnyOf(alternatives) => self.any_of(alternatives).await,
+            Step::AnyOf(s) => self.any_of(&s.alternatives).await,
             Step::Progress(s) => self.expect_progress(s).await,
         }
     }

@@ -59,7 +59,7 @@ pub enum Step {
     /// Alternatives, each a list of steps: the first whose steps all pass wins; the step
     /// fails only when every alternative fails. Alternatives should only check (`check`,
     /// `state`, …): what a failed alternative consumed or sent is not undone.
-    AnyOf(Vec<Vec<Step>>),
+    AnyOf(AnyOf),
     /// Follow the `root/progress` frames of one progress token to their final frame.
     Progress(ExpectProgress),
 }
@@ -400,6 +400,13 @@ pub struct ExpectCheck {
     #[serde(default)]
     pub excludes: Matches,
     pub level: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnyOf {
+    /// Each alternative is the list of steps it takes, tried in order.
+    pub alternatives: Vec<Vec<Step>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
