@@ -133,6 +133,47 @@ async fn reconnect_cases_accept_the_snapshot_form() {
     }
 }
 
+/// `view.turns` is advisory: a host that answers with every turn is conforming. The cases
+/// about windows then have nothing to look at (not applicable, never a failure or a pass),
+/// and TURN-010 fetches without a cursor.
+#[tokio::test]
+async fn window_cases_accept_a_host_that_ignores_views() {
+    let host = host::spawn(HostConfig {
+        turn_windows: false,
+        ..HostConfig::default()
+    })
+    .await
+    .expect("host starts");
+    let report = run(&Options {
+        url: Some(host.url().to_owned()),
+        selection: only(&["SUB-008", "TURN-010", "TURN-011", "TURN-013"]),
+        ..Options::default()
+    })
+    .await;
+    host.shutdown().await;
+    let mut verdicts: Vec<(&str, Verdict)> = report
+        .cases
+        .iter()
+        .map(|c| (c.info.id.as_str(), c.verdict))
+        .collect();
+    verdicts.sort_by_key(|(id, _)| *id);
+    assert_eq!(
+        verdicts,
+        [
+            ("SUB-008", Verdict::NotApplicable),
+            ("TURN-010", Verdict::Pass),
+            ("TURN-011", Verdict::NotApplicable),
+            ("TURN-013", Verdict::NotApplicable),
+        ],
+        "{:#?}",
+        report
+            .cases
+            .iter()
+            .map(|c| format!("{}: {}", c.info.id, c.summary))
+            .collect::<Vec<_>>()
+    );
+}
+
 /// LIFECYCLE-006 allows a session whose creation fails (`session/creationFailed`) as much
 /// as a -32002 error: the case runs against a provider the built-in host fails that way.
 #[tokio::test]

@@ -424,6 +424,7 @@ impl Runner<'_> {
             Step::Check(s) => self.expect_check(s),
             Step::AnyOf(s) => self.any_of(&s.alternatives).await,
             Step::Progress(s) => self.expect_progress(s).await,
+            Step::NotApplicable(s) => Err(Stop::NotApplicable(self.subst_str(&s.why)?)),
         }
     }
 

@@ -360,7 +360,11 @@ impl World {
 
     fn subscribe(&mut self, conn: ConnId, params: &Value) -> Result<Value, RpcError> {
         let params: SubscribeParams = parse(params)?;
-        let view_turns = params.view.as_ref().and_then(|v| v.turns);
+        let view_turns = params
+            .view
+            .as_ref()
+            .and_then(|v| v.turns)
+            .filter(|_| self.config.turn_windows);
         match self.snapshot(&params.channel, view_turns) {
             Some(snapshot) => {
                 self.subscribe_conn(conn, &params.channel);

@@ -55,6 +55,10 @@ pub struct HostConfig {
     /// the runtime, for the fuzzer, which creates a session per sequence and would
     /// otherwise spend most of its time waiting on millisecond timer ticks).
     pub session_init: Duration,
+    /// Whether `subscribe` honours `view.turns` with a window of turns and a
+    /// `turnsNextCursor` (the view is advisory: false gives every snapshot all its turns,
+    /// as a conforming host that ignores views does).
+    pub turn_windows: bool,
 }
 
 impl Default for HostConfig {
@@ -66,6 +70,7 @@ impl Default for HostConfig {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             client_grace: DEFAULT_CLIENT_GRACE,
             session_init: DEFAULT_SESSION_INIT,
+            turn_windows: true,
         }
     }
 }
@@ -158,6 +163,7 @@ pub async fn spawn(config: HostConfig) -> io::Result<HostHandle> {
             fault: config.fault,
             replay_capacity: config.replay_capacity,
             session_init: config.session_init,
+            turn_windows: config.turn_windows,
         });
         world.shared = weak.clone();
         Shared {

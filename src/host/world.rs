@@ -125,6 +125,8 @@ pub struct WorldConfig {
     pub fault: Option<Fault>,
     pub replay_capacity: usize,
     pub session_init: std::time::Duration,
+    /// Whether `view.turns` windows snapshots (see `HostConfig::turn_windows`).
+    pub turn_windows: bool,
 }
 
 #[derive(Debug)]

@@ -62,6 +62,9 @@ pub enum Step {
     AnyOf(AnyOf),
     /// Follow the `root/progress` frames of one progress token to their final frame.
     Progress(ExpectProgress),
+    /// End the case as not applicable: as the first alternative of an `any_of`, after checks
+    /// that show the server took an allowed path on which the requirement does not arise.
+    NotApplicable(NotApplicable),
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]
@@ -407,6 +410,13 @@ pub struct ExpectCheck {
 pub struct AnyOf {
     /// Each alternative is the list of steps it takes, tried in order.
     pub alternatives: Vec<Vec<Step>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotApplicable {
+    /// Why, as the report shows it.
+    pub why: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
