@@ -283,6 +283,10 @@ fn suite_schema_and_parser_agree() {
         ),
         suite_with("{ silence = { for_ms = 0, type = \"t\", fresh = true } }"),
         suite_with("{ reconnect = { subscriptions = [], as = \"R\", last_seen = 5 } }"),
+        suite_with(
+            "{ any_of = { alternatives = [[{ check = { value = \"${r}\", len = { \"/a\" = 3 } } }, { not_applicable = { why = \"w\" } }], [{ check = { value = \"${r/x}\", has = [\"/c\"] } }]] } }",
+        ),
+        suite_with("{ progress = { token = \"t-${run}\", after_ms = 50, level = \"SHOULD\" } }"),
         "page = \"p.md\"\n".to_owned(),
         "area = \"a\"\npage = \"p.md\"\n[[case]]\nid = \"X\"\nlevel = \"MUST*\"\nspec = \"s\"\nrequirement = \"r\"\ndoes = \"d\"\nprobe = \"p\"\nneeds = [\"echo\"]\ncapabilities = [\"multipleChats\"]\n".to_owned(),
     ];
@@ -312,6 +316,8 @@ fn suite_schema_and_parser_agree() {
         suite_with("{ echo = { of = \"x\", accepted = \"yes\" } }"),
         suite_with("{ state = { channel = \"c\", len = { \"/a\" = \"2\" } } }"),
         suite_with("{ response = { codes = [\"x\"] } }"),
+        // An alternative that is not a list of steps.
+        suite_with("{ any_of = { alternatives = [{ connect = {} }] } }"),
         // Unknown case field, unknown top-level field, bad level, missing page.
         suite_with("{ connect = {} }").replace("does = ", "colour = \"red\"\ndoes = "),
         format!("colour = \"red\"\n{}", suite_with("{ connect = {} }")),
