@@ -68,6 +68,9 @@ pub enum HarnessError {
     FaultNeedsBuiltin,
     #[error("{0}")]
     Unreachable(String),
+    /// A selection that matches nothing would certify anything (a typo in a CI filter).
+    #[error("the selection {0} matches no case (`ahpspec list` shows the catalog)")]
+    EmptySelection(String),
 }
 
 /// Loads everything a run needs (before any connection is made).
@@ -76,6 +79,9 @@ pub fn prepare(options: &Options, url: String, label: String) -> Result<RunConfi
         Some(dir) => Catalog::from_dir(dir)?,
         None => Catalog::embedded()?,
     };
+    if !options.selection.matches_any(&catalog) {
+        return Err(HarnessError::EmptySelection(options.selection.describe()));
+    }
     let set = match &options.schemas {
         Some(dir) => SchemaSet::from_dir(dir)?,
         None => SchemaSet::embedded()?,

@@ -345,6 +345,12 @@ fn list(args: &ListArgs) -> ExitCode {
         Err(error) => return usage_error(&error.to_string()),
     };
     let selection = args.select.selection();
+    if !selection.matches_any(&catalog) {
+        return usage_error(&format!(
+            "the selection {} matches no case",
+            selection.describe()
+        ));
+    }
     for case in catalog
         .cases
         .iter()
@@ -391,13 +397,19 @@ impl EventSink for Console {
                 }
                 if matches!(
                     result.verdict,
-                    Verdict::Fail | Verdict::Warn | Verdict::HarnessError
+                    Verdict::Fail | Verdict::Warn | Verdict::Blocked | Verdict::HarnessError
                 ) {
                     if self.progress {
                         eprint!("\r\x1b[2K");
                     }
                     println!("{}", report::render_failure(result));
                 }
+            }
+            Event::Notice(text) => {
+                if self.progress {
+                    eprint!("\r\x1b[2K");
+                }
+                eprintln!("ahpspec: {text}");
             }
             Event::RunFinished if self.progress => eprint!("\r\x1b[2K"),
             _ => {}

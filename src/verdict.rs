@@ -47,6 +47,10 @@ pub enum Verdict {
     NotApplicable,
     /// The case needs a behaviour the target cannot be driven into. Never a silent pass.
     NotTestable,
+    /// The case could not run to its end because a rule it relies on failed (the case's
+    /// `blockedBy`); that rule's failure is reported on the rule's own row. Fails the run:
+    /// nothing about the case's own rule was shown.
+    Blocked,
     /// No verdict was possible because of the harness (bad suite, refused connection…).
     /// Never counted as the server's fault.
     HarnessError,
@@ -61,6 +65,7 @@ impl Verdict {
             Verdict::Info => "info",
             Verdict::NotApplicable => "not-applicable",
             Verdict::NotTestable => "not-testable",
+            Verdict::Blocked => "blocked",
             Verdict::HarnessError => "harness-error",
         }
     }
@@ -74,8 +79,9 @@ impl Verdict {
                 Verdict::Info => 2,
                 Verdict::NotTestable => 3,
                 Verdict::Warn => 4,
-                Verdict::Fail => 5,
-                Verdict::HarnessError => 6,
+                Verdict::Blocked => 5,
+                Verdict::Fail => 6,
+                Verdict::HarnessError => 7,
             }
         }
         if rank(other) > rank(self) {
@@ -141,6 +147,9 @@ pub struct CaseResult {
     /// One line: what was found, or for a pass, what was looked at.
     pub summary: String,
     pub findings: Vec<Finding>,
+    /// For a blocked case: the rule whose failure stopped it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked_by: Option<String>,
     /// Every frame of every connection of the case, in time order.
     pub transcript: Vec<ReportedFrame>,
     pub duration_ms: f64,
@@ -158,6 +167,9 @@ pub struct Tally {
     pub info: usize,
     pub not_applicable: usize,
     pub not_testable: usize,
+    /// Cases stopped by the failure of a rule they rely on.
+    #[serde(default)]
+    pub blocked: usize,
     pub harness_error: usize,
     /// Failures and warnings accepted by the baseline file.
     pub baselined: usize,
@@ -172,6 +184,7 @@ impl Tally {
             Verdict::Info => self.info += 1,
             Verdict::NotApplicable => self.not_applicable += 1,
             Verdict::NotTestable => self.not_testable += 1,
+            Verdict::Blocked => self.blocked += 1,
             Verdict::HarnessError => self.harness_error += 1,
         }
     }
@@ -183,6 +196,7 @@ impl Tally {
             + self.info
             + self.not_applicable
             + self.not_testable
+            + self.blocked
             + self.harness_error
     }
 }
@@ -210,7 +224,7 @@ pub struct RunReport {
     pub cases: Vec<CaseResult>,
     /// Cases listed in the baseline that now pass (stale entries fail the run).
     pub stale_baseline: Vec<String>,
-    /// Failures not listed in the baseline.
+    /// Failures and blocked cases not listed in the baseline.
     pub unexpected_failures: Vec<String>,
 }
 

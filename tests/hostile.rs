@@ -246,9 +246,16 @@ fn check_common(mode: &str, report: &RunReport, took: Duration) {
     let details = describe(report);
     assert!(took < RUN_LIMIT, "{mode}: took {took:?}\n{details}");
     assert!(!report.interrupted, "{mode}: not interrupted\n{details}");
-    let ids: BTreeSet<String> = report.cases.iter().map(|c| c.info.id.clone()).collect();
+    // Rows of the selected cases, plus one per prerequisite rule the server broke.
+    let ids: BTreeSet<String> = report
+        .cases
+        .iter()
+        .filter(|c| c.info.source != "prerequisite")
+        .map(|c| c.info.id.clone())
+        .collect();
     assert_eq!(ids, selected_ids(), "{mode}: one row per selected case");
-    assert_eq!(ids.len(), report.cases.len(), "{mode}: no duplicate rows");
+    let all: BTreeSet<&str> = report.cases.iter().map(|c| c.info.id.as_str()).collect();
+    assert_eq!(all.len(), report.cases.len(), "{mode}: no duplicate rows");
     for case in &report.cases {
         assert_ne!(
             case.verdict,
@@ -302,14 +309,13 @@ fn temp_dir(mode: &str) -> PathBuf {
     ))
 }
 
-/// Asserts that every scripted case (all rows but the always-on ones) has `verdict` and a
-/// summary containing `why`.
+/// Asserts that every scripted case (all rows but the always-on and prerequisite ones) has
+/// `verdict` and a summary containing `why`.
 fn assert_scripted(report: &RunReport, except: &[&str], verdict: Verdict, why: &str) {
-    for case in report
-        .cases
-        .iter()
-        .filter(|c| c.info.source != "builtin" && !except.contains(&c.info.id.as_str()))
-    {
+    for case in report.cases.iter().filter(|c| {
+        !matches!(c.info.source.as_str(), "builtin" | "prerequisite")
+            && !except.contains(&c.info.id.as_str())
+    }) {
         assert_eq!(
             case.verdict,
             verdict,
@@ -323,6 +329,37 @@ fn assert_scripted(report: &RunReport, except: &[&str], verdict: Verdict, why: &
             "{}: {:?} should mention {why:?}",
             case.info.id,
             case.summary
+        );
+    }
+}
+
+/// A server that answers no `initialize`: INIT-001 fails once, on its own row, with why;
+/// VERSION-001, which chooses its own offer, fails itself; every other scripted case but
+/// `except` is blocked by INIT-001.
+fn assert_initialize_broken(report: &RunReport, except: &[&str], why: &str) {
+    let init = case(report, "INIT-001");
+    assert_eq!(init.verdict, Verdict::Fail, "{}", describe(report));
+    assert!(finding_text(init).contains(why), "{}", finding_text(init));
+    assert_eq!(
+        verdict_of(report, "VERSION-001"),
+        Verdict::Fail,
+        "{}",
+        describe(report)
+    );
+    let mut skip = vec!["VERSION-001"];
+    skip.extend_from_slice(except);
+    assert_scripted(report, &skip, Verdict::Blocked, "Blocked by INIT-001");
+    assert_scripted(report, &skip, Verdict::Blocked, why);
+    for row in report
+        .cases
+        .iter()
+        .filter(|c| c.verdict == Verdict::Blocked)
+    {
+        assert_eq!(
+            row.blocked_by.as_deref(),
+            Some("INIT-001"),
+            "{}",
+            row.info.id
         );
     }
 }
@@ -351,13 +388,41 @@ async fn silent_server() {
         "{}",
         finding_text(ping)
     );
-    assert_scripted(
-        &report,
-        &["TRANSPORT-010"],
-        Verdict::NotTestable,
-        "initialize got no answer: timed out after 300ms",
-    );
+    assert_initialize_broken(&report, &["TRANSPORT-010"], "timed out after 300ms");
     assert_no_frames_seen(&report);
+}
+
+/// The whole catalog against a silent server: the run's own initialize fails, so INIT-001
+/// fails once and every case that starts with the default initialize is blocked without
+/// running (it would only wait out the same timeout); the rest run and fail or block on
+/// their own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_server_blocks_the_catalog_at_once() {
+    let server = hostile(Mode::Silent).await;
+    let mut opts = options(server.url.clone());
+    opts.selection = Selection::default();
+    opts.jobs = 8;
+    let (report, took) = run_with(opts).await;
+    let report = report.expect("a report");
+    assert!(took < RUN_LIMIT, "took {took:?}");
+    assert!(!report.conforming(), "{}", describe(&report));
+    assert_eq!(verdict_of(&report, "INIT-001"), Verdict::Fail);
+    let not_run = report
+        .cases
+        .iter()
+        .filter(|c| c.verdict == Verdict::Blocked && c.summary.contains("not run"))
+        .count();
+    let scripted = report
+        .cases
+        .iter()
+        .filter(|c| !matches!(c.info.source.as_str(), "builtin" | "prerequisite"))
+        .count();
+    assert!(
+        not_run * 4 > scripted * 3,
+        "only {not_run} of {scripted} cases blocked at once:\n{}",
+        describe(&report)
+    );
+    assert!(report.cases.iter().all(|c| c.verdict != Verdict::Pass));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -379,12 +444,7 @@ async fn garbage_server() {
         "{}",
         finding_text(ping)
     );
-    assert_scripted(
-        &report,
-        &["TRANSPORT-010"],
-        Verdict::NotTestable,
-        "initialize got no answer",
-    );
+    assert_initialize_broken(&report, &["TRANSPORT-010"], "timed out after 300ms");
     // The garbage is in the transcript as evidence.
     assert!(
         ping.transcript
@@ -446,12 +506,7 @@ async fn slow_server() {
         "{}",
         finding_text(ping)
     );
-    assert_scripted(
-        &report,
-        &["TRANSPORT-010"],
-        Verdict::NotTestable,
-        "initialize got no answer: timed out after 300ms",
-    );
+    assert_initialize_broken(&report, &["TRANSPORT-010"], "timed out after 300ms");
     // The late answers (2 s) never stretch the run to wait for them.
     assert!(took < Duration::from_secs(10), "slow run took {took:?}");
 }
@@ -469,12 +524,7 @@ async fn hangup_server() {
         "{}",
         finding_text(ping)
     );
-    assert_scripted(
-        &report,
-        &["TRANSPORT-010"],
-        Verdict::NotTestable,
-        "initialize got no answer: the connection is closed",
-    );
+    assert_initialize_broken(&report, &["TRANSPORT-010"], "the connection is closed");
     assert_no_frames_seen(&report);
 }
 

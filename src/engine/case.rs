@@ -5,6 +5,7 @@ mod alternatives;
 mod progress;
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -27,9 +28,18 @@ pub struct CaseContext {
     /// Unique per case run, for URIs and client ids.
     pub token: String,
     pub rerun: String,
-    /// `capabilities` of the agent the profile uses (from the root state); `None` when the
-    /// server could not be asked.
-    pub agent_capabilities: Option<Value>,
+    /// `capabilities` of the agent the profile uses (from the root state), or why the server
+    /// could not tell (its `initialize` failed: INIT-001).
+    pub agent_capabilities: Result<Value, super::AgentsUnread>,
+    /// Levels of the rules steps may rely on (every case's rule and always-on check).
+    pub rule_levels: Arc<HashMap<String, Level>>,
+}
+
+impl CaseContext {
+    /// The level of a rule a step relies on (MUST when the catalog does not know it).
+    fn rule_level(&self, rule: &str) -> Level {
+        self.rule_levels.get(rule).copied().unwrap_or(Level::Must)
+    }
 }
 
 /// A case's result plus the always-on findings made while it ran.
@@ -38,12 +48,18 @@ pub struct CaseOutcome {
     pub result: CaseResult,
     pub always_on: Vec<(Located, Vec<ReportedFrame>)>,
     pub counts: Counts,
+    /// The failure of another rule that blocked the case (also in `result.findings`).
+    pub prerequisite: Option<Finding>,
 }
 
 /// Why a step stopped the case.
 enum Stop {
     /// An expectation failed at the case's own level.
     Broken(Box<Finding>),
+    /// A step that rests on another rule (its `relies_on`, or a setup step such as
+    /// initialize or session creation) failed because of the server: that rule is broken
+    /// and the case is blocked by it.
+    Prerequisite(Box<Finding>),
     NotTestable(String),
     NotApplicable(String),
     Harness(String),
@@ -73,6 +89,8 @@ struct Runner<'a> {
     counts: Counts,
     started: Instant,
     next_client: usize,
+    /// The `relies_on` rule of the step being run.
+    relies_on: Option<String>,
 }
 
 pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
@@ -91,6 +109,7 @@ pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
         counts: Counts::default(),
         started,
         next_client: 0,
+        relies_on: None,
     };
     let mut stop = None;
     for capability in &case.capabilities {
@@ -98,17 +117,25 @@ pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
             break;
         }
         match &ctx.agent_capabilities {
-            None => {
-                stop = Some(Stop::NotTestable(format!(
-                    "needs capabilities.{capability}, but the server's agents could not be read (initialize failed)"
+            Err(super::AgentsUnread::Server(why)) => {
+                stop = Some(runner.prerequisite(
+                    "INIT-001",
+                    &None,
+                    format!("an initialize result listing the agents (to read capabilities.{capability})"),
+                    why.clone(),
+                ));
+            }
+            Err(super::AgentsUnread::Harness(why)) => {
+                stop = Some(Stop::Harness(format!(
+                    "needs capabilities.{capability}, which could not be read: {why}"
                 )));
             }
-            Some(caps) if caps.get(capability).is_none_or(Value::is_null) => {
+            Ok(caps) if caps.get(capability).is_none_or(Value::is_null) => {
                 stop = Some(Stop::NotApplicable(format!(
                     "the agent does not advertise capabilities.{capability}"
                 )));
             }
-            Some(_) => {}
+            Ok(_) => {}
         }
     }
     if let Some(probe) = &case.probe {
@@ -124,6 +151,7 @@ pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
     if stop.is_none() {
         for located in &case.steps {
             runner.at = located.at.clone();
+            runner.relies_on = located.step.relies_on().map(str::to_owned);
             let outcome = runner.step(&located.step).await;
             runner.process_all();
             if let Err(reason) = outcome {
@@ -201,6 +229,11 @@ impl Runner<'_> {
             .get(&name)
             .map(|conn| context_frames(conn, conn.link.transcript().frames.len()))
             .unwrap_or_default();
+        if let Some(rule) = self.relies_on.clone() {
+            if rule != crate::suite::rule_of(&self.case.info.id) {
+                return Err(self.prerequisite(&rule, on, expected, actual));
+            }
+        }
         let finding = Finding {
             rule: self.case.info.id.clone(),
             verdict: step_level.broken(),
@@ -214,6 +247,69 @@ impl Runner<'_> {
             Ok(())
         } else {
             Err(Stop::Broken(Box::new(finding)))
+        }
+    }
+
+    /// A step that rests on `rule` (or on the step's own `relies_on`, which takes
+    /// precedence) failed because of the server. When that rule is the case's own, this is
+    /// the case's failure; otherwise the case is blocked by it.
+    fn prerequisite(
+        &self,
+        rule: &str,
+        on: &Option<String>,
+        expected: String,
+        actual: String,
+    ) -> Stop {
+        let rule = self.relies_on.as_deref().unwrap_or(rule);
+        let context = self
+            .conns
+            .get(&Self::conn_name(on))
+            .map(|conn| context_frames(conn, conn.link.transcript().frames.len()))
+            .unwrap_or_default();
+        let own = rule == crate::suite::rule_of(&self.case.info.id);
+        let finding = Finding {
+            rule: if own {
+                self.case.info.id.clone()
+            } else {
+                rule.to_owned()
+            },
+            verdict: if own {
+                self.level().broken()
+            } else {
+                self.ctx.rule_level(rule).broken()
+            },
+            expected,
+            actual,
+            step: Some(self.at.clone()),
+            context,
+        };
+        if own {
+            Stop::Broken(Box::new(finding))
+        } else {
+            Stop::Prerequisite(Box::new(finding))
+        }
+    }
+
+    /// A request a step relies on got no response. Silence and a closed connection are the
+    /// server's doing (the rule's failure); a message over the harness's size limit is the
+    /// harness's (AHP sets no limit), and so is a connection or TLS failure.
+    fn transport_failure(
+        &self,
+        error: TransportError,
+        rule: &str,
+        on: &Option<String>,
+        expected: String,
+    ) -> Stop {
+        match error {
+            TransportError::Timeout(_) | TransportError::Closed | TransportError::WebSocket(_) => {
+                self.prerequisite(rule, on, expected, error.to_string())
+            }
+            TransportError::Oversized
+            | TransportError::Connect { .. }
+            | TransportError::Tls(_)
+            | TransportError::CaCertificate { .. } => {
+                Stop::Harness(format!("{}: {expected}: {error}", self.at))
+            }
         }
     }
 
@@ -558,13 +654,29 @@ impl Runner<'_> {
                 "the server does not accept {versions:?}: {}",
                 crate::checks::frame::clip(&response["error"].to_string())
             ))),
-            Ok(response) => Err(Stop::NotTestable(format!(
-                "initialize offering {versions:?} failed: {}",
-                crate::checks::frame::clip(&response.to_string())
-            ))),
-            Err(error) => Err(Stop::NotTestable(format!(
-                "initialize got no answer: {error}"
-            ))),
+            // A case that chooses the versions it offers is about version negotiation: a
+            // refusal is its own failure. With the default offer, every case relies on
+            // INIT-001 (an initialize result for 1.0.0).
+            Ok(response) => Err(self.prerequisite(
+                if s.versions.is_some() {
+                    own_rule(self.case)
+                } else {
+                    "INIT-001"
+                },
+                &s.on,
+                format!("an initialize result for {versions:?}"),
+                crate::checks::frame::clip(&response.to_string()),
+            )),
+            Err(error) => Err(self.transport_failure(
+                error,
+                if s.versions.is_some() {
+                    own_rule(self.case)
+                } else {
+                    "INIT-001"
+                },
+                &s.on,
+                format!("a response to initialize offering {versions:?}"),
+            )),
         }
     }
 
@@ -1027,9 +1139,22 @@ impl Runner<'_> {
                 json!({ "channel": channel, "delivery": { "maxLatencyMs": 0 } }),
                 timeout,
             )
-            .await
-            .map_err(|e| Stop::NotTestable(format!("subscribe {channel}: {e}")))?;
-        Ok(response)
+            .await;
+        match response {
+            Ok(response) if response.pointer("/result/snapshot/state").is_some() => Ok(response),
+            Ok(response) => Err(self.prerequisite(
+                "SUB-001",
+                on,
+                format!("a snapshot of {channel}"),
+                crate::checks::frame::clip(&response.to_string()),
+            )),
+            Err(error) => Err(self.transport_failure(
+                error,
+                "SUB-001",
+                on,
+                format!("a response to subscribe {channel}"),
+            )),
+        }
     }
 
     async fn expect_state(&mut self, s: &ExpectState) -> StepResult {
@@ -1086,16 +1211,26 @@ impl Runner<'_> {
         }
         let timeout = self.ctx.timeout;
         let conn = self.conn(&s.on)?;
-        let created = conn
-            .link
-            .request("createSession", params, timeout)
-            .await
-            .map_err(|e| Stop::NotTestable(format!("createSession: {e}")))?;
-        if created.get("error").is_some() {
-            return Err(Stop::NotTestable(format!(
-                "could not create a session: {}",
-                created["error"]
-            )));
+        let created = conn.link.request("createSession", params, timeout).await;
+        // After createSession the session exists (creating, ready or failed): LIFECYCLE-002.
+        match created {
+            Ok(created) if created.get("error").is_none() => {}
+            Ok(created) => {
+                return Err(self.prerequisite(
+                    "LIFECYCLE-002",
+                    &s.on,
+                    format!("createSession {uri} succeeds"),
+                    crate::checks::frame::clip(&created.to_string()),
+                ))
+            }
+            Err(error) => {
+                return Err(self.transport_failure(
+                    error,
+                    "LIFECYCLE-002",
+                    &s.on,
+                    format!("a response to createSession {uri}"),
+                ))
+            }
         }
         let snapshot = self.subscribe_state(&s.on, &uri).await?;
         let mut state = snapshot
@@ -1114,13 +1249,28 @@ impl Runner<'_> {
                 .await?;
             match found {
                 Some(m) if m["params"]["action"]["type"] == "session/ready" => {}
+                // A provider the target profile names (or the server's first agent) that
+                // cannot create sessions leaves nothing to test; LIFECYCLE-003 is the rule a
+                // session's creation ends by.
                 Some(m) => {
-                    return Err(Stop::NotTestable(format!(
-                        "session creation failed: {}",
-                        m["params"]["action"]["error"]
-                    )))
+                    return Err(self.prerequisite(
+                        "LIFECYCLE-003",
+                        &s.on,
+                        format!("session/ready for {uri} (the target profile's provider)"),
+                        format!(
+                            "session/creationFailed {}",
+                            crate::checks::frame::clip(&m["params"]["action"]["error"].to_string())
+                        ),
+                    ))
                 }
-                None => return Err(Stop::NotTestable("the session never became ready".into())),
+                None => {
+                    return Err(self.prerequisite(
+                        "LIFECYCLE-003",
+                        &s.on,
+                        format!("session/ready or session/creationFailed for {uri}"),
+                        format!("neither within {} ms", timeout.as_millis()),
+                    ))
+                }
             }
             state = self
                 .subscribe_state(&s.on, &uri)
@@ -1177,12 +1327,13 @@ impl Runner<'_> {
                 })
                 .await?;
             if ended.is_none() {
-                return self.broken(
-                    &None,
+                // Every started turn ends (TURN-002); a case that waits for one relies on it.
+                return Err(self.prerequisite(
+                    "TURN-002",
                     &s.on,
                     format!("turn {turn_id} ends"),
                     format!("no end within {} ms", within.as_millis()),
-                );
+                ));
             }
         }
         Ok(())
@@ -1259,6 +1410,8 @@ impl Runner<'_> {
             .flat_map(|c| c.checks.harness_errors.clone())
             .collect();
         let mut findings = self.findings;
+        let mut blocked_by = None;
+        let mut prerequisite = None;
         let (mut verdict, mut summary) = match stop {
             None => (
                 Verdict::Pass,
@@ -1271,11 +1424,27 @@ impl Runner<'_> {
                 findings.push(finding);
                 (verdict, summary)
             }
+            Some(Stop::Prerequisite(finding)) => {
+                let finding = *finding;
+                let summary = format!(
+                    "Blocked by {}: expected {}; got {}",
+                    finding.rule, finding.expected, finding.actual
+                );
+                blocked_by = Some(finding.rule.clone());
+                prerequisite = Some(finding.clone());
+                findings.push(finding);
+                (Verdict::Blocked, summary)
+            }
             Some(Stop::NotTestable(why)) => (Verdict::NotTestable, format!("Not testable: {why}")),
             Some(Stop::NotApplicable(why)) => (Verdict::NotApplicable, why),
             Some(Stop::Harness(why)) => (Verdict::HarnessError, why),
         };
-        for finding in &findings {
+        // A blocked case's own findings are recorded, but its verdict stays "blocked": the
+        // prerequisite's failure is reported on that rule's row.
+        for finding in findings
+            .iter()
+            .filter(|f| blocked_by.as_ref() != Some(&f.rule))
+        {
             verdict = verdict.worst(finding.verdict);
         }
         if verdict == Verdict::Pass && !findings.is_empty() {
@@ -1299,6 +1468,11 @@ impl Runner<'_> {
             verdict,
             summary,
             findings,
+            blocked_by: if verdict == Verdict::Blocked {
+                blocked_by
+            } else {
+                None
+            },
             transcript,
             duration_ms: elapsed.as_secs_f64() * 1000.0,
             rerun: self.ctx.rerun.clone(),
@@ -1307,8 +1481,14 @@ impl Runner<'_> {
             result,
             always_on: self.always_on,
             counts,
+            prerequisite,
         }
     }
+}
+
+/// The rule a case proves (its ID without the `/slug`).
+fn own_rule(case: &Case) -> &str {
+    crate::suite::rule_of(&case.info.id)
 }
 
 /// Orders normalized values: instants (`@nanos`) and numbers numerically, else as text.

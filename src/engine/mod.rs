@@ -6,6 +6,7 @@ pub mod baseline;
 mod case;
 pub mod checkpoint;
 pub mod conn;
+mod prerequisite;
 pub mod profile;
 pub mod vars;
 
@@ -17,6 +18,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::watch;
 
 pub use case::{run_case, CaseContext, CaseOutcome};
+pub use prerequisite::AgentsUnread;
 pub use profile::Profile;
 
 use crate::checks::frame::{Counts, Schemas};
@@ -42,6 +44,37 @@ impl Selection {
         (self.filter.is_empty() || self.filter.iter().any(|p| glob(p, id)))
             && !self.exclude.iter().any(|p| glob(p, id))
             && (self.levels.is_empty() || self.levels.contains(&level))
+    }
+
+    /// Whether anything of the catalog (a case or an always-on rule) is selected.
+    pub fn matches_any(&self, catalog: &Catalog) -> bool {
+        catalog
+            .cases
+            .iter()
+            .any(|case| self.includes(&case.info.id, case.info.level))
+            || ALWAYS_ON
+                .iter()
+                .any(|rule| self.includes(rule.id, rule.level))
+    }
+
+    /// The selection as command-line options, for messages (`--filter NOPE-*`).
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.filter.is_empty() {
+            parts.push(format!("--filter {}", self.filter.join(",")));
+        }
+        if !self.exclude.is_empty() {
+            parts.push(format!("--exclude {}", self.exclude.join(",")));
+        }
+        if !self.levels.is_empty() {
+            let levels: Vec<&str> = self.levels.iter().map(|l| l.as_str()).collect();
+            parts.push(format!("--level {}", levels.join(",")));
+        }
+        if parts.is_empty() {
+            "the whole catalog".to_owned()
+        } else {
+            parts.join(" ")
+        }
     }
 }
 
@@ -92,6 +125,8 @@ pub enum Event {
         done: usize,
         total: usize,
     },
+    /// Something the person running it should know at once, in one line.
+    Notice(String),
     RunFinished,
 }
 
@@ -132,16 +167,19 @@ pub async fn run(
     let total = cases.len() + always_on.len();
     let mut results: Vec<CaseResult> = Vec::new();
     let mut findings: HashMap<&'static str, Vec<Finding>> = HashMap::new();
+    // Rules broken as the prerequisite of a case, with the cases they blocked.
+    let mut prerequisites = prerequisite::Prerequisites::new();
     let mut counts = Counts::default();
     let mut interrupted = *interrupt.borrow();
     // Reading the capabilities waits on the server: let Ctrl-C cut it short too.
     let agent_capabilities = tokio::select! {
-        capabilities = agent_capabilities(config) => capabilities,
+        capabilities = prerequisite::agent_capabilities(config) => capabilities,
         _ = wait_for_interrupt(&mut interrupt) => {
             interrupted = true;
-            None
+            Err(AgentsUnread::Harness("the run was interrupted".to_owned()))
         }
     };
+    let rule_levels = Arc::new(prerequisite::rule_levels(&config.catalog));
     let contexts: Vec<CaseContext> = cases
         .iter()
         .enumerate()
@@ -153,17 +191,50 @@ pub async fn run(
             token: format!("{nonce}-{index}"),
             rerun: format!("{} --filter {}", config.rerun_prefix, case.info.id),
             agent_capabilities: agent_capabilities.clone(),
+            rule_levels: Arc::clone(&rule_levels),
         })
         .collect();
     let contexts = Arc::new(contexts);
+    // A server whose initialize failed for the run blocks, at once, every case that would
+    // only fail the same initialize again after its own timeout.
+    let mut to_run: Vec<usize> = Vec::with_capacity(cases.len());
+    for (index, case) in cases.iter().enumerate() {
+        let blocked = match (&agent_capabilities, interrupted) {
+            (Err(AgentsUnread::Server(why)), false) => {
+                prerequisite::blocked_before_running(case, why, contexts[index].rerun.clone())
+            }
+            _ => None,
+        };
+        match blocked {
+            Some((result, finding)) => {
+                prerequisites
+                    .entry(finding.rule.clone())
+                    .or_default()
+                    .push((result.info.id.clone(), finding));
+                results.push(result);
+                sink.event(&Event::CaseFinished {
+                    result: Box::new(results[results.len() - 1].clone()),
+                    done: results.len(),
+                    total,
+                });
+            }
+            None => to_run.push(index),
+        }
+    }
+    if let (Err(AgentsUnread::Server(why)), false) = (&agent_capabilities, results.is_empty()) {
+        sink.event(&Event::Notice(format!(
+            "the server answered no initialize ({why}): INIT-001 fails and the {} cases that start with one are blocked without running",
+            results.len()
+        )));
+    }
     let mut pending = FuturesUnordered::new();
     let mut next = 0;
     let jobs = config.jobs.max(1);
-    while !interrupted && (next < cases.len() || !pending.is_empty()) {
-        while next < cases.len() && pending.len() < jobs {
-            let case = cases[next];
+    while !interrupted && (next < to_run.len() || !pending.is_empty()) {
+        while next < to_run.len() && pending.len() < jobs {
+            let index = to_run[next];
+            let case = cases[index];
             let contexts = Arc::clone(&contexts);
-            let index = next;
             pending.push(async move { (index, run_case(case, &contexts[index]).await) });
             next += 1;
         }
@@ -184,6 +255,9 @@ pub async fn run(
                         step: None,
                         context,
                     });
+                }
+                if let Some(finding) = outcome.prerequisite {
+                    prerequisites.entry(finding.rule.clone()).or_default().push((outcome.result.info.id.clone(), finding));
                 }
                 results.push(outcome.result);
                 sink.event(&Event::CaseFinished { result: Box::new(results[results.len() - 1].clone()), done: results.len(), total });
@@ -218,6 +292,13 @@ pub async fn run(
             });
         }
     }
+    for result in prerequisite::charge_prerequisites(&mut results, prerequisites, config) {
+        sink.event(&Event::CaseFinished {
+            result: Box::new(result),
+            done: total,
+            total,
+        });
+    }
     let mut report = RunReport {
         format: 1,
         tool: "ahpspec".into(),
@@ -249,46 +330,6 @@ async fn wait_for_interrupt(interrupt: &mut watch::Receiver<bool>) {
             std::future::pending::<()>().await;
         }
     }
-}
-
-/// `capabilities` of the profile's agent as the root state advertises it (`{}` when the
-/// server cannot be asked: cases then fail on their own steps).
-async fn agent_capabilities(config: &RunConfig) -> Option<serde_json::Value> {
-    use serde_json::{json, Value};
-    let mut link = crate::transport::Connection::connect(&config.url, config.timeout)
-        .await
-        .ok()?;
-    let init = link
-        .request(
-            "initialize",
-            json!({ "channel": "ahp-root://", "protocolVersions": ["1.0.0"], "clientId": format!("ahpspec-probe-{}", std::process::id()),
-                    "initialSubscriptions": ["ahp-root://"] }),
-            config.timeout,
-        )
-        .await;
-    link.close().await;
-    let init = init.ok().filter(|init| init.get("result").is_some())?;
-    let agents = init
-        .pointer("/result/snapshots/0/state/agents")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let agent = agents
-        .iter()
-        .find(|a| {
-            config
-                .profile
-                .provider
-                .as_deref()
-                .is_some_and(|p| a["provider"] == p)
-        })
-        .or_else(|| agents.first());
-    Some(
-        agent
-            .and_then(|a| a.get("capabilities"))
-            .cloned()
-            .unwrap_or_else(|| json!({})),
-    )
 }
 
 /// The row of an always-on rule: what it looked at and every violation found.
@@ -336,6 +377,7 @@ fn always_on_result(
         verdict,
         summary,
         findings,
+        blocked_by: None,
         transcript: Vec::<ReportedFrame>::new(),
         duration_ms: 0.0,
         rerun: format!("{} --filter {}", config.rerun_prefix, rule.id),
@@ -350,8 +392,9 @@ pub fn reconcile(report: &mut RunReport, baseline: Option<&Baseline>) {
     let mut stale = Vec::new();
     for case in &report.cases {
         tally.add(case.verdict);
-        let failing =
-            case.verdict == Verdict::Fail || (report.strict && case.verdict == Verdict::Warn);
+        // A blocked case proved nothing about its rule: it fails the run like a failure.
+        let failing = matches!(case.verdict, Verdict::Fail | Verdict::Blocked)
+            || (report.strict && case.verdict == Verdict::Warn);
         let listed = baseline.is_some_and(|b| b.lists(&case.info.id));
         if failing && listed {
             tally.baselined += 1;

@@ -274,6 +274,7 @@ pub fn report<T>(
         verdict,
         summary,
         findings,
+        blocked_by: None,
         transcript,
         duration_ms: outcome.elapsed.as_secs_f64() * 1000.0,
         rerun: outcome.found.as_ref().map_or_else(String::new, |f| {

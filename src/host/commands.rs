@@ -176,6 +176,12 @@ impl World {
             }
             Err(message) => return Reply::of(Err(RpcError::new(INVALID_PARAMS, message))),
         };
+        if self.fault(Fault::InitializeError) && params.protocol_versions == ["1.0.0"] {
+            return Reply::of(Err(RpcError::new(
+                INTERNAL_ERROR,
+                "initialization failed (injected fault)",
+            )));
+        }
         let snapshots: Vec<Value> = params
             .initial_subscriptions
             .iter()
@@ -571,6 +577,9 @@ impl World {
             }
             let mut world = shared.lock();
             if !world.sessions.contains_key(&uri) {
+                return;
+            }
+            if world.fault(Fault::SessionsNeverReady) && matches!(agent, AgentKind::Scripted) {
                 return;
             }
             let action = match agent {

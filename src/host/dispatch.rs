@@ -280,6 +280,9 @@ impl World {
                 }
                 Ok(())
             }
+            "chat/truncated" if self.fault(Fault::RejectsTruncation) => {
+                Err("truncation is not supported (injected fault)".into())
+            }
             "chat/pendingMessageSet" => require_user_message(&action["message"]),
             "chat/draftChanged" => match action.get("draft").filter(|d| !d.is_null()) {
                 Some(draft) => require_user_message(draft),

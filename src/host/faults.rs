@@ -93,6 +93,10 @@ faults! {
     SummaryStatusBits => ("summary-status-bits", "STATUS-001", "Sets both the Idle and InProgress bits in root/sessionSummaryChanged while a turn runs."),
     UsageWrongTurn => ("usage-wrong-turn", "TURN-004", "Reports scripted usage with a stale turnId."),
     LegacyUri => ("legacy-uri", "SUB-012", "Answers initialize with a legacy agenthost: URI as defaultDirectory."),
+    // Prerequisites: faults that stop most cases before their own rule (they are blocked by it).
+    SessionsNeverReady => ("sessions-never-ready", "LIFECYCLE-003", "Leaves every session of the scripted agent creating: neither session/ready nor session/creationFailed ever comes."),
+    RejectsTruncation => ("rejects-truncation", "TURN-012", "Rejects every chat/truncated, as a host without truncation would; cases that only use it to end a turn are blocked by TURN-012."),
+    InitializeError => ("initialize-error", "INIT-001", "Answers initialize offering exactly [\"1.0.0\"], a version it supports, with an internal error."),
     // Issue 11, scripted cases (h-suites).
     TurnCompletedTwice => ("turn-completed-twice", "TURN-002", "Ends every completed turn with a second chat/turnComplete."),
     EchoOrderSwapped => ("echo-order-swapped", "DISPATCH-005", "Applies (and echoes) a client's session title changes that arrive back to back in swapped pairs, the second before the first."),

@@ -17,7 +17,7 @@ pub const HTML_CONTEXT_LIMIT: usize = 600;
 
 const STYLE: &str = r#"
 :root{--fg:#1d232a;--muted:#5f6b76;--line:#d9dee3;--bg:#f6f7f9;--card:#fff;
---pass:#1f7a3a;--fail:#c62828;--warn:#b26a00;--info:#1565c0;--na:#6b7480;--nt:#7b3fa0;--he:#4a1010}
+--pass:#1f7a3a;--fail:#c62828;--warn:#b26a00;--info:#1565c0;--na:#6b7480;--nt:#7b3fa0;--bl:#8d3b14;--he:#4a1010}
 *{box-sizing:border-box}
 body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
 main{max-width:1200px;margin:0 auto;padding:24px}
@@ -41,7 +41,7 @@ table{border-collapse:collapse;background:var(--card)}
 .matrix td.zero{color:#b8bfc6}
 .badge{display:inline-block;min-width:92px;text-align:center;font-size:12px;font-weight:600;color:#fff;border-radius:4px;padding:1px 6px;text-transform:uppercase}
 .v-pass{--v:var(--pass)}.v-fail{--v:var(--fail)}.v-warn{--v:var(--warn)}.v-info{--v:var(--info)}
-.v-not-applicable{--v:var(--na)}.v-not-testable{--v:var(--nt)}.v-harness-error{--v:var(--he)}
+.v-not-applicable{--v:var(--na)}.v-not-testable{--v:var(--nt)}.v-blocked{--v:var(--bl)}.v-harness-error{--v:var(--he)}
 .badge{background:var(--v)}
 .matrix th .badge{min-width:0}
 .case{background:var(--card);border:1px solid var(--line);border-left:5px solid var(--v);border-radius:6px;padding:10px 14px;margin:8px 0}
@@ -267,6 +267,9 @@ fn case_card(out: &mut String, case: &CaseResult) {
     meta(out, "Spec", &esc(&info.spec));
     meta(out, "Does", &esc(&info.does));
     meta(out, "Result", &esc(&case.summary));
+    if let Some(rule) = &case.blocked_by {
+        meta(out, "Blocked by", &esc(rule));
+    }
     meta(
         out,
         "Source",
@@ -435,10 +438,12 @@ mod tests {
         // The long frame is cut in the finding's context but whole in the transcript.
         assert_eq!(html.matches("more characters in report.json").count(), 1);
         assert!(html.contains("<dt>Expected</dt><dd>no `action` on ahp-root:// for 500 ms</dd>"));
-        // The subscriptions row of the matrix: 0 pass, 1 fail, 1 warn, 0 info, 1 n/a, 0 n/t, 1 error.
+        // The subscriptions row of the matrix: 0 pass, 1 fail, 1 warn, 0 info, 1 n/a, 0 n/t,
+        // 0 blocked, 1 error.
         assert!(html.contains(
             "subscriptions</a></td><td class=\"zero\">0</td><td>1</td><td>1</td>\
-             <td class=\"zero\">0</td><td>1</td><td class=\"zero\">0</td><td>1</td><td>4</td>"
+             <td class=\"zero\">0</td><td>1</td><td class=\"zero\">0</td>\
+             <td class=\"zero\">0</td><td>1</td><td>4</td>"
         ));
     }
 

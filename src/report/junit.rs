@@ -1,6 +1,6 @@
 //! `junit.xml`: one `<testsuite>` per spec area, one `<testcase>` per case.
 //!
-//! Mapping: `fail` → `<failure>`; `harness-error` → `<error>`; `warn` → `<failure
+//! Mapping: `fail` → `<failure>`; `blocked` → `<failure type="blocked">` (it fails the run); `harness-error` → `<error>`; `warn` → `<failure
 //! type="warning">` under `--strict`, otherwise a `<system-out>` note; `not-applicable` and
 //! `not-testable` → `<skipped>`; `info` passes with a `<system-out>` note.
 
@@ -74,7 +74,7 @@ impl Counts {
         for case in cases {
             c.tests += 1;
             match case.verdict {
-                Verdict::Fail => c.failures += 1,
+                Verdict::Fail | Verdict::Blocked => c.failures += 1,
                 Verdict::Warn if strict => c.failures += 1,
                 Verdict::HarnessError => c.errors += 1,
                 Verdict::NotApplicable | Verdict::NotTestable => c.skipped += 1,
@@ -107,6 +107,11 @@ fn testcase(out: &mut String, case: &CaseResult, area: &str, strict: bool) {
         Verdict::Pass => None,
         Verdict::Fail => Some(format!(
             "<failure message=\"{}\" type=\"fail\">{}</failure>",
+            attr(&case.summary),
+            text(&render_failure(case))
+        )),
+        Verdict::Blocked => Some(format!(
+            "<failure message=\"{}\" type=\"blocked\">{}</failure>",
             attr(&case.summary),
             text(&render_failure(case))
         )),
@@ -313,13 +318,13 @@ mod tests {
         let xml = render(&report);
         let names = check_well_formed(&xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
         let t = &report.tally;
-        assert_eq!(count(&names, "testsuite"), 2);
+        assert_eq!(count(&names, "testsuite"), 3);
         assert_eq!(count(&names, "testcase"), t.total());
-        assert_eq!(count(&names, "failure"), t.fail);
+        assert_eq!(count(&names, "failure"), t.fail + t.blocked);
         assert_eq!(count(&names, "error"), t.harness_error);
         assert_eq!(count(&names, "skipped"), t.not_applicable + t.not_testable);
         assert_eq!(count(&names, "system-out"), t.warn + t.info);
-        assert!(xml.contains("tests=\"7\" failures=\"1\" errors=\"1\" skipped=\"2\""));
+        assert!(xml.contains("tests=\"8\" failures=\"2\" errors=\"1\" skipped=\"2\""));
         assert!(xml.contains("classname=\"ahpspec.subscriptions\""));
         assert!(xml.contains("name=\"SUB-004 — Subscribes to the root channel"));
         assert!(
@@ -353,7 +358,7 @@ mod tests {
         let names = check_well_formed(&xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
         assert_eq!(
             count(&names, "failure"),
-            report.tally.fail + report.tally.warn
+            report.tally.fail + report.tally.blocked + report.tally.warn
         );
         assert!(
             xml.contains("<failure message=\"an action preceded the snapshot\" type=\"warning\">")

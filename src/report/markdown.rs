@@ -75,17 +75,20 @@ pub fn render(report: &RunReport) -> String {
         .filter(|c| {
             matches!(
                 c.verdict,
-                Verdict::Fail | Verdict::Warn | Verdict::HarnessError
+                Verdict::Fail | Verdict::Warn | Verdict::Blocked | Verdict::HarnessError
             )
         })
         .collect();
     if !problems.is_empty() {
         out.push_str("\n### Failures and warnings\n\n");
         for case in problems {
-            let actual = case
-                .findings
-                .first()
-                .map_or(case.summary.as_str(), |f| f.actual.as_str());
+            let actual = match &case.blocked_by {
+                Some(_) => case.summary.as_str(),
+                None => case
+                    .findings
+                    .first()
+                    .map_or(case.summary.as_str(), |f| f.actual.as_str()),
+            };
             let _ = writeln!(
                 out,
                 "- **{}** ({}, {}) — {}  \n  Actual: {}",
@@ -172,8 +175,8 @@ mod tests {
         golden("summary.md", &text);
         assert!(text.starts_with("## AHP conformance: not conforming\n"));
         assert!(text.contains("| fail | 1 |"));
-        assert!(text.contains("| **total** | **7** |"));
-        assert!(text.contains("| subscriptions | 0 | 1 | 1 | 0 | 1 | 0 | 1 | 4 |"));
+        assert!(text.contains("| **total** | **8** |"));
+        assert!(text.contains("| subscriptions | 0 | 1 | 1 | 0 | 1 | 0 | 0 | 1 | 4 |"));
         assert!(text.contains("- **SUB-004** (MUST, fail) — After unsubscribing"));
         assert!(text.contains("Actual: action seq 7 on ahp-root:// after 120 ms"));
         assert!(text.contains("- **SUB-009** (SHOULD, warn)"));

@@ -106,11 +106,11 @@ fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, ReportE
 }
 
 /// The one-line tally, e.g. `142 cases: 130 pass, 2 fail, 3 warn, 5 info, 1 not
-/// applicable, 1 not testable, 0 harness errors in 1.84 s`.
+/// applicable, 1 not testable, 0 blocked, 0 harness errors in 1.84 s`.
 pub fn render_summary_line(report: &RunReport) -> String {
     let t = &report.tally;
     let mut line = format!(
-        "{} {}: {} pass, {} fail, {} warn, {} info, {} not applicable, {} not testable, {} harness {}",
+        "{} {}: {} pass, {} fail, {} warn, {} info, {} not applicable, {} not testable, {} blocked, {} harness {}",
         t.total(),
         plural(t.total(), "case", "cases"),
         t.pass,
@@ -119,6 +119,7 @@ pub fn render_summary_line(report: &RunReport) -> String {
         t.info,
         t.not_applicable,
         t.not_testable,
+        t.blocked,
         t.harness_error,
         plural(t.harness_error, "error", "errors"),
     );
@@ -145,6 +146,13 @@ pub fn render_failure(case: &CaseResult) -> String {
         terminal_safe(&info.requirement)
     );
     let _ = writeln!(out, "  Spec: {}", terminal_safe(&info.spec));
+    if let Some(rule) = &case.blocked_by {
+        let _ = writeln!(
+            out,
+            "  Blocked by {}: the case could not run to its end because that rule failed (see its row)",
+            terminal_safe(rule)
+        );
+    }
     if case.findings.is_empty() {
         let _ = writeln!(
             out,
@@ -235,13 +243,14 @@ fn plural(n: usize, one: &'static str, many: &'static str) -> &'static str {
 }
 
 /// Every verdict, in the order reports list them.
-pub(crate) const VERDICTS: [Verdict; 7] = [
+pub(crate) const VERDICTS: [Verdict; 8] = [
     Verdict::Pass,
     Verdict::Fail,
     Verdict::Warn,
     Verdict::Info,
     Verdict::NotApplicable,
     Verdict::NotTestable,
+    Verdict::Blocked,
     Verdict::HarnessError,
 ];
 
@@ -267,6 +276,7 @@ pub(crate) fn tally_count(report: &RunReport, verdict: Verdict) -> usize {
         Verdict::Info => t.info,
         Verdict::NotApplicable => t.not_applicable,
         Verdict::NotTestable => t.not_testable,
+        Verdict::Blocked => t.blocked,
         Verdict::HarnessError => t.harness_error,
     }
 }
@@ -290,6 +300,7 @@ pub(crate) fn verdict_label(verdict: Verdict) -> &'static str {
         Verdict::Info => "info",
         Verdict::NotApplicable => "not applicable",
         Verdict::NotTestable => "not testable",
+        Verdict::Blocked => "blocked",
         Verdict::HarnessError => "harness error",
     }
 }
@@ -304,8 +315,8 @@ mod tests {
         let report = sample_report();
         assert_eq!(
             render_summary_line(&report),
-            "7 cases: 1 pass, 1 fail, 1 warn, 1 info, 1 not applicable, 1 not testable, \
-             1 harness error in 1.84 s"
+            "8 cases: 1 pass, 1 fail, 1 warn, 1 info, 1 not applicable, 1 not testable, \
+             1 blocked, 1 harness error in 1.84 s"
         );
     }
 
@@ -349,7 +360,7 @@ mod tests {
         assert_eq!(
             render_summary_line(&report),
             "0 cases: 0 pass, 0 fail, 0 warn, 0 info, 0 not applicable, 0 not testable, \
-             0 harness errors in 1.84 s (interrupted)"
+             0 blocked, 0 harness errors in 1.84 s (interrupted)"
         );
         let md = markdown::render(&report);
         assert!(md.contains("## AHP conformance: incomplete (interrupted)"));

@@ -63,13 +63,14 @@ fn case(info: CaseInfo, verdict: Verdict, summary: &str, findings: Vec<Finding>)
         verdict,
         summary: summary.to_owned(),
         findings,
+        blocked_by: None,
         transcript,
         duration_ms: 12.5,
         rerun,
     }
 }
 
-/// Seven cases in two areas, one per verdict. The failing case's frames carry markup,
+/// Eight cases in three areas, one per verdict. The failing case's frames carry markup,
 /// ampersands, a terminal escape and a very long line.
 pub(crate) fn sample_report() -> RunReport {
     let long = format!(
@@ -196,6 +197,30 @@ pub(crate) fn sample_report() -> RunReport {
             "Not testable: the idle timeout is not configurable on this target",
             vec![],
         ),
+        {
+            let mut blocked = case(
+                info(
+                    "PENDING-002",
+                    Level::Must,
+                    "pending-messages",
+                    "A queued message set again with the same id is updated in place.",
+                    "Queues a message twice under one id and reads the queue.",
+                    64,
+                ),
+                Verdict::Blocked,
+                "Blocked by LIFECYCLE-003: expected session/ready; got nothing within 5000 ms",
+                vec![Finding {
+                    rule: "LIFECYCLE-003".to_owned(),
+                    verdict: Verdict::Fail,
+                    expected: "session/ready or session/creationFailed".to_owned(),
+                    actual: "neither within 5000 ms".to_owned(),
+                    step: Some("suites/pending-messages.toml:70".to_owned()),
+                    context: vec![],
+                }],
+            );
+            blocked.blocked_by = Some("LIFECYCLE-003".to_owned());
+            blocked
+        },
         case(
             info(
                 "SUB-020/reconnect",
@@ -228,7 +253,11 @@ pub(crate) fn sample_report() -> RunReport {
         tally,
         cases,
         stale_baseline: vec![],
-        unexpected_failures: vec!["SUB-004".to_owned(), "SUB-020/reconnect".to_owned()],
+        unexpected_failures: vec![
+            "SUB-004".to_owned(),
+            "PENDING-002".to_owned(),
+            "SUB-020/reconnect".to_owned(),
+        ],
     }
 }
 

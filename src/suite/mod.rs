@@ -86,6 +86,8 @@ pub enum SuiteError {
         line: usize,
         id: String,
     },
+    #[error("{at}: relies_on names {rule}, which no case or always-on check proves")]
+    UnknownRule { at: String, rule: String },
     #[error("no suite files (*.toml) in {0}")]
     Empty(PathBuf),
 }
@@ -284,8 +286,62 @@ impl Catalog {
                 catalog.cases.push(case);
             }
         }
+        catalog.check_relied_on_rules()?;
         Ok(catalog)
     }
+
+    /// Every `relies_on` must name a rule the run can report on: a case's rule or an
+    /// always-on check's.
+    fn check_relied_on_rules(&self) -> Result<(), SuiteError> {
+        for case in &self.cases {
+            for located in &case.steps {
+                if let Some(rule) = located.step.relies_on() {
+                    if self.rule(rule).is_none() {
+                        return Err(SuiteError::UnknownRule {
+                            at: located.at.clone(),
+                            rule: rule.to_owned(),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What the run says about a rule that is not (or not only) a case of its own, e.g.
+    /// one a step relies on: the case proving it (`RULE` or `RULE/slug`), or the always-on
+    /// check under that ID. `None` when neither exists.
+    pub fn rule(&self, rule: &str) -> Option<CaseInfo> {
+        let of_case = self
+            .cases
+            .iter()
+            .find(|case| case.info.id == rule)
+            .or_else(|| {
+                self.cases
+                    .iter()
+                    .find(|case| rule_of(&case.info.id) == rule)
+            });
+        if let Some(case) = of_case {
+            return Some(CaseInfo {
+                id: rule.to_owned(),
+                ..case.info.clone()
+            });
+        }
+        crate::checks::always_on(rule).map(|check| CaseInfo {
+            id: check.id.to_owned(),
+            level: check.level,
+            area: check.area.to_owned(),
+            spec: check.spec.to_owned(),
+            requirement: check.requirement.to_owned(),
+            does: format!("Checked on every frame of every case ({})", check.unit),
+            source: "builtin".to_owned(),
+        })
+    }
+}
+
+/// The rule ID of a case ID (`TOOL-007/denied` → `TOOL-007`).
+pub fn rule_of(case_id: &str) -> &str {
+    case_id.split('/').next().unwrap_or(case_id)
 }
 
 fn split_source(source: &str) -> (String, usize) {

@@ -84,6 +84,10 @@ pub struct Connect {
 #[serde(deny_unknown_fields)]
 pub struct Initialize {
     pub on: Option<String>,
+    /// The rule this step relies on when it exercises another rule than the case's (e.g. a
+    /// truncation used only to end a turn): a miss is that rule's failure, and the case is
+    /// blocked by it instead of failing.
+    pub relies_on: Option<String>,
     /// Offered versions (default `["1.0.0"]`).
     pub versions: Option<Vec<String>>,
     /// Client id (default: a fresh one per connection).
@@ -168,6 +172,10 @@ pub struct Dispatch {
 #[serde(deny_unknown_fields)]
 pub struct ExpectResponse {
     pub on: Option<String>,
+    /// The rule this step relies on when it exercises another rule than the case's (e.g. a
+    /// truncation used only to end a turn): a miss is that rule's failure, and the case is
+    /// blocked by it instead of failing.
+    pub relies_on: Option<String>,
     /// Name of the request (or `initialize` / reconnect `as` name). Absent (and no `id`):
     /// the next response with `id: null` (answers to unparseable input).
     pub to: Option<String>,
@@ -216,6 +224,10 @@ pub struct ExpectResponse {
 #[serde(deny_unknown_fields)]
 pub struct ExpectEcho {
     pub on: Option<String>,
+    /// The rule this step relies on when it exercises another rule than the case's (e.g. a
+    /// truncation used only to end a turn): a miss is that rule's failure, and the case is
+    /// blocked by it instead of failing.
+    pub relies_on: Option<String>,
     /// Name of the dispatch.
     pub of: String,
     /// `true`: accepted (no `rejectionReason`); `false`: rejected.
@@ -232,6 +244,10 @@ pub struct ExpectEcho {
 #[serde(deny_unknown_fields)]
 pub struct ExpectAction {
     pub on: Option<String>,
+    /// The rule this step relies on when it exercises another rule than the case's (e.g. a
+    /// truncation used only to end a turn): a miss is that rule's failure, and the case is
+    /// blocked by it instead of failing.
+    pub relies_on: Option<String>,
     pub channel: String,
     #[serde(rename = "type")]
     pub action_type: String,
@@ -252,6 +268,10 @@ pub struct ExpectAction {
 #[serde(deny_unknown_fields)]
 pub struct ExpectNotification {
     pub on: Option<String>,
+    /// The rule this step relies on when it exercises another rule than the case's (e.g. a
+    /// truncation used only to end a turn): a miss is that rule's failure, and the case is
+    /// blocked by it instead of failing.
+    pub relies_on: Option<String>,
     pub method: String,
     /// Pointer (into params) → value.
     #[serde(default, rename = "where")]
@@ -266,6 +286,10 @@ pub struct ExpectNotification {
 #[serde(deny_unknown_fields)]
 pub struct ExpectSilence {
     pub on: Option<String>,
+    /// The rule this step relies on when it exercises another rule than the case's (e.g. a
+    /// truncation used only to end a turn): a miss is that rule's failure, and the case is
+    /// blocked by it instead of failing.
+    pub relies_on: Option<String>,
     pub for_ms: u64,
     /// Only messages with this method count (any when absent).
     pub method: Option<String>,
@@ -290,6 +314,10 @@ pub struct ExpectSilence {
 #[serde(deny_unknown_fields)]
 pub struct ExpectClosed {
     pub on: Option<String>,
+    /// The rule this step relies on when it exercises another rule than the case's (e.g. a
+    /// truncation used only to end a turn): a miss is that rule's failure, and the case is
+    /// blocked by it instead of failing.
+    pub relies_on: Option<String>,
     pub within_ms: Option<u64>,
     pub level: Option<String>,
 }
@@ -298,6 +326,10 @@ pub struct ExpectClosed {
 #[serde(deny_unknown_fields)]
 pub struct ExpectState {
     pub on: Option<String>,
+    /// The rule this step relies on when it exercises another rule than the case's (e.g. a
+    /// truncation used only to end a turn): a miss is that rule's failure, and the case is
+    /// blocked by it instead of failing.
+    pub relies_on: Option<String>,
     pub channel: String,
     /// Re-check until the expectations hold or this many ms pass (eventual consistency).
     pub within_ms: Option<u64>,
@@ -334,6 +366,10 @@ pub struct ExpectState {
 #[serde(deny_unknown_fields)]
 pub struct MakeSession {
     pub on: Option<String>,
+    /// The rule this step relies on when it exercises another rule than the case's (e.g. a
+    /// truncation used only to end a turn): a miss is that rule's failure, and the case is
+    /// blocked by it instead of failing.
+    pub relies_on: Option<String>,
     /// Variable name: `${S}` is the session URI, `${S.chat}` its default chat.
     #[serde(rename = "as")]
     pub name: String,
@@ -347,6 +383,10 @@ pub struct MakeSession {
 #[serde(deny_unknown_fields)]
 pub struct StartTurn {
     pub on: Option<String>,
+    /// The rule this step relies on when it exercises another rule than the case's (e.g. a
+    /// truncation used only to end a turn): a miss is that rule's failure, and the case is
+    /// blocked by it instead of failing.
+    pub relies_on: Option<String>,
     pub chat: String,
     /// Turn id (default `t1`).
     pub id: Option<String>,
@@ -377,6 +417,39 @@ pub struct Checkpoint {
     pub channels: Option<Vec<String>>,
 }
 
+impl Step {
+    /// The rule a step relies on (`relies_on`), when it names one.
+    pub fn relies_on(&self) -> Option<&str> {
+        let rule = match self {
+            Step::Initialize(s) => &s.relies_on,
+            Step::Response(s) => &s.relies_on,
+            Step::Echo(s) => &s.relies_on,
+            Step::Action(s) => &s.relies_on,
+            Step::Notification(s) => &s.relies_on,
+            Step::Silence(s) => &s.relies_on,
+            Step::Closed(s) => &s.relies_on,
+            Step::State(s) => &s.relies_on,
+            Step::Session(s) => &s.relies_on,
+            Step::Turn(s) => &s.relies_on,
+            Step::Check(s) => &s.relies_on,
+            Step::Progress(s) => &s.relies_on,
+            Step::Connect(_)
+            | Step::Reconnect(_)
+            | Step::Request(_)
+            | Step::Notify(_)
+            | Step::Raw(_)
+            | Step::Binary(_)
+            | Step::Dispatch(_)
+            | Step::Disconnect(_)
+            | Step::Sleep(_)
+            | Step::Checkpoint(_)
+            | Step::AnyOf(_)
+            | Step::NotApplicable(_) => return None,
+        };
+        rule.as_deref()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExpectCheck {
@@ -403,6 +476,8 @@ pub struct ExpectCheck {
     #[serde(default)]
     pub excludes: Matches,
     pub level: Option<String>,
+    /// The rule this check exercises when it is not the case's own (see `relies_on`).
+    pub relies_on: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -428,4 +503,6 @@ pub struct ExpectProgress {
     /// How long nothing more may arrive for the token after its final frame (default 100).
     pub after_ms: Option<u64>,
     pub level: Option<String>,
+    /// The rule this step exercises when it is not the case's own (see `relies_on`).
+    pub relies_on: Option<String>,
 }

@@ -32,6 +32,9 @@ impl Runner<'_> {
 
     /// Runs the alternatives in order until one passes. Notes recorded by a failed
     /// alternative are dropped with it; when all fail, the failure lists each one's miss.
+    /// Only a miss of the case's own rule moves on to the next alternative: a step that
+    /// another rule's failure blocked (a prerequisite), or one that ends the case otherwise
+    /// (`not_applicable`), ends it here.
     pub(super) async fn any_of(&mut self, alternatives: &[Vec<Step>]) -> StepResult {
         let mut misses: Vec<Finding> = Vec::new();
         for steps in alternatives {
@@ -66,10 +69,19 @@ impl Runner<'_> {
         })))
     }
 
+    /// Runs one alternative's steps, each under its own `relies_on` (as the case's steps
+    /// are); the `any_of` step's own is restored afterwards.
     async fn run_alternative(&mut self, steps: &[Step]) -> StepResult {
+        let outer = self.relies_on.clone();
+        let mut outcome = Ok(());
         for step in steps {
-            Box::pin(self.step(step)).await?;
+            self.relies_on = step.relies_on().map(str::to_owned);
+            outcome = Box::pin(self.step(step)).await;
+            if outcome.is_err() {
+                break;
+            }
         }
-        Ok(())
+        self.relies_on = outer;
+        outcome
     }
 }

@@ -1,0 +1,240 @@
+//! Prerequisites: rules that cases rely on before they reach their own (initialize, a
+//! ready session, a subscription, or a step's `relies_on`). A prerequisite the server
+//! breaks is reported once, on that rule's row, and every case it stopped is blocked.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::RunConfig;
+use crate::checks::ALWAYS_ON;
+use crate::suite::{Case, Catalog, Step};
+use crate::transport::TransportError;
+use crate::verdict::{CaseInfo, CaseResult, Finding, Level, Verdict};
+
+/// Why the run could not read the agents' capabilities from the server's root state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentsUnread {
+    /// The server failed the run's `initialize` (INIT-001).
+    Server(String),
+    /// The harness could not ask (connection, size limit, interrupted).
+    Harness(String),
+}
+
+/// Rules broken as a prerequisite, each with the cases it blocked and the finding.
+pub(super) type Prerequisites = BTreeMap<String, Vec<(String, Finding)>>;
+
+/// When the run's own `initialize` (the one that reads the agents) failed, a case that
+/// starts by initialising with the default offer would only repeat that failure after a
+/// timeout of its own: it is blocked by INIT-001 at once, without running. Cases that
+/// first do something else (ping before initialize, malformed frames, version offers of
+/// their own), and INIT-001's own cases, still run.
+pub(super) fn blocked_before_running(
+    case: &Case,
+    why: &str,
+    rerun: String,
+) -> Option<(CaseResult, Finding)> {
+    let first = case.steps.first()?;
+    let Step::Initialize(init) = &first.step else {
+        return None;
+    };
+    let own = crate::suite::rule_of(&case.info.id) == "INIT-001";
+    if own || init.versions.is_some() || init.relies_on.is_some() || init.send_only {
+        return None;
+    }
+    let finding = Finding {
+        rule: "INIT-001".to_owned(),
+        verdict: Verdict::Fail,
+        expected: "an initialize result for [\"1.0.0\"]".to_owned(),
+        actual: why.to_owned(),
+        step: Some(first.at.clone()),
+        context: Vec::new(),
+    };
+    let result = CaseResult {
+        info: case.info.clone(),
+        verdict: Verdict::Blocked,
+        summary: format!(
+            "Blocked by INIT-001 (not run: the run's own initialize already failed): {why}"
+        ),
+        findings: vec![finding.clone()],
+        blocked_by: Some("INIT-001".to_owned()),
+        transcript: Vec::new(),
+        duration_ms: 0.0,
+        rerun,
+    };
+    Some((result, finding))
+}
+
+/// The level of every rule a step may rely on: each case's rule and each always-on check.
+pub(super) fn rule_levels(catalog: &Catalog) -> HashMap<String, Level> {
+    let mut levels: HashMap<String, Level> = ALWAYS_ON
+        .iter()
+        .map(|rule| (rule.id.to_owned(), rule.level))
+        .collect();
+    for case in &catalog.cases {
+        let rule = crate::suite::rule_of(&case.info.id);
+        if case.info.id == rule || !levels.contains_key(rule) {
+            levels.insert(rule.to_owned(), case.info.level);
+        }
+    }
+    levels
+}
+
+/// Reports each rule broken as a prerequisite once, on that rule's row: an existing row
+/// (its case, or its always-on check) takes the findings and fails at the rule's level; a
+/// rule without a row in this run gets one. Returns the rows it changed or added.
+pub(super) fn charge_prerequisites(
+    results: &mut Vec<CaseResult>,
+    prerequisites: BTreeMap<String, Vec<(String, Finding)>>,
+    config: &RunConfig,
+) -> Vec<CaseResult> {
+    let mut changed = Vec::new();
+    for (rule, blocked) in prerequisites {
+        let cases: Vec<&str> = blocked.iter().map(|(case, _)| case.as_str()).collect();
+        let note = format!(
+            "broken as a prerequisite of {} case(s): {}",
+            cases.len(),
+            clip_list(&cases)
+        );
+        let level = blocked[0].1.verdict;
+        let mut findings: Vec<Finding> = blocked
+            .iter()
+            .map(|(case, finding)| Finding {
+                actual: format!("{} (in case {case})", finding.actual),
+                ..finding.clone()
+            })
+            .collect();
+        findings.truncate(20);
+        let first = &findings[0];
+        let index = results.iter().position(|r| r.info.id == rule).or_else(|| {
+            results
+                .iter()
+                .position(|r| crate::suite::rule_of(&r.info.id) == rule)
+        });
+        let row = match index {
+            Some(index) => {
+                let row = &mut results[index];
+                if matches!(row.verdict, Verdict::Fail | Verdict::Warn) {
+                    row.summary = format!("{}; also {note}", row.summary);
+                } else {
+                    row.summary = format!(
+                        "{note}; first: expected {}; got {}",
+                        first.expected, first.actual
+                    );
+                }
+                row.verdict = row.verdict.worst(level);
+                row.blocked_by = None;
+                row.findings.extend(findings);
+                row.clone()
+            }
+            None => {
+                let info = config.catalog.rule(&rule).unwrap_or_else(|| CaseInfo {
+                    id: rule.clone(),
+                    level: Level::Must,
+                    area: "prerequisites".to_owned(),
+                    spec: "RULES.md".to_owned(),
+                    requirement: format!("{rule} (relied on by other cases)"),
+                    does: String::new(),
+                    source: "prerequisite".to_owned(),
+                });
+                let row = CaseResult {
+                    info: CaseInfo {
+                        does: format!("Relied on by other cases' steps ({})", info.does),
+                        source: "prerequisite".to_owned(),
+                        ..info
+                    },
+                    verdict: level,
+                    summary: format!(
+                        "{note}; first: expected {}; got {}",
+                        first.expected, first.actual
+                    ),
+                    findings,
+                    blocked_by: None,
+                    transcript: Vec::new(),
+                    duration_ms: 0.0,
+                    rerun: format!("{} --filter {rule}", config.rerun_prefix),
+                };
+                // Before the always-on rows, after the cases.
+                let at = results
+                    .iter()
+                    .position(|r| r.info.source == "builtin")
+                    .unwrap_or(results.len());
+                results.insert(at, row.clone());
+                row
+            }
+        };
+        changed.push(row);
+    }
+    changed
+}
+
+/// Up to five IDs, then how many more.
+fn clip_list(ids: &[&str]) -> String {
+    if ids.len() <= 5 {
+        ids.join(", ")
+    } else {
+        format!("{}, … and {} more", ids[..5].join(", "), ids.len() - 5)
+    }
+}
+
+/// `capabilities` of the profile's agent as the root state advertises it (`{}` when the
+/// agent lists none), or why the run could not read it.
+pub(super) async fn agent_capabilities(
+    config: &RunConfig,
+) -> Result<serde_json::Value, AgentsUnread> {
+    use serde_json::{json, Value};
+    let mut link = crate::transport::Connection::connect(&config.url, config.timeout)
+        .await
+        .map_err(|e| AgentsUnread::Harness(format!("cannot connect to read the agents: {e}")))?;
+    let init = link
+        .request(
+            "initialize",
+            json!({ "channel": "ahp-root://", "protocolVersions": ["1.0.0"], "clientId": format!("ahpspec-probe-{}", std::process::id()),
+                    "initialSubscriptions": ["ahp-root://"] }),
+            config.timeout,
+        )
+        .await;
+    link.close().await;
+    let init = match init {
+        Ok(init) if init.get("result").is_some() => init,
+        Ok(init) => {
+            return Err(AgentsUnread::Server(format!(
+                "initialize offering [\"1.0.0\"] answered {}",
+                crate::checks::frame::clip(&init.to_string())
+            )))
+        }
+        // Silence and a closed connection are the server's; a message over the harness's
+        // size limit is not (AHP sets none).
+        Err(
+            error @ (TransportError::Timeout(_)
+            | TransportError::Closed
+            | TransportError::WebSocket(_)),
+        ) => {
+            return Err(AgentsUnread::Server(format!(
+                "initialize offering [\"1.0.0\"]: {error}"
+            )))
+        }
+        Err(error) => {
+            return Err(AgentsUnread::Harness(format!(
+                "initialize offering [\"1.0.0\"]: {error}"
+            )))
+        }
+    };
+    let agents = init
+        .pointer("/result/snapshots/0/state/agents")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let agent = agents
+        .iter()
+        .find(|a| {
+            config
+                .profile
+                .provider
+                .as_deref()
+                .is_some_and(|p| a["provider"] == p)
+        })
+        .or_else(|| agents.first());
+    Ok(agent
+        .and_then(|a| a.get("capabilities"))
+        .cloned()
+        .unwrap_or_else(|| json!({})))
+}

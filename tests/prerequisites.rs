@@ -1,0 +1,240 @@
+//! Prerequisites and selections: a rule a case relies on that the server breaks is that
+//! rule's failure and blocks the case; blocked cases and empty selections never let a run
+//! pass.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use ahpspec::engine::reconcile;
+use ahpspec::verdict::{CaseInfo, CaseResult, Level, RunReport, Tally, Verdict};
+use serde_json::Value;
+
+fn ahpspec(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ahpspec"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("ahpspec runs")
+}
+
+fn show(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A fresh directory under the system temp dir, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(label: &str) -> TempDir {
+        let path =
+            std::env::temp_dir().join(format!("ahpspec-prereq-{label}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("temp dir");
+        TempDir(path)
+    }
+
+    fn str(&self) -> &str {
+        self.0.to_str().expect("utf-8 temp path")
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn report_json(dir: &Path) -> Value {
+    let body = std::fs::read_to_string(dir.join("report.json")).expect("report.json");
+    serde_json::from_str(&body).expect("report.json parses")
+}
+
+fn case<'a>(report: &'a Value, id: &str) -> &'a Value {
+    report["cases"]
+        .as_array()
+        .and_then(|cases| cases.iter().find(|c| c["info"]["id"] == id))
+        .unwrap_or_else(|| panic!("no row {id} in the report"))
+}
+
+#[test]
+fn a_selection_that_matches_nothing_is_a_usage_error() {
+    for args in [
+        &["run", "--filter", "NOPE-*"][..],
+        &["run", "--exclude", "*"][..],
+        &["list", "--filter", "NOPE-*"][..],
+    ] {
+        let out = ahpspec(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}\n{}", show(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{}", show(&out));
+        assert!(
+            stderr.contains("matches no case") && stderr.contains(args[2]),
+            "{}",
+            show(&out)
+        );
+    }
+}
+
+#[test]
+fn a_host_whose_sessions_never_get_ready_fails_lifecycle_003_and_blocks_the_rest() {
+    let reports = TempDir::new("never-ready");
+    let out = ahpspec(&[
+        "run",
+        "--fault",
+        "sessions-never-ready",
+        "--filter",
+        "LIFECYCLE-003,PENDING-*,TOOL-001",
+        "--timeout",
+        "1s",
+        "--report-dir",
+        reports.str(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("Blocked by LIFECYCLE-003"),
+        "{}",
+        show(&out)
+    );
+    let report = report_json(reports.path());
+    assert_eq!(case(&report, "LIFECYCLE-003")["verdict"], "fail");
+    for id in ["PENDING-001", "TOOL-001"] {
+        let row = case(&report, id);
+        assert_eq!(row["verdict"], "blocked", "{row}");
+        assert_eq!(row["blockedBy"], "LIFECYCLE-003", "{row}");
+    }
+    assert!(report["tally"]["blocked"].as_u64().unwrap_or(0) >= 2);
+    let unexpected = report["unexpectedFailures"].to_string();
+    assert!(unexpected.contains("TOOL-001"), "{unexpected}");
+}
+
+const RELYING_SUITE: &str = r#"
+page = "docs/specification/transport.md"
+
+[[case]]
+id = "TRANSPORT-010"
+level = "MUST"
+spec = "§ Keep-Alive"
+requirement = "ping is answered with a success."
+does = "Pings."
+steps = [
+  { initialize = {} },
+  { request = { method = "ping", params = { channel = "ahp-root://" }, as = "p" } },
+  { response = { to = "p", ok = true } },
+]
+
+[[case]]
+id = "ROOT-001"
+level = "MUST"
+spec = "§ Root"
+requirement = "Relies on a step no correct host can satisfy, charged to TRANSPORT-010."
+does = "Expects a success for an unknown method, relying on TRANSPORT-010."
+steps = [
+  { initialize = {} },
+  { request = { method = "noSuchMethod", params = { channel = "ahp-root://" }, as = "q" } },
+  { response = { to = "q", ok = true, relies_on = "TRANSPORT-010" } },
+]
+"#;
+
+#[test]
+fn a_step_that_relies_on_another_rule_charges_that_rule_and_blocks_its_case() {
+    let suites = TempDir::new("suites");
+    std::fs::write(suites.path().join("relying.toml"), RELYING_SUITE).expect("suite");
+    let reports = TempDir::new("relying-reports");
+    let out = ahpspec(&[
+        "run",
+        "--suites",
+        suites.str(),
+        "--filter",
+        "TRANSPORT-010,ROOT-001",
+        "--report-dir",
+        reports.str(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let report = report_json(reports.path());
+    let blocked = case(&report, "ROOT-001");
+    assert_eq!(blocked["verdict"], "blocked", "{blocked}");
+    assert_eq!(blocked["blockedBy"], "TRANSPORT-010");
+    // The relied-on rule's own case passed, but the failure seen elsewhere is its failure.
+    let relied = case(&report, "TRANSPORT-010");
+    assert_eq!(relied["verdict"], "fail", "{relied}");
+    assert!(
+        relied["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("prerequisite of 1 case(s): ROOT-001")),
+        "{relied}"
+    );
+    assert_eq!(relied["findings"][0]["rule"], "TRANSPORT-010");
+}
+
+#[test]
+fn relies_on_must_name_a_rule_the_run_reports() {
+    let suites = TempDir::new("unknown-rule");
+    let text = RELYING_SUITE.replace("relies_on = \"TRANSPORT-010\"", "relies_on = \"NOPE-001\"");
+    std::fs::write(suites.path().join("relying.toml"), text).expect("suite");
+    let out = ahpspec(&["run", "--suites", suites.str()]);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("relying.toml:") && stderr.contains("NOPE-001"),
+        "{}",
+        show(&out)
+    );
+}
+
+fn row(id: &str, verdict: Verdict) -> CaseResult {
+    CaseResult {
+        info: CaseInfo {
+            id: id.to_owned(),
+            level: Level::Must,
+            area: "a".to_owned(),
+            spec: String::new(),
+            requirement: String::new(),
+            does: String::new(),
+            source: String::new(),
+        },
+        verdict,
+        summary: String::new(),
+        findings: Vec::new(),
+        blocked_by: None,
+        transcript: Vec::new(),
+        duration_ms: 0.0,
+        rerun: String::new(),
+    }
+}
+
+#[test]
+fn a_blocked_case_is_never_conforming() {
+    let mut report = RunReport {
+        format: 1,
+        tool: "ahpspec".to_owned(),
+        tool_version: String::new(),
+        target: String::new(),
+        fault: None,
+        protocol_version: "1.0.0".to_owned(),
+        started_at: String::new(),
+        duration_ms: 0.0,
+        interrupted: false,
+        strict: false,
+        tally: Tally::default(),
+        cases: vec![row("A-001", Verdict::Pass), row("B-001", Verdict::Pass)],
+        stale_baseline: Vec::new(),
+        unexpected_failures: Vec::new(),
+    };
+    reconcile(&mut report, None);
+    assert!(report.conforming());
+    report.cases[1].verdict = Verdict::Blocked;
+    reconcile(&mut report, None);
+    assert!(!report.conforming());
+    assert_eq!(report.unexpected_failures, ["B-001"]);
+    assert_eq!(report.tally.blocked, 1);
+}
