@@ -257,6 +257,10 @@ fault_tests! {
     sessions_never_ready => SessionsNeverReady,
     initialize_error => InitializeError,
     rejects_truncation => RejectsTruncation,
+    // Issue 11, scripted cases (h-suites).
+    turn_completed_twice => TurnCompletedTwice,
+    echo_order_swapped => EchoOrderSwapped,
+    progress_never_final => ProgressNeverFinal,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -283,6 +283,10 @@ fn suite_schema_and_parser_agree() {
         ),
         suite_with("{ silence = { for_ms = 0, type = \"t\", fresh = true } }"),
         suite_with("{ reconnect = { subscriptions = [], as = \"R\", last_seen = 5 } }"),
+        suite_with(
+            "{ any_of = { alternatives = [[{ check = { value = \"${r}\", len = { \"/a\" = 3 } } }, { not_applicable = { why = \"w\" } }], [{ check = { value = \"${r/x}\", has = [\"/c\"] } }]] } }",
+        ),
+        suite_with("{ progress = { token = \"t-${run}\", after_ms = 50, level = \"SHOULD\" } }"),
         "page = \"p.md\"\n".to_owned(),
         "area = \"a\"\npage = \"p.md\"\n[[case]]\nid = \"X\"\nlevel = \"MUST*\"\nspec = \"s\"\nrequirement = \"r\"\ndoes = \"d\"\nprobe = \"p\"\nneeds = [\"echo\"]\ncapabilities = [\"multipleChats\"]\n".to_owned(),
     ];
@@ -312,6 +316,8 @@ fn suite_schema_and_parser_agree() {
         suite_with("{ echo = { of = \"x\", accepted = \"yes\" } }"),
         suite_with("{ state = { channel = \"c\", len = { \"/a\" = \"2\" } } }"),
         suite_with("{ response = { codes = [\"x\"] } }"),
+        // An alternative that is not a list of steps.
+        suite_with("{ any_of = { alternatives = [{ connect = {} }] } }"),
         // Unknown case field, unknown top-level field, bad level, missing page.
         suite_with("{ connect = {} }").replace("does = ", "colour = \"red\"\ndoes = "),
         format!("colour = \"red\"\n{}", suite_with("{ connect = {} }")),
@@ -394,8 +400,14 @@ fn script_document(message: &str) -> Value {
 
 #[test]
 fn profile_scripts_match_schema_and_parse() {
+    for profile in ["ahpspec-scripted.toml", "ahpspec-random-ids.toml"] {
+        profile_scripts_are_valid(profile);
+    }
+}
+
+fn profile_scripts_are_valid(file: &str) {
     let validator = validator("agent-script.schema.json");
-    let path = crate_root().join("profiles/ahpspec-scripted.toml");
+    let path = crate_root().join("profiles").join(file);
     let profile: toml::Table =
         toml::from_str(&read_text(&path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let behaviours = profile["behaviours"]
@@ -404,7 +416,7 @@ fn profile_scripts_match_schema_and_parse() {
     let mut scripts = 0;
     for (name, message) in behaviours {
         let Some(message) = message.as_str() else {
-            panic!("behaviour {name} is not a string");
+            panic!("{file}: behaviour {name} is not a string");
         };
         if !message.starts_with(SCRIPT_PREFIX) {
             continue;
@@ -413,12 +425,16 @@ fn profile_scripts_match_schema_and_parse() {
         assert_eq!(
             errors(&validator, &script_document(message)),
             Vec::<String>::new(),
-            "behaviour {name}"
+            "{file}: behaviour {name}"
         );
-        let plan = plan_for_message(message).unwrap_or_else(|e| panic!("behaviour {name}: {e}"));
-        assert!(!plan.is_empty(), "behaviour {name}");
+        let plan =
+            plan_for_message(message).unwrap_or_else(|e| panic!("{file}: behaviour {name}: {e}"));
+        assert!(!plan.is_empty(), "{file}: behaviour {name}");
     }
-    assert!(scripts >= 10, "only {scripts} scripted behaviours found");
+    assert!(
+        scripts >= 10,
+        "{file}: only {scripts} scripted behaviours found"
+    );
 }
 
 fn parse_script_value(document: &Value) -> Result<(), String> {

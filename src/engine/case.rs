@@ -1,6 +1,9 @@
 //! Runs one case: executes its steps on its own connections, judges each expectation, and
 //! collects what the always-on checks found along the way.
 
+mod alternatives;
+mod progress;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -514,6 +517,10 @@ impl Runner<'_> {
                 Ok(())
             }
             Step::Checkpoint(s) => self.checkpoint(s).await,
+            Step::Check(s) => self.expect_check(s),
+            Step::AnyOf(s) => self.any_of(&s.alternatives).await,
+            Step::Progress(s) => self.expect_progress(s).await,
+            Step::NotApplicable(s) => Err(Stop::NotApplicable(self.subst_str(&s.why)?)),
         }
     }
 

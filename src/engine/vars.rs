@@ -2,7 +2,10 @@
 //!
 //! `${name}` is replaced by the variable's value (a whole-string reference keeps the value's
 //! JSON type); `${name/json/pointer}` reads inside it. Built-ins: `${run}` (unique per case
-//! run), `${now}` (RFC 3339 timestamp). `$${` writes a literal `${`.
+//! run), `${now}` (RFC 3339 timestamp). `$${` writes a literal `${`. A whole-string reference
+//! ending in `?` (`${sub/result/cursor?}`) is optional: when what it names is absent or
+//! null, the object member holding it is left out (elsewhere it becomes `null`). Object keys
+//! are substituted too (answers keyed by an id the server chose).
 
 use std::collections::HashMap;
 
@@ -94,16 +97,44 @@ impl Vars {
                     .map(|v| self.substitute(v))
                     .collect::<Result<_, _>>()?,
             ),
-            Value::Object(map) => Value::Object(
-                map.iter()
-                    .map(|(k, v)| Ok((k.clone(), self.substitute(v)?)))
-                    .collect::<Result<_, UnknownVar>>()?,
-            ),
+            Value::Object(map) => {
+                let mut out = serde_json::Map::new();
+                for (key, member) in map {
+                    let key = match self.substitute_str(key)? {
+                        Value::String(text) => text,
+                        other => other.to_string(),
+                    };
+                    match self.optional(member) {
+                        Some(None) => {}
+                        Some(Some(value)) => {
+                            out.insert(key, value);
+                        }
+                        None => {
+                            out.insert(key, self.substitute(member)?);
+                        }
+                    }
+                }
+                Value::Object(out)
+            }
             other => other.clone(),
         })
     }
 
+    /// `Some(value or None when absent)` for an optional whole-string reference (`${…?}`);
+    /// `None` when `value` is not one.
+    fn optional(&self, value: &Value) -> Option<Option<Value>> {
+        let inner = value
+            .as_str()?
+            .strip_prefix("${")?
+            .strip_suffix("?}")
+            .filter(|inner| !inner.contains('}') && !inner.contains("${"))?;
+        Some(self.resolve(inner).ok().filter(|v| !v.is_null()))
+    }
+
     fn substitute_str(&self, text: &str) -> Result<Value, UnknownVar> {
+        if let Some(resolved) = self.optional(&Value::String(text.to_owned())) {
+            return Ok(resolved.unwrap_or(Value::Null));
+        }
         if let Some(inner) = text.strip_prefix("${").and_then(|t| t.strip_suffix('}')) {
             if !inner.contains('}') && !inner.contains("${") {
                 return self.resolve(inner);
@@ -157,6 +188,36 @@ mod tests {
             Some(json!({ "a": ["ahp-session:/x"] }))
         );
         assert_eq!(vars.substitute(&json!("$${S}")).ok(), Some(json!("${S}")));
+        assert!(vars.substitute(&json!("${nope}")).is_err());
+    }
+
+    #[test]
+    fn optional_references_leave_absent_members_out_and_keys_are_substituted() {
+        let mut vars = Vars::new("r1");
+        vars.set("sub", json!({ "cursor": "c-7", "empty": null }));
+        vars.set("q", json!("q-9"));
+        assert_eq!(
+            vars.substitute(&json!({ "channel": "x", "cursor": "${sub/cursor?}" }))
+                .ok(),
+            Some(json!({ "channel": "x", "cursor": "c-7" }))
+        );
+        assert_eq!(
+            vars.substitute(
+                &json!({ "channel": "x", "cursor": "${sub/nothing?}", "e": "${sub/empty?}" })
+            )
+            .ok(),
+            Some(json!({ "channel": "x" }))
+        );
+        assert_eq!(
+            vars.substitute(&json!(["${sub/nothing?}"])).ok(),
+            Some(json!([null]))
+        );
+        assert_eq!(
+            vars.substitute(&json!({ "${q}": { "state": "draft" } }))
+                .ok(),
+            Some(json!({ "q-9": { "state": "draft" } }))
+        );
+        // Only the pointer may be absent: an unknown variable stays an error elsewhere.
         assert!(vars.substitute(&json!("${nope}")).is_err());
     }
 }

@@ -194,10 +194,13 @@ impl World {
     /// Ends the turn with `chat/turnComplete` and moves on to the queue.
     fn complete_turn(&mut self, turn: &Turn) {
         let duration = self.turn_duration(&turn.chat);
-        self.emit_chat(
-            &turn.chat,
-            json!({ "type": "chat/turnComplete", "turnId": turn.turn_id, "duration": duration }),
-        );
+        let complete =
+            json!({ "type": "chat/turnComplete", "turnId": turn.turn_id, "duration": duration });
+        self.emit_chat(&turn.chat, complete.clone());
+        if self.fault(Fault::TurnCompletedTwice) {
+            // The turn is no longer active: the reducers ignore the second ending.
+            self.emit_chat(&turn.chat, complete);
+        }
         if self.fault(Fault::InProgressStuck) {
             self.force_activity(&turn.chat, 8);
         }
@@ -412,11 +415,8 @@ async fn status_after(
 }
 
 async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep) -> Flow {
-    let Some(id) = with_turn(shared, turn, |world| {
-        call.id.clone().unwrap_or_else(|| world.fresh_id("tool-"))
-    }) else {
-        return Flow::Stop;
-    };
+    let id = call.id.clone().unwrap_or_else(|| random_id("call_"));
+    let options = call.options.clone().map(with_option_ids);
     let owner = call.client_id.clone().or_else(|| turn.client_id.clone());
     let contributor = if call.client {
         json!({ "kind": "client", "clientId": owner })
@@ -440,7 +440,7 @@ async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep) -> Flo
         strip_nulls(
             json!({ "type": "chat/toolCallReady", "turnId": turn.turn_id, "toolCallId": id,
             "invocationMessage": format!("Running {}", call.name), "toolInput": call.input,
-            "confirmed": confirmed, "options": call.options, "editable": call.editable }),
+            "confirmed": confirmed, "options": options, "editable": call.editable }),
         )
     };
     let auto = call.confirmation == Confirmation::Auto;
@@ -529,13 +529,10 @@ async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep) -> Flo
 }
 
 async fn run_input_request(shared: &Shared, turn: &Turn, step: &InputRequestStep) -> Flow {
-    let Some(id) = with_turn(shared, turn, |world| {
-        step.id.clone().unwrap_or_else(|| world.fresh_id("input-"))
-    }) else {
-        return Flow::Stop;
-    };
+    let id = step.id.clone().unwrap_or_else(|| random_id("req_"));
+    let questions = step.questions.clone().map(with_question_ids);
     let request = strip_nulls(json!({ "type": "chat/inputRequested",
-        "request": { "id": id, "message": step.message, "url": step.url, "questions": step.questions } }));
+        "request": { "id": id, "message": step.message, "url": step.url, "questions": questions } }));
     if emit(shared, turn, request).is_none() {
         return Flow::Stop;
     }
@@ -563,6 +560,52 @@ async fn run_input_request(shared: &Shared, turn: &Turn, step: &InputRequestStep
         Waited::TimedOut => Flow::Next,
         Waited::Gone => Flow::Stop,
     }
+}
+
+/// An id the way a real agent makes one up: unpredictable, so that a client (or a test)
+/// can only learn it from the stream. The standard library's per-instance random hash keys
+/// are the randomness; the counter keeps ids of one instant apart.
+fn random_id(prefix: &str) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static MADE: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(MADE.fetch_add(1, Ordering::Relaxed));
+    format!("{prefix}{:016x}", hasher.finish())
+}
+
+/// Gives every object in `items` without an `id` a random one (confirmation options,
+/// select options).
+fn with_ids(items: Vec<Value>, prefix: &str) -> Vec<Value> {
+    items
+        .into_iter()
+        .map(|mut item| {
+            if let Some(object) = item.as_object_mut() {
+                object
+                    .entry("id")
+                    .or_insert_with(|| Value::String(random_id(prefix)));
+            }
+            item
+        })
+        .collect()
+}
+
+fn with_option_ids(options: Vec<Value>) -> Vec<Value> {
+    with_ids(options, "opt_")
+}
+
+/// Questions (and the options of select questions) without ids get random ones.
+fn with_question_ids(questions: Vec<Value>) -> Vec<Value> {
+    with_ids(questions, "q_")
+        .into_iter()
+        .map(|mut question| {
+            if let Some(Value::Array(options)) = question.get_mut("options") {
+                let items = std::mem::take(options);
+                *options = with_option_ids(items);
+            }
+            question
+        })
+        .collect()
 }
 
 /// Drops `null` members (top level and one level down) so optional fields stay absent.

@@ -85,6 +85,7 @@ fn parse<T: DeserializeOwned>(params: &Value) -> Result<T, RpcError> {
 impl World {
     /// Answers one request. `ping` is handled by the connection layer.
     pub fn handle_request(&mut self, conn: ConnId, method: &str, params: &Value) -> Reply {
+        self.apply_parked_before_request(conn, params);
         let initialized = self.conns.get(&conn).is_some_and(|c| c.client_id.is_some());
         match method {
             "initialize" if initialized => {
@@ -365,7 +366,11 @@ impl World {
 
     fn subscribe(&mut self, conn: ConnId, params: &Value) -> Result<Value, RpcError> {
         let params: SubscribeParams = parse(params)?;
-        let view_turns = params.view.as_ref().and_then(|v| v.turns);
+        let view_turns = params
+            .view
+            .as_ref()
+            .and_then(|v| v.turns)
+            .filter(|_| self.config.turn_windows);
         match self.snapshot(&params.channel, view_turns) {
             Some(snapshot) => {
                 self.subscribe_conn(conn, &params.channel);
@@ -529,6 +534,14 @@ impl World {
             );
         }
         self.publish_active_sessions();
+        if let Some(token) = &params.progress_token {
+            self.notify_subscribers(
+                ROOT,
+                "root/progress",
+                json!({ "channel": ROOT, "progressToken": token, "progress": 0, "total": 1,
+                        "message": "initialising the session" }),
+            );
+        }
         self.finish_creation_later(uri, agent, params.progress_token);
         Ok(Value::Null)
     }
@@ -547,8 +560,9 @@ impl World {
         );
     }
 
-    /// Initialises the session asynchronously: `session/ready` (or `creationFailed`) and a
-    /// final `root/progress` frame when the client asked for progress.
+    /// Initialises the session asynchronously: `session/ready` (or `creationFailed`) and the
+    /// final `root/progress` frame (after the first, 0 of 1, sent on creation) when the
+    /// client asked for progress.
     fn finish_creation_later(&self, uri: String, agent: AgentKind, token: Option<String>) {
         let Some(shared) = self.shared.upgrade() else {
             return;
@@ -579,7 +593,7 @@ impl World {
                 world.emit_logged(&uri, json!({ "type": "chat/activityChanged" }));
             }
             world.sync_projections(&uri);
-            if let Some(token) = token {
+            if let Some(token) = token.filter(|_| !world.fault(Fault::ProgressNeverFinal)) {
                 world.notify_subscribers(
                     ROOT,
                     "root/progress",

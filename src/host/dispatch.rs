@@ -15,6 +15,15 @@ type Rejection = String;
 impl World {
     /// Handles one `dispatchAction` notification from `conn`.
     pub fn client_dispatch(&mut self, conn: ConnId, params: &Value) {
+        if self.fault(Fault::EchoOrderSwapped) {
+            self.dispatch_swapped(conn, params);
+        } else {
+            self.apply_dispatch(conn, params);
+        }
+    }
+
+    /// Validates one client dispatch and applies or rejects it.
+    pub fn apply_dispatch(&mut self, conn: ConnId, params: &Value) {
         let Some(client_id) = self.conns.get(&conn).and_then(|c| c.client_id.clone()) else {
             // Never apply actions from a connection that has not initialised.
             return;

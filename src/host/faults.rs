@@ -97,6 +97,10 @@ faults! {
     SessionsNeverReady => ("sessions-never-ready", "LIFECYCLE-003", "Leaves every session of the scripted agent creating: neither session/ready nor session/creationFailed ever comes."),
     RejectsTruncation => ("rejects-truncation", "TURN-012", "Rejects every chat/truncated, as a host without truncation would; cases that only use it to end a turn are blocked by TURN-012."),
     InitializeError => ("initialize-error", "INIT-001", "Answers initialize offering exactly [\"1.0.0\"], a version it supports, with an internal error."),
+    // Issue 11, scripted cases (h-suites).
+    TurnCompletedTwice => ("turn-completed-twice", "TURN-002", "Ends every completed turn with a second chat/turnComplete."),
+    EchoOrderSwapped => ("echo-order-swapped", "DISPATCH-005", "Applies (and echoes) a client's session title changes that arrive back to back in swapped pairs, the second before the first."),
+    ProgressNeverFinal => ("progress-never-final", "ROOT-010", "Reports session creation progress as 0 of 1 and never sends the final frame with progress == total."),
 }
 
 impl fmt::Display for Fault {

@@ -16,6 +16,7 @@ mod dispatch;
 pub mod faults;
 mod projection;
 pub mod script;
+mod swap;
 mod world;
 
 use std::io;
@@ -55,6 +56,10 @@ pub struct HostConfig {
     /// the runtime, for the fuzzer, which creates a session per sequence and would
     /// otherwise spend most of its time waiting on millisecond timer ticks).
     pub session_init: Duration,
+    /// Whether `subscribe` honours `view.turns` with a window of turns and a
+    /// `turnsNextCursor` (the view is advisory: false gives every snapshot all its turns,
+    /// as a conforming host that ignores views does).
+    pub turn_windows: bool,
 }
 
 impl Default for HostConfig {
@@ -66,6 +71,7 @@ impl Default for HostConfig {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             client_grace: DEFAULT_CLIENT_GRACE,
             session_init: DEFAULT_SESSION_INIT,
+            turn_windows: true,
         }
     }
 }
@@ -159,6 +165,7 @@ pub async fn spawn(config: HostConfig) -> io::Result<HostHandle> {
             faults: config.faults.clone(),
             replay_capacity: config.replay_capacity,
             session_init: config.session_init,
+            turn_windows: config.turn_windows,
         });
         world.shared = weak.clone();
         Shared {

@@ -76,7 +76,7 @@ pub enum Confirmation {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolCallStep {
-    /// Tool call id (default: generated).
+    /// Tool call id (default: a random one, as a real agent makes up).
     #[serde(default)]
     pub id: Option<String>,
     /// Tool name.
@@ -92,7 +92,8 @@ pub struct ToolCallStep {
     pub input_chunks: Option<u32>,
     #[serde(default)]
     pub confirmation: Confirmation,
-    /// Confirmation options offered with `ask` (`ConfirmationOption` objects).
+    /// Confirmation options offered with `ask` (`ConfirmationOption` objects; one without
+    /// an `id` gets a random one).
     #[serde(default)]
     pub options: Option<Vec<Value>>,
     /// Whether the client may edit the input when confirming.
@@ -135,14 +136,15 @@ pub struct ToolResultStep {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct InputRequestStep {
-    /// Request id (default: generated).
+    /// Request id (default: a random one).
     #[serde(default)]
     pub id: Option<String>,
     #[serde(default)]
     pub message: Option<String>,
     #[serde(default)]
     pub url: Option<String>,
-    /// `ChatInputQuestion` objects, passed through verbatim.
+    /// `ChatInputQuestion` objects, passed through verbatim, except that a question (or a
+    /// select option) without an `id` gets a random one.
     #[serde(default)]
     pub questions: Option<Vec<Value>>,
 }

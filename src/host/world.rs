@@ -125,6 +125,8 @@ pub struct WorldConfig {
     pub faults: FaultSet,
     pub replay_capacity: usize,
     pub session_init: std::time::Duration,
+    /// Whether `view.turns` windows snapshots (see `HostConfig::turn_windows`).
+    pub turn_windows: bool,
 }
 
 #[derive(Debug)]
@@ -154,6 +156,8 @@ pub struct World {
     /// Envelope frames held back instead of sent (connection, frame), for the
     /// cross-channel-reorder fault.
     held_frames: Option<Vec<(ConnId, Utf8Bytes)>>,
+    /// Client dispatches held back by the echo-order-swapped fault.
+    pub parked: super::swap::ParkedDispatches,
 }
 
 /// Channel kinds this host serves.
@@ -173,6 +177,7 @@ impl World {
             config,
             seq: 0,
             held_frames: None,
+            parked: Default::default(),
             root,
             sessions: BTreeMap::new(),
             chats: HashMap::new(),

@@ -54,6 +54,17 @@ pub enum Step {
     /// Compare every mirror of the case with fresh snapshots (fold == snapshot) and run
     /// the catalog-consistency checks.
     Checkpoint(Checkpoint),
+    /// Assert on a value stored by an earlier step (a response, a captured action, a state).
+    Check(ExpectCheck),
+    /// Alternatives, each a list of steps: the first whose steps all pass wins; the step
+    /// fails only when every alternative fails. Alternatives should only check (`check`,
+    /// `state`, …): what a failed alternative consumed or sent is not undone.
+    AnyOf(AnyOf),
+    /// Follow the `root/progress` frames of one progress token to their final frame.
+    Progress(ExpectProgress),
+    /// End the case as not applicable: as the first alternative of an `any_of`, after checks
+    /// that show the server took an allowed path on which the requirement does not arise.
+    NotApplicable(NotApplicable),
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]
@@ -420,6 +431,8 @@ impl Step {
             Step::State(s) => &s.relies_on,
             Step::Session(s) => &s.relies_on,
             Step::Turn(s) => &s.relies_on,
+            Step::Check(s) => &s.relies_on,
+            Step::Progress(s) => &s.relies_on,
             Step::Connect(_)
             | Step::Reconnect(_)
             | Step::Request(_)
@@ -429,8 +442,67 @@ impl Step {
             | Step::Dispatch(_)
             | Step::Disconnect(_)
             | Step::Sleep(_)
-            | Step::Checkpoint(_) => return None,
+            | Step::Checkpoint(_)
+            | Step::AnyOf(_)
+            | Step::NotApplicable(_) => return None,
         };
         rule.as_deref()
     }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectCheck {
+    /// Connection whose recent frames are reported with a failure (default `c1`).
+    pub on: Option<String>,
+    /// A whole-string `${…}` reference to the stored value, e.g. `${back/result}`.
+    pub value: String,
+    #[serde(default)]
+    pub equals: Matches,
+    #[serde(default)]
+    pub has: Vec<String>,
+    #[serde(default)]
+    pub lacks: Vec<String>,
+    /// Pointer → expected array length.
+    #[serde(default)]
+    pub len: BTreeMap<String, usize>,
+    /// Pointer → allowed values.
+    #[serde(default)]
+    pub one_of: BTreeMap<String, Vec<Value>>,
+    /// Pointer to an array → an element it must contain (partial object match).
+    #[serde(default)]
+    pub contains: Matches,
+    /// Pointer to an array → an element it must not contain (partial object match).
+    #[serde(default)]
+    pub excludes: Matches,
+    pub level: Option<String>,
+    /// The rule this check exercises when it is not the case's own (see `relies_on`).
+    pub relies_on: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnyOf {
+    /// Each alternative is the list of steps it takes, tried in order.
+    pub alternatives: Vec<Vec<Step>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotApplicable {
+    /// Why, as the report shows it.
+    pub why: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectProgress {
+    pub on: Option<String>,
+    /// The `progressToken` the watched request carried.
+    pub token: String,
+    /// How long nothing more may arrive for the token after its final frame (default 100).
+    pub after_ms: Option<u64>,
+    pub level: Option<String>,
+    /// The rule this step exercises when it is not the case's own (see `relies_on`).
+    pub relies_on: Option<String>,
 }

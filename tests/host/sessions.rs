@@ -33,8 +33,14 @@ async fn session_lifecycle_is_announced_and_errors_are_right() {
             "host actions carry no origin"
         );
     }
-    let progress = a.notification("root/progress").await;
-    assert_eq!(progress["progress"], progress["total"]);
+    // Progress starts at 0 of 1 on creation and ends at 1 of 1 once the session is ready.
+    let first = a.notification("root/progress").await;
+    assert_eq!(
+        (first["progress"].as_i64(), first["total"].as_i64()),
+        (Some(0), Some(1))
+    );
+    let last = a.notification("root/progress").await;
+    assert_eq!(last["progress"], last["total"]);
     let chats = snapshot["state"]["chats"].as_array().expect("chats");
     assert_eq!(chats.len(), 1, "a session starts with its default chat");
     assert_eq!(snapshot["state"]["defaultChat"], chats[0]["resource"]);

@@ -1,0 +1,87 @@
+//! `check` (assertions on a value an earlier step stored) and `any_of` (alternatives, each a
+//! list of steps): for requirements that allow more than one conforming answer, such as
+//! the two forms of a `reconnect` result.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::{DocChecks, Runner, StepResult, Stop};
+use crate::suite::{ExpectCheck, Matches, Step};
+use crate::verdict::Finding;
+
+impl Runner<'_> {
+    pub(super) fn expect_check(&mut self, s: &ExpectCheck) -> StepResult {
+        let value = self.subst(&Value::String(s.value.clone()))?;
+        let no_bits = BTreeMap::new();
+        let no_bounds = Matches::new();
+        let checks = DocChecks {
+            has: &s.has,
+            lacks: &s.lacks,
+            equals: &s.equals,
+            one_of: &s.one_of,
+            len: &s.len,
+            bits_set: &no_bits,
+            bits_clear: &no_bits,
+            at_most: &no_bounds,
+            contains: &s.contains,
+            excludes: &s.excludes,
+        };
+        self.judge_document(&value, &checks, &s.level, &s.on)
+    }
+
+    /// Runs the alternatives in order until one passes. Notes recorded by a failed
+    /// alternative are dropped with it; when all fail, the failure lists each one's miss.
+    /// Only a miss of the case's own rule moves on to the next alternative: a step that
+    /// another rule's failure blocked (a prerequisite), or one that ends the case otherwise
+    /// (`not_applicable`), ends it here.
+    pub(super) async fn any_of(&mut self, alternatives: &[Vec<Step>]) -> StepResult {
+        let mut misses: Vec<Finding> = Vec::new();
+        for steps in alternatives {
+            let noted = self.findings.len();
+            match self.run_alternative(steps).await {
+                Ok(()) => return Ok(()),
+                Err(Stop::Broken(finding)) => {
+                    self.findings.truncate(noted);
+                    misses.push(*finding);
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        let Some(last) = misses.last().cloned() else {
+            return Err(Stop::Harness(format!(
+                "{}: any_of without alternatives",
+                self.at
+            )));
+        };
+        let numbered = |part: fn(&Finding) -> &str| {
+            misses
+                .iter()
+                .enumerate()
+                .map(|(index, miss)| format!("({}) {}", index + 1, part(miss)))
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        Err(Stop::Broken(Box::new(Finding {
+            expected: format!("one of: {}", numbered(|m| &m.expected)),
+            actual: numbered(|m| &m.actual),
+            ..last
+        })))
+    }
+
+    /// Runs one alternative's steps, each under its own `relies_on` (as the case's steps
+    /// are); the `any_of` step's own is restored afterwards.
+    async fn run_alternative(&mut self, steps: &[Step]) -> StepResult {
+        let outer = self.relies_on.clone();
+        let mut outcome = Ok(());
+        for step in steps {
+            self.relies_on = step.relies_on().map(str::to_owned);
+            outcome = Box::pin(self.step(step)).await;
+            if outcome.is_err() {
+                break;
+            }
+        }
+        self.relies_on = outer;
+        outcome
+    }
+}
