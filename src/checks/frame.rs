@@ -1,11 +1,12 @@
-//! Always-on checks over the frames of one connection: JSON-RPC shape and correlation,
+//! Always-on checks over the frames of one connection: JSON-RPC shape and correlation
+//! (every request answered once, no response to anything else), host-to-client requests,
 //! notification routing members, schema validity, and `serverSeq` order.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{FastMap, FastSet, Violation};
+use super::{FastMap, FastSet, Skips, Violation};
 use jsonschema::Validator;
 
 use crate::schema::{check, unusable, SchemaSet, SchemaViolation};
@@ -96,6 +97,7 @@ enum Rule {
     Transport004,
     Transport005,
     Transport011,
+    Transport012,
     Sub002,
     Sub012,
     Status001,
@@ -107,13 +109,14 @@ enum Rule {
 }
 
 impl Rule {
-    const ALL: [Rule; 14] = [
+    const ALL: [Rule; 15] = [
         Rule::Transport001,
         Rule::Transport002,
         Rule::Transport003,
         Rule::Transport004,
         Rule::Transport005,
         Rule::Transport011,
+        Rule::Transport012,
         Rule::Sub002,
         Rule::Sub012,
         Rule::Status001,
@@ -132,6 +135,7 @@ impl Rule {
             Rule::Transport004 => "TRANSPORT-004",
             Rule::Transport005 => "TRANSPORT-005",
             Rule::Transport011 => "TRANSPORT-011",
+            Rule::Transport012 => "TRANSPORT-012",
             Rule::Sub002 => "SUB-002",
             Rule::Sub012 => "SUB-012",
             Rule::Status001 => "STATUS-001",
@@ -177,12 +181,59 @@ impl std::fmt::Debug for Validators {
     }
 }
 
+/// The methods a host may send to a client as requests (PROTOCOL §8.1: the resource
+/// commands are bidirectional).
+pub const HOST_REQUEST_METHODS: &[&str] = &[
+    "resourceRead",
+    "resourceWrite",
+    "resourceList",
+    "resourceCopy",
+    "resourceMove",
+    "resourceDelete",
+    "resourceResolve",
+    "resourceMkdir",
+    "resourceRequest",
+    "createResourceWatch",
+];
+
+/// Why TRANSPORT-003 could not judge a request that got no response.
+pub const CLOSED_TOO_SOON: &str =
+    "the connection ended less than the timeout after the request was sent";
+/// Why TRANSPORT-012 could not judge whether the host kept serving the connection.
+pub const NOTHING_ASKED_AFTER: &str =
+    "the harness asked nothing more after answering the host's request";
+
+/// A request of the harness that is not answered yet.
+#[derive(Debug, Clone)]
+struct Pending {
+    method: String,
+    /// When it was sent (ms since the connection opened).
+    sent_at_ms: f64,
+    /// How many requests the harness had sent with it.
+    ordinal: u64,
+}
+
 /// Per-connection history the frame checks need.
 #[derive(Debug, Default)]
 pub struct FrameChecker {
     validators: Validators,
-    /// Request id (as JSON text) → method, for requests not yet answered.
-    pending: FastMap<String, String>,
+    /// Request id (as JSON text) → the request, for requests not yet answered.
+    pending: FastMap<String, Pending>,
+    /// How many requests the harness has sent.
+    requests_sent: u64,
+    /// Frames the harness sent that are no valid request or notification, oldest first,
+    /// with the id each carried when it was readable: an error with `id: null` may answer
+    /// each once (JSON-RPC answers what it cannot identify with a null id).
+    unidentified: Vec<Option<String>>,
+    /// Host-to-client request id (as JSON text) → method, until the harness answers it.
+    host_requests: FastMap<String, String>,
+    /// A host request the harness answered, and how many requests the harness had sent
+    /// then: the host must still answer a request sent after that (TRANSPORT-012).
+    served_after: Option<(String, u64)>,
+    /// Whether the connection's end was seen.
+    ended: bool,
+    /// What the rules could not judge, and why.
+    skips: Skips,
     /// Reused for the id of every response (looked up, not stored).
     id_buffer: String,
     answered: FastSet<String>,
@@ -238,15 +289,41 @@ impl FrameChecker {
             .filter_map(|(rule, n)| n.map(|n| (rule.id(), n)))
     }
 
-    /// Records a frame the harness sent (requests are remembered for correlation).
-    pub fn on_sent(&mut self, message: Node<'_>) {
+    /// What the rules could not judge, and why.
+    pub fn skips(&self) -> &Skips {
+        &self.skips
+    }
+
+    /// Records a frame the harness sent at `at_ms` (requests are remembered for
+    /// correlation, answers to host requests for TRANSPORT-012).
+    pub fn on_sent(&mut self, message: Node<'_>, at_ms: f64) {
         let method = message.member("method");
         let id = message.member("id");
         let answer = message.member("result").exists() || message.member("error").exists();
+        let readable_id =
+            (id.is_string() || id.to_value().is_number()).then(|| id_key(id, String::new()));
         if id.exists() && !answer {
-            let method = method.as_str().unwrap_or("(no method)");
-            self.pending
-                .insert(id_key(id, String::new()), method.to_owned());
+            self.requests_sent += 1;
+            let pending = Pending {
+                method: method.as_str().unwrap_or("(no method)").to_owned(),
+                sent_at_ms: at_ms,
+                ordinal: self.requests_sent,
+            };
+            self.pending.insert(id_key(id, String::new()), pending);
+        }
+        if answer {
+            if let Some(method) = readable_id
+                .as_ref()
+                .and_then(|key| self.host_requests.remove(key))
+            {
+                self.served_after = Some((method, self.requests_sent));
+            }
+        }
+        let well_formed = message.member("jsonrpc").as_str() == Some("2.0")
+            && (method.is_string() || answer)
+            && (!id.exists() || id.is_null() || readable_id.is_some());
+        if !well_formed {
+            self.unidentified.push(readable_id);
         }
         let params = message.member("params");
         match method.as_str() {
@@ -278,6 +355,72 @@ impl FrameChecker {
             }
             _ => {}
         }
+    }
+
+    /// Records a frame the harness sent that is not JSON (deliberately malformed input).
+    pub fn on_sent_unparseable(&mut self) {
+        self.unidentified.push(None);
+    }
+
+    /// The connection ended at `at_ms` (closed by the host when `by_host`): every request
+    /// still unanswered after `timeout_ms` breaks TRANSPORT-003; one the connection ended on
+    /// sooner is not judged. A host that closed the connection after its own request was
+    /// answered, before answering anything asked after that, breaks TRANSPORT-012.
+    pub fn on_end(&mut self, at_ms: f64, timeout_ms: f64, by_host: bool) -> Vec<Violation> {
+        if std::mem::replace(&mut self.ended, true) {
+            return Vec::new();
+        }
+        let mut found = Vec::new();
+        let mut unanswered: Vec<(String, Pending)> = self.pending.drain().collect();
+        unanswered.sort_by_key(|(_, pending)| pending.ordinal);
+        for (key, pending) in unanswered {
+            let waited = at_ms - pending.sent_at_ms;
+            if waited >= timeout_ms {
+                self.tally.bump(Rule::Transport003);
+                found.push(Violation::new(
+                    "TRANSPORT-003",
+                    format!("a response to request {key} ({})", pending.method),
+                    format!("none in {waited:.0} ms, until the connection ended"),
+                ));
+            } else {
+                self.skips.add("TRANSPORT-003", CLOSED_TOO_SOON, 1);
+            }
+        }
+        if let Some((method, _)) = self.served_after.take() {
+            if by_host {
+                found.push(Violation::new(
+                    "TRANSPORT-012",
+                    format!("the connection still served after the harness answered {method} with -32601"),
+                    "the host closed it before answering the next request",
+                ));
+            } else {
+                self.skips.add("TRANSPORT-012", NOTHING_ASKED_AFTER, 1);
+            }
+        }
+        found
+    }
+
+    /// Checks a host-to-client request (TRANSPORT-012): a method the protocol lets the
+    /// host send, on `ahp-root://`.
+    fn check_host_request(&mut self, method: &str, message: Node<'_>, found: &mut Vec<Violation>) {
+        self.tally.bump(Rule::Transport012);
+        let key = id_key(message.member("id"), String::new());
+        if !HOST_REQUEST_METHODS.contains(&method) {
+            found.push(Violation::new(
+                "TRANSPORT-012",
+                "host-to-client requests only of resource* or createResourceWatch",
+                format!("a {method} request (id {key})"),
+            ));
+        }
+        let channel = message.member("params").member("channel");
+        if channel.as_str() != Some("ahp-root://") {
+            found.push(Violation::new(
+                "TRANSPORT-012",
+                format!("{method} (id {key}) with channel ahp-root://"),
+                format!("channel {}", channel.to_value()),
+            ));
+        }
+        self.host_requests.insert(key, method.to_owned());
     }
 
     /// Checks a binary frame from the host.
@@ -343,7 +486,9 @@ impl FrameChecker {
         scan_strings_and_status(message, &mut found, &mut self.tally);
         let mut answered_method = None;
         if let Some(method) = message.member("method").as_str() {
-            if !message.member("id").exists() {
+            if message.member("id").exists() {
+                self.check_host_request(method, message, &mut found);
+            } else {
                 let params = message.member("params");
                 self.check_notification(method, params, schemas, &mut found);
             }
@@ -397,7 +542,8 @@ impl FrameChecker {
         }
         self.tally.bump(Rule::Transport003);
         self.tally.bump(Rule::Transport004);
-        if self.answered.contains(key) {
+        let answers_unidentified = key == "null" && has_error && !self.unidentified.is_empty();
+        if self.answered.contains(key) && !answers_unidentified {
             found.push(Violation::new(
                 "TRANSPORT-003",
                 format!("one response to request {key}"),
@@ -405,16 +551,22 @@ impl FrameChecker {
             ));
             return None;
         }
-        let Some((key, method)) = self.pending.remove_entry(key) else {
-            if has_result {
-                found.push(Violation::new(
-                    "TRANSPORT-004",
-                    "responses only to requests",
-                    format!("a success response with id {key}, which answers no request"),
-                ));
+        let Some((key, pending)) = self.pending.remove_entry(key) else {
+            if let Some(violation) = self.answer_to_nothing(key, has_error) {
+                found.push(violation);
             }
             return None;
         };
+        self.unidentified
+            .retain(|id| id.as_deref() != Some(key.as_str()));
+        if self
+            .served_after
+            .as_ref()
+            .is_some_and(|(_, after)| pending.ordinal > *after)
+        {
+            self.served_after = None;
+        }
+        let method = pending.method;
         self.answered.insert(key);
         if has_result && !has_error {
             self.record_snapshots(result);
@@ -430,6 +582,32 @@ impl FrameChecker {
             }
         }
         Some(method)
+    }
+
+    /// TRANSPORT-004 for a response whose id names no outstanding request: an error with
+    /// `id: null` answers the oldest frame the harness sent that had no usable id (and so
+    /// settles the request it was, if its id was readable); anything else answers nothing
+    /// that was asked — a notification, or no message at all.
+    fn answer_to_nothing(&mut self, key: &str, is_error: bool) -> Option<Violation> {
+        if key == "null" && is_error && !self.unidentified.is_empty() {
+            if let Some(id) = self.unidentified.remove(0) {
+                if self.pending.remove(&id).is_some() {
+                    self.answered.insert(id);
+                }
+            }
+            return None;
+        }
+        let kind = if is_error { "an error" } else { "a success" };
+        let why = if key == "null" {
+            "answers no request (the harness sent nothing unparseable or invalid it could answer: a notification?)"
+        } else {
+            "answers no request"
+        };
+        Some(Violation::new(
+            "TRANSPORT-004",
+            "responses only to requests",
+            format!("{kind} response with id {key}, which {why}"),
+        ))
     }
 
     /// Remembers `fromSeq` of every snapshot in a result.
@@ -563,8 +741,9 @@ impl FrameChecker {
         if in_channel_order {
             self.check_connection_order(seq, channel, action_type, found);
         }
-        self.tally.bump(Rule::Sub002);
         if let Some(from) = self.from_seq.get(channel) {
+            // Only envelopes of a channel whose snapshot was seen can be compared with it.
+            self.tally.bump(Rule::Sub002);
             if seq <= *from {
                 found.push(Violation::new(
                     "SUB-002",

@@ -93,6 +93,12 @@ faults! {
     SummaryStatusBits => ("summary-status-bits", "STATUS-001", "Sets both the Idle and InProgress bits in root/sessionSummaryChanged while a turn runs."),
     UsageWrongTurn => ("usage-wrong-turn", "TURN-004", "Reports scripted usage with a stale turnId."),
     LegacyUri => ("legacy-uri", "SUB-012", "Answers initialize with a legacy agenthost: URI as defaultDirectory."),
+    // Issue 11, transport slice: formats, unanswered requests, host-to-client requests.
+    BadTimestamp => ("bad-timestamp", "ROOT-009", "Gives session summaries createdAt \"sometime last week\"."),
+    UnansweredRequest => ("unanswered-request", "TRANSPORT-003", "Never answers listSessions for a page after the first (a cursor it issued itself)."),
+    ErrorsOnNotifications => ("errors-on-notifications", "TRANSPORT-004", "Answers an unsubscribe notification with an error response."),
+    AcceptsMissingJsonrpc => ("accepts-missing-jsonrpc", "TRANSPORT-007", "Serves a request without \"jsonrpc\":\"2.0\" as a valid one instead of answering -32600."),
+    HostRequestWrongChannel => ("host-request-wrong-channel", "TRANSPORT-012", "Sends its host-to-client resourceRead of a message's resource attachment on the session's channel instead of ahp-root://."),
 }
 
 impl fmt::Display for Fault {
