@@ -1028,6 +1028,148 @@ mod tests {
             .collect()
     }
 
+    fn sent(checker: &mut FrameChecker, text: &str, at_ms: f64) {
+        let mut tape = Tape::default();
+        match tape.parse(text) {
+            Ok(message) => checker.on_sent(message, at_ms),
+            Err(_) => checker.on_sent_unparseable(),
+        }
+    }
+
+    fn count(checker: &FrameChecker, rule: &str) -> usize {
+        checker
+            .counts()
+            .find(|(id, _)| *id == rule)
+            .map_or(0, |(_, n)| n)
+    }
+
+    fn ids(found: &[Violation]) -> Vec<&'static str> {
+        found.iter().map(|v| v.rule).collect()
+    }
+
+    const PING: &str =
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"channel":"ahp-root://"}}"#;
+
+    #[test]
+    fn sub_002_counts_only_envelopes_of_a_channel_whose_snapshot_was_seen() {
+        let mut checker = FrameChecker::default();
+        let envelope = |seq: u64| {
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"action","params":{{"channel":"ahp-session:/s","serverSeq":{seq},"action":{{"type":"session/titleChanged","title":"t"}}}}}}"#
+            )
+        };
+        assert!(rules(&mut checker, &envelope(1)).is_empty());
+        assert_eq!(count(&checker, "SUB-002"), 0, "no snapshot to compare with");
+        sent(
+            &mut checker,
+            r#"{"jsonrpc":"2.0","id":7,"method":"subscribe","params":{"channel":"ahp-session:/s"}}"#,
+            0.0,
+        );
+        let snapshot = r#"{"jsonrpc":"2.0","id":7,"result":{"snapshot":{"resource":"ahp-session:/s","fromSeq":4,"state":{}}}}"#;
+        rules(&mut checker, snapshot);
+        assert!(rules(&mut checker, &envelope(5)).is_empty());
+        assert_eq!(count(&checker, "SUB-002"), 1);
+    }
+
+    #[test]
+    fn a_request_unanswered_for_the_timeout_fails_and_one_closed_sooner_is_skipped() {
+        let mut patient = FrameChecker::default();
+        sent(&mut patient, PING, 10.0);
+        let found = patient.on_end(5_010.0, 5_000.0, false);
+        assert_eq!(ids(&found), vec!["TRANSPORT-003"]);
+        assert_eq!(count(&patient, "TRANSPORT-003"), 1);
+        assert!(patient.skips().of("TRANSPORT-003").is_empty());
+
+        let mut hasty = FrameChecker::default();
+        sent(&mut hasty, PING, 10.0);
+        assert!(hasty.on_end(20.0, 5_000.0, false).is_empty());
+        assert_eq!(count(&hasty, "TRANSPORT-003"), 0, "not counted as checked");
+        assert_eq!(
+            hasty.skips().of("TRANSPORT-003"),
+            vec![(CLOSED_TOO_SOON, 1)]
+        );
+
+        let mut answered = FrameChecker::default();
+        sent(&mut answered, PING, 10.0);
+        assert!(rules(&mut answered, r#"{"jsonrpc":"2.0","id":1,"result":null}"#).is_empty());
+        assert!(answered.on_end(60_000.0, 5_000.0, true).is_empty());
+        assert!(answered.skips().of("TRANSPORT-003").is_empty());
+    }
+
+    #[test]
+    fn responses_that_answer_nothing_break_transport_004_errors_included() {
+        let null_error = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no"}}"#;
+        let mut checker = FrameChecker::default();
+        sent(
+            &mut checker,
+            r#"{"jsonrpc":"2.0","method":"unsubscribe","params":{"channel":"ahp-session:/s"}}"#,
+            0.0,
+        );
+        assert_eq!(rules(&mut checker, null_error), vec!["TRANSPORT-004"]);
+        let stray = r#"{"jsonrpc":"2.0","id":77,"error":{"code":-32600,"message":"no"}}"#;
+        assert_eq!(rules(&mut checker, stray), vec!["TRANSPORT-004"]);
+        // Malformed input may be answered with an id-null error, once.
+        sent(&mut checker, r#"{"jsonrpc":"2.0","#, 0.0);
+        assert!(rules(&mut checker, null_error).is_empty());
+        assert_eq!(rules(&mut checker, null_error), vec!["TRANSPORT-004"]);
+        // A request without jsonrpc may be answered with its id or with null; either
+        // settles it.
+        sent(
+            &mut checker,
+            r#"{"id":9,"method":"ping","params":{"channel":"ahp-root://"}}"#,
+            0.0,
+        );
+        assert!(rules(&mut checker, null_error).is_empty());
+        assert!(checker.on_end(60_000.0, 5_000.0, false).is_empty());
+    }
+
+    #[test]
+    fn host_requests_use_the_root_channel_and_the_connection_stays_served() {
+        let read = |id: u32, channel: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":"h{id}","method":"resourceRead","params":{{"channel":"{channel}","uri":"x:/y"}}}}"#
+            )
+        };
+        let answer = |id: u32| {
+            format!(r#"{{"jsonrpc":"2.0","id":"h{id}","error":{{"code":-32601,"message":"no"}}}}"#)
+        };
+        let mut checker = FrameChecker::default();
+        assert!(rules(&mut checker, &read(1, "ahp-root://")).is_empty());
+        assert_eq!(
+            rules(&mut checker, &read(2, "ahp-session:/s")),
+            vec!["TRANSPORT-012"]
+        );
+        let odd =
+            r#"{"jsonrpc":"2.0","id":3,"method":"sampling","params":{"channel":"ahp-root://"}}"#;
+        assert_eq!(rules(&mut checker, odd), vec!["TRANSPORT-012"]);
+        assert_eq!(count(&checker, "TRANSPORT-012"), 3);
+
+        // Answered, then a later request answered: still served.
+        sent(&mut checker, &answer(1), 0.0);
+        sent(&mut checker, PING, 0.0);
+        assert!(rules(&mut checker, r#"{"jsonrpc":"2.0","id":1,"result":null}"#).is_empty());
+        assert!(checker.on_end(10.0, 5_000.0, true).is_empty());
+
+        // Answered, then the host closes before answering anything else.
+        let mut dropped = FrameChecker::default();
+        rules(&mut dropped, &read(1, "ahp-root://"));
+        sent(&mut dropped, &answer(1), 0.0);
+        assert_eq!(
+            ids(&dropped.on_end(10.0, 5_000.0, true)),
+            vec!["TRANSPORT-012"]
+        );
+
+        // Answered, then the harness closes without asking anything: not judged.
+        let mut quiet = FrameChecker::default();
+        rules(&mut quiet, &read(1, "ahp-root://"));
+        sent(&mut quiet, &answer(1), 0.0);
+        assert!(quiet.on_end(10.0, 5_000.0, false).is_empty());
+        assert_eq!(
+            quiet.skips().of("TRANSPORT-012"),
+            vec![(NOTHING_ASKED_AFTER, 1)]
+        );
+    }
+
     #[test]
     fn envelopes_are_checked_member_by_member_and_by_action_type() {
         let mut checker = FrameChecker::default();

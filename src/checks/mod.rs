@@ -259,3 +259,55 @@ pub fn row_summary(
 pub fn always_on(id: &str) -> Option<&'static AlwaysOnRule> {
     ALWAYS_ON.iter().find(|rule| rule.id == id)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skips_add_up_by_rule_and_reason() {
+        let mut skips = Skips::default();
+        skips.add("INV-FOLD-1", "no snapshot", 1);
+        skips.add("INV-FOLD-1", "ahead", 0);
+        let mut other = Skips::default();
+        other.add("INV-FOLD-1", "no snapshot", 2);
+        other.add("TRANSPORT-003", "closed", 1);
+        skips.merge(&other);
+        assert_eq!(skips.of("INV-FOLD-1"), vec![("no snapshot", 3)]);
+        assert_eq!(skips.of("TRANSPORT-003"), vec![("closed", 1)]);
+        assert!(skips.of("ENV-003").is_empty());
+    }
+
+    #[test]
+    fn a_row_that_compared_nothing_is_not_a_pass() {
+        let why = [("the observer got no snapshot", 2)];
+        let (outcome, summary) = row_summary("mirror comparisons", 0, 0, &why, None);
+        assert_eq!(outcome, RowOutcome::NotTestable);
+        assert_eq!(
+            summary,
+            "Not testable: checked no mirror comparisons, skipped 2 (the observer got no snapshot: 2)"
+        );
+        let (outcome, _) = row_summary("responses", 0, 0, &[], None);
+        assert_eq!(outcome, RowOutcome::NotTestable);
+    }
+
+    #[test]
+    fn a_row_says_what_it_compared_and_what_it_skipped() {
+        let why = [("ahead", 1), ("no snapshot", 2)];
+        let (outcome, summary) = row_summary("mirror comparisons", 0, 5, &why, None);
+        assert_eq!(outcome, RowOutcome::Passed);
+        assert_eq!(
+            summary,
+            "checked 5 mirror comparisons, skipped 3 (ahead: 1; no snapshot: 2); no violation"
+        );
+        let (outcome, summary) = row_summary("responses", 0, 4, &[], None);
+        assert_eq!(outcome, RowOutcome::Passed);
+        assert_eq!(summary, "checked 4 responses; no violation");
+        let (outcome, summary) = row_summary("responses", 1, 4, &[], Some(("a", "b")));
+        assert_eq!(outcome, RowOutcome::Broken);
+        assert_eq!(
+            summary,
+            "1 violation(s) in 4 responses; first: expected a; got b"
+        );
+    }
+}
