@@ -599,14 +599,14 @@ impl FrameChecker {
         }
         let kind = if is_error { "an error" } else { "a success" };
         let why = if key == "null" {
-            "answers no request (the harness sent nothing unparseable or invalid it could answer: a notification?)"
+            ": the harness had sent nothing unparseable or invalid to answer (a reply to a notification?)"
         } else {
-            "answers no request"
+            ", which answers no request"
         };
         Some(Violation::new(
             "TRANSPORT-004",
             "responses only to requests",
-            format!("{kind} response with id {key}, which {why}"),
+            format!("{kind} response with id {key}{why}"),
         ))
     }
 

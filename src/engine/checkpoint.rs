@@ -52,13 +52,21 @@ pub fn mirrored_channels<'a>(conns: impl Iterator<Item = &'a Conn>) -> Vec<Strin
 pub const NO_SNAPSHOT: &str = "the observer got no snapshot of the channel";
 /// Why INV-FOLD-1 skipped a mirror at a checkpoint.
 pub const MIRROR_AHEAD: &str = "the mirror was ahead of the snapshot";
+/// Why INV-FOLD-1 skipped a mirror at a checkpoint.
+pub const MIRROR_LOST: &str =
+    "the mirror had lost track of the channel (a snapshot or action it could not decode)";
 
 /// Whether a connection's mirror of a channel (its `serverSeq`, `None` when it does not
-/// mirror the channel) can be compared with the observer's snapshot taken at `from`
-/// (`None` when the observer got none): `Ok(true)` compare, `Ok(false)` nothing to compare,
-/// `Err(why)` a comparison that had to be skipped.
-pub fn fold_comparable(mirror_seq: Option<u64>, from: Option<u64>) -> Result<bool, &'static str> {
+/// mirror the channel; `lost` when it stopped following it) can be compared with the
+/// observer's snapshot taken at `from` (`None` when the observer got none): `Ok(true)`
+/// compare, `Ok(false)` nothing to compare, `Err(why)` a comparison that had to be skipped.
+pub fn fold_comparable(
+    lost: bool,
+    mirror_seq: Option<u64>,
+    from: Option<u64>,
+) -> Result<bool, &'static str> {
     match (mirror_seq, from) {
+        _ if lost => Err(MIRROR_LOST),
         (None, _) => Ok(false),
         (Some(_), None) => Err(NO_SNAPSHOT),
         // The channel moved on between the snapshot and the mirror's last envelope.
@@ -194,7 +202,8 @@ pub async fn compare(
         for conn in conns.iter_mut().filter(|c| !c.link.is_closed()) {
             let folded = conn.checks.mirror.state(channel);
             let seq = folded.as_ref().and(conn.checks.mirror.seq(channel));
-            match fold_comparable(seq, Some(*from)) {
+            let lost = conn.checks.mirror.lost(channel).is_some();
+            match fold_comparable(lost, seq, Some(*from)) {
                 Ok(false) => continue,
                 Err(why) => {
                     checked.skipped.add("INV-FOLD-1", why, 1);
@@ -213,7 +222,10 @@ pub async fn compare(
     }
     for channel in &unsnapped {
         for conn in conns.iter().filter(|c| !c.link.is_closed()) {
-            if let Err(why) = fold_comparable(conn.checks.mirror.seq(channel), None) {
+            let mirror = &conn.checks.mirror;
+            if let Err(why) =
+                fold_comparable(mirror.lost(channel).is_some(), mirror.seq(channel), None)
+            {
                 checked.skipped.add("INV-FOLD-1", why, 1);
             }
         }
@@ -249,11 +261,13 @@ mod tests {
     /// with its reason, and a channel a connection does not mirror is neither.
     #[test]
     fn folds_are_compared_or_skipped_with_a_reason() {
-        assert_eq!(fold_comparable(Some(4), Some(4)), Ok(true));
-        assert_eq!(fold_comparable(Some(3), Some(4)), Ok(true));
-        assert_eq!(fold_comparable(Some(5), Some(4)), Err(MIRROR_AHEAD));
-        assert_eq!(fold_comparable(Some(5), None), Err(NO_SNAPSHOT));
-        assert_eq!(fold_comparable(None, Some(4)), Ok(false));
-        assert_eq!(fold_comparable(None, None), Ok(false));
+        assert_eq!(fold_comparable(false, Some(4), Some(4)), Ok(true));
+        assert_eq!(fold_comparable(false, Some(3), Some(4)), Ok(true));
+        assert_eq!(fold_comparable(false, Some(5), Some(4)), Err(MIRROR_AHEAD));
+        assert_eq!(fold_comparable(false, Some(5), None), Err(NO_SNAPSHOT));
+        assert_eq!(fold_comparable(true, None, Some(4)), Err(MIRROR_LOST));
+        assert_eq!(fold_comparable(true, None, None), Err(MIRROR_LOST));
+        assert_eq!(fold_comparable(false, None, Some(4)), Ok(false));
+        assert_eq!(fold_comparable(false, None, None), Ok(false));
     }
 }
