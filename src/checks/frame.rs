@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::rpc::{id_key, Answered, Correlation};
 use super::{FastMap, FastSet, Skips, Violation};
 use jsonschema::Validator;
 
@@ -181,62 +182,14 @@ impl std::fmt::Debug for Validators {
     }
 }
 
-/// The methods a host may send to a client as requests (PROTOCOL §8.1: the resource
-/// commands are bidirectional).
-pub const HOST_REQUEST_METHODS: &[&str] = &[
-    "resourceRead",
-    "resourceWrite",
-    "resourceList",
-    "resourceCopy",
-    "resourceMove",
-    "resourceDelete",
-    "resourceResolve",
-    "resourceMkdir",
-    "resourceRequest",
-    "createResourceWatch",
-];
-
-/// Why TRANSPORT-003 could not judge a request that got no response.
-pub const CLOSED_TOO_SOON: &str =
-    "the connection ended less than the timeout after the request was sent";
-/// Why TRANSPORT-012 could not judge whether the host kept serving the connection.
-pub const NOTHING_ASKED_AFTER: &str =
-    "the harness asked nothing more after answering the host's request";
-
-/// A request of the harness that is not answered yet.
-#[derive(Debug, Clone)]
-struct Pending {
-    method: String,
-    /// When it was sent (ms since the connection opened).
-    sent_at_ms: f64,
-    /// How many requests the harness had sent with it.
-    ordinal: u64,
-}
-
 /// Per-connection history the frame checks need.
 #[derive(Debug, Default)]
 pub struct FrameChecker {
     validators: Validators,
-    /// Request id (as JSON text) → the request, for requests not yet answered.
-    pending: FastMap<String, Pending>,
-    /// How many requests the harness has sent.
-    requests_sent: u64,
-    /// Frames the harness sent that are no valid request or notification, oldest first,
-    /// with the id each carried when it was readable: an error with `id: null` may answer
-    /// each once (JSON-RPC answers what it cannot identify with a null id).
-    unidentified: Vec<Option<String>>,
-    /// Host-to-client request id (as JSON text) → method, until the harness answers it.
-    host_requests: FastMap<String, String>,
-    /// A host request the harness answered, and how many requests the harness had sent
-    /// then: the host must still answer a request sent after that (TRANSPORT-012).
-    served_after: Option<(String, u64)>,
-    /// Whether the connection's end was seen.
-    ended: bool,
-    /// What the rules could not judge, and why.
-    skips: Skips,
+    /// Requests and responses (TRANSPORT-003/004/012).
+    rpc: Correlation,
     /// Reused for the id of every response (looked up, not stored).
     id_buffer: String,
-    answered: FastSet<String>,
     last_seq: FastMap<String, u64>,
     from_seq: FastMap<String, u64>,
     /// Channels subscribed without asking for immediate delivery (`delivery.maxLatencyMs:
@@ -291,40 +244,14 @@ impl FrameChecker {
 
     /// What the rules could not judge, and why.
     pub fn skips(&self) -> &Skips {
-        &self.skips
+        self.rpc.skips()
     }
 
     /// Records a frame the harness sent at `at_ms` (requests are remembered for
     /// correlation, answers to host requests for TRANSPORT-012).
     pub fn on_sent(&mut self, message: Node<'_>, at_ms: f64) {
+        self.rpc.sent(message, at_ms);
         let method = message.member("method");
-        let id = message.member("id");
-        let answer = message.member("result").exists() || message.member("error").exists();
-        let readable_id =
-            (id.is_string() || id.to_value().is_number()).then(|| id_key(id, String::new()));
-        if id.exists() && !answer {
-            self.requests_sent += 1;
-            let pending = Pending {
-                method: method.as_str().unwrap_or("(no method)").to_owned(),
-                sent_at_ms: at_ms,
-                ordinal: self.requests_sent,
-            };
-            self.pending.insert(id_key(id, String::new()), pending);
-        }
-        if answer {
-            if let Some(method) = readable_id
-                .as_ref()
-                .and_then(|key| self.host_requests.remove(key))
-            {
-                self.served_after = Some((method, self.requests_sent));
-            }
-        }
-        let well_formed = message.member("jsonrpc").as_str() == Some("2.0")
-            && (method.is_string() || answer)
-            && (!id.exists() || id.is_null() || readable_id.is_some());
-        if !well_formed {
-            self.unidentified.push(readable_id);
-        }
         let params = message.member("params");
         match method.as_str() {
             Some("unsubscribe") => {
@@ -359,68 +286,15 @@ impl FrameChecker {
 
     /// Records a frame the harness sent that is not JSON (deliberately malformed input).
     pub fn on_sent_unparseable(&mut self) {
-        self.unidentified.push(None);
+        self.rpc.sent_unparseable();
     }
 
-    /// The connection ended at `at_ms` (closed by the host when `by_host`): every request
-    /// still unanswered after `timeout_ms` breaks TRANSPORT-003; one the connection ended on
-    /// sooner is not judged. A host that closed the connection after its own request was
-    /// answered, before answering anything asked after that, breaks TRANSPORT-012.
+    /// The connection ended at `at_ms` (closed by the host when `by_host`): what never
+    /// came is judged (see [`Correlation::end`]).
     pub fn on_end(&mut self, at_ms: f64, timeout_ms: f64, by_host: bool) -> Vec<Violation> {
-        if std::mem::replace(&mut self.ended, true) {
-            return Vec::new();
-        }
-        let mut found = Vec::new();
-        let mut unanswered: Vec<(String, Pending)> = self.pending.drain().collect();
-        unanswered.sort_by_key(|(_, pending)| pending.ordinal);
-        for (key, pending) in unanswered {
-            let waited = at_ms - pending.sent_at_ms;
-            if waited >= timeout_ms {
-                self.tally.bump(Rule::Transport003);
-                found.push(Violation::new(
-                    "TRANSPORT-003",
-                    format!("a response to request {key} ({})", pending.method),
-                    format!("none in {waited:.0} ms, until the connection ended"),
-                ));
-            } else {
-                self.skips.add("TRANSPORT-003", CLOSED_TOO_SOON, 1);
-            }
-        }
-        if let Some((method, _)) = self.served_after.take() {
-            if by_host {
-                found.push(Violation::new(
-                    "TRANSPORT-012",
-                    format!("the connection still served after the harness answered {method} with -32601"),
-                    "the host closed it before answering the next request",
-                ));
-            } else {
-                self.skips.add("TRANSPORT-012", NOTHING_ASKED_AFTER, 1);
-            }
-        }
+        let (found, judged) = self.rpc.end(at_ms, timeout_ms, by_host);
+        self.tally.add(Rule::Transport003, judged);
         found
-    }
-
-    /// Checks a host-to-client request (TRANSPORT-012): a method the protocol lets the
-    /// host send, on `ahp-root://`.
-    fn check_host_request(&mut self, method: &str, message: Node<'_>, found: &mut Vec<Violation>) {
-        self.tally.bump(Rule::Transport012);
-        let key = id_key(message.member("id"), String::new());
-        if !HOST_REQUEST_METHODS.contains(&method) {
-            found.push(Violation::new(
-                "TRANSPORT-012",
-                "host-to-client requests only of resource* or createResourceWatch",
-                format!("a {method} request (id {key})"),
-            ));
-        }
-        let channel = message.member("params").member("channel");
-        if channel.as_str() != Some("ahp-root://") {
-            found.push(Violation::new(
-                "TRANSPORT-012",
-                format!("{method} (id {key}) with channel ahp-root://"),
-                format!("channel {}", channel.to_value()),
-            ));
-        }
-        self.host_requests.insert(key, method.to_owned());
     }
 
     /// Checks a binary frame from the host.
@@ -487,7 +361,8 @@ impl FrameChecker {
         let mut answered_method = None;
         if let Some(method) = message.member("method").as_str() {
             if message.member("id").exists() {
-                self.check_host_request(method, message, &mut found);
+                self.tally.bump(Rule::Transport012);
+                found.extend(self.rpc.host_request(method, message));
             } else {
                 let params = message.member("params");
                 self.check_notification(method, params, schemas, &mut found);
@@ -542,32 +417,17 @@ impl FrameChecker {
         }
         self.tally.bump(Rule::Transport003);
         self.tally.bump(Rule::Transport004);
-        let answers_unidentified = key == "null" && has_error && !self.unidentified.is_empty();
-        if self.answered.contains(key) && !answers_unidentified {
-            found.push(Violation::new(
-                "TRANSPORT-003",
-                format!("one response to request {key}"),
-                "a second response with the same id",
-            ));
-            return None;
-        }
-        let Some((key, pending)) = self.pending.remove_entry(key) else {
-            if let Some(violation) = self.answer_to_nothing(key, has_error) {
+        let method = match self.rpc.answer(key, has_error) {
+            Answered::Request(method) => method,
+            Answered::Again(violation) => {
                 found.push(violation);
+                return None;
             }
-            return None;
+            Answered::Nothing(violation) => {
+                found.extend(violation);
+                return None;
+            }
         };
-        self.unidentified
-            .retain(|id| id.as_deref() != Some(key.as_str()));
-        if self
-            .served_after
-            .as_ref()
-            .is_some_and(|(_, after)| pending.ordinal > *after)
-        {
-            self.served_after = None;
-        }
-        let method = pending.method;
-        self.answered.insert(key);
         if has_result && !has_error {
             self.record_snapshots(result);
             if let Some(def) = schemas.map.results.get(&method) {
@@ -582,32 +442,6 @@ impl FrameChecker {
             }
         }
         Some(method)
-    }
-
-    /// TRANSPORT-004 for a response whose id names no outstanding request: an error with
-    /// `id: null` answers the oldest frame the harness sent that had no usable id (and so
-    /// settles the request it was, if its id was readable); anything else answers nothing
-    /// that was asked — a notification, or no message at all.
-    fn answer_to_nothing(&mut self, key: &str, is_error: bool) -> Option<Violation> {
-        if key == "null" && is_error && !self.unidentified.is_empty() {
-            if let Some(id) = self.unidentified.remove(0) {
-                if self.pending.remove(&id).is_some() {
-                    self.answered.insert(id);
-                }
-            }
-            return None;
-        }
-        let kind = if is_error { "an error" } else { "a success" };
-        let why = if key == "null" {
-            ": the harness had sent nothing unparseable or invalid to answer (a reply to a notification?)"
-        } else {
-            ", which answers no request"
-        };
-        Some(Violation::new(
-            "TRANSPORT-004",
-            "responses only to requests",
-            format!("{kind} response with id {key}{why}"),
-        ))
     }
 
     /// Remembers `fromSeq` of every snapshot in a result.
@@ -826,20 +660,6 @@ impl FrameChecker {
     }
 }
 
-/// A request id as the key of [`FrameChecker::pending`]: its JSON text, written into `into`
-/// (cleared first) without building a `Value` for the integer ids harnesses use.
-fn id_key(id: Node<'_>, mut into: String) -> String {
-    use std::fmt::Write as _;
-    into.clear();
-    let written = match (id.as_u64(), id.as_i64()) {
-        (Some(n), _) => write!(into, "{n}"),
-        (None, Some(n)) => write!(into, "{n}"),
-        _ => write!(into, "{}", id.to_value()),
-    };
-    debug_assert!(written.is_ok(), "writing to a String does not fail");
-    into
-}
-
 /// Every snapshot a result carries (`snapshot`, `snapshots[]`).
 pub fn snapshots_in(result: Node<'_>) -> impl Iterator<Item = Node<'_>> {
     let single = Some(result.member("snapshot")).filter(Node::is_object);
@@ -1043,13 +863,6 @@ mod tests {
             .map_or(0, |(_, n)| n)
     }
 
-    fn ids(found: &[Violation]) -> Vec<&'static str> {
-        found.iter().map(|v| v.rule).collect()
-    }
-
-    const PING: &str =
-        r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"channel":"ahp-root://"}}"#;
-
     #[test]
     fn sub_002_counts_only_envelopes_of_a_channel_whose_snapshot_was_seen() {
         let mut checker = FrameChecker::default();
@@ -1069,105 +882,6 @@ mod tests {
         rules(&mut checker, snapshot);
         assert!(rules(&mut checker, &envelope(5)).is_empty());
         assert_eq!(count(&checker, "SUB-002"), 1);
-    }
-
-    #[test]
-    fn a_request_unanswered_for_the_timeout_fails_and_one_closed_sooner_is_skipped() {
-        let mut patient = FrameChecker::default();
-        sent(&mut patient, PING, 10.0);
-        let found = patient.on_end(5_010.0, 5_000.0, false);
-        assert_eq!(ids(&found), vec!["TRANSPORT-003"]);
-        assert_eq!(count(&patient, "TRANSPORT-003"), 1);
-        assert!(patient.skips().of("TRANSPORT-003").is_empty());
-
-        let mut hasty = FrameChecker::default();
-        sent(&mut hasty, PING, 10.0);
-        assert!(hasty.on_end(20.0, 5_000.0, false).is_empty());
-        assert_eq!(count(&hasty, "TRANSPORT-003"), 0, "not counted as checked");
-        assert_eq!(
-            hasty.skips().of("TRANSPORT-003"),
-            vec![(CLOSED_TOO_SOON, 1)]
-        );
-
-        let mut answered = FrameChecker::default();
-        sent(&mut answered, PING, 10.0);
-        assert!(rules(&mut answered, r#"{"jsonrpc":"2.0","id":1,"result":null}"#).is_empty());
-        assert!(answered.on_end(60_000.0, 5_000.0, true).is_empty());
-        assert!(answered.skips().of("TRANSPORT-003").is_empty());
-    }
-
-    #[test]
-    fn responses_that_answer_nothing_break_transport_004_errors_included() {
-        let null_error = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no"}}"#;
-        let mut checker = FrameChecker::default();
-        sent(
-            &mut checker,
-            r#"{"jsonrpc":"2.0","method":"unsubscribe","params":{"channel":"ahp-session:/s"}}"#,
-            0.0,
-        );
-        assert_eq!(rules(&mut checker, null_error), vec!["TRANSPORT-004"]);
-        let stray = r#"{"jsonrpc":"2.0","id":77,"error":{"code":-32600,"message":"no"}}"#;
-        assert_eq!(rules(&mut checker, stray), vec!["TRANSPORT-004"]);
-        // Malformed input may be answered with an id-null error, once.
-        sent(&mut checker, r#"{"jsonrpc":"2.0","#, 0.0);
-        assert!(rules(&mut checker, null_error).is_empty());
-        assert_eq!(rules(&mut checker, null_error), vec!["TRANSPORT-004"]);
-        // A request without jsonrpc may be answered with its id or with null; either
-        // settles it.
-        sent(
-            &mut checker,
-            r#"{"id":9,"method":"ping","params":{"channel":"ahp-root://"}}"#,
-            0.0,
-        );
-        assert!(rules(&mut checker, null_error).is_empty());
-        assert!(checker.on_end(60_000.0, 5_000.0, false).is_empty());
-    }
-
-    #[test]
-    fn host_requests_use_the_root_channel_and_the_connection_stays_served() {
-        let read = |id: u32, channel: &str| {
-            format!(
-                r#"{{"jsonrpc":"2.0","id":"h{id}","method":"resourceRead","params":{{"channel":"{channel}","uri":"x:/y"}}}}"#
-            )
-        };
-        let answer = |id: u32| {
-            format!(r#"{{"jsonrpc":"2.0","id":"h{id}","error":{{"code":-32601,"message":"no"}}}}"#)
-        };
-        let mut checker = FrameChecker::default();
-        assert!(rules(&mut checker, &read(1, "ahp-root://")).is_empty());
-        assert_eq!(
-            rules(&mut checker, &read(2, "ahp-session:/s")),
-            vec!["TRANSPORT-012"]
-        );
-        let odd =
-            r#"{"jsonrpc":"2.0","id":3,"method":"sampling","params":{"channel":"ahp-root://"}}"#;
-        assert_eq!(rules(&mut checker, odd), vec!["TRANSPORT-012"]);
-        assert_eq!(count(&checker, "TRANSPORT-012"), 3);
-
-        // Answered, then a later request answered: still served.
-        sent(&mut checker, &answer(1), 0.0);
-        sent(&mut checker, PING, 0.0);
-        assert!(rules(&mut checker, r#"{"jsonrpc":"2.0","id":1,"result":null}"#).is_empty());
-        assert!(checker.on_end(10.0, 5_000.0, true).is_empty());
-
-        // Answered, then the host closes before answering anything else.
-        let mut dropped = FrameChecker::default();
-        rules(&mut dropped, &read(1, "ahp-root://"));
-        sent(&mut dropped, &answer(1), 0.0);
-        assert_eq!(
-            ids(&dropped.on_end(10.0, 5_000.0, true)),
-            vec!["TRANSPORT-012"]
-        );
-
-        // Answered, then the harness closes without asking anything: not judged.
-        let mut quiet = FrameChecker::default();
-        rules(&mut quiet, &read(1, "ahp-root://"));
-        sent(&mut quiet, &answer(1), 0.0);
-        assert!(quiet.on_end(10.0, 5_000.0, false).is_empty());
-        assert_eq!(
-            quiet.skips().of("TRANSPORT-012"),
-            vec![(NOTHING_ASKED_AFTER, 1)]
-        );
     }
 
     #[test]

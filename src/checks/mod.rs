@@ -10,6 +10,7 @@ pub mod compare;
 pub mod frame;
 pub mod invariants;
 pub mod mirror;
+pub mod rpc;
 pub mod stream;
 
 use crate::verdict::Level;
