@@ -211,7 +211,7 @@ fn main() {
                         if let Some((seq, action)) = dispatch {
                             checks.dispatched.insert(*seq, action.clone());
                         }
-                        checks.sent(index, text, &schemas);
+                        checks.sent(index, 0.0, text, &schemas);
                     } else {
                         violations += checks.received(text, &schemas).len();
                     }

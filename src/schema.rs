@@ -4,6 +4,9 @@
 //! embedded in the binary, or a user's directory such as the official upstream schemas) and
 //! validates instances against a named `$defs` entry. Validators are compiled lazily, once per
 //! def name, and cached; all references resolve offline against the registered documents.
+//!
+//! Formats are asserted, the same way for `Value` and tape instances: `uri` is RFC 3986
+//! (the `jsonschema` check), `date-time` is [`is_timestamp`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -269,6 +272,8 @@ impl SchemaSet {
         });
         let validator = jsonschema::options_for::<F>()
             .with_draft(Draft::Draft202012)
+            .should_validate_formats(true)
+            .with_format("date-time", is_timestamp)
             .with_registry(&self.registry)
             .build(&wrapper)
             .map_err(|e| SchemaError::Compile {
@@ -322,6 +327,44 @@ impl SchemaSet {
             .map(|v| v.is_valid(instance))
             .unwrap_or(false)
     }
+}
+
+/// The `date-time` format as the harness asserts it: a date and a time of day with a UTC
+/// offset, read as an instant the way the 1.0.0 reference reducer reads `startedAt` (jiff's
+/// `Timestamp` parser). The protocol says "ISO 8601", not RFC 3339, so this accepts the ISO 8601
+/// forms RFC 3339 rejects (basic format `20250310T184203Z`, `+0100` offsets, minutes without
+/// seconds, a decimal comma) besides every RFC 3339 date-time; it rejects what is not an
+/// instant (no offset: local time; a date alone; week or ordinal dates), which the reducer
+/// cannot read and PROTOCOL §16.19 compares as instants.
+pub fn is_timestamp(text: &str) -> bool {
+    // jiff also reads a trailing RFC 9557 `[zone]` annotation; an ISO 8601 date starts
+    // with its year digits (or an expanded-year sign).
+    text.starts_with(|c: char| c.is_ascii_digit() || c == '+' || c == '-')
+        && !text.ends_with(']')
+        && text.parse::<jiff::Timestamp>().is_ok()
+}
+
+/// The first of `members` (pointers into each element of the array at `array` in
+/// `document`) that is not a timestamp ([`is_timestamp`]), as (its pointer, its value); the
+/// array pointer itself when it names no array.
+pub fn first_non_timestamp(
+    document: &Value,
+    array: &str,
+    members: &[String],
+) -> Option<(String, Value)> {
+    let Some(items) = document.pointer(array).and_then(Value::as_array) else {
+        return Some((
+            array.to_owned(),
+            document.pointer(array).cloned().unwrap_or(Value::Null),
+        ));
+    };
+    items.iter().enumerate().find_map(|(index, item)| {
+        members.iter().find_map(|member| {
+            let value = item.pointer(member).unwrap_or(&Value::Null);
+            let ok = value.as_str().is_some_and(is_timestamp);
+            (!ok).then(|| (format!("{array}/{index}{member}"), value.clone()))
+        })
+    })
 }
 
 /// An unknown def or one that does not compile, as a single violation at the instance root.

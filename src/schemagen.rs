@@ -11,7 +11,12 @@
 //!   strictly against its variant (`if`/`then`), unknown tag values are accepted only when the
 //!   union has a catch-all (`unknownVariantPreserved`);
 //! * a struct that is the payload of tagged-union variants always carries its discriminator;
-//! * untagged unions use `anyOf`.
+//! * untagged unions use `anyOf`;
+//! * the members the protocol documents as ISO 8601 timestamps ([`TIMESTAMP_MEMBERS`]) carry
+//!   `"format": "date-time"`, and the `Uri` alias carries `"format": "uri"` except on the
+//!   members that may hold an RFC 6570 template instead ([`NOT_URI_MEMBERS`]). The type
+//!   inventory carries no formats, so they are named here once; the generator refuses a
+//!   table entry the inventory does not define.
 //!
 //! Cross-file references are relative (`state.schema.json#/$defs/X`) and resolve against
 //! [`SCHEMA_BASE_URI`], which every document uses as the base of its `$id`.
@@ -49,6 +54,13 @@ pub enum SchemaGenError {
     /// The same type name is defined twice.
     #[error("inventory: type `{0}` is defined more than once")]
     Duplicate(String),
+    /// A member named by a format table is not in the inventory (or has another type).
+    #[error("format table: `{owner}.{member}` is not a {expected} member of the inventory")]
+    UnknownMember {
+        owner: String,
+        member: String,
+        expected: &'static str,
+    },
     /// An entry of `actions` has no `StateAction` variant (or vice versa).
     #[error("inventory: action type `{0}` is not consistent between `actions` and `StateAction`")]
     ActionMismatch(String),
@@ -112,6 +124,57 @@ fn get_arr<'a>(v: &'a Value, key: &str, path: &str) -> Result<&'a Vec<Value>> {
         .and_then(Value::as_array)
         .ok_or_else(|| malformed(format!("{path}.{key}"), "array"))
 }
+
+/// The members (owner type, member) whose string values are ISO 8601 timestamps, as the
+/// 1.0.0 crate documents them (`ahp-types`: "ISO 8601" on each of these fields; PROTOCOL.md
+/// §2, §10.3, §12). They get `"format": "date-time"`; the harness checks that format as "an
+/// instant the reference reducer can read" (see `schema::is_timestamp`), not as strict RFC 3339.
+pub const TIMESTAMP_MEMBERS: &[(&str, &str)] = &[
+    ("ActiveTurn", "startedAt"),
+    ("AutomationAfterDateCondition", "date"),
+    ("AutomationCancelledRunLifecycle", "completedAt"),
+    ("AutomationCancelledRunLifecycle", "createdAt"),
+    ("AutomationCancelledRunLifecycle", "startedAt"),
+    ("AutomationCompletedRunLifecycle", "completedAt"),
+    ("AutomationCompletedRunLifecycle", "createdAt"),
+    ("AutomationCompletedRunLifecycle", "startedAt"),
+    ("AutomationEntry", "createdAt"),
+    ("AutomationEntry", "modifiedAt"),
+    ("AutomationEntry", "nextRunAt"),
+    ("AutomationFailedRunLifecycle", "completedAt"),
+    ("AutomationFailedRunLifecycle", "createdAt"),
+    ("AutomationFailedRunLifecycle", "startedAt"),
+    ("AutomationPendingRunLifecycle", "createdAt"),
+    ("AutomationRunningRunLifecycle", "createdAt"),
+    ("AutomationRunningRunLifecycle", "startedAt"),
+    ("AutomationTriggeredRunOrigin", "scheduledFor"),
+    ("BackgroundShellWork", "startedAt"),
+    ("BackgroundSubagentWork", "startedAt"),
+    ("ChatState", "modifiedAt"),
+    ("ChatSummary", "modifiedAt"),
+    ("ChatTurnStartedAction", "startedAt"),
+    ("PartialChatSummary", "modifiedAt"),
+    ("PartialSessionSummary", "createdAt"),
+    ("PartialSessionSummary", "modifiedAt"),
+    ("ResourceResolveResult", "ctime"),
+    ("ResourceResolveResult", "mtime"),
+    ("SessionSummary", "createdAt"),
+    ("SessionSummary", "modifiedAt"),
+    ("Turn", "startedAt"),
+];
+
+/// Type aliases whose values have a format: every `Uri` is an RFC 3986 URI (`ahp-root://`,
+/// `ahp-session:/x`, `file:///w` all are).
+const ALIAS_FORMATS: &[(&str, &str)] = &[("Uri", "uri")];
+
+/// Members typed `Uri` that may legitimately hold something that is not a URI: the
+/// telemetry channels may be RFC 6570 templates (`…{level}`), whose braces RFC 3986 does not
+/// allow (`ahp-types` `TelemetryCapabilities`; PROTOCOL.md §2.1). They stay plain strings.
+pub const NOT_URI_MEMBERS: &[(&str, &str)] = &[
+    ("TelemetryCapabilities", "logs"),
+    ("TelemetryCapabilities", "metrics"),
+    ("TelemetryCapabilities", "traces"),
+];
 
 /// Parsed wire type expression.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -305,9 +368,11 @@ impl Builder<'_, '_> {
         })
     }
 
-    /// Object schema for a list of fields, optionally pinning a discriminator member.
+    /// Object schema for a list of fields of type `owner`, optionally pinning a
+    /// discriminator member.
     fn object(
         &self,
+        owner: &str,
         fields: &[Value],
         discriminator: Option<(&str, Value)>,
         path: &str,
@@ -336,6 +401,10 @@ impl Builder<'_, '_> {
             let mut schema = match &disc {
                 // The member doubles as the discriminator: its value is pinned.
                 Some((key, pinned)) if *key == name => pinned.clone(),
+                _ if TIMESTAMP_MEMBERS.contains(&(owner, name)) => {
+                    json!({"type": "string", "format": "date-time"})
+                }
+                _ if NOT_URI_MEMBERS.contains(&(owner, name)) => json!({"type": "string"}),
                 _ => self.expr(ty, &format!("{fpath}.type"))?,
             };
             if optional {
@@ -382,7 +451,7 @@ impl Builder<'_, '_> {
                 Some((key, schema))
             }
         };
-        self.object(fields, disc, &path)
+        self.object(name, fields, disc, &path)
     }
 
     fn enum_def(&self, name: &str, body: &Value) -> Result<Value> {
@@ -429,7 +498,7 @@ impl Builder<'_, '_> {
                 Value::String(s) => self.expr(s, &vpath)?,
                 Value::Object(_) => {
                     let fields = get_arr(payload, "fields", &vpath)?;
-                    self.object(fields, Some((tag, json!({"const": key}))), &vpath)?
+                    self.object(name, fields, Some((tag, json!({"const": key}))), &vpath)?
                 }
                 _ => return Err(malformed(vpath, "type name or {fields}")),
             };
@@ -463,7 +532,7 @@ impl Builder<'_, '_> {
                 Value::String(s) => self.expr(s, &apath)?,
                 Value::Object(_) => {
                     let fields = get_arr(alt, "fields", &apath)?;
-                    self.object(fields, None, &apath)?
+                    self.object(name, fields, None, &apath)?
                 }
                 _ => return Err(malformed(apath, "type expression or {fields}")),
             });
@@ -474,7 +543,14 @@ impl Builder<'_, '_> {
     fn alias_def(&self, name: &str, body: &Value) -> Result<Value> {
         let path = format!("$.typeAliases.{name}");
         let ty = get_str(body, "type", &path)?;
-        self.expr(ty, &format!("{path}.type"))
+        let mut schema = self.expr(ty, &format!("{path}.type"))?;
+        if let (Some((_, format)), Value::Object(m)) = (
+            ALIAS_FORMATS.iter().find(|(alias, _)| *alias == name),
+            &mut schema,
+        ) {
+            m.insert("format".into(), json!(format));
+        }
+        Ok(schema)
     }
 
     fn def(&self, name: &str, entry: &TypeEntry<'_>) -> Result<Value> {
@@ -640,9 +716,44 @@ fn build_index(inv: &Value, types: &Types<'_>) -> Result<Value> {
     }))
 }
 
+/// Checks that every member a format table names is a member of that type with the type
+/// the table expects (a renamed member must not silently lose its format).
+fn check_format_tables(types: &Types<'_>) -> Result<()> {
+    let member_type = |owner: &str, member: &str| -> Option<&str> {
+        let entry = types.by_name.get(owner)?;
+        let fields = entry.body.get("fields")?.as_array()?;
+        fields
+            .iter()
+            .find(|f| f.get("name").and_then(Value::as_str) == Some(member))?
+            .get("type")?
+            .as_str()
+    };
+    for (table, expected) in [(TIMESTAMP_MEMBERS, "string"), (NOT_URI_MEMBERS, "Uri")] {
+        for (owner, member) in table {
+            if member_type(owner, member) != Some(expected) {
+                return Err(SchemaGenError::UnknownMember {
+                    owner: (*owner).to_string(),
+                    member: (*member).to_string(),
+                    expected,
+                });
+            }
+        }
+    }
+    for (alias, _) in ALIAS_FORMATS {
+        if types.by_name.get(*alias).map(|e| e.kind) != Some(Kind::Alias) {
+            return Err(SchemaGenError::UnknownType {
+                path: "ALIAS_FORMATS".into(),
+                name: (*alias).to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Generates the schema documents as JSON values (file name → document), including the index.
 pub fn generate_documents(inventory: &Value) -> Result<BTreeMap<String, Value>> {
     let types = Types::collect(inventory)?;
+    check_format_tables(&types)?;
     let mut per_file: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
     for (name, entry) in &types.by_name {
         let file = file_name(&entry.module);

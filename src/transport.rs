@@ -92,6 +92,11 @@ pub struct Connection {
     backlog: VecDeque<Incoming>,
     next_id: u64,
     closed: bool,
+    /// The run's timeout, given at connect: how long a request may go unanswered.
+    timeout: Duration,
+    /// Answers to host-to-client requests not sent yet (they are read where no sending is
+    /// possible; see [`Connection::answer_host_requests`]).
+    host_request_answers: Vec<String>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -136,6 +141,8 @@ impl Connection {
             backlog: VecDeque::new(),
             next_id: 0,
             closed: false,
+            timeout,
+            host_request_answers: Vec::new(),
         })
     }
 
@@ -145,6 +152,11 @@ impl Connection {
 
     pub fn is_closed(&self) -> bool {
         self.closed
+    }
+
+    /// The timeout the connection was opened with (the run's).
+    pub fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     fn record(&mut self, direction: Direction, text: String) {
@@ -164,8 +176,25 @@ impl Connection {
 
     /// Sends one text frame as is.
     pub async fn send_raw(&mut self, text: &str) -> Result<(), TransportError> {
+        self.answer_host_requests().await?;
+        self.send_text(text).await
+    }
+
+    async fn send_text(&mut self, text: &str) -> Result<(), TransportError> {
         self.record(Direction::Sent, text.to_owned());
         self.sink.send(Message::text(text)).await?;
+        Ok(())
+    }
+
+    /// Sends the answers to the host-to-client requests read so far: the harness implements
+    /// none of them, so each gets `-32601` (PROTOCOL §14: a fair client answers them).
+    pub async fn answer_host_requests(&mut self) -> Result<(), TransportError> {
+        if self.closed {
+            self.host_request_answers.clear();
+        }
+        for answer in std::mem::take(&mut self.host_request_answers) {
+            self.send_text(&answer).await?;
+        }
         Ok(())
     }
 
@@ -220,7 +249,10 @@ impl Connection {
             let next = tokio::time::timeout_at(deadline, self.source.next())
                 .await
                 .map_err(|_| TransportError::Timeout(timeout))?;
-            if let Some(incoming) = self.record_incoming(next)? {
+            let incoming = self.record_incoming(next)?;
+            // A failed answer means a broken socket, which the next read or send reports.
+            let _ = self.answer_host_requests().await;
+            if let Some(incoming) = incoming {
                 return Ok(incoming);
             }
         }
@@ -241,6 +273,11 @@ impl Connection {
                     Err(_) => Incoming::NotJson(text.clone()),
                 };
                 self.record(Direction::Received, text);
+                if let Incoming::Message(message) = &incoming {
+                    if let Some(answer) = host_request_answer(message) {
+                        self.host_request_answers.push(answer);
+                    }
+                }
                 incoming
             }
             Some(Ok(Message::Binary(bytes))) => {
@@ -424,6 +461,18 @@ impl Connection {
     pub fn take_backlog(&mut self) -> Vec<Incoming> {
         self.backlog.drain(..).collect()
     }
+}
+
+/// The answer to `message` when it is a host-to-client request (a method and an id):
+/// `-32601`, since the harness serves no resources.
+fn host_request_answer(message: &Value) -> Option<String> {
+    let method = message.get("method")?.as_str()?;
+    let id = message.get("id")?;
+    let answer = json!({ "jsonrpc": "2.0", "id": id, "error": {
+        "code": -32601,
+        "message": format!("the ahpspec harness does not implement {method}"),
+    }});
+    Some(answer.to_string())
 }
 
 /// Whether `message` is a response (result or error) to request `id`.

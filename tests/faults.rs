@@ -31,6 +31,11 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::DirectoryListedTwice => rules.extend(["SESSION-011".to_owned()]),
         // A queue holding an id twice is also the wrong queue shape.
         Fault::QueuedUpdateAppends => rules.extend(["INV-CHAT-5".to_owned()]),
+        // The summaries that carry the bad createdAt (listSessions, root/sessionAdded) are
+        // schema-checked too, and createdAt is a date-time there.
+        Fault::BadTimestamp => rules.extend(["INV-SCHEMA-1".to_owned()]),
+        // ROOT-003 waits for the second page, which never comes.
+        Fault::UnansweredRequest => rules.extend(["ROOT-003".to_owned()]),
         _ => {}
     }
     rules
@@ -261,6 +266,12 @@ fault_tests! {
     turn_completed_twice => TurnCompletedTwice,
     echo_order_swapped => EchoOrderSwapped,
     progress_never_final => ProgressNeverFinal,
+    // Issue 11, transport slice: formats, unanswered requests, host-to-client requests.
+    bad_timestamp => BadTimestamp,
+    unanswered_request => UnansweredRequest,
+    errors_on_notifications => ErrorsOnNotifications,
+    accepts_missing_jsonrpc => AcceptsMissingJsonrpc,
+    host_request_wrong_channel => HostRequestWrongChannel,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -196,3 +196,23 @@ fn inv_session_3_fails_on_a_repeated_working_directory() {
         vec![("INV-SESSION-3", "workingDirectories without duplicates")]
     );
 }
+
+/// "checked N" counts only what was looked at: STATUS-003 judges a chat's status, so a chat
+/// state without one is not counted.
+#[test]
+fn status_003_counts_only_chat_states_with_a_status() {
+    let count = |state: &Value| {
+        let mut statuses = 0;
+        ahpspec::checks::invariants::snapshot("ahp-chat:/c", state, &mut |rule, n| {
+            if rule == "STATUS-003" {
+                statuses += n;
+            }
+        });
+        statuses
+    };
+    assert_eq!(
+        count(&json!({"resource": "ahp-chat:/c", "status": 1, "turns": []})),
+        1
+    );
+    assert_eq!(count(&json!({"resource": "ahp-chat:/c", "turns": []})), 0);
+}

@@ -387,10 +387,11 @@ fn conventions_accept_what_1_0_0_accepts() {
         // bitset combination and unknown bits
         ("SessionStatus", json!(72)),
         ("SessionStatus", json!(1024)),
-        // null for an optional member, unknown member
+        // null for an optional member, unknown member (the channel is a URI: formats are
+        // asserted beyond what the crate decoder checks)
         (
             "ActionEnvelope",
-            json!({"channel": "c", "serverSeq": 3, "origin": null, "action": {"type": "session/ready"}, "extra": true}),
+            json!({"channel": "ahp-session:/c", "serverSeq": 3, "origin": null, "action": {"type": "session/ready"}, "extra": true}),
         ),
         // untagged union whose alternatives overlap
         (
@@ -1221,6 +1222,20 @@ fn apply_allowed(defs: &mut Map<String, Value>) {
     }
 }
 
+/// Removes every `format` keyword (a string; a member named `format` has a schema object).
+fn strip_formats(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if map.get("format").is_some_and(Value::is_string) {
+                map.remove("format");
+            }
+            map.values_mut().for_each(strip_formats);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_formats),
+        _ => {}
+    }
+}
+
 #[test]
 fn unchanged_types_agree_with_upstream_0_8_0_dev() {
     let inv = Inv::load(inventory());
@@ -1256,14 +1271,18 @@ fn unchanged_types_agree_with_upstream_0_8_0_dev() {
             "$defs": Value::Object(up_defs),
         }),
     )];
-    docs.extend(EMBEDDED_FILES.iter().map(|(n, t)| {
-        (
-            n.to_string(),
-            serde_json::from_str(t).expect("embedded json"),
-        )
-    }));
+    let embedded = || {
+        EMBEDDED_FILES.iter().map(|(n, t)| {
+            let mut doc: Value = serde_json::from_str(t).expect("embedded json");
+            strip_formats(&mut doc);
+            (n.to_string(), doc)
+        })
+    };
+    docs.extend(embedded());
     let upstream = SchemaSet::from_documents(docs).expect("adjusted upstream schemas load");
-    let gen = generated();
+    // Upstream carries no formats: the comparison is about structure, so the generated side
+    // is compared without its formats too (they are tested on their own above).
+    let gen = &SchemaSet::from_documents(embedded()).expect("generated schemas load");
 
     // Corpus: typed sub-values of every fixture document (stale ones too: agreement is
     // required on any instance), plus synthetic instances of every type.
@@ -1339,5 +1358,120 @@ fn unchanged_types_agree_with_upstream_0_8_0_dev() {
         "{} types disagree with upstream 0.8.0-dev beyond the documented conventions and the allow-list:\n{}",
         report.len(),
         report.join("\n")
+    );
+}
+
+#[test]
+fn timestamps_are_iso_8601_instants() {
+    use ahpspec::schema::is_timestamp;
+    let instants = [
+        "2025-03-10T18:42:03.123Z",
+        "2025-03-10T18:42:03Z",
+        "2025-03-10T18:42:03+01:00",
+        "2025-03-10t18:42:03z",
+        // ISO 8601 forms RFC 3339 rejects: the protocol says ISO 8601.
+        "2025-03-10T18:42:03.123+0100",
+        "2025-03-10T18:42Z",
+        "20250310T184203Z",
+        "2025-03-10T18:42:03,5Z",
+    ];
+    for text in instants {
+        assert!(is_timestamp(text), "{text} is an instant");
+    }
+    let not_instants = [
+        "sometime last week",
+        "",
+        "2025-03-10",
+        "2025-03-10T18:42:03",
+        "18:42:03Z",
+        "2025-W11-1T18:42:03Z",
+        "2025-13-10T18:42:03Z",
+        "2025-03-10T18:42:03Z[Europe/Paris]",
+        " 2025-03-10T18:42:03Z",
+        "1741632123",
+    ];
+    for text in not_instants {
+        assert!(!is_timestamp(text), "{text:?} is not an instant");
+    }
+}
+
+#[test]
+fn formats_are_asserted_on_the_members_the_protocol_names() {
+    let set = generated();
+    let summary = |created: &str, resource: &str| {
+        json!({"resource": resource, "provider": "p", "title": "t", "status": 1,
+               "createdAt": created, "modifiedAt": "2025-03-10T18:42:03.123Z",
+               "workingDirectories": ["file:///w"]})
+    };
+    assert_eq!(
+        set.validate(
+            "SessionSummary",
+            &summary("2025-03-10T18:42:03Z", "ahp-session:/x")
+        ),
+        Ok(())
+    );
+    let bad_time = set
+        .validate(
+            "SessionSummary",
+            &summary("sometime last week", "ahp-session:/x"),
+        )
+        .expect_err("a createdAt that is no timestamp");
+    assert!(
+        bad_time.iter().any(|v| v.instance_path == "/createdAt"),
+        "{bad_time:?}"
+    );
+    let bad_uri = set
+        .validate(
+            "SessionSummary",
+            &summary("2025-03-10T18:42:03Z", "not a session uri"),
+        )
+        .expect_err("a resource that is no URI");
+    assert!(
+        bad_uri.iter().any(|v| v.instance_path == "/resource"),
+        "{bad_uri:?}"
+    );
+    for channel in [
+        "ahp-root://",
+        "ahp-session:/x",
+        "ahp-chat:/a-b_c.1",
+        "file:///w",
+    ] {
+        let envelope = json!({"channel": channel, "serverSeq": 1,
+                              "action": {"type": "session/titleChanged", "title": "t"}});
+        assert_eq!(
+            set.validate("ActionEnvelope", &envelope),
+            Ok(()),
+            "{channel}"
+        );
+    }
+    let started = json!({"type": "chat/turnStarted", "turnId": "t1", "startedAt": "yesterday",
+                         "message": {"text": "hi", "origin": {"kind": "user"}}});
+    assert!(set.validate("StateAction", &started).is_err());
+    // Telemetry channels may be RFC 6570 templates, which are not URIs.
+    let telemetry = json!({"logs": "ahp-otlp:/logs{?level}", "traces": "ahp-otlp:/traces"});
+    assert_eq!(set.validate("TelemetryCapabilities", &telemetry), Ok(()));
+}
+
+/// A member that looks like a timestamp but is in no format table would silently lose its
+/// format: every string member named like one must be listed.
+#[test]
+fn every_timestamp_like_member_has_its_format() {
+    let mut unlisted = Vec::new();
+    for (owner, body) in inventory()["structs"].as_object().into_iter().flatten() {
+        for field in body["fields"].as_array().into_iter().flatten() {
+            let name = field["name"].as_str().unwrap_or_default();
+            let looks_like_time =
+                name.ends_with("At") || ["date", "mtime", "ctime", "scheduledFor"].contains(&name);
+            if looks_like_time
+                && field["type"] == "string"
+                && !schemagen::TIMESTAMP_MEMBERS.contains(&(owner.as_str(), name))
+            {
+                unlisted.push(format!("{owner}.{name}"));
+            }
+        }
+    }
+    assert!(
+        unlisted.is_empty(),
+        "not in TIMESTAMP_MEMBERS: {unlisted:?}"
     );
 }

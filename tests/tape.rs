@@ -323,3 +323,37 @@ fn states_decode_from_a_tape_as_from_the_value() {
     }
     assert!(compared > 500, "only {compared} states compared");
 }
+
+/// Formats are asserted on a tape exactly as on the value: the always-on checks validate
+/// tapes, the case steps and the offline tools values.
+#[test]
+fn formats_judge_a_tape_as_they_judge_the_value() {
+    let set = ahpspec::schema::SchemaSet::embedded().expect("embedded schemas load");
+    let on_tape = set
+        .tape_validator("SessionSummary")
+        .expect("compiles for tapes");
+    let on_value = set.validator("SessionSummary").expect("compiles");
+    let instances = [
+        r#"{"resource":"ahp-session:/x","provider":"p","title":"t","status":1,"createdAt":"2025-03-10T18:42:03.123Z","modifiedAt":"2025-03-10T18:42:03Z"}"#,
+        r#"{"resource":"ahp-session:/x","provider":"p","title":"t","status":1,"createdAt":"sometime last week","modifiedAt":"2025-03-10T18:42:03Z"}"#,
+        r#"{"resource":"ahp-session:/x","provider":"p","title":"t","status":1,"createdAt":"2025-03-10T18:42:03","modifiedAt":"2025-03-10"}"#,
+        r#"{"resource":"ahp-session:/x","provider":"p","title":"t","status":1,"createdAt":"20250310T184203\u005a","modifiedAt":"2025-03-10T18:42:03+0100"}"#,
+        r#"{"resource":"no uri","provider":"p","title":"t","status":1,"createdAt":"2025-03-10T18:42:03Z","modifiedAt":"2025-03-10T18:42:03Z"}"#,
+        r#"{"resource":"ahp-session:/\u0078","provider":"p","title":"t","status":1,"createdAt":"2025-03-10T18:42:03Z","modifiedAt":"2025-03-10T18:42:03Z","workingDirectories":["file:///w","a b"]}"#,
+    ];
+    let mut tape = Tape::default();
+    let mut invalid = 0;
+    for text in instances {
+        let value: Value = serde_json::from_str(text).expect("instance parses");
+        let node = tape.parse(text).expect("instance parses on a tape");
+        let valid = on_value.is_valid(&value);
+        invalid += usize::from(!valid);
+        assert_eq!(on_tape.is_valid(node), valid, "{text}");
+        assert_eq!(
+            on_tape.iter_errors(node).count(),
+            on_value.iter_errors(&value).count(),
+            "{text}"
+        );
+    }
+    assert_eq!(invalid, 4, "four instances break a format");
+}

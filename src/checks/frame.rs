@@ -1,11 +1,13 @@
-//! Always-on checks over the frames of one connection: JSON-RPC shape and correlation,
+//! Always-on checks over the frames of one connection: JSON-RPC shape and correlation
+//! (every request answered once, no response to anything else), host-to-client requests,
 //! notification routing members, schema validity, and `serverSeq` order.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{FastMap, FastSet, Violation};
+use super::rpc::{id_key, Answered, Correlation};
+use super::{FastMap, FastSet, Skips, Violation};
 use jsonschema::Validator;
 
 use crate::schema::{check, unusable, SchemaSet, SchemaViolation};
@@ -96,6 +98,7 @@ enum Rule {
     Transport004,
     Transport005,
     Transport011,
+    Transport012,
     Sub002,
     Sub012,
     Status001,
@@ -107,13 +110,14 @@ enum Rule {
 }
 
 impl Rule {
-    const ALL: [Rule; 14] = [
+    const ALL: [Rule; 15] = [
         Rule::Transport001,
         Rule::Transport002,
         Rule::Transport003,
         Rule::Transport004,
         Rule::Transport005,
         Rule::Transport011,
+        Rule::Transport012,
         Rule::Sub002,
         Rule::Sub012,
         Rule::Status001,
@@ -132,6 +136,7 @@ impl Rule {
             Rule::Transport004 => "TRANSPORT-004",
             Rule::Transport005 => "TRANSPORT-005",
             Rule::Transport011 => "TRANSPORT-011",
+            Rule::Transport012 => "TRANSPORT-012",
             Rule::Sub002 => "SUB-002",
             Rule::Sub012 => "SUB-012",
             Rule::Status001 => "STATUS-001",
@@ -181,11 +186,10 @@ impl std::fmt::Debug for Validators {
 #[derive(Debug, Default)]
 pub struct FrameChecker {
     validators: Validators,
-    /// Request id (as JSON text) → method, for requests not yet answered.
-    pending: FastMap<String, String>,
+    /// Requests and responses (TRANSPORT-003/004/012).
+    rpc: Correlation,
     /// Reused for the id of every response (looked up, not stored).
     id_buffer: String,
-    answered: FastSet<String>,
     last_seq: FastMap<String, u64>,
     from_seq: FastMap<String, u64>,
     /// Channels subscribed without asking for immediate delivery (`delivery.maxLatencyMs:
@@ -238,16 +242,16 @@ impl FrameChecker {
             .filter_map(|(rule, n)| n.map(|n| (rule.id(), n)))
     }
 
-    /// Records a frame the harness sent (requests are remembered for correlation).
-    pub fn on_sent(&mut self, message: Node<'_>) {
+    /// What the rules could not judge, and why.
+    pub fn skips(&self) -> &Skips {
+        self.rpc.skips()
+    }
+
+    /// Records a frame the harness sent at `at_ms` (requests are remembered for
+    /// correlation, answers to host requests for TRANSPORT-012).
+    pub fn on_sent(&mut self, message: Node<'_>, at_ms: f64) {
+        self.rpc.sent(message, at_ms);
         let method = message.member("method");
-        let id = message.member("id");
-        let answer = message.member("result").exists() || message.member("error").exists();
-        if id.exists() && !answer {
-            let method = method.as_str().unwrap_or("(no method)");
-            self.pending
-                .insert(id_key(id, String::new()), method.to_owned());
-        }
         let params = message.member("params");
         match method.as_str() {
             Some("unsubscribe") => {
@@ -278,6 +282,19 @@ impl FrameChecker {
             }
             _ => {}
         }
+    }
+
+    /// Records a frame the harness sent that is not JSON (deliberately malformed input).
+    pub fn on_sent_unparseable(&mut self) {
+        self.rpc.sent_unparseable();
+    }
+
+    /// The connection ended at `at_ms` (closed by the host when `by_host`): what never
+    /// came is judged (see [`Correlation::end`]).
+    pub fn on_end(&mut self, at_ms: f64, timeout_ms: f64, by_host: bool) -> Vec<Violation> {
+        let (found, judged) = self.rpc.end(at_ms, timeout_ms, by_host);
+        self.tally.add(Rule::Transport003, judged);
+        found
     }
 
     /// Checks a binary frame from the host.
@@ -343,7 +360,10 @@ impl FrameChecker {
         scan_strings_and_status(message, &mut found, &mut self.tally);
         let mut answered_method = None;
         if let Some(method) = message.member("method").as_str() {
-            if !message.member("id").exists() {
+            if message.member("id").exists() {
+                self.tally.bump(Rule::Transport012);
+                found.extend(self.rpc.host_request(method, message));
+            } else {
                 let params = message.member("params");
                 self.check_notification(method, params, schemas, &mut found);
             }
@@ -397,25 +417,17 @@ impl FrameChecker {
         }
         self.tally.bump(Rule::Transport003);
         self.tally.bump(Rule::Transport004);
-        if self.answered.contains(key) {
-            found.push(Violation::new(
-                "TRANSPORT-003",
-                format!("one response to request {key}"),
-                "a second response with the same id",
-            ));
-            return None;
-        }
-        let Some((key, method)) = self.pending.remove_entry(key) else {
-            if has_result {
-                found.push(Violation::new(
-                    "TRANSPORT-004",
-                    "responses only to requests",
-                    format!("a success response with id {key}, which answers no request"),
-                ));
+        let method = match self.rpc.answer(key, has_error) {
+            Answered::Request(method) => method,
+            Answered::Again(violation) => {
+                found.push(violation);
+                return None;
             }
-            return None;
+            Answered::Nothing(violation) => {
+                found.extend(violation);
+                return None;
+            }
         };
-        self.answered.insert(key);
         if has_result && !has_error {
             self.record_snapshots(result);
             if let Some(def) = schemas.map.results.get(&method) {
@@ -563,8 +575,9 @@ impl FrameChecker {
         if in_channel_order {
             self.check_connection_order(seq, channel, action_type, found);
         }
-        self.tally.bump(Rule::Sub002);
         if let Some(from) = self.from_seq.get(channel) {
+            // Only envelopes of a channel whose snapshot was seen can be compared with it.
+            self.tally.bump(Rule::Sub002);
             if seq <= *from {
                 found.push(Violation::new(
                     "SUB-002",
@@ -645,20 +658,6 @@ impl FrameChecker {
     pub fn highest_seq(&self) -> u64 {
         self.last_seq.values().copied().max().unwrap_or(0)
     }
-}
-
-/// A request id as the key of [`FrameChecker::pending`]: its JSON text, written into `into`
-/// (cleared first) without building a `Value` for the integer ids harnesses use.
-fn id_key(id: Node<'_>, mut into: String) -> String {
-    use std::fmt::Write as _;
-    into.clear();
-    let written = match (id.as_u64(), id.as_i64()) {
-        (Some(n), _) => write!(into, "{n}"),
-        (None, Some(n)) => write!(into, "{n}"),
-        _ => write!(into, "{}", id.to_value()),
-    };
-    debug_assert!(written.is_ok(), "writing to a String does not fail");
-    into
 }
 
 /// Every snapshot a result carries (`snapshot`, `snapshots[]`).
@@ -847,6 +846,42 @@ mod tests {
             .iter()
             .map(|v| v.rule)
             .collect()
+    }
+
+    fn sent(checker: &mut FrameChecker, text: &str, at_ms: f64) {
+        let mut tape = Tape::default();
+        match tape.parse(text) {
+            Ok(message) => checker.on_sent(message, at_ms),
+            Err(_) => checker.on_sent_unparseable(),
+        }
+    }
+
+    fn count(checker: &FrameChecker, rule: &str) -> usize {
+        checker
+            .counts()
+            .find(|(id, _)| *id == rule)
+            .map_or(0, |(_, n)| n)
+    }
+
+    #[test]
+    fn sub_002_counts_only_envelopes_of_a_channel_whose_snapshot_was_seen() {
+        let mut checker = FrameChecker::default();
+        let envelope = |seq: u64| {
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"action","params":{{"channel":"ahp-session:/s","serverSeq":{seq},"action":{{"type":"session/titleChanged","title":"t"}}}}}}"#
+            )
+        };
+        assert!(rules(&mut checker, &envelope(1)).is_empty());
+        assert_eq!(count(&checker, "SUB-002"), 0, "no snapshot to compare with");
+        sent(
+            &mut checker,
+            r#"{"jsonrpc":"2.0","id":7,"method":"subscribe","params":{"channel":"ahp-session:/s"}}"#,
+            0.0,
+        );
+        let snapshot = r#"{"jsonrpc":"2.0","id":7,"result":{"snapshot":{"resource":"ahp-session:/s","fromSeq":4,"state":{}}}}"#;
+        rules(&mut checker, snapshot);
+        assert!(rules(&mut checker, &envelope(5)).is_empty());
+        assert_eq!(count(&checker, "SUB-002"), 1);
     }
 
     #[test]

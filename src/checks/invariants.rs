@@ -22,8 +22,10 @@ pub fn snapshot(
 ) -> Vec<Violation> {
     if resource.starts_with("ahp-chat:") {
         let turns = state["turns"].as_array().map_or(0, Vec::len);
+        // STATUS-003 reads the activity bits: a state without a status gives it nothing.
+        let statuses = usize::from(state["status"].is_u64());
         for (rule, n) in [
-            ("STATUS-003", 1),
+            ("STATUS-003", statuses),
             ("INV-CHAT-5", 1),
             ("INV-SESSION-3", 1),
             ("TOOL-007", turns),

@@ -10,6 +10,7 @@ pub mod compare;
 pub mod frame;
 pub mod invariants;
 pub mod mirror;
+pub mod rpc;
 pub mod stream;
 
 use crate::verdict::Level;
@@ -166,13 +167,148 @@ rules! {
         "A session lists each active client (by clientId) and each input-needed entry (by id) once."),
     ("INV-SESSION-3", Must, "session-channel", "RULES.md §17 INV-SESSION-3; crate: ahp/src/reducers.rs (session/workingDirectorySet, …Replaced)", "session and chat states",
         "A session's and a chat's workingDirectories list each directory once."),
-    ("INV-FOLD-1", Must, "state", "RULES.md §17 INV-FOLD-1", "checkpoints",
+    ("INV-FOLD-1", Must, "state", "RULES.md §17 INV-FOLD-1", "mirror comparisons",
         "Snapshot + accepted envelopes folded through the reference reducers equals a fresh snapshot."),
     ("CHAT-003", Must, "chat-channel", "docs/specification/chat-channel.md § State", "chat catalog entries",
         "A chat's inlined summary fields equal its entry in the session's chat catalog (at quiescence)."),
+    ("TRANSPORT-012", Must, "transport", "docs/specification/root-channel.md § Commands; crate: ahp/src/client.rs (handle_server_request)", "host requests",
+        "Host-to-client requests are resource* or createResourceWatch on channel ahp-root://, and after the harness answers one with -32601 the host still answers later requests."),
+}
+
+/// Items an always-on rule could not judge, by rule and reason: they are reported as
+/// skipped, never counted as checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Skips(
+    std::collections::BTreeMap<&'static str, std::collections::BTreeMap<&'static str, usize>>,
+);
+
+impl Skips {
+    /// Records `n` items of `rule` skipped because of `why`.
+    pub fn add(&mut self, rule: &'static str, why: &'static str, n: usize) {
+        if n > 0 {
+            *self.0.entry(rule).or_default().entry(why).or_insert(0) += n;
+        }
+    }
+
+    /// Adds every skip of `other`.
+    pub fn merge(&mut self, other: &Skips) {
+        for (rule, reasons) in &other.0 {
+            for (why, n) in reasons {
+                self.add(rule, why, *n);
+            }
+        }
+    }
+
+    /// The skips of `rule`: (why, how many), by reason.
+    pub fn of(&self, rule: &str) -> Vec<(&'static str, usize)> {
+        self.0
+            .get(rule)
+            .map(|reasons| reasons.iter().map(|(why, n)| (*why, *n)).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// How an always-on row ends: broken, not testable (it judged nothing), or passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowOutcome {
+    Broken,
+    NotTestable,
+    Passed,
+}
+
+/// The outcome and summary line of an always-on rule's row, from the number of violations,
+/// the items checked, the items skipped (why, how many) and the first violation (expected,
+/// actual). A row that checked nothing is not a pass, whatever it skipped.
+pub fn row_summary(
+    unit: &str,
+    violations: usize,
+    checked: usize,
+    skipped: &[(&str, usize)],
+    first: Option<(&str, &str)>,
+) -> (RowOutcome, String) {
+    let total: usize = skipped.iter().map(|(_, n)| n).sum();
+    let skips = if total == 0 {
+        String::new()
+    } else {
+        let reasons: Vec<String> = skipped
+            .iter()
+            .map(|(why, n)| format!("{why}: {n}"))
+            .collect();
+        format!(", skipped {total} ({})", reasons.join("; "))
+    };
+    match first {
+        Some((expected, actual)) if violations > 0 => (
+            RowOutcome::Broken,
+            format!("{violations} violation(s) in {checked} {unit}{skips}; first: expected {expected}; got {actual}"),
+        ),
+        _ if checked == 0 && total == 0 => (
+            RowOutcome::NotTestable,
+            format!("Not testable: no {unit} were seen during the run"),
+        ),
+        _ if checked == 0 => (
+            RowOutcome::NotTestable,
+            format!("Not testable: checked no {unit}{skips}"),
+        ),
+        _ => (
+            RowOutcome::Passed,
+            format!("checked {checked} {unit}{skips}; no violation"),
+        ),
+    }
 }
 
 /// Looks an always-on rule up.
 pub fn always_on(id: &str) -> Option<&'static AlwaysOnRule> {
     ALWAYS_ON.iter().find(|rule| rule.id == id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skips_add_up_by_rule_and_reason() {
+        let mut skips = Skips::default();
+        skips.add("INV-FOLD-1", "no snapshot", 1);
+        skips.add("INV-FOLD-1", "ahead", 0);
+        let mut other = Skips::default();
+        other.add("INV-FOLD-1", "no snapshot", 2);
+        other.add("TRANSPORT-003", "closed", 1);
+        skips.merge(&other);
+        assert_eq!(skips.of("INV-FOLD-1"), vec![("no snapshot", 3)]);
+        assert_eq!(skips.of("TRANSPORT-003"), vec![("closed", 1)]);
+        assert!(skips.of("ENV-003").is_empty());
+    }
+
+    #[test]
+    fn a_row_that_compared_nothing_is_not_a_pass() {
+        let why = [("the observer got no snapshot", 2)];
+        let (outcome, summary) = row_summary("mirror comparisons", 0, 0, &why, None);
+        assert_eq!(outcome, RowOutcome::NotTestable);
+        assert_eq!(
+            summary,
+            "Not testable: checked no mirror comparisons, skipped 2 (the observer got no snapshot: 2)"
+        );
+        let (outcome, _) = row_summary("responses", 0, 0, &[], None);
+        assert_eq!(outcome, RowOutcome::NotTestable);
+    }
+
+    #[test]
+    fn a_row_says_what_it_compared_and_what_it_skipped() {
+        let why = [("ahead", 1), ("no snapshot", 2)];
+        let (outcome, summary) = row_summary("mirror comparisons", 0, 5, &why, None);
+        assert_eq!(outcome, RowOutcome::Passed);
+        assert_eq!(
+            summary,
+            "checked 5 mirror comparisons, skipped 3 (ahead: 1; no snapshot: 2); no violation"
+        );
+        let (outcome, summary) = row_summary("responses", 0, 4, &[], None);
+        assert_eq!(outcome, RowOutcome::Passed);
+        assert_eq!(summary, "checked 4 responses; no violation");
+        let (outcome, summary) = row_summary("responses", 1, 4, &[], Some(("a", "b")));
+        assert_eq!(outcome, RowOutcome::Broken);
+        assert_eq!(
+            summary,
+            "1 violation(s) in 4 responses; first: expected a; got b"
+        );
+    }
 }

@@ -55,17 +55,25 @@ impl StreamChecks {
         checks
     }
 
-    /// Looks at a frame the harness sent (transcript index `index`).
-    pub fn sent(&mut self, index: usize, text: &str, schemas: &Schemas) {
+    /// Looks at a frame the harness sent (transcript index `index`, `at_ms` after the
+    /// connection opened).
+    pub fn sent(&mut self, index: usize, at_ms: f64, text: &str, schemas: &Schemas) {
         let mut tape = std::mem::take(&mut self.tape);
-        if let Ok(message) = tape.parse(text) {
-            self.check_sent(index, message, schemas);
+        match tape.parse(text) {
+            Ok(message) => self.check_sent(index, at_ms, message, schemas),
+            Err(_) => self.checker.on_sent_unparseable(),
         }
         self.tape = tape;
     }
 
-    fn check_sent(&mut self, index: usize, message: Node<'_>, schemas: &Schemas) {
-        self.checker.on_sent(message);
+    /// The connection ended at `at_ms` (by the host when `by_host`); the checks that wait
+    /// for something judge what never came (see [`FrameChecker::on_end`]).
+    pub fn ended(&mut self, at_ms: f64, timeout_ms: f64, by_host: bool) -> Vec<Violation> {
+        self.checker.on_end(at_ms, timeout_ms, by_host)
+    }
+
+    fn check_sent(&mut self, index: usize, at_ms: f64, message: Node<'_>, schemas: &Schemas) {
+        self.checker.on_sent(message, at_ms);
         let method = message.member("method").as_str();
         if method == Some("unsubscribe") {
             if let Some(channel) = message.member("params").member("channel").as_str() {

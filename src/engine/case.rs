@@ -50,6 +50,8 @@ pub struct CaseOutcome {
     pub counts: Counts,
     /// The failure of another rule that blocked the case (also in `result.findings`).
     pub prerequisite: Option<Finding>,
+    /// What the always-on rules could not judge, and why.
+    pub skipped: crate::checks::Skips,
 }
 
 /// Why a step stopped the case.
@@ -87,6 +89,8 @@ struct Runner<'a> {
     at: String,
     /// Things checked outside the frame checker (checkpoints, catalog entries).
     counts: Counts,
+    /// Comparisons checkpoints had to skip.
+    skipped: crate::checks::Skips,
     started: Instant,
     next_client: usize,
     /// The `relies_on` rule of the step being run.
@@ -107,6 +111,7 @@ pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
         always_on: Vec::new(),
         at: case.info.source.clone(),
         counts: Counts::default(),
+        skipped: crate::checks::Skips::default(),
         started,
         next_client: 0,
         relies_on: None,
@@ -461,7 +466,7 @@ impl Runner<'_> {
                 let found = self
                     .wait_message(&s.on, within, |m| {
                         m["method"] == method.as_str()
-                            && m.get("id").is_none()
+                            && m.get("id").is_some() == s.request
                             && matches_all(&m["params"], &matching)
                     })
                     .await?;
@@ -837,6 +842,13 @@ impl Runner<'_> {
                     format!("{pointer} sorted by {member}, newest first"),
                     format!("order {}", Value::Array(keys)),
                 );
+            }
+        }
+        for (array, members) in &s.timestamps {
+            if let Some((at, value)) = crate::schema::first_non_timestamp(&response, array, members)
+            {
+                let expected = format!("{at} an ISO 8601 timestamp with a UTC offset");
+                return self.broken(&s.level, &on, expected, format!("{at} = {value}"));
             }
         }
         let checks = DocChecks {
@@ -1368,6 +1380,7 @@ impl Runner<'_> {
         .await
         .map_err(Stop::Harness)?;
         *self.counts.entry("INV-FOLD-1").or_insert(0) += checked.folds;
+        self.skipped.merge(&checked.skipped);
         *self.counts.entry("CHAT-003").or_insert(0) += checked.catalog_entries;
         for (rule, n) in checked.invariant_counts {
             *self.counts.entry(rule).or_insert(0) += n;
@@ -1392,7 +1405,9 @@ impl Runner<'_> {
 
     fn finish(self, stop: Option<Stop>) -> CaseOutcome {
         let mut counts = self.counts.clone();
+        let mut skipped = self.skipped.clone();
         for conn in self.conns.values() {
+            skipped.merge(conn.checks.checker.skips());
             for (rule, n) in conn.checks.checker.counts() {
                 *counts.entry(rule).or_insert(0) += n;
             }
@@ -1482,6 +1497,7 @@ impl Runner<'_> {
             always_on: self.always_on,
             counts,
             prerequisite,
+            skipped,
         }
     }
 }

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::conn::Conn;
 use crate::checks::compare::{catalog_matches, fold_matches, Kind};
 use crate::checks::invariants;
-use crate::checks::Violation;
+use crate::checks::{Skips, Violation};
 use crate::transport::Connection;
 
 const ROOT: &str = "ahp-root://";
@@ -20,7 +20,10 @@ const ROOT: &str = "ahp-root://";
 pub struct Checked {
     /// (connection or channel the finding belongs to, violation)
     pub violations: Vec<(String, Violation)>,
+    /// Mirrors compared with a fresh snapshot (INV-FOLD-1).
     pub folds: usize,
+    /// Comparisons that could not be made, and why (INV-FOLD-1).
+    pub skipped: Skips,
     pub catalog_entries: usize,
     /// How much each snapshot invariant looked at in the fresh snapshots.
     pub invariant_counts: Vec<(&'static str, usize)>,
@@ -43,6 +46,33 @@ pub fn mirrored_channels<'a>(conns: impl Iterator<Item = &'a Conn>) -> Vec<Strin
     all.sort();
     all.dedup();
     all
+}
+
+/// Why INV-FOLD-1 skipped a mirror at a checkpoint.
+pub const NO_SNAPSHOT: &str = "the observer got no snapshot of the channel";
+/// Why INV-FOLD-1 skipped a mirror at a checkpoint.
+pub const MIRROR_AHEAD: &str = "the mirror was ahead of the snapshot";
+/// Why INV-FOLD-1 skipped a mirror at a checkpoint.
+pub const MIRROR_LOST: &str =
+    "the mirror had lost track of the channel (a snapshot or action it could not decode)";
+
+/// Whether a connection's mirror of a channel (its `serverSeq`, `None` when it does not
+/// mirror the channel; `lost` when it stopped following it) can be compared with the
+/// observer's snapshot taken at `from` (`None` when the observer got none): `Ok(true)`
+/// compare, `Ok(false)` nothing to compare, `Err(why)` a comparison that had to be skipped.
+pub fn fold_comparable(
+    lost: bool,
+    mirror_seq: Option<u64>,
+    from: Option<u64>,
+) -> Result<bool, &'static str> {
+    match (mirror_seq, from) {
+        _ if lost => Err(MIRROR_LOST),
+        (None, _) => Ok(false),
+        (Some(_), None) => Err(NO_SNAPSHOT),
+        // The channel moved on between the snapshot and the mirror's last envelope.
+        (Some(seq), Some(from)) if seq > from => Err(MIRROR_AHEAD),
+        (Some(_), Some(_)) => Ok(true),
+    }
 }
 
 /// Opens and initialises a connection that takes checkpoint snapshots.
@@ -91,6 +121,8 @@ pub async fn compare(
     observer.take_arrived();
     observer.take_backlog();
     let mut fresh: Vec<(String, Value, u64)> = Vec::new();
+    // Channels the observer could not take a snapshot of: their mirrors go uncompared.
+    let mut unsnapped: Vec<String> = Vec::new();
     let mut channels = channels;
     let mut asked = 0;
     while asked < channels.len() {
@@ -115,6 +147,7 @@ pub async fn compare(
                     .pointer("/result/snapshot/fromSeq")
                     .and_then(Value::as_u64),
             ) else {
+                unsnapped.push(channel);
                 continue;
             };
             if Kind::of(&channel) == Some(Kind::Session) {
@@ -167,19 +200,33 @@ pub async fn compare(
             checked.violations.push((channel.clone(), violation));
         }
         for conn in conns.iter_mut().filter(|c| !c.link.is_closed()) {
-            let (Some(folded), Some(seq)) = (
-                conn.checks.mirror.state(channel),
-                conn.checks.mirror.seq(channel),
-            ) else {
+            let folded = conn.checks.mirror.state(channel);
+            let seq = folded.as_ref().and(conn.checks.mirror.seq(channel));
+            let lost = conn.checks.mirror.lost(channel).is_some();
+            match fold_comparable(lost, seq, Some(*from)) {
+                Ok(false) => continue,
+                Err(why) => {
+                    checked.skipped.add("INV-FOLD-1", why, 1);
+                    continue;
+                }
+                Ok(true) => {}
+            }
+            let Some(folded) = folded else {
                 continue;
             };
-            if seq > *from {
-                // The mirror is ahead of the snapshot (the channel moved meanwhile).
-                continue;
-            }
             checked.folds += 1;
             if let Some(violation) = fold_matches(channel, kind, &folded, state) {
                 checked.violations.push((conn.name.clone(), violation));
+            }
+        }
+    }
+    for channel in &unsnapped {
+        for conn in conns.iter().filter(|c| !c.link.is_closed()) {
+            let mirror = &conn.checks.mirror;
+            if let Err(why) =
+                fold_comparable(mirror.lost(channel).is_some(), mirror.seq(channel), None)
+            {
+                checked.skipped.add("INV-FOLD-1", why, 1);
             }
         }
     }
@@ -204,4 +251,23 @@ pub async fn compare(
         }
     }
     Ok(checked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A mirror is compared only against a snapshot it is not ahead of; the rest is skipped
+    /// with its reason, and a channel a connection does not mirror is neither.
+    #[test]
+    fn folds_are_compared_or_skipped_with_a_reason() {
+        assert_eq!(fold_comparable(false, Some(4), Some(4)), Ok(true));
+        assert_eq!(fold_comparable(false, Some(3), Some(4)), Ok(true));
+        assert_eq!(fold_comparable(false, Some(5), Some(4)), Err(MIRROR_AHEAD));
+        assert_eq!(fold_comparable(false, Some(5), None), Err(NO_SNAPSHOT));
+        assert_eq!(fold_comparable(true, None, Some(4)), Err(MIRROR_LOST));
+        assert_eq!(fold_comparable(true, None, None), Err(MIRROR_LOST));
+        assert_eq!(fold_comparable(false, None, Some(4)), Ok(false));
+        assert_eq!(fold_comparable(false, None, None), Ok(false));
+    }
 }

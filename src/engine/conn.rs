@@ -81,22 +81,27 @@ impl Conn {
         self.schemas = Some(schemas.clone());
         let mut found = Vec::new();
         let frames = self.link.transcript().frames.len();
+        let timeout_ms = self.link.timeout().as_secs_f64() * 1000.0;
         while self.seen < frames {
             let index = self.seen;
             self.seen += 1;
             let frame = &self.link.transcript().frames[index];
-            match frame.direction {
-                Direction::Sent => self.checks.sent(index, &frame.text, schemas),
-                Direction::Received => {
-                    for violation in self.checks.received(&frame.text, schemas) {
-                        found.push(Located {
-                            violation,
-                            conn: self.name.clone(),
-                            frame: index,
-                        });
-                    }
+            let violations = match (frame.direction, end_marker(&frame.text)) {
+                (direction, true) => {
+                    let by_host = direction == Direction::Received;
+                    self.checks.ended(frame.at_ms, timeout_ms, by_host)
                 }
-            }
+                (Direction::Sent, false) => {
+                    self.checks.sent(index, frame.at_ms, &frame.text, schemas);
+                    Vec::new()
+                }
+                (Direction::Received, false) => self.checks.received(&frame.text, schemas),
+            };
+            found.extend(violations.into_iter().map(|violation| Located {
+                violation,
+                conn: self.name.clone(),
+                frame: index,
+            }));
         }
         found
     }
@@ -125,6 +130,14 @@ impl Conn {
     pub fn reported_all(&self) -> Vec<crate::verdict::ReportedFrame> {
         self.reported(0, usize::MAX)
     }
+}
+
+/// Whether a transcript entry marks the end of the connection (a close either way, a lost
+/// connection, or a message too large to take, after which the harness drops it).
+fn end_marker(text: &str) -> bool {
+    ["<close", "<connection lost>", "<message dropped"]
+        .iter()
+        .any(|marker| text.starts_with(marker))
 }
 
 /// JSON equality where integers and floats of equal value match.

@@ -99,6 +99,7 @@ pub async fn run(
     // Rules broken as the prerequisite of a case, with the cases they blocked.
     let mut prerequisites = prerequisite::Prerequisites::new();
     let mut counts = Counts::default();
+    let mut skipped = crate::checks::Skips::default();
     let mut interrupted = *interrupt.borrow();
     // Reading the capabilities waits on the server: let Ctrl-C cut it short too.
     let agent_capabilities = tokio::select! {
@@ -174,6 +175,7 @@ pub async fn run(
                 for (rule, n) in outcome.counts {
                     *counts.entry(rule).or_insert(0) += n;
                 }
+                skipped.merge(&outcome.skipped);
                 for (located, context) in outcome.always_on {
                     let rule = located.violation.rule;
                     findings.entry(rule).or_default().push(Finding {
@@ -211,6 +213,7 @@ pub async fn run(
                 rule,
                 findings.remove(rule.id).unwrap_or_default(),
                 counts.get(rule.id).copied().unwrap_or(0),
+                &skipped.of(rule.id),
                 config,
             );
             results.push(result.clone());
@@ -267,27 +270,18 @@ fn always_on_result(
     rule: &AlwaysOnRule,
     findings: Vec<Finding>,
     looked_at: usize,
+    skipped: &[(&str, usize)],
     config: &RunConfig,
 ) -> CaseResult {
-    let verdict = if !findings.is_empty() {
-        rule.level.broken()
-    } else if looked_at == 0 {
-        Verdict::NotTestable
-    } else {
-        Verdict::Pass
-    };
-    let summary = match (&verdict, findings.first()) {
-        (Verdict::NotTestable, _) => {
-            format!("Not testable: no {} were seen during the run", rule.unit)
-        }
-        (_, Some(first)) => format!(
-            "{} violation(s) in {looked_at} {}; first: expected {}; got {}",
-            findings.len(),
-            rule.unit,
-            first.expected,
-            first.actual
-        ),
-        (_, None) => format!("checked {looked_at} {}; no violation", rule.unit),
+    let first = findings
+        .first()
+        .map(|f| (f.expected.as_str(), f.actual.as_str()));
+    let (outcome, summary) =
+        crate::checks::row_summary(rule.unit, findings.len(), looked_at, skipped, first);
+    let verdict = match outcome {
+        crate::checks::RowOutcome::Broken => rule.level.broken(),
+        crate::checks::RowOutcome::NotTestable => Verdict::NotTestable,
+        crate::checks::RowOutcome::Passed => Verdict::Pass,
     };
     let mut findings = findings;
     for finding in &mut findings {

@@ -183,7 +183,8 @@ fn handle_text(shared: &Shared, conn: ConnId, text: &str) -> (Next, bool) {
     let id_ok = id
         .as_ref()
         .is_none_or(|id| id.is_number() || id.is_string() || id.is_null());
-    let version_ok = object.get("jsonrpc").and_then(Value::as_str) == Some("2.0");
+    let version_ok = object.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
+        || (world.fault(Fault::AcceptsMissingJsonrpc) && !object.contains_key("jsonrpc"));
     let method = object.get("method");
     let answer_id = if id_ok {
         id.clone().unwrap_or(Value::Null)
@@ -254,6 +255,10 @@ fn request(
         return (Next::Continue, false);
     }
     let reply = world.handle_request(conn, method, params);
+    let later_page = method == "listSessions" && params.get("cursor").is_some();
+    if later_page && reply.result.is_ok() && world.fault(Fault::UnansweredRequest) {
+        return (Next::Continue, false);
+    }
     let response = match &reply.result {
         Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
         Err(error) => {
@@ -289,6 +294,10 @@ fn notification(world: &mut World, conn: ConnId, method: &str, params: &Value) {
                     conn,
                     &json!({ "jsonrpc": "2.0", "id": null, "result": null }),
                 );
+            }
+            if world.fault(Fault::ErrorsOnNotifications) {
+                let error = RpcError::new(INVALID_REQUEST, "unsubscribe is not a request");
+                world.send_to(conn, &error_response(Value::Null, &error));
             }
         }
         // Unknown notifications are ignored, as JSON-RPC requires.

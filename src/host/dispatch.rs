@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::catalog::action_info;
 use super::faults::Fault;
-use super::world::{action_type, notification, to_value, ChannelKind, ConnId, World};
+use super::world::{action_type, notification, to_value, ChannelKind, ConnId, World, ROOT};
 
 /// Why a dispatch was refused; becomes the echo's `rejectionReason`.
 type Rejection = String;
@@ -49,8 +49,38 @@ impl World {
             return;
         };
         match self.check_dispatch(kind, channel, action, &client_id) {
-            Ok(()) => self.accept(channel, action.clone(), &client_id, client_seq),
+            Ok(()) => {
+                self.accept(channel, action.clone(), &client_id, client_seq);
+                self.read_attachments(conn, channel, action);
+            }
             Err(reason) => self.reject(conn, channel, action, &client_id, client_seq, reason),
+        }
+    }
+
+    /// Asks the client that started a turn for the resources its message attaches: this
+    /// host serves no resources, so a resource attachment is the client's to serve, read
+    /// with a host-to-client `resourceRead` (PROTOCOL §8.1). The answer is not waited for
+    /// (the agent works from the message text), and a -32601 changes nothing.
+    fn read_attachments(&mut self, conn: ConnId, chat: &str, action: &Value) {
+        if action["type"] != "chat/turnStarted" {
+            return;
+        }
+        let channel = match self.chats.get(chat) {
+            Some(entry) if self.fault(Fault::HostRequestWrongChannel) => entry.session.clone(),
+            _ => ROOT.to_owned(),
+        };
+        let attachments = action["message"]["attachments"].as_array();
+        for attachment in attachments.into_iter().flatten() {
+            let Some(uri) = attachment["uri"]
+                .as_str()
+                .filter(|_| attachment["type"] == "resource")
+            else {
+                continue;
+            };
+            let id = self.fresh_id("read");
+            let request = json!({ "jsonrpc": "2.0", "id": id, "method": "resourceRead",
+                                  "params": { "channel": channel, "uri": uri } });
+            self.send_to(conn, &request);
         }
     }
 

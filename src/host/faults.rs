@@ -101,6 +101,12 @@ faults! {
     TurnCompletedTwice => ("turn-completed-twice", "TURN-002", "Ends every completed turn with a second chat/turnComplete."),
     EchoOrderSwapped => ("echo-order-swapped", "DISPATCH-005", "Applies (and echoes) a client's session title changes that arrive back to back in swapped pairs, the second before the first."),
     ProgressNeverFinal => ("progress-never-final", "ROOT-010", "Reports session creation progress as 0 of 1 and never sends the final frame with progress == total."),
+    // Issue 11, transport slice: formats, unanswered requests, host-to-client requests.
+    BadTimestamp => ("bad-timestamp", "ROOT-009", "Gives session summaries createdAt \"sometime last week\"."),
+    UnansweredRequest => ("unanswered-request", "TRANSPORT-003", "Never answers listSessions for a page after the first (a cursor it issued itself)."),
+    ErrorsOnNotifications => ("errors-on-notifications", "TRANSPORT-004", "Answers an unsubscribe notification with an error response."),
+    AcceptsMissingJsonrpc => ("accepts-missing-jsonrpc", "TRANSPORT-007", "Serves a request without \"jsonrpc\":\"2.0\" as a valid one instead of answering -32600."),
+    HostRequestWrongChannel => ("host-request-wrong-channel", "TRANSPORT-012", "Sends its host-to-client resourceRead of a message's resource attachment on the session's channel instead of ahp-root://."),
 }
 
 impl fmt::Display for Fault {

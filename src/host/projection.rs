@@ -231,7 +231,12 @@ impl World {
         if let Some(dirs) = &state.working_directories {
             summary.insert("workingDirectories".into(), json!(dirs));
         }
-        summary.insert("createdAt".into(), json!(entry.created_at));
+        let created_at = if self.fault(Fault::BadTimestamp) {
+            "sometime last week"
+        } else {
+            entry.created_at.as_str()
+        };
+        summary.insert("createdAt".into(), json!(created_at));
         summary.insert("modifiedAt".into(), json!(modified_at));
         let compact: Vec<Value> = chats
             .iter()

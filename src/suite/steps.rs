@@ -204,6 +204,10 @@ pub struct ExpectResponse {
     /// must be sorted in descending order; timestamps compare as instants.
     #[serde(default)]
     pub sorted_desc: BTreeMap<String, String>,
+    /// Pointer to an array → members (pointers into each element) that must be ISO 8601
+    /// timestamps with a UTC offset (`schema::is_timestamp`).
+    #[serde(default)]
+    pub timestamps: BTreeMap<String, Vec<String>>,
     /// Pointer to an array → an element it must contain (partial object match).
     #[serde(default)]
     pub contains: Matches,
@@ -273,6 +277,10 @@ pub struct ExpectNotification {
     /// blocked by it instead of failing.
     pub relies_on: Option<String>,
     pub method: String,
+    /// Expect a host-to-client request of this method (a message with an id) instead of a
+    /// notification; the harness has answered it with -32601.
+    #[serde(default)]
+    pub request: bool,
     /// Pointer (into params) → value.
     #[serde(default, rename = "where")]
     pub matching: Matches,
