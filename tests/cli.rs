@@ -463,8 +463,10 @@ fn run_with_two_faults_breaks_both_rules() {
     );
 }
 
+/// The demonstration: a server with two deviations (`serve --fault a,b`) fails both
+/// rules in a conformance run, and one fuzz campaign against it reports both.
 #[test]
-fn serve_with_two_faults_breaks_both_rules() {
+fn serve_with_two_faults_fails_both_rules_in_run_and_fuzz() {
     let mut child = ahpspec()
         .args(["serve", "--fault", TWO_FAULTS])
         .stdout(Stdio::piped())
@@ -486,6 +488,18 @@ fn serve_with_two_faults_breaks_both_rules() {
     }
     let dir = TempDir::new("serve-two-faults");
     let out = run(&["run", url.trim(), "--report-dir", dir.str()]);
+    let fuzzed = run(&[
+        "fuzz",
+        url.trim(),
+        "--seed",
+        "1",
+        "--cases",
+        "400",
+        "--shrink-time",
+        "3s",
+        "--report-dir",
+        dir.str(),
+    ]);
     let _ = child.kill();
     let _ = child.wait();
     assert!(
@@ -495,6 +509,16 @@ fn serve_with_two_faults_breaks_both_rules() {
     );
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     assert_eq!(broken_rules(&report_json(dir.path())), both_rules());
+    assert_eq!(fuzzed.status.code(), Some(1), "{}", show(&fuzzed));
+    let found = broken_rules(&report_json(&dir.path().join("fuzz")));
+    for rule in both_rules() {
+        assert!(found.contains(&rule), "{rule} not found: {}", show(&fuzzed));
+        assert!(
+            text(&fuzzed.stdout).contains(&format!("FOUND {rule}")),
+            "{}",
+            show(&fuzzed)
+        );
+    }
 }
 
 /// One campaign (seed 1, 400 sequences) against both faults, with `baseline` (rule IDs).
