@@ -186,6 +186,14 @@ const BAD_INPUT: &[(&[&str], &str)] = &[
     (&["run", "http://127.0.0.1:1"], "http://127.0.0.1:1"),
     (&["run", "--timeout", "banana"], "banana"),
     (&["run", "--level", "maybe"], "maybe"),
+    // --fault a,b and fuzz's own inputs (issue 11, fuzz slice).
+    (&["run", "--fault", "queue-lifo,nope"], "nope"),
+    (&["serve", "--fault", "queue-lifo,nope"], "nope"),
+    (&["fuzz", "--fault", "nope"], "nope"),
+    (
+        &["fuzz", "--baseline", "/nonexistent/ahpspec-fuzz-baseline"],
+        "/nonexistent/ahpspec-fuzz-baseline",
+    ),
 ];
 
 #[test]
@@ -412,4 +420,177 @@ steps = [
     let (out, row) = run_on(Some("wrong-client-seq"), "faulty");
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     assert_eq!(row["verdict"], "fail", "{row}");
+}
+
+// --fault a,b and fuzz campaigns that go on after a finding (issue 11, fuzz slice).
+
+/// Two faults whose rules differ: CHAT-VALIDATE-003 (a MUST: fails) and PENDING-003 (a
+/// SHOULD: warns).
+const TWO_FAULTS: &str = "cancel-idle-accepted,queue-lifo";
+
+/// The rules of the rows of `report` that did not pass (case IDs without their slug).
+fn broken_rules(report: &Value) -> std::collections::BTreeSet<String> {
+    report["cases"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["verdict"] != "pass")
+        .filter_map(|c| c["info"]["id"].as_str())
+        .map(|id| id.split('/').next().unwrap_or(id).to_owned())
+        .collect()
+}
+
+fn both_rules() -> std::collections::BTreeSet<String> {
+    ["CHAT-VALIDATE-003", "PENDING-003"]
+        .map(str::to_owned)
+        .into()
+}
+
+#[test]
+fn run_with_two_faults_breaks_both_rules() {
+    let dir = TempDir::new("two-faults");
+    let out = run(&["run", "--fault", TWO_FAULTS, "--report-dir", dir.str()]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let report = report_json(dir.path());
+    assert_eq!(report["fault"], TWO_FAULTS);
+    assert_eq!(broken_rules(&report), both_rules(), "{}", show(&out));
+    assert!(
+        text(&out.stdout).contains(&format!(
+            "Re-run: ahpspec run --fault {TWO_FAULTS} --filter"
+        )),
+        "{}",
+        show(&out)
+    );
+}
+
+/// The issue's demonstration: a server with two deviations (`serve --fault a,b`) fails both
+/// rules in a conformance run, and one fuzz campaign against it reports both.
+#[test]
+fn serve_with_two_faults_fails_both_rules_in_run_and_fuzz() {
+    let mut child = ahpspec()
+        .args(["serve", "--fault", TWO_FAULTS])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ahpspec serve starts");
+    let mut url = String::new();
+    let mut said = String::new();
+    {
+        use std::io::BufRead;
+        let stdout = child.stdout.take().expect("stdout");
+        std::io::BufReader::new(stdout)
+            .read_line(&mut url)
+            .expect("the URL");
+        let stderr = child.stderr.take().expect("stderr");
+        std::io::BufReader::new(stderr)
+            .read_line(&mut said)
+            .expect("the faults");
+    }
+    let dir = TempDir::new("serve-two-faults");
+    let out = run(&["run", url.trim(), "--report-dir", dir.str()]);
+    let fuzzed = run(&[
+        "fuzz",
+        url.trim(),
+        "--seed",
+        "1",
+        "--cases",
+        "400",
+        "--shrink-time",
+        "3s",
+        "--report-dir",
+        dir.str(),
+    ]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        said.contains("cancel-idle-accepted (breaks CHAT-VALIDATE-003)")
+            && said.contains("queue-lifo (breaks PENDING-003)"),
+        "{said}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_eq!(broken_rules(&report_json(dir.path())), both_rules());
+    assert_eq!(fuzzed.status.code(), Some(1), "{}", show(&fuzzed));
+    let found = broken_rules(&report_json(&dir.path().join("fuzz")));
+    for rule in both_rules() {
+        assert!(found.contains(&rule), "{rule} not found: {}", show(&fuzzed));
+        assert!(
+            text(&fuzzed.stdout).contains(&format!("FOUND {rule}")),
+            "{}",
+            show(&fuzzed)
+        );
+    }
+}
+
+/// One campaign (seed 1, 400 sequences) against both faults, with `baseline` (rule IDs).
+fn fuzz_two_faults(dir: &TempDir, baseline: &str) -> Output {
+    let baseline = dir.file("baseline.txt", baseline);
+    run(&[
+        "fuzz",
+        "--fault",
+        TWO_FAULTS,
+        "--seed",
+        "1",
+        "--cases",
+        "400",
+        "--shrink-time",
+        "3s",
+        "--baseline",
+        &baseline,
+        "--report-dir",
+        dir.str(),
+    ])
+}
+
+#[test]
+fn fuzz_reports_each_unbaselined_rule_with_a_trace_that_replays() {
+    let dir = TempDir::new("fuzz-two-faults");
+    let out = fuzz_two_faults(&dir, "PENDING-003  # known\n");
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("FOUND CHAT-VALIDATE-003"), "{}", show(&out));
+    assert!(
+        stdout.contains("seen and baselined: PENDING-003"),
+        "{}",
+        show(&out)
+    );
+    assert!(!stdout.contains("FOUND PENDING-003"), "{}", show(&out));
+    let reports = dir.path().join("fuzz");
+    let report = report_json(&reports);
+    assert_eq!(report["fault"], TWO_FAULTS);
+    assert_eq!(
+        report["unexpectedFailures"],
+        serde_json::json!(["CHAT-VALIDATE-003"])
+    );
+    assert_eq!(report["tally"]["baselined"], 1);
+    assert!(
+        broken_rules(&report).contains("PENDING-003"),
+        "the baselined row is there"
+    );
+    let trace = reports.join("1-CHAT-VALIDATE-003.json");
+    assert!(
+        !reports.join("1-PENDING-003.json").exists(),
+        "baselined rules are not shrunk"
+    );
+    let replay = run(&["replay", trace.to_str().expect("utf-8")]);
+    assert_eq!(replay.status.code(), Some(1), "{}", show(&replay));
+    assert!(text(&replay.stdout).starts_with("reproduced: CHAT-VALIDATE-003"));
+    // Traces of older versions name a single fault.
+    let mut old: Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).expect("trace")).expect("json");
+    old["fault"] = Value::from("cancel-idle-accepted");
+    let old_trace = dir.file("old-trace.json", &old.to_string());
+    let replay = run(&["replay", &old_trace]);
+    assert_eq!(replay.status.code(), Some(1), "{}", show(&replay));
+}
+
+#[test]
+fn fuzz_exits_0_when_every_rule_found_is_baselined() {
+    let dir = TempDir::new("fuzz-all-baselined");
+    let out = fuzz_two_faults(&dir, "PENDING-003\nCHAT-VALIDATE-003\nINV-FOLD-1\n");
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(
+        text(&out.stdout).contains("no failure found besides baselined rules"),
+        "{}",
+        show(&out)
+    );
 }

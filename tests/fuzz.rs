@@ -405,3 +405,139 @@ async fn a_regression_case_fails_only_against_its_fault() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// Distinct findings, baselines and exclusions (issue 11: the fuzzer is blind after its first
+// finding). Two faults whose rules differ and that seed 1 finds within a few hundred sequences.
+const TWO_FAULTS: [Fault; 2] = [Fault::CancelIdleAccepted, Fault::QueueLifo];
+/// What the two faults may show as: their own rules, or the queue's order seen by the fold.
+const TWO_FAULT_RULES: [&str; 3] = ["CHAT-VALIDATE-003", "PENDING-003", "INV-FOLD-1"];
+
+/// A whole campaign (no stop at the first finding) of 400 sequences against both faults.
+async fn two_fault_campaign(
+    baseline: &str,
+    exclude: &[&str],
+) -> ahpspec::fuzz::FuzzOutcome<ahpspec::fuzz::Op> {
+    let (_stop, interrupt) = tokio::sync::watch::channel(false);
+    let mut opts = options(None, 1, Duration::from_secs(60));
+    opts.target.faults = ahpspec::host::FaultSet::new(TWO_FAULTS);
+    opts.cases = Some(400);
+    opts.shrink_time = Duration::from_secs(3);
+    opts.stop_after = None;
+    opts.baseline = Baseline::parse(baseline);
+    opts.exec.exclude = Excluded::new(exclude.iter().map(|r| r.to_string()).collect());
+    let outcome = fuzz(&opts, interrupt).await.expect("fuzzer runs");
+    assert_eq!(outcome.cases, 400, "the campaign runs its whole budget");
+    outcome
+}
+
+fn found_rules<T>(outcome: &ahpspec::fuzz::FuzzOutcome<T>) -> Vec<&str> {
+    outcome
+        .findings
+        .found
+        .iter()
+        .map(|f| f.failure.rule.as_str())
+        .collect()
+}
+
+fn report_of(
+    outcome: &ahpspec::fuzz::FuzzOutcome<ahpspec::fuzz::Op>,
+    baseline: &str,
+) -> ahpspec::verdict::RunReport {
+    let baseline = Baseline::parse(baseline);
+    ahpspec::fuzz::report(
+        outcome,
+        &ahpspec::fuzz::ReportInput {
+            target: "builtin",
+            fault: Some("cancel-idle-accepted,queue-lifo".into()),
+            mode: "model",
+            baseline: &baseline,
+            traces: std::path::Path::new("reports/fuzz"),
+        },
+    )
+}
+
+#[tokio::test]
+async fn one_campaign_reports_both_faults_rules_once_each() {
+    let outcome = two_fault_campaign("", &[]).await;
+    let rules = found_rules(&outcome);
+    for rule in ["CHAT-VALIDATE-003", "PENDING-003"] {
+        assert!(rules.contains(&rule), "{rule} not found: {rules:?}");
+    }
+    for rule in &rules {
+        assert!(TWO_FAULT_RULES.contains(rule), "unexpected finding {rule}");
+    }
+    let mut distinct = rules.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(
+        distinct.len(),
+        rules.len(),
+        "one finding per rule: {rules:?}"
+    );
+    // Later failures of a found rule are counted, not shrunk again.
+    assert!(
+        outcome.findings.failing("CHAT-VALIDATE-003") > 1,
+        "{:?}",
+        outcome.findings.failing
+    );
+    for found in &outcome.findings.found {
+        assert!(found.ops.len() <= found.original_len);
+    }
+    let report = report_of(&outcome, "");
+    let rows: Vec<&str> = report.cases.iter().map(|c| c.info.id.as_str()).collect();
+    assert_eq!(rows, rules, "one report row per rule found");
+    assert_eq!(report.unexpected_failures.len(), rules.len());
+    assert_eq!(
+        report.fault.as_deref(),
+        Some("cancel-idle-accepted,queue-lifo")
+    );
+    assert!(report.cases[0]
+        .rerun
+        .starts_with("ahpspec replay reports/fuzz/1-"));
+}
+
+#[tokio::test]
+async fn a_baselined_rule_is_seen_but_not_a_failure() {
+    let outcome = two_fault_campaign("PENDING-003\n", &[]).await;
+    let rules = found_rules(&outcome);
+    assert!(rules.contains(&"CHAT-VALIDATE-003"), "{rules:?}");
+    assert!(
+        !rules.contains(&"PENDING-003"),
+        "baselined rules are not found: {rules:?}"
+    );
+    let baselined: Vec<&str> = outcome
+        .findings
+        .baselined
+        .iter()
+        .map(|f| f.rule.as_str())
+        .collect();
+    assert_eq!(baselined, ["PENDING-003"], "seen and baselined");
+    let report = report_of(&outcome, "PENDING-003\n");
+    assert!(
+        !report
+            .unexpected_failures
+            .iter()
+            .any(|r| r == "PENDING-003"),
+        "{:?}",
+        report.unexpected_failures
+    );
+    assert!(report
+        .unexpected_failures
+        .iter()
+        .any(|r| r == "CHAT-VALIDATE-003"));
+    assert_eq!(report.tally.baselined, 1);
+}
+
+#[tokio::test]
+async fn an_excluded_rule_is_not_judged() {
+    let outcome = two_fault_campaign("", &["PENDING-*"]).await;
+    let rules = found_rules(&outcome);
+    assert!(rules.contains(&"CHAT-VALIDATE-003"), "{rules:?}");
+    assert_eq!(
+        outcome.findings.failing("PENDING-003"),
+        0,
+        "no sequence failed an excluded rule: {:?}",
+        outcome.findings.failing
+    );
+    assert!(outcome.findings.baselined.is_empty());
+}

@@ -71,6 +71,9 @@ pub struct ReplayArgs {
     /// Print the trace as a suite case (TOML) instead of replaying it.
     #[arg(long)]
     to_case: bool,
+    /// Target profile the campaign ran with (its turns start with the same behaviours).
+    #[arg(long)]
+    target_profile: Option<PathBuf>,
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     timeout: Duration,
 }
@@ -279,7 +282,7 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
         .url
         .clone()
         .or_else(|| (trace.target != "builtin").then(|| trace.target.clone()));
-    let exec = match exec_config(None, args.timeout, 2) {
+    let exec = match exec_config(args.target_profile.as_ref(), args.timeout, 2) {
         Ok(exec) => exec,
         Err(error) => return usage_error(&format!("{error:#}")),
     };

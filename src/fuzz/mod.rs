@@ -1,7 +1,8 @@
 //! The stateful fuzzer: seeded random operation sequences against a server (model-based:
 //! valid for the observed state most of the time, plus stale and wrong-state operations
-//! whose correct answer is a rejection), every check of the runner after every step,
-//! shrinking of failing sequences, and replayable traces.
+//! whose correct answer is a rejection, and only what the target profile can drive), every
+//! check of the runner after every step, campaigns that collect distinct findings by rule
+//! ([`findings`]: each rule's first failing sequence shrunk once), and replayable traces.
 
 pub mod exec;
 pub mod findings;
