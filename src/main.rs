@@ -17,9 +17,11 @@ use ahpspec::suite::Catalog;
 use ahpspec::verdict::{Level, Verdict};
 use clap::{Args, Parser, Subcommand};
 
-#[path = "cli/fuzz.rs"]
-mod fuzz_cli;
-use fuzz_cli::{fuzz_command, replay_command, FuzzArgs, ReplayArgs};
+/// Subcommands with enough options to want a file of their own (src/cli/).
+mod cli {
+    pub mod fuzz;
+}
+use cli::fuzz::{fuzz_command, replay_command, FuzzArgs, ReplayArgs};
 
 // Checks and the built-in host allocate many short-lived JSON values; mimalloc makes the fuzzer
 // about a fifth faster end to end than the system allocator (benches/README.md).

@@ -10,7 +10,7 @@ use ahpspec::fuzz::{self, trace::Trace, Excluded, ExecConfig, FuzzOptions, FuzzO
 use ahpspec::report;
 use clap::Args;
 
-use super::{parse_duration, parse_faults, usage_error, TlsArgs};
+use crate::{parse_duration, parse_faults, usage_error, TlsArgs};
 
 #[derive(Debug, Args)]
 pub struct FuzzArgs {
