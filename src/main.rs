@@ -173,7 +173,7 @@ fn parse_level(text: &str) -> Result<Level, String> {
     }
 }
 
-fn parse_shard(text: &str) -> Result<Shard, String> {
+pub(crate) fn parse_shard(text: &str) -> Result<Shard, String> {
     text.parse()
         .map_err(|e: ahpspec::engine::ShardError| e.to_string())
 }

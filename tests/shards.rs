@@ -143,3 +143,57 @@ fn a_merge_missing_a_shard_or_of_other_runs_is_refused() {
         assert_eq!(out.status.code(), Some(2), "{bad}\n{}", show(&out));
     }
 }
+
+/// Two fuzz shards of one seeded campaign run distinct seeds, split `--cases`, and merge
+/// into one report that names the rule a fault breaks.
+#[test]
+fn fuzz_shards_run_distinct_seeds_and_merge() {
+    let dir = TempDir::new("fuzz");
+    let mut seeds = Vec::new();
+    let mut shard_dirs = Vec::new();
+    for index in 1..=2 {
+        let shard_dir = dir.sub(&format!("fuzz-{index}"));
+        let shard = format!("{index}/2");
+        let out = ahpspec(&[
+            "fuzz",
+            "--fault",
+            "cancel-idle-accepted",
+            "--seed",
+            "7",
+            "--shard",
+            &shard,
+            "--cases",
+            "200",
+            "--shrink-time",
+            "2s",
+            "--report-dir",
+            &shard_dir,
+        ]);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let seed = stdout
+            .lines()
+            .find_map(|l| l.split("campaign seed ").nth(1))
+            .map(str::to_owned);
+        assert!(seed.is_some(), "{}", show(&out));
+        seeds.push(seed);
+        shard_dirs.push(format!("{shard_dir}/fuzz"));
+    }
+    assert_ne!(seeds[0], seeds[1]);
+    let merged = dir.sub("merged");
+    let out = ahpspec(&[
+        "merge",
+        &shard_dirs[0],
+        &shard_dirs[1],
+        "--report-dir",
+        &merged,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let verdicts = verdicts(&merged);
+    assert_eq!(
+        verdicts.get("CHAT-VALIDATE-003").map(String::as_str),
+        Some("fail"),
+        "{verdicts:?}"
+    );
+    let out = ahpspec(&["fuzz", "--shard", "3/4", "--cases", "2"]);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+}

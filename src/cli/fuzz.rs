@@ -21,9 +21,14 @@ pub struct FuzzArgs {
     /// Seed (printed at start; the same seed reproduces the run against a deterministic server).
     #[arg(long)]
     seed: Option<u64>,
-    /// Stop after this many sequences (a finding does not stop the campaign).
+    /// Stop after this many sequences (a finding does not stop the campaign); with --shard,
+    /// the total over all shards.
     #[arg(long)]
     cases: Option<u64>,
+    /// Campaign I of N for parallel CI jobs: its seed is derived from --seed and I, and it
+    /// runs its share of --cases; `ahpspec merge` combines the shards' reports.
+    #[arg(long, value_parser = crate::parse_shard)]
+    shard: Option<ahpspec::engine::Shard>,
     /// Stop after this long (e.g. 60s, 10m).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     duration: Duration,
@@ -125,6 +130,23 @@ pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
     let seed = args
         .seed
         .unwrap_or_else(|| jiff::Timestamp::now().as_nanosecond() as u64);
+    let (seed, cases) = match args.shard {
+        Some(shard) if args.cases.is_some_and(|total| total < shard.count as u64) => {
+            return usage_error(&format!(
+                "--cases {} gives shard {shard} no sequence (at least one per shard)",
+                args.cases.unwrap_or_default()
+            ));
+        }
+        Some(shard) => {
+            let derived = fuzz::shard_seed(seed, shard);
+            println!("ahpspec fuzz: shard {shard} of seed {seed}: campaign seed {derived}");
+            (
+                derived,
+                args.cases.map(|total| fuzz::shard_cases(total, shard)),
+            )
+        }
+        None => (seed, args.cases),
+    };
     let target_label = args.url.clone().unwrap_or_else(|| "builtin".into());
     let fault_name = faults.label();
     println!(
@@ -145,7 +167,7 @@ pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
         },
         exec,
         seed,
-        cases: args.cases,
+        cases,
         duration: args.duration,
         shrink_time: args.shrink_time,
         max_len: args.max_len.max(1),
@@ -209,6 +231,7 @@ impl Campaign<'_> {
             mode,
             baseline: self.baseline,
             traces: &dir,
+            shard: self.args.shard.map(|s| s.to_string()),
         };
         if let Err(error) = report::write_all(&fuzz::report(&outcome, &input), &dir) {
             eprintln!("ahpspec: {error}");

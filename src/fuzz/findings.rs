@@ -172,6 +172,8 @@ pub struct ReportInput<'a> {
     pub baseline: &'a Baseline,
     /// The directory the traces are saved in (`<seed>-<rule>.json`).
     pub traces: &'a Path,
+    /// The campaign's shard (`2/4`), when sharded.
+    pub shard: Option<String>,
 }
 
 /// The campaign as a report (JSON, JUnit, HTML, Markdown like `run`): one row per rule
@@ -277,7 +279,7 @@ pub fn report<T>(outcome: &FuzzOutcome<T>, input: &ReportInput<'_>) -> RunReport
         started_at: format!("{:.0}", jiff::Timestamp::now()),
         duration_ms: outcome.elapsed.as_secs_f64() * 1000.0,
         interrupted: outcome.interrupted,
-        shard: None,
+        shard: input.shard.clone(),
         strict: false,
         tally: Tally::default(),
         cases,

@@ -76,6 +76,23 @@ pub struct FuzzOutcome<T> {
     pub interrupted: bool,
 }
 
+/// The campaign seed of shard `shard` of a campaign seeded `seed`: distinct per shard, and
+/// the same for the same command line (splitmix64 of the seed and the shard index).
+pub fn shard_seed(seed: u64, shard: crate::engine::Shard) -> u64 {
+    let mut z = seed.wrapping_add((shard.index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Shard `shard`'s share of `total` sequences: the remainder goes to the first shards, so
+/// the shares add up to `total`.
+pub fn shard_cases(total: u64, shard: crate::engine::Shard) -> u64 {
+    let count = shard.count as u64;
+    let index = shard.index as u64 - 1;
+    total / count + u64::from(index < total % count)
+}
+
 fn rng(seed: u64) -> TestRng {
     let mut bytes = [0u8; 32];
     bytes[..8].copy_from_slice(&seed.to_le_bytes());
@@ -259,4 +276,23 @@ pub fn render_found<T: serde::Serialize>(found: &Found<T>) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod shard_tests {
+    use super::{shard_cases, shard_seed};
+    use crate::engine::Shard;
+
+    #[test]
+    fn shards_get_distinct_seeds_and_split_the_cases() {
+        let shards: Vec<Shard> = (1..=4).map(|index| Shard { index, count: 4 }).collect();
+        let seeds: std::collections::BTreeSet<u64> =
+            shards.iter().map(|s| shard_seed(42, *s)).collect();
+        assert_eq!(seeds.len(), 4);
+        assert_eq!(shard_seed(42, shards[1]), shard_seed(42, shards[1]));
+        assert_ne!(shard_seed(42, shards[1]), shard_seed(43, shards[1]));
+        let split: Vec<u64> = shards.iter().map(|s| shard_cases(10, *s)).collect();
+        assert_eq!(split, [3, 3, 2, 2]);
+        assert_eq!(shards.iter().map(|s| shard_cases(3, *s)).sum::<u64>(), 3);
+    }
 }
