@@ -452,6 +452,7 @@ fn report_of(
             mode: "model",
             baseline: &baseline,
             traces: std::path::Path::new("reports/fuzz"),
+            shard: None,
         },
     )
 }
