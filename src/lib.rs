@@ -7,6 +7,7 @@
 
 pub mod certify;
 pub mod checks;
+pub mod embed;
 pub mod engine;
 pub mod fuzz;
 pub mod host;
