@@ -272,6 +272,30 @@ fn usage_error(message: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// Runs `work` to completion on a current-thread runtime (loopback round trips are several
+/// times faster than on the multi-thread one), giving it a watch that turns true on Ctrl-C.
+/// A runtime that cannot start is a one-line error, exit 2.
+fn with_runtime<F, T>(
+    work: impl FnOnce(tokio::sync::watch::Receiver<bool>) -> F,
+) -> Result<T, ExitCode>
+where
+    F: std::future::Future<Output = T>,
+{
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| usage_error(&format!("cannot start the runtime: {error}")))?;
+    Ok(runtime.block_on(async {
+        let (stop, interrupt) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                let _ = stop.send(true);
+            }
+        });
+        work(interrupt).await
+    }))
+}
+
 /// Serves until SIGINT or SIGTERM. A current-thread runtime: loopback round trips are
 /// several times faster than on the multi-thread one.
 fn serve(config: HostConfig) -> anyhow::Result<()> {
@@ -432,28 +456,16 @@ fn run(args: RunArgs) -> ExitCode {
         jobs: args.jobs.max(1),
         strict: args.strict,
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => return usage_error(&format!("cannot start the runtime: {error}")),
-    };
-    let outcome = runtime.block_on(async {
-        let (stop, interrupt) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                let _ = stop.send(true);
-            }
-        });
+    let outcome = with_runtime(|interrupt| async move {
         let mut console = Console {
             progress: std::io::stderr().is_terminal(),
         };
         certify::certify(&options, &mut console, interrupt).await
     });
     let report = match outcome {
-        Ok(report) => report,
-        Err(error) => return usage_error(&error.to_string()),
+        Ok(Ok(report)) => report,
+        Ok(Err(error)) => return usage_error(&error.to_string()),
+        Err(exit) => return exit,
     };
     finish(&report, &args.report_dir)
 }

@@ -10,7 +10,7 @@ use ahpspec::fuzz::{self, trace::Trace, Excluded, ExecConfig, FuzzOptions, FuzzO
 use ahpspec::report;
 use clap::Args;
 
-use crate::{parse_duration, parse_faults, usage_error, TlsArgs};
+use crate::{parse_duration, parse_faults, usage_error, with_runtime, TlsArgs};
 
 #[derive(Debug, Args)]
 pub struct FuzzArgs {
@@ -174,13 +174,6 @@ pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
         baseline,
         stop_after: None,
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => return usage_error(&format!("cannot start the runtime: {error}")),
-    };
     let frames_mode = args.mode == "frames";
     let campaign = Campaign {
         args: &args,
@@ -188,19 +181,14 @@ pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
         fault: fault_name,
         baseline: &options.baseline,
     };
-    runtime.block_on(async {
-        let (stop, interrupt) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                let _ = stop.send(true);
-            }
-        });
+    with_runtime(|interrupt| async {
         if frames_mode {
             campaign.finish(fuzz::frames::fuzz_frames(&options, interrupt).await)
         } else {
             campaign.finish(fuzz::fuzz(&options, interrupt).await)
         }
     })
+    .unwrap_or_else(|exit| exit)
 }
 
 /// What the campaign's output needs besides its outcome.
@@ -310,14 +298,18 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
         Err(error) => return usage_error(&format!("{error:#}")),
     };
     let target = Target { url, faults };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => return usage_error(&format!("cannot start the runtime: {error}")),
+    let (trace_ref, target_ref, exec_ref) = (&trace, &target, &exec);
+    let replayed = with_runtime(|mut interrupt| async move {
+        tokio::select! {
+            replayed = fuzz::replay_trace(trace_ref, target_ref, exec_ref) => Some(replayed),
+            _ = interrupt.wait_for(|stop| *stop) => None,
+        }
+    });
+    let replayed = match replayed {
+        Ok(Some(replayed)) => replayed,
+        Ok(None) => return usage_error("interrupted: the replay gives no verdict"),
+        Err(exit) => return exit,
     };
-    let replayed = runtime.block_on(fuzz::replay_trace(&trace, &target, &exec));
     match replayed {
         Ok(Some(failure)) => {
             println!(
