@@ -388,9 +388,22 @@ fn list(args: &ListArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Terminal output while cases finish: failures in full, a progress line on a terminal.
+/// Terminal output while cases finish: failures in full; on a terminal, once the run has
+/// taken a second, a progress line (cases done, failing so far, cases per second).
 struct Console {
     progress: bool,
+    started: std::time::Instant,
+    failing: usize,
+}
+
+impl Console {
+    fn new() -> Console {
+        Console {
+            progress: std::io::stderr().is_terminal(),
+            started: std::time::Instant::now(),
+            failing: 0,
+        }
+    }
 }
 
 impl EventSink for Console {
@@ -401,13 +414,21 @@ impl EventSink for Console {
                 done,
                 total,
             } => {
-                if self.progress {
-                    eprint!("\r\x1b[2K[{done}/{total}] {}", result.info.id);
-                }
-                if matches!(
+                let broken = matches!(
                     result.verdict,
                     Verdict::Fail | Verdict::Warn | Verdict::Blocked | Verdict::HarnessError
-                ) {
+                );
+                self.failing += usize::from(broken);
+                let elapsed = self.started.elapsed().as_secs_f64();
+                if self.progress && elapsed >= 1.0 {
+                    eprint!(
+                        "\r\x1b[2K[{done}/{total}] {} failing, {:.0} cases/s · {}",
+                        self.failing,
+                        *done as f64 / elapsed,
+                        report::terminal_safe(&result.info.id)
+                    );
+                }
+                if broken {
                     if self.progress {
                         eprint!("\r\x1b[2K");
                     }
@@ -457,9 +478,7 @@ fn run(args: RunArgs) -> ExitCode {
         strict: args.strict,
     };
     let outcome = with_runtime(|interrupt| async move {
-        let mut console = Console {
-            progress: std::io::stderr().is_terminal(),
-        };
+        let mut console = Console::new();
         certify::certify(&options, &mut console, interrupt).await
     });
     let report = match outcome {

@@ -213,7 +213,7 @@ pub(crate) fn truncate_chars(text: &str, limit: usize) -> String {
 
 /// Text from the server on one terminal line: newlines, tabs and control bytes (which
 /// could drive the terminal) are shown as escapes.
-pub(crate) fn terminal_safe(text: &str) -> String {
+pub fn terminal_safe(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
