@@ -84,6 +84,7 @@ fn main() {
         max_len: 30,
         baseline: Default::default(),
         stop_after: Some(1),
+        progress: None,
     };
     // End to end, with the memory sampled once per slice.
     // AHPSPEC_BENCH_SECS=0 measures the offline re-check alone.

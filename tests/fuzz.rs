@@ -38,6 +38,7 @@ fn options(fault: Option<Fault>, seed: u64, duration: Duration) -> FuzzOptions {
         max_len: 30,
         baseline: Baseline::default(),
         stop_after: Some(1),
+        progress: None,
     }
 }
 

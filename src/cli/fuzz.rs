@@ -173,6 +173,12 @@ pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
         max_len: args.max_len.max(1),
         baseline,
         stop_after: None,
+        progress: None,
+    };
+    let (progress, progress_line) = progress_line();
+    let options = FuzzOptions {
+        progress,
+        ..options
     };
     let frames_mode = args.mode == "frames";
     let campaign = Campaign {
@@ -182,13 +188,56 @@ pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
         baseline: &options.baseline,
     };
     with_runtime(|interrupt| async {
+        let line = progress_line.map(tokio::spawn);
+        let stop_line = || {
+            if let Some(line) = &line {
+                line.abort();
+                eprint!("\r\x1b[2K");
+            }
+        };
         if frames_mode {
-            campaign.finish(fuzz::frames::fuzz_frames(&options, interrupt).await)
+            let outcome = fuzz::frames::fuzz_frames(&options, interrupt).await;
+            stop_line();
+            campaign.finish(outcome)
         } else {
-            campaign.finish(fuzz::fuzz(&options, interrupt).await)
+            let outcome = fuzz::fuzz(&options, interrupt).await;
+            stop_line();
+            campaign.finish(outcome)
         }
     })
     .unwrap_or_else(|exit| exit)
+}
+
+/// On a terminal: where the campaign reports its progress, and the task that shows it as
+/// one line (sequences, operations/s, rules failing) once the campaign has run a second.
+/// Elsewhere: nothing.
+fn progress_line() -> (
+    Option<tokio::sync::watch::Sender<fuzz::FuzzProgress>>,
+    Option<impl std::future::Future<Output = ()>>,
+) {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return (None, None);
+    }
+    let (sender, receiver) = tokio::sync::watch::channel(fuzz::FuzzProgress::default());
+    let show = async move {
+        let started = std::time::Instant::now();
+        loop {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            let elapsed = started.elapsed().as_secs_f64();
+            if elapsed < 1.0 {
+                continue;
+            }
+            let now = *receiver.borrow();
+            eprint!(
+                "\r\x1b[2K[{elapsed:.0} s] {} sequences, {:.0} operations/s, {} rule(s) failing",
+                now.sequences,
+                now.operations as f64 / elapsed,
+                now.rules
+            );
+        }
+    };
+    (Some(sender), Some(show))
 }
 
 /// What the campaign's output needs besides its outcome.

@@ -41,6 +41,18 @@ pub struct FuzzOptions {
     /// Stop once this many distinct rules the baseline does not list are found (`None`:
     /// only the budget stops the campaign).
     pub stop_after: Option<usize>,
+    /// Where the campaign reports how far it is after each sequence (a progress line reads
+    /// it); `None`: nobody listens.
+    pub progress: Option<watch::Sender<FuzzProgress>>,
+}
+
+/// How far a campaign is.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FuzzProgress {
+    pub sequences: u64,
+    pub operations: usize,
+    /// Distinct rules found failing so far (baselined ones included).
+    pub rules: usize,
 }
 
 /// A failure, shrunk.
@@ -141,6 +153,13 @@ pub async fn search<T: Clone + std::fmt::Debug>(
         interrupted: false,
     };
     loop {
+        if let Some(progress) = &options.progress {
+            progress.send_replace(FuzzProgress {
+                sequences: outcome.cases,
+                operations: outcome.operations,
+                rules: outcome.findings.failing.len(),
+            });
+        }
         if *interrupt.borrow() {
             outcome.interrupted = true;
             break;
