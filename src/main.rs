@@ -233,10 +233,7 @@ fn main() -> ExitCode {
             max_message_bytes,
         } => {
             if fault.as_deref() == Some("list") {
-                for line in faults::catalog_lines() {
-                    println!("{line}");
-                }
-                return ExitCode::SUCCESS;
+                return list_faults();
             }
             let faults = match parse_faults(fault.as_deref()) {
                 Ok(faults) => faults,
@@ -265,6 +262,30 @@ fn parse_faults(names: Option<&str>) -> Result<FaultSet, String> {
     names.map_or(Ok(FaultSet::default()), |names| {
         names.parse::<FaultSet>().map_err(|e| e.to_string())
     })
+}
+
+/// `serve --fault list`: one line per fault (name, rule, what it breaks), grouped under a
+/// `# area` line by the spec area of the rule it breaks (the catalog's), so the list stays
+/// readable as it grows.
+fn list_faults() -> ExitCode {
+    let catalog = Catalog::embedded().unwrap_or_default();
+    let mut areas: Vec<(String, Vec<String>)> = Vec::new();
+    for (fault, line) in ahpspec::host::Fault::ALL.iter().zip(faults::catalog_lines()) {
+        let area = catalog
+            .rule(fault.rule())
+            .map_or_else(|| "other".to_owned(), |info| info.area);
+        match areas.iter_mut().find(|(name, _)| *name == area) {
+            Some((_, lines)) => lines.push(line),
+            None => areas.push((area, vec![line])),
+        }
+    }
+    for (area, lines) in areas {
+        println!("# {area} ({})", lines.len());
+        for line in lines {
+            println!("{line}");
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn usage_error(message: &str) -> ExitCode {
