@@ -29,6 +29,9 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::ErrorPartDropped => rules.extend(["TURN-003".to_owned(), "TURN-004".to_owned()]),
         // SESSION-011 reads the directory list of the very snapshots this fault repeats.
         Fault::DirectoryListedTwice => rules.extend(["SESSION-011".to_owned()]),
+        // A pending tool call in an ended turn is also an ended turn holding a
+        // non-terminal call.
+        Fault::NoSkipOnTurnEnd => rules.extend(["INV-CHAT-2".to_owned()]),
         // A queue holding an id twice is also the wrong queue shape.
         Fault::QueuedUpdateAppends => rules.extend(["INV-CHAT-5".to_owned()]),
         _ => {}
@@ -170,6 +173,11 @@ fault_tests! {
     action_on_wrong_channel => ActionOnWrongChannel,
     snapshot_seq_ahead => SnapshotSeqAhead,
     summary_status_bits => SummaryStatusBits,
+    // Tool-call lifecycle, INV-CHAT-2 and the session invariants at checkpoints (h-state).
+    tool_ready_after_complete => ToolReadyAfterComplete,
+    confirmed_maybe => ConfirmedMaybe,
+    tool_call_listed_twice => ToolCallListedTwice,
+    skip_as_denied => SkipAsDenied,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -241,6 +241,10 @@ const STREAMING: &[&str] = &[
     "chat/toolCallReady",
     "chat/toolCallComplete",
     "chat/toolCallContentChanged",
+    "chat/toolCallAuthRequired",
+    "chat/toolCallAuthResolved",
+    "chat/toolCallConfirmed",
+    "chat/toolCallResultConfirmed",
 ];
 
 /// TURN-003 and TURN-005, judged against the chat state before the action.

@@ -11,6 +11,7 @@ pub mod frame;
 pub mod invariants;
 pub mod mirror;
 pub mod stream;
+pub mod toolcalls;
 
 use crate::verdict::Level;
 
@@ -152,8 +153,14 @@ rules! {
         "Error parts are never sent through chat/responsePart; errors end a turn through chat/error."),
     ("PENDING-003", Should, "pending-messages", "docs/specification/chat-channel.md § Queued Messages", "queued-message consumptions",
         "The host consumes queued messages first in, first out."),
-    ("TOOL-007", Must, "tool-calls", "crate: ahp/src/reducers.rs (end_turn)", "completed turns",
+    ("TOOL-007", Must, "tool-calls", "crate: ahp/src/reducers.rs (end_turn)", "tool calls a turn's end left open, seen in a later snapshot",
         "When a turn ends, every non-terminal tool call in it is cancelled with reason skipped."),
+    ("INV-TOOL-1", Must, "tool-calls", "RULES.md §17 INV-TOOL-1; PROTOCOL.md §12.7", "tool-call status observations",
+        "Per tool call, every status change a host action or a later snapshot shows is reachable in the lifecycle table, and nothing follows a terminal status."),
+    ("INV-TOOL-2", Must, "tool-calls", "RULES.md §17 INV-TOOL-2; crate: ahp-types/src/state.rs (ToolCallConfirmationReason, ToolCallCancellationReason)", "tool calls and tool-call values",
+        "running, pending-result-confirmation and completed calls carry confirmed in {not-needed, user-action, setting}, cancelled ones reason in {denied, skipped, result-denied} (closed sets, whatever the schema leaves open), and only MCP-contributed calls need authentication."),
+    ("INV-CHAT-2", Must, "chat-channel", "RULES.md §17 INV-CHAT-2", "turns",
+        "A turn's tool-call ids are unique, every tool call's status is one of the seven, and ended turns hold only completed or cancelled calls."),
     ("INV-CHAT-1", Must, "chat-channel", "RULES.md §17 INV-CHAT-1; crate: ahp/src/reducers.rs (end_turn)", "ended turns",
         "An ended turn's state is complete, cancelled or error, and its duration is not negative."),
     ("INV-CHAT-3", Must, "chat-channel", "RULES.md §17 INV-CHAT-3; crate: ahp/src/reducers.rs (chat/error)", "ended turns",

@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::frame::{snapshots_in, Counts, FrameChecker, Schemas};
 use super::invariants;
 use super::mirror::Mirror;
+use super::toolcalls::ToolCalls;
 use super::Violation;
 use crate::tape::{Node, Tape};
 
@@ -20,6 +21,8 @@ pub struct StreamChecks {
     pub client_id: String,
     pub checker: FrameChecker,
     pub mirror: Mirror,
+    /// Every tool call's status, from the raw JSON (INV-TOOL-1, INV-TOOL-2, TOOL-007).
+    pub tool_calls: ToolCalls,
     /// Schema violations in frames the harness sent without declaring them invalid.
     pub harness_errors: Vec<String>,
     /// Frames sent deliberately invalid (transcript indices) — not schema-checked.
@@ -50,6 +53,7 @@ impl StreamChecks {
     pub fn resuming(old: &StreamChecks) -> StreamChecks {
         let mut checks = StreamChecks::new(&old.client_id);
         checks.mirror = old.mirror.clone();
+        checks.tool_calls = old.tool_calls.clone();
         checks.checker.resume_from(&old.checker);
         checks.dispatched = old.dispatched.clone();
         checks
@@ -70,6 +74,7 @@ impl StreamChecks {
         if method == Some("unsubscribe") {
             if let Some(channel) = message.member("params").member("channel").as_str() {
                 self.mirror.forget(channel);
+                self.tool_calls.forget(channel);
             }
         }
         if self.intended_invalid.contains(&index) {
@@ -146,7 +151,7 @@ impl StreamChecks {
                 self.prestates.insert(seq, before);
             }
             found.extend(echo_violations);
-            found.extend(self.mirror.apply(envelope));
+            self.envelope(envelope, found);
             return;
         }
         let result = message.member("result");
@@ -160,12 +165,34 @@ impl StreamChecks {
             found.extend(invariants::snapshot(resource, &state, &mut |rule, n| {
                 *counts.entry(rule).or_insert(0) += n;
             }));
+            if resource.starts_with("ahp-chat:") {
+                self.tool_calls.snapshot(resource, &state, counts, found);
+            }
             self.mirror.load_snapshot(snapshot);
         }
         if result.member("type").as_str() == Some("replay") {
             for envelope in result.member("actions").elements() {
-                found.extend(self.mirror.apply(envelope));
+                self.envelope(envelope, found);
             }
+        }
+    }
+
+    /// One envelope through the reducer mirror and, when accepted on a chat channel, the
+    /// tool-call tracker.
+    fn envelope(&mut self, envelope: Node<'_>, found: &mut Vec<Violation>) {
+        found.extend(self.mirror.apply(envelope));
+        if !envelope.member("rejectionReason").is_null() {
+            return;
+        }
+        if let Some(chat) = envelope
+            .member("channel")
+            .as_str()
+            .filter(|channel| channel.starts_with("ahp-chat:"))
+        {
+            let host = envelope.member("origin").is_null();
+            let action = envelope.member("action");
+            let counts = &mut self.invariant_counts;
+            self.tool_calls.action(chat, action, host, counts, found);
         }
     }
 

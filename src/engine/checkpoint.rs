@@ -157,6 +157,7 @@ pub async fn compare(
             checked.violations.push((located.conn, located.violation));
         }
     }
+    track_tool_calls(conns, &fresh, &mut checked);
     for (channel, state, from) in &fresh {
         let Some(kind) = Kind::of(channel) else {
             continue;
@@ -203,5 +204,65 @@ pub async fn compare(
             checked.violations.push((channel.clone(), violation));
         }
     }
+    sessions_at_rest(&fresh, &mut checked);
     Ok(checked)
+}
+
+/// The quiescence parts of INV-SESSION-1/2/3 on every fresh session state with the fresh
+/// states of its chats.
+fn sessions_at_rest(fresh: &[(String, Value, u64)], checked: &mut Checked) {
+    for (session, state, _) in fresh
+        .iter()
+        .filter(|(c, _, _)| Kind::of(c) == Some(Kind::Session))
+    {
+        let listed = state["chats"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let chats: Vec<(&str, &Value)> = fresh
+            .iter()
+            .filter(|(c, _, _)| listed.iter().any(|entry| entry["resource"] == c.as_str()))
+            .map(|(c, s, _)| (c.as_str(), s))
+            .collect();
+        let counts = &mut checked.invariant_counts;
+        let found = invariants::session_at_rest(session, state, &chats, &mut |rule, n| {
+            counts.push((rule, n))
+        });
+        for violation in found {
+            checked.violations.push((session.clone(), violation));
+        }
+    }
+}
+
+/// Each connection's tool-call tracker hears the fresh chat snapshots (INV-TOOL-1, TOOL-007)
+/// where its mirror is not ahead of the snapshot (an older snapshot would show a call
+/// moving backwards).
+fn track_tool_calls(
+    conns: &mut [&mut Conn],
+    fresh: &[(String, Value, u64)],
+    checked: &mut Checked,
+) {
+    for (channel, state, from) in fresh
+        .iter()
+        .filter(|(c, _, _)| Kind::of(c) == Some(Kind::Chat))
+    {
+        for conn in conns.iter_mut().filter(|c| !c.link.is_closed()) {
+            if conn
+                .checks
+                .mirror
+                .seq(channel)
+                .is_none_or(|seq| seq > *from)
+            {
+                continue;
+            }
+            let mut found = Vec::new();
+            let checks = &mut conn.checks;
+            checks
+                .tool_calls
+                .snapshot(channel, state, &mut checks.invariant_counts, &mut found);
+            for violation in found {
+                checked.violations.push((conn.name.clone(), violation));
+            }
+        }
+    }
 }

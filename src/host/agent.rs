@@ -444,7 +444,10 @@ async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep) -> Flo
         )
     };
     let auto = call.confirmation == Confirmation::Auto;
-    if emit(shared, turn, ready(auto.then_some("not-needed"))).is_none() {
+    let maybe = call.result_confirmation
+        && with_turn(shared, turn, |world| world.fault(Fault::ConfirmedMaybe)) == Some(true);
+    let confirmed = if maybe { "maybe" } else { "not-needed" };
+    if emit(shared, turn, ready(auto.then_some(confirmed))).is_none() {
         return Flow::Stop;
     }
     if !auto {
@@ -516,6 +519,13 @@ async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep) -> Flo
         "result": { "success": result.success, "pastTenseMessage": message, "content": content } }),
     );
     if emit(shared, turn, complete).is_none() {
+        return Flow::Stop;
+    }
+    if with_turn(shared, turn, |world| {
+        world.fault(Fault::ToolReadyAfterComplete)
+    }) == Some(true)
+        && emit(shared, turn, ready(Some("not-needed"))).is_none()
+    {
         return Flow::Stop;
     }
     if call.result_confirmation {

@@ -93,6 +93,11 @@ faults! {
     SummaryStatusBits => ("summary-status-bits", "STATUS-001", "Sets both the Idle and InProgress bits in root/sessionSummaryChanged while a turn runs."),
     UsageWrongTurn => ("usage-wrong-turn", "TURN-004", "Reports scripted usage with a stale turnId."),
     LegacyUri => ("legacy-uri", "SUB-012", "Answers initialize with a legacy agenthost: URI as defaultDirectory."),
+    // Tool-call lifecycle, INV-CHAT-2 and the session invariants at checkpoints (h-state).
+    ToolReadyAfterComplete => ("tool-ready-after-complete", "INV-TOOL-1", "Sends chat/toolCallReady again for a host tool call it has just completed."),
+    ConfirmedMaybe => ("confirmed-maybe", "INV-TOOL-2", "Marks auto-approved tool calls that ask for result confirmation confirmed \"maybe\"."),
+    ToolCallListedTwice => ("tool-call-listed-twice", "INV-CHAT-2", "Lists the first tool call of every ended turn twice in chat snapshots (its state and the actions are right)."),
+    SkipAsDenied => ("skip-as-denied", "TOOL-007", "Cancels the tool calls a cancelled turn leaves open with reason denied instead of skipped."),
 }
 
 impl fmt::Display for Fault {
