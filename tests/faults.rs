@@ -32,6 +32,11 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         // A pending tool call in an ended turn is also an ended turn holding a
         // non-terminal call.
         Fault::NoSkipOnTurnEnd => rules.extend(["INV-CHAT-2".to_owned()]),
+        // The mirrors hold the entry (or the directories) the actions gave, the fresh
+        // snapshots the broken one: checkpoints see the fold differ too.
+        Fault::InputNeededChatUnlisted | Fault::ChatDirectoryStray => {
+            rules.extend(["INV-FOLD-1".to_owned()])
+        }
         // A queue holding an id twice is also the wrong queue shape.
         Fault::QueuedUpdateAppends => rules.extend(["INV-CHAT-5".to_owned()]),
         _ => {}
@@ -178,6 +183,10 @@ fault_tests! {
     confirmed_maybe => ConfirmedMaybe,
     tool_call_listed_twice => ToolCallListedTwice,
     skip_as_denied => SkipAsDenied,
+    default_chat_unlisted => DefaultChatUnlisted,
+    input_needed_chat_unlisted => InputNeededChatUnlisted,
+    chat_directory_stray => ChatDirectoryStray,
+    move_non_movable_accepted => MoveNonMovableAccepted,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -113,10 +113,7 @@ impl World {
             "completions" => Reply::of(self.existing_chat(params).map(|_| json!({ "items": [] }))),
             "resolveSessionConfig" => Reply::of(self.resolve_session_config(params)),
             "sessionConfigCompletions" => Reply::of(Ok(json!({ "items": [] }))),
-            "moveChat" => Reply::of(
-                self.existing_chat(params)
-                    .and_then(|_| Err(RpcError::new(INVALID_PARAMS, "the chat is not movable"))),
-            ),
+            "moveChat" => Reply::of(self.move_chat(params)),
             "resourceRead" | "resourceList" | "resourceResolve" | "resourceDelete"
             | "resourceCopy" | "resourceMove" => Reply::of(Err(RpcError::new(
                 NOT_FOUND,
@@ -410,6 +407,19 @@ impl World {
                     json!({ "type": "session/activeClientRemoved", "clientId": client_id }),
                 );
             }
+        }
+    }
+
+    /// No chat of this host is movable: every move is refused (the
+    /// `move-non-movable-accepted` fault answers success and moves nothing).
+    fn move_chat(&self, params: &Value) -> Result<Value, RpcError> {
+        let chat = self.existing_chat(params)?;
+        let owner = self.chats.get(&chat).map(|chat| chat.session.clone());
+        match owner {
+            Some(session) if self.fault(Fault::MoveNonMovableAccepted) => {
+                Ok(json!({ "session": session }))
+            }
+            _ => Err(RpcError::new(INVALID_PARAMS, "the chat is not movable")),
         }
     }
 

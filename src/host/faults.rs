@@ -98,6 +98,10 @@ faults! {
     ConfirmedMaybe => ("confirmed-maybe", "INV-TOOL-2", "Marks auto-approved tool calls that ask for result confirmation confirmed \"maybe\"."),
     ToolCallListedTwice => ("tool-call-listed-twice", "INV-CHAT-2", "Lists the first tool call of every ended turn twice in chat snapshots (its state and the actions are right)."),
     SkipAsDenied => ("skip-as-denied", "TOOL-007", "Cancels the tool calls a cancelled turn leaves open with reason denied instead of skipped."),
+    DefaultChatUnlisted => ("default-chat-unlisted", "INV-SESSION-1", "Leaves the default chat out of the chats of snapshots of sessions with working directories (its state and the actions are right)."),
+    InputNeededChatUnlisted => ("input-needed-chat-unlisted", "INV-SESSION-2", "Names a chat that does not exist in the inputNeeded entries of session snapshots."),
+    ChatDirectoryStray => ("chat-directory-stray", "INV-SESSION-3", "Lists a working directory its session lacks in chat snapshots (and their catalog entries) of sessions with working directories."),
+    MoveNonMovableAccepted => ("move-non-movable-accepted", "CHAT-MOVE-001", "Answers moveChat on a chat that is not movable with success (and moves nothing)."),
 }
 
 impl fmt::Display for Fault {

@@ -8,6 +8,7 @@
 
 mod agent;
 pub mod agents;
+mod broken;
 pub mod catalog;
 mod commands;
 mod conn;

@@ -263,6 +263,7 @@ impl World {
                         only.push(only[0].clone());
                     }
                 }
+                self.break_session_snapshot(&mut state);
                 state
             }
             ChannelKind::Chat => {
@@ -296,6 +297,7 @@ impl World {
                     }
                 }
                 self.break_turns(&mut state);
+                self.break_chat_snapshot(uri, &mut state);
                 state
             }
         };

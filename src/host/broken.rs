@@ -1,0 +1,66 @@
+//! Fault injection into session and chat snapshots for the invariants that hold only at
+//! quiescence (INV-SESSION-1/2/3 at checkpoints): the host's state and its actions stay
+//! right, only what a fresh subscription shows is wrong.
+
+use serde_json::Value;
+
+use super::faults::Fault;
+use super::world::World;
+
+/// A directory no session has: what the stray-directory fault adds.
+const STRAY_DIRECTORY: &str = "file:///ahpspec-stray-directory";
+
+impl World {
+    /// Breaks a session snapshot as the active fault says.
+    pub(super) fn break_session_snapshot(&self, state: &mut Value) {
+        let with_directories = state["workingDirectories"]
+            .as_array()
+            .is_some_and(|dirs| !dirs.is_empty());
+        if self.fault(Fault::DefaultChatUnlisted) && with_directories {
+            let default = state["defaultChat"].clone();
+            if let Some(chats) = state["chats"].as_array_mut() {
+                chats.retain(|chat| chat["resource"] != default);
+            }
+        }
+        if self.fault(Fault::InputNeededChatUnlisted) {
+            for entry in state["inputNeeded"].as_array_mut().into_iter().flatten() {
+                if let Some(chat) = entry["chat"].as_str() {
+                    entry["chat"] = Value::String(format!("{chat}-gone"));
+                }
+            }
+        }
+        if self.fault(Fault::ChatDirectoryStray) && with_directories {
+            for chat in state["chats"].as_array_mut().into_iter().flatten() {
+                add_stray_directory(chat);
+            }
+        }
+    }
+
+    /// Breaks the snapshot of chat `uri` as the active fault says.
+    pub(super) fn break_chat_snapshot(&self, uri: &str, state: &mut Value) {
+        let session_has_directories = self
+            .chats
+            .get(uri)
+            .and_then(|chat| self.sessions.get(&chat.session))
+            .and_then(|session| session.state.working_directories.as_ref())
+            .is_some_and(|dirs| !dirs.is_empty());
+        if self.fault(Fault::ChatDirectoryStray) && session_has_directories {
+            add_stray_directory(state);
+        }
+    }
+}
+
+/// Adds [`STRAY_DIRECTORY`] to a chat's `workingDirectories` (or its catalog entry's, so
+/// the two still agree).
+fn add_stray_directory(holder: &mut Value) {
+    if let Some(holder) = holder.as_object_mut() {
+        let dirs = holder
+            .entry("workingDirectories")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Some(dirs) = dirs.as_array_mut() {
+            dirs.push(Value::String(STRAY_DIRECTORY.to_owned()));
+        } else {
+            *dirs = Value::Array(vec![Value::String(STRAY_DIRECTORY.to_owned())]);
+        }
+    }
+}
