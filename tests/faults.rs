@@ -187,6 +187,8 @@ fault_tests! {
     input_needed_chat_unlisted => InputNeededChatUnlisted,
     chat_directory_stray => ChatDirectoryStray,
     move_non_movable_accepted => MoveNonMovableAccepted,
+    auth_required_without_resources => AuthRequiredWithoutResources,
+    permission_denied_bad_data => PermissionDeniedBadData,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

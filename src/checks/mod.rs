@@ -7,6 +7,7 @@
 
 pub mod action_decode;
 pub mod compare;
+pub mod error_data;
 pub mod frame;
 pub mod invariants;
 pub mod mirror;
@@ -125,6 +126,10 @@ rules! {
         "A response has either result or error, never both; error has an integer code and a string message."),
     ("TRANSPORT-011", Must, "transport", "docs/specification/subscriptions.md § Every message carries channel", "notifications",
         "Every host notification's params carries a top-level string channel."),
+    ("ERR-002", Must, "errors", "docs/specification/authentication.md § AuthRequired Error Code", "-32007 errors",
+        "-32007 errors carry data.resources: protected-resource metadata (snake_case keys, resource required)."),
+    ("ERR-003", Must, "errors", "crate: ahp-types/src/errors.rs (PermissionDeniedErrorData)", "-32009 errors",
+        "-32009 data, when present, is {request?: ResourceRequestParams} (derived, MUST*)."),
     ("INV-SCHEMA-1", Must, "schema", "RULES.md §17; schemas/ahp/<version>/", "messages",
         "Every result, snapshot, envelope and notification validates against the negotiated version's schema."),
     ("ENV-002", Must, "actions", "docs/guide/actions.md § Action Envelope; docs/specification/lifecycle.md § Reconnection (one lastSeenServerSeq per connection)", "envelopes of subscriptions that asked for maxLatencyMs 0",

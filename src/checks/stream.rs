@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
+use super::error_data;
 use super::frame::{snapshots_in, Counts, FrameChecker, Schemas};
 use super::invariants;
 use super::mirror::Mirror;
@@ -133,10 +134,44 @@ impl StreamChecks {
         let mut tape = std::mem::take(&mut self.tape);
         let (message, _method, mut found) = self.checker.on_text(&mut tape, text, schemas);
         if let Some(message) = message {
+            self.error_data(message, schemas, &mut found);
             self.follow(message, &mut found);
         }
         self.tape = tape;
         found
+    }
+
+    /// ERR-002 and ERR-003 on an error response with code -32007 or -32009.
+    fn error_data(&mut self, message: Node<'_>, schemas: &Schemas, found: &mut Vec<Violation>) {
+        let error = message.member("error");
+        let (rule, verdict) = match error.member("code").as_i64() {
+            Some(error_data::AUTH_REQUIRED) => {
+                ("ERR-002", error_data::auth_required(error.member("data")))
+            }
+            Some(error_data::PERMISSION_DENIED) => {
+                let checker = &mut self.checker;
+                let verdict = error_data::permission_denied(error.member("data"), |request| {
+                    let def = schemas.map.params.get("resourceRequest");
+                    match def.and_then(|def| checker.validate_node(schemas, def, request)) {
+                        Some(Err(errors)) => Err(errors.first().map_or_else(String::new, |e| {
+                            format!("data.request{}: {}", e.instance_path, e.message)
+                        })),
+                        _ => Ok(()),
+                    }
+                });
+                ("ERR-003", verdict)
+            }
+            _ => return,
+        };
+        *self.invariant_counts.entry(rule).or_insert(0) += 1;
+        if let Err(why) = verdict {
+            let expected = if rule == "ERR-002" {
+                "-32007 data carries resources: protected-resource metadata with snake_case keys and a resource"
+            } else {
+                "-32009 data, when present, is {request?: resourceRequest params}"
+            };
+            found.push(Violation::new(rule, expected, why));
+        }
     }
 
     /// The mirror, the echo check and the snapshot invariants over one parsed host message.

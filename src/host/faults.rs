@@ -102,6 +102,8 @@ faults! {
     InputNeededChatUnlisted => ("input-needed-chat-unlisted", "INV-SESSION-2", "Names a chat that does not exist in the inputNeeded entries of session snapshots."),
     ChatDirectoryStray => ("chat-directory-stray", "INV-SESSION-3", "Lists a working directory its session lacks in chat snapshots (and their catalog entries) of sessions with working directories."),
     MoveNonMovableAccepted => ("move-non-movable-accepted", "CHAT-MOVE-001", "Answers moveChat on a chat that is not movable with success (and moves nothing)."),
+    AuthRequiredWithoutResources => ("auth-required-without-resources", "ERR-002", "Answers authenticate with -32007 but no data.resources."),
+    PermissionDeniedBadData => ("permission-denied-bad-data", "ERR-003", "Answers resourceRequest with -32009 whose data.request is the bare URI instead of the request params."),
 }
 
 impl fmt::Display for Fault {
