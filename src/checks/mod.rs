@@ -180,6 +180,12 @@ rules! {
         "A session's and a chat's workingDirectories list each directory once."),
     ("INV-FOLD-1", Must, "state", "RULES.md §17 INV-FOLD-1", "checkpoints",
         "Snapshot + accepted envelopes folded through the reference reducers equals a fresh snapshot."),
+    ("INV-SUMMARY-2", Must, "root-channel", "RULES.md §17 INV-SUMMARY-2; crate: ahp-types/src/state.rs (SessionSummary.chats)", "listSessions entries with chats, at checkpoints",
+        "A listSessions entry's chats list the session's chats in the same order, with the same title, origin and interactivity (status and changes where given)."),
+    ("INV-SUMMARY-3", Must, "root-channel", "RULES.md §17 INV-SUMMARY-3; crate: ahp-types/src/state.rs (SessionSummary)", "listSessions entries, at checkpoints",
+        "A listSessions entry carries its session's provider, title, status flags, project, workingDirectories, annotations and origin (at quiescence)."),
+    ("INV-CHAT-6", Must, "chat-channel", "RULES.md §17 INV-CHAT-6; crate: ahp/src/reducers.rs (end_turn, chat/turnStarted)", "chats whose turn started or ended, at checkpoints",
+        "After an observed turn start or end, a chat's modifiedAt is the ISO 8601 instant it set (startedAt, or startedAt + max(duration, 0))."),
     ("CHAT-003", Must, "chat-channel", "docs/specification/chat-channel.md § State", "chat catalog entries",
         "A chat's inlined summary fields equal its entry in the session's chat catalog (at quiescence)."),
 }

@@ -1,6 +1,7 @@
-//! Fault injection into session and chat snapshots for the invariants that hold only at
-//! quiescence (INV-SESSION-1/2/3 at checkpoints): the host's state and its actions stay
-//! right, only what a fresh subscription shows is wrong.
+//! Fault injection into session and chat snapshots and `listSessions` entries for the
+//! invariants checked at quiescence (INV-SESSION-1/2/3, INV-SUMMARY-2/3 at checkpoints):
+//! the host's state and its actions stay right, only what a fresh subscription or a listing
+//! shows is wrong.
 
 use serde_json::Value;
 
@@ -32,6 +33,18 @@ impl World {
         if self.fault(Fault::ChatDirectoryStray) && with_directories {
             for chat in state["chats"].as_array_mut().into_iter().flatten() {
                 add_stray_directory(chat);
+            }
+        }
+    }
+
+    /// Breaks a `listSessions` entry as the active fault says.
+    pub(super) fn break_listed_summary(&self, entry: &mut Value) {
+        if self.fault(Fault::ListedTitleStale) {
+            entry["title"] = Value::String("a stale title".to_owned());
+        }
+        if self.fault(Fault::ListedChatTitleStale) {
+            for chat in entry["chats"].as_array_mut().into_iter().flatten() {
+                chat["title"] = Value::String("a stale chat title".to_owned());
             }
         }
     }

@@ -456,6 +456,9 @@ impl World {
             .keys()
             .filter_map(|uri| self.session_summary(uri))
             .collect();
+        for item in &mut items {
+            self.break_listed_summary(item);
+        }
         items.sort_by(|a, b| {
             instant_key(&b["modifiedAt"])
                 .cmp(&instant_key(&a["modifiedAt"]))

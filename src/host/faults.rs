@@ -104,6 +104,9 @@ faults! {
     MoveNonMovableAccepted => ("move-non-movable-accepted", "CHAT-MOVE-001", "Answers moveChat on a chat that is not movable with success (and moves nothing)."),
     AuthRequiredWithoutResources => ("auth-required-without-resources", "ERR-002", "Answers authenticate with -32007 but no data.resources."),
     PermissionDeniedBadData => ("permission-denied-bad-data", "ERR-003", "Answers resourceRequest with -32009 whose data.request is the bare URI instead of the request params."),
+    ListedTitleStale => ("listed-title-stale", "INV-SUMMARY-3", "Gives every listSessions entry a title its session does not have."),
+    ListedChatTitleStale => ("listed-chat-title-stale", "INV-SUMMARY-2", "Gives the chats of every listSessions entry a title they do not have."),
+    ModifiedAtLate => ("modified-at-late", "INV-CHAT-6", "Moves a chat's modifiedAt one second past its completed turn's end, without an action."),
 }
 
 impl fmt::Display for Fault {
