@@ -279,3 +279,47 @@ fn err_002_and_err_003_check_the_data_shapes() {
         json!({ "data": { "request": { "channel": "ahp-root://", "uri": "file:///x" } } });
     assert!(check(request, |d| permission_denied(d, reject)).is_err());
 }
+
+#[test]
+fn a_turn_id_that_comes_back_with_another_start_is_another_turn() {
+    let mut tracker = ToolCalls::default();
+    feed(
+        &mut tracker,
+        &[
+            json!({ "type": "chat/turnStarted", "turnId": "t1", "startedAt": "2026-01-01T00:00:00Z" }),
+            act(
+                "chat/toolCallStart",
+                json!({ "toolName": "t", "displayName": "T" }),
+            ),
+            act("chat/toolCallReady", json!({ "confirmed": "not-needed" })),
+            act(
+                "chat/toolCallComplete",
+                json!({ "result": { "success": true } }),
+            ),
+        ],
+    );
+    let snapshot = |started_at: &str| {
+        json!({ "activeTurn": { "id": "t1", "startedAt": started_at, "responseParts": [
+            { "kind": "toolCall", "toolCall": { "toolCallId": "tc", "status": "streaming" } }
+        ] } })
+    };
+    let mut counts = Counts::default();
+    let mut found = Vec::new();
+    // The same instant written another way is the same turn: streaming after completed.
+    tracker.snapshot(
+        CHAT,
+        &snapshot("2026-01-01T00:00:00.000Z"),
+        &mut counts,
+        &mut found,
+    );
+    assert_eq!(rules(&found), vec!["INV-TOOL-1"]);
+    found.clear();
+    // A later start is a new turn (the id was reused after a truncation the client missed).
+    tracker.snapshot(
+        CHAT,
+        &snapshot("2026-01-01T00:05:00Z"),
+        &mut counts,
+        &mut found,
+    );
+    assert_eq!(rules(&found), Vec::<&str>::new());
+}

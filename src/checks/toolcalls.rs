@@ -120,8 +120,42 @@ struct Call {
     ended_open: bool,
 }
 
-/// Tool calls of one chat: turn id → toolCallId → call.
-type Turns = FastMap<String, FastMap<String, Call>>;
+/// The tool calls of one turn.
+#[derive(Debug, Default, Clone)]
+struct TurnCalls {
+    /// The turn's `startedAt`: a turn id seen again with another start is another turn
+    /// (ids are client-chosen and may come back after a truncation).
+    started_at: Option<String>,
+    calls: FastMap<String, Call>,
+}
+
+impl TurnCalls {
+    /// Starts over when `started_at` names another turn than the one followed so far.
+    fn same_turn(&mut self, started_at: Option<&str>) {
+        let other = match (self.started_at.as_deref(), started_at) {
+            (Some(known), Some(seen)) => !same_instant(known, seen),
+            _ => false,
+        };
+        if other {
+            self.calls.clear();
+        }
+        if other || self.started_at.is_none() {
+            self.started_at = started_at.map(str::to_owned);
+        }
+    }
+}
+
+/// Whether two timestamps name the same instant (or are the same text).
+fn same_instant(a: &str, b: &str) -> bool {
+    a == b
+        || matches!(
+            (a.parse::<jiff::Timestamp>(), b.parse::<jiff::Timestamp>()),
+            (Ok(x), Ok(y)) if x == y
+        )
+}
+
+/// Tool calls of one chat, by turn id.
+type Turns = FastMap<String, TurnCalls>;
 
 /// One connection's tool calls, by chat.
 #[derive(Debug, Default, Clone)]
@@ -177,12 +211,14 @@ impl ToolCalls {
                 continue;
             };
             let mcp = call["contributor"]["kind"] == "mcp";
-            let calls = self
+            let turn_calls = self
                 .chats
                 .entry(chat.to_owned())
                 .or_default()
                 .entry(turn_id.to_owned())
                 .or_default();
+            turn_calls.same_turn(turn["startedAt"].as_str());
+            let calls = &mut turn_calls.calls;
             let Some(known) = calls.get_mut(id) else {
                 calls.insert(
                     id.to_owned(),
@@ -233,12 +269,18 @@ impl ToolCalls {
                 // A turn id may be reused once its turn is gone: a new turn starts empty.
                 if let (Some(turns), Some(turn_id)) = (self.chats.get_mut(chat), turn_id) {
                     turns.remove(turn_id);
+                    let started_at = action.member("startedAt").as_str().map(str::to_owned);
+                    let fresh = TurnCalls {
+                        started_at,
+                        calls: FastMap::default(),
+                    };
+                    turns.insert(turn_id.to_owned(), fresh);
                 }
                 return;
             }
             "chat/turnComplete" | "chat/turnCancelled" | "chat/error" => {
-                let calls = turn_id.and_then(|turn_id| self.chats.get_mut(chat)?.get_mut(turn_id));
-                for call in calls.into_iter().flat_map(|calls| calls.values_mut()) {
+                let turn = turn_id.and_then(|turn_id| self.chats.get_mut(chat)?.get_mut(turn_id));
+                for call in turn.into_iter().flat_map(|turn| turn.calls.values_mut()) {
                     if !call.status.is_terminal() {
                         call.status = Status::Cancelled;
                         call.ended_open = true;
@@ -265,8 +307,8 @@ impl ToolCalls {
         if host {
             values(kind, id, action, counts, found);
         }
-        let calls = match self.chats.get_mut(chat).and_then(|t| t.get_mut(turn_id)) {
-            Some(calls) => calls,
+        let turn = match self.chats.get_mut(chat).and_then(|t| t.get_mut(turn_id)) {
+            Some(turn) => turn,
             None if kind == "chat/toolCallStart" => self
                 .chats
                 .entry(chat.to_owned())
@@ -275,6 +317,7 @@ impl ToolCalls {
                 .or_default(),
             None => return,
         };
+        let calls = &mut turn.calls;
         let Some(known) = calls.get_mut(id) else {
             if kind == "chat/toolCallStart" {
                 let mcp = action.member("contributor").member("kind").as_str() == Some("mcp");
