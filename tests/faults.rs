@@ -205,6 +205,7 @@ fault_tests! {
     listed_title_stale => ListedTitleStale,
     listed_chat_title_stale => ListedChatTitleStale,
     modified_at_late => ModifiedAtLate,
+    auth_resolved_wrong_turn => AuthResolvedWrongTurn,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -550,6 +550,16 @@ async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep) -> Flo
     {
         return Flow::Stop;
     }
+    if with_turn(shared, turn, |world| {
+        world.fault(Fault::AuthResolvedWrongTurn)
+    }) == Some(true)
+    {
+        let stale = json!({ "type": "chat/toolCallAuthResolved",
+            "turnId": format!("{}-stale", turn.turn_id), "toolCallId": id });
+        if emit(shared, turn, stale).is_none() {
+            return Flow::Stop;
+        }
+    }
     if call.result_confirmation {
         return flow_of(
             status_after(shared, turn, &id, &["pending-result-confirmation"])

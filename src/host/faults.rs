@@ -107,6 +107,7 @@ faults! {
     ListedTitleStale => ("listed-title-stale", "INV-SUMMARY-3", "Gives every listSessions entry a title its session does not have."),
     ListedChatTitleStale => ("listed-chat-title-stale", "INV-SUMMARY-2", "Gives the chats of every listSessions entry a title they do not have."),
     ModifiedAtLate => ("modified-at-late", "INV-CHAT-6", "Moves a chat's modifiedAt one second past its completed turn's end, without an action."),
+    AuthResolvedWrongTurn => ("auth-resolved-wrong-turn", "TURN-004", "Sends chat/toolCallAuthResolved with a stale turnId after completing a host tool call."),
 }
 
 impl fmt::Display for Fault {
