@@ -238,8 +238,8 @@ const SUMMARY_METADATA: &[&str] = &[
     "annotations",
     "origin",
 ];
-/// Status flags a session summary repeats: everything above the activity bits.
-const STATUS_FLAGS: u64 = !31;
+/// Status flags a session summary repeats (RULES.md INV-SUMMARY-3: 32 and 64).
+const STATUS_FLAGS: u64 = 32 | 64;
 
 /// INV-SUMMARY-3: a session's `listSessions` entry carries its metadata; INV-SUMMARY-2:
 /// the entry's `chats`, when present, list the session's chats in the same order with the
