@@ -210,25 +210,6 @@ impl World {
         self.consume_queue(&turn.chat);
     }
 
-    /// Moves the chat's modifiedAt one second past what its turn's end set, behind the
-    /// reducers' back; the session catalog follows (fault injection only).
-    fn shift_modified_at(&mut self, chat: &str) {
-        let session = if let Some(entry) = self.chats.get_mut(chat) {
-            let Ok(at) = entry.state.modified_at.parse::<jiff::Timestamp>() else {
-                return;
-            };
-            let later = at.as_millisecond() + 1000;
-            let Ok(later) = jiff::Timestamp::from_millisecond(later) else {
-                return;
-            };
-            entry.state.modified_at = format!("{later:.3}");
-            entry.session.clone()
-        } else {
-            return;
-        };
-        self.sync_projections(&session);
-    }
-
     /// Overwrites the chat's activity bits behind the reducers' back (fault injection only).
     fn force_activity(&mut self, chat: &str, activity: u32) {
         let session = if let Some(entry) = self.chats.get_mut(chat) {

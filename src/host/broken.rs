@@ -1,8 +1,9 @@
-//! Fault injection into session and chat snapshots and `listSessions` entries for the
-//! invariants checked at quiescence (INV-SESSION-1/2/3, INV-SUMMARY-2/3 at checkpoints):
-//! the host's state and its actions stay right, only what a fresh subscription or a listing
-//! shows is wrong.
+//! Fault injection for the checks of quiescent and tool-call state: session and chat
+//! snapshots and `listSessions` entries that the host's state and actions contradict
+//! (INV-SESSION-1/2/3, INV-SUMMARY-2/3 at checkpoints), and state changed behind the
+//! reducers' back at a turn's end (TOOL-007, INV-CHAT-6).
 
+use ahp_types::state::{ResponsePart, ToolCallCancellationReason, ToolCallState};
 use serde_json::Value;
 
 use super::faults::Fault;
@@ -12,6 +13,45 @@ use super::world::World;
 const STRAY_DIRECTORY: &str = "file:///ahpspec-stray-directory";
 
 impl World {
+    /// Moves the chat's modifiedAt one second past what its turn's end set, behind the
+    /// reducers' back; the session catalog follows (fault injection only).
+    pub(super) fn shift_modified_at(&mut self, chat: &str) {
+        let session = if let Some(entry) = self.chats.get_mut(chat) {
+            let Ok(at) = entry.state.modified_at.parse::<jiff::Timestamp>() else {
+                return;
+            };
+            let later = at.as_millisecond() + 1000;
+            let Ok(later) = jiff::Timestamp::from_millisecond(later) else {
+                return;
+            };
+            entry.state.modified_at = format!("{later:.3}");
+            entry.session.clone()
+        } else {
+            return;
+        };
+        self.sync_projections(&session);
+    }
+
+    /// Fault injection: the tool calls the end of the last turn skipped read as denied.
+    pub(super) fn skipped_as_denied(&mut self, chat: &str) {
+        let Some(turn) = self
+            .chats
+            .get_mut(chat)
+            .and_then(|entry| entry.state.turns.last_mut())
+        else {
+            return;
+        };
+        for part in &mut turn.response_parts {
+            if let ResponsePart::ToolCall(part) = part {
+                if let ToolCallState::Cancelled(call) = &mut part.tool_call {
+                    if call.reason == ToolCallCancellationReason::Skipped {
+                        call.reason = ToolCallCancellationReason::Denied;
+                    }
+                }
+            }
+        }
+    }
+
     /// Breaks a session snapshot as the active fault says.
     pub(super) fn break_session_snapshot(&self, state: &mut Value) {
         let with_directories = state["workingDirectories"]

@@ -3,7 +3,6 @@
 //! the agent, consuming queued messages).
 
 use ahp_types::actions::StateAction;
-use ahp_types::state::{ResponsePart, ToolCallCancellationReason, ToolCallState};
 use serde_json::{json, Value};
 
 use super::catalog::action_info;
@@ -464,26 +463,6 @@ impl World {
             .and_then(|entry| entry.state.turns.last_mut())
         {
             turn.response_parts = parts;
-        }
-    }
-
-    /// Fault injection: the tool calls the end of the last turn skipped read as denied.
-    fn skipped_as_denied(&mut self, chat: &str) {
-        let Some(turn) = self
-            .chats
-            .get_mut(chat)
-            .and_then(|entry| entry.state.turns.last_mut())
-        else {
-            return;
-        };
-        for part in &mut turn.response_parts {
-            if let ResponsePart::ToolCall(part) = part {
-                if let ToolCallState::Cancelled(call) = &mut part.tool_call {
-                    if call.reason == ToolCallCancellationReason::Skipped {
-                        call.reason = ToolCallCancellationReason::Denied;
-                    }
-                }
-            }
         }
     }
 
