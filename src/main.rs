@@ -270,7 +270,10 @@ fn parse_faults(names: Option<&str>) -> Result<FaultSet, String> {
 fn list_faults() -> ExitCode {
     let catalog = Catalog::embedded().unwrap_or_default();
     let mut areas: Vec<(String, Vec<String>)> = Vec::new();
-    for (fault, line) in ahpspec::host::Fault::ALL.iter().zip(faults::catalog_lines()) {
+    for (fault, line) in ahpspec::host::Fault::ALL
+        .iter()
+        .zip(faults::catalog_lines())
+    {
         let area = catalog
             .rule(fault.rule())
             .map_or_else(|| "other".to_owned(), |info| info.area);

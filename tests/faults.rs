@@ -20,15 +20,35 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         // These snapshots differ from the state the actions build (a repeated entry the
         // reducers update once, a duration they never gave), so folds and fresh snapshots
         // disagree at checkpoints too.
-        Fault::ChatListedTwice | Fault::ClientListedTwice | Fault::NegativeDuration => {
+        Fault::ClientListedTwice | Fault::NegativeDuration => {
             rules.extend(["INV-FOLD-1".to_owned()])
         }
+        // ... and listSessions, built from the state, lists the chat once: the entry's
+        // chats differ from the snapshot's at checkpoints.
+        Fault::ChatListedTwice => {
+            rules.extend(["INV-FOLD-1".to_owned(), "INV-SUMMARY-2".to_owned()])
+        }
+        // listSessions, built from the state, still lists the default chat.
+        Fault::DefaultChatUnlisted => rules.extend(["INV-SUMMARY-2".to_owned()]),
         // chat/turnResume takes an errored turn's closing error part off again: resumed
         // from a snapshot without it, the mirror drops the part before, and the resumed
         // turn's streaming then targets a part (TURN-003) and turn (TURN-004) it lacks.
         Fault::ErrorPartDropped => rules.extend(["TURN-003".to_owned(), "TURN-004".to_owned()]),
         // SESSION-011 reads the directory list of the very snapshots this fault repeats.
-        Fault::DirectoryListedTwice => rules.extend(["SESSION-011".to_owned()]),
+        // listSessions, built from the state, lists the directory once.
+        Fault::DirectoryListedTwice => {
+            rules.extend(["SESSION-011".to_owned(), "INV-SUMMARY-3".to_owned()])
+        }
+        // A pending tool call in an ended turn is also an ended turn holding a
+        // non-terminal call.
+        Fault::NoSkipOnTurnEnd => rules.extend(["INV-CHAT-2".to_owned()]),
+        // The mirrors hold the entry (or the directories) the actions gave, the fresh
+        // snapshots the broken one: checkpoints see the fold differ too.
+        Fault::InputNeededChatUnlisted | Fault::ChatDirectoryStray => {
+            rules.extend(["INV-FOLD-1".to_owned()])
+        }
+        // The fold sets modifiedAt as the turn's end says; the shifted one differs from it.
+        Fault::ModifiedAtLate => rules.extend(["INV-FOLD-1".to_owned()]),
         // A queue holding an id twice is also the wrong queue shape.
         Fault::QueuedUpdateAppends => rules.extend(["INV-CHAT-5".to_owned()]),
         // The summaries that carry the bad createdAt (listSessions, root/sessionAdded) are
@@ -79,6 +99,7 @@ fn expected_not_testable(fault: Fault) -> BTreeSet<String> {
     match fault {
         // Chat snapshots that do not decode leave the stream checks without a mirror.
         Fault::SnapshotMissingField => BTreeSet::from([
+            "INV-CHAT-6".to_owned(),
             "PENDING-003".to_owned(),
             "TURN-003".to_owned(),
             "TURN-004".to_owned(),
@@ -272,6 +293,21 @@ fault_tests! {
     errors_on_notifications => ErrorsOnNotifications,
     accepts_missing_jsonrpc => AcceptsMissingJsonrpc,
     host_request_wrong_channel => HostRequestWrongChannel,
+    // Tool-call lifecycle, INV-CHAT-2 and the session invariants at checkpoints (h-state).
+    tool_ready_after_complete => ToolReadyAfterComplete,
+    confirmed_maybe => ConfirmedMaybe,
+    tool_call_listed_twice => ToolCallListedTwice,
+    skip_as_denied => SkipAsDenied,
+    default_chat_unlisted => DefaultChatUnlisted,
+    input_needed_chat_unlisted => InputNeededChatUnlisted,
+    chat_directory_stray => ChatDirectoryStray,
+    move_non_movable_accepted => MoveNonMovableAccepted,
+    auth_required_without_resources => AuthRequiredWithoutResources,
+    permission_denied_bad_data => PermissionDeniedBadData,
+    listed_title_stale => ListedTitleStale,
+    listed_chat_title_stale => ListedChatTitleStale,
+    modified_at_late => ModifiedAtLate,
+    auth_resolved_wrong_turn => AuthResolvedWrongTurn,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

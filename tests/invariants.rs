@@ -3,7 +3,8 @@
 //! show the same checks failing against a faulty host; these pin the parts no fault
 //! reaches.)
 
-use ahpspec::checks::invariants::{chat_state, session_state};
+use ahpspec::checks::compare::summary_matches;
+use ahpspec::checks::invariants::{chat_state, session_at_rest, session_state};
 use serde_json::{json, Value};
 
 fn session() -> Value {
@@ -215,4 +216,214 @@ fn status_003_counts_only_chat_states_with_a_status() {
         1
     );
     assert_eq!(count(&json!({"resource": "ahp-chat:/c", "turns": []})), 0);
+}
+
+fn tool_call(id: &str, status: &str) -> Value {
+    let mut call = json!({
+        "toolCallId": id, "toolName": "t", "displayName": "T",
+        "invocationMessage": "Running t", "status": status
+    });
+    match status {
+        "running" | "completed" | "pending-result-confirmation" => {
+            call["confirmed"] = json!("not-needed")
+        }
+        "cancelled" => call["reason"] = json!("skipped"),
+        "auth-required" => call["contributor"] = json!({ "kind": "mcp", "customizationId": "m" }),
+        _ => {}
+    }
+    call
+}
+
+fn chat_with_calls(ended: &[Value], active: Option<&[Value]>) -> Value {
+    let parts = |calls: &[Value]| -> Vec<Value> {
+        calls
+            .iter()
+            .map(|call| json!({ "kind": "toolCall", "toolCall": call }))
+            .collect()
+    };
+    let mut state = json!({
+        "resource": "ahp-chat:/a",
+        "status": 1,
+        "turns": [{ "id": "t1", "state": "complete", "responseParts": parts(ended) }]
+    });
+    if let Some(calls) = active {
+        let blocking = calls.iter().any(|call| call["status"] == "auth-required");
+        state["status"] = json!(if blocking { 24 } else { 8 });
+        state["activeTurn"] = json!({ "id": "t2", "responseParts": parts(calls) });
+    }
+    state
+}
+
+#[test]
+fn each_part_of_inv_chat_2_and_inv_tool_2_fails_on_its_own() {
+    let fine = chat_with_calls(
+        &[tool_call("a", "completed"), tool_call("b", "cancelled")],
+        Some(&[tool_call("a", "running"), tool_call("c", "auth-required")]),
+    );
+    assert_eq!(rules_of(&chat_state(&fine)), vec![]);
+    let mut maybe = tool_call("a", "completed");
+    maybe["confirmed"] = json!("maybe");
+    let mut unconfirmed = tool_call("a", "running");
+    unconfirmed.as_object_mut().map(|c| c.remove("confirmed"));
+    let mut refused = tool_call("a", "cancelled");
+    refused["reason"] = json!("refused");
+    let mut client_auth = tool_call("a", "auth-required");
+    client_auth["contributor"] = json!({ "kind": "client", "clientId": "c1" });
+    let cases = [
+        (
+            vec![tool_call("a", "completed"), tool_call("a", "cancelled")],
+            ("INV-CHAT-2", "tool-call ids unique within a turn"),
+        ),
+        (
+            vec![tool_call("a", "paused")],
+            ("INV-CHAT-2", "a tool call's status is one of the seven"),
+        ),
+        (
+            vec![tool_call("a", "pending-confirmation")],
+            (
+                "INV-CHAT-2",
+                "tool calls of ended turns are completed or cancelled",
+            ),
+        ),
+        (
+            vec![maybe],
+            (
+                "INV-TOOL-2",
+                "a completed tool call's confirmed is one of [\"not-needed\", \"user-action\", \"setting\"]",
+            ),
+        ),
+        (
+            vec![refused],
+            (
+                "INV-TOOL-2",
+                "a cancelled tool call's reason is one of [\"denied\", \"skipped\", \"result-denied\"]",
+            ),
+        ),
+    ];
+    for (calls, expected) in cases {
+        let state = chat_with_calls(&calls, None);
+        assert_eq!(rules_of(&chat_state(&state)), vec![expected], "{state}");
+    }
+    // In the active turn: a missing confirmed, and auth-required for a client tool.
+    for (call, expected) in [
+        (
+            unconfirmed,
+            "a running tool call's confirmed is one of [\"not-needed\", \"user-action\", \"setting\"]",
+        ),
+        (
+            client_auth,
+            "auth-required only for a call an MCP server contributed",
+        ),
+    ] {
+        let state = chat_with_calls(&[], Some(&[call]));
+        assert_eq!(
+            rules_of(&chat_state(&state)),
+            vec![("INV-TOOL-2", expected)],
+            "{state}"
+        );
+    }
+}
+
+#[test]
+fn the_quiescence_parts_of_inv_session_1_2_3_fail_on_their_own() {
+    let mut state = session();
+    state["workingDirectories"] = json!(["file:///w"]);
+    state["inputNeeded"] = json!([{ "kind": "chatInput", "id": "r1", "chat": "ahp-chat:/b" }]);
+    let inside = json!({ "workingDirectories": ["file:///w"] });
+    let chats = [("ahp-chat:/a", &inside)];
+    let mut looked_at = Vec::new();
+    let found = session_at_rest("ahp-session:/s", &state, &chats, &mut |rule, n| {
+        looked_at.push((rule, n))
+    });
+    assert_eq!(rules_of(&found), vec![]);
+    assert_eq!(
+        looked_at,
+        vec![
+            ("INV-SESSION-1", 1),
+            ("INV-SESSION-2", 1),
+            ("INV-SESSION-3", 1)
+        ]
+    );
+    let mut unlisted_default = state.clone();
+    unlisted_default["defaultChat"] = json!("ahp-chat:/gone");
+    let mut unlisted_input = state.clone();
+    unlisted_input["inputNeeded"][0]["chat"] = json!("ahp-chat:/gone");
+    for (broken, expected) in [
+        (
+            unlisted_default,
+            (
+                "INV-SESSION-1",
+                "the default chat is listed in the session's chats (at quiescence)",
+            ),
+        ),
+        (
+            unlisted_input,
+            (
+                "INV-SESSION-2",
+                "each inputNeeded entry's chat is listed in the session's chats (at quiescence)",
+            ),
+        ),
+    ] {
+        let found = session_at_rest("ahp-session:/s", &broken, &chats, &mut |_, _| {});
+        assert_eq!(rules_of(&found), vec![expected], "{broken}");
+    }
+    let stray = json!({ "workingDirectories": ["file:///w", "file:///elsewhere"] });
+    let found = session_at_rest(
+        "ahp-session:/s",
+        &state,
+        &[("ahp-chat:/a", &stray)],
+        &mut |_, _| {},
+    );
+    assert_eq!(
+        rules_of(&found),
+        vec![(
+            "INV-SESSION-3",
+            "a chat's workingDirectories are among its session's (at quiescence)"
+        )]
+    );
+}
+
+#[test]
+fn inv_summary_2_and_3_compare_the_listing_with_the_session() {
+    let mut state = session();
+    state["provider"] = json!("p");
+    state["status"] = json!(1 | 32);
+    let listed = || {
+        json!({
+            "resource": "ahp-session:/s", "provider": "p", "title": null, "status": 8 | 32,
+            "activity": "working",
+            "chats": [
+                { "resource": "ahp-chat:/a", "title": "A", "status": 1 },
+                { "resource": "ahp-chat:/b", "title": "B" }
+            ]
+        })
+    };
+    let mut looked_at = Vec::new();
+    let found = summary_matches("ahp-session:/s", &listed(), &state, &mut |rule, n| {
+        looked_at.push((rule, n))
+    });
+    // Activity bits and activity are not compared; an absent chat status is "unknown".
+    assert_eq!(rules_of(&found), vec![]);
+    assert_eq!(looked_at, vec![("INV-SUMMARY-3", 1), ("INV-SUMMARY-2", 1)]);
+    let mut flags = listed();
+    flags["status"] = json!(8 | 64);
+    let mut title = listed();
+    title["title"] = json!("other");
+    let mut order = listed();
+    order["chats"].as_array_mut().expect("chats").reverse();
+    let mut chat_title = listed();
+    chat_title["chats"][1]["title"] = json!("other");
+    let mut chat_status = listed();
+    chat_status["chats"][0]["status"] = json!(2);
+    for (entry, rule) in [
+        (flags, "INV-SUMMARY-3"),
+        (title, "INV-SUMMARY-3"),
+        (order, "INV-SUMMARY-2"),
+        (chat_title, "INV-SUMMARY-2"),
+        (chat_status, "INV-SUMMARY-2"),
+    ] {
+        let found = summary_matches("ahp-session:/s", &entry, &state, &mut |_, _| {});
+        let rules: Vec<&str> = found.iter().map(|v| v.rule).collect();
+        assert_eq!(rules, vec![rule], "{entry}");
+    }
 }

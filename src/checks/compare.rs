@@ -227,3 +227,118 @@ pub fn catalog_matches(session: &Value, chat_states: &[(String, Value)]) -> Vec<
     }
     found
 }
+
+/// Session metadata a `listSessions` entry repeats (INV-SUMMARY-3); the status flags
+/// (32, 64) are compared apart, activity bits and `activity` not at all.
+const SUMMARY_METADATA: &[&str] = &[
+    "provider",
+    "title",
+    "project",
+    "workingDirectories",
+    "annotations",
+    "origin",
+];
+/// Status flags a session summary repeats (RULES.md INV-SUMMARY-3: 32 and 64).
+const STATUS_FLAGS: u64 = 32 | 64;
+
+/// INV-SUMMARY-3: a session's `listSessions` entry carries its metadata; INV-SUMMARY-2:
+/// the entry's `chats`, when present, list the session's chats in the same order with the
+/// same title, origin and interactivity (status and changes where the entry has them).
+/// `tally` hears what was compared.
+pub fn summary_matches(
+    session: &str,
+    entry: &Value,
+    state: &Value,
+    tally: &mut dyn FnMut(&'static str, usize),
+) -> Vec<Violation> {
+    let mut found = Vec::new();
+    tally("INV-SUMMARY-3", 1);
+    let mut differences: Vec<String> = SUMMARY_METADATA
+        .iter()
+        .filter_map(|key| {
+            let listed = normalize(&entry[*key]);
+            let own = normalize(&state[*key]);
+            (listed != own).then(|| {
+                format!(
+                    "{key}: listSessions has {}, the session {}",
+                    short(&listed),
+                    short(&own)
+                )
+            })
+        })
+        .collect();
+    let flags = |value: &Value| value["status"].as_u64().map(|s| s & STATUS_FLAGS);
+    if flags(entry) != flags(state) {
+        differences.push(format!(
+            "status flags: listSessions has {:?}, the session {:?}",
+            flags(entry),
+            flags(state)
+        ));
+    }
+    if let Some(first) = differences.first() {
+        found.push(Violation::new(
+            "INV-SUMMARY-3",
+            format!("the listSessions entry of {session} carries its metadata"),
+            first.clone(),
+        ));
+    }
+    let Some(listed) = entry["chats"].as_array() else {
+        return found;
+    };
+    tally("INV-SUMMARY-2", 1);
+    let own = state["chats"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let order = |chats: &[Value]| -> Vec<Value> {
+        chats.iter().map(|chat| chat["resource"].clone()).collect()
+    };
+    if order(listed) != order(own) {
+        found.push(Violation::new(
+            "INV-SUMMARY-2",
+            format!("the listSessions entry of {session} lists the session's chats in order"),
+            format!(
+                "listSessions lists {}, the session {}",
+                short(&Value::Array(order(listed))),
+                short(&Value::Array(order(own)))
+            ),
+        ));
+        return found;
+    }
+    for (listed, own) in listed.iter().zip(own) {
+        let optional = ["status", "changes"]
+            .into_iter()
+            .filter(|key| !listed[*key].is_null());
+        let difference = ["title", "origin", "interactivity"]
+            .into_iter()
+            .chain(optional)
+            .find_map(|key| {
+                let (a, b) = (chat_member(listed, key), chat_member(own, key));
+                (a != b).then(|| {
+                    format!(
+                        "chat {} {key}: listSessions has {}, the session {}",
+                        own["resource"],
+                        short(&a),
+                        short(&b)
+                    )
+                })
+            });
+        if let Some(difference) = difference {
+            found.push(Violation::new(
+                "INV-SUMMARY-2",
+                format!("the listSessions entry of {session} repeats its chats' summaries"),
+                difference,
+            ));
+            break;
+        }
+    }
+    found
+}
+
+/// A chat summary member for comparison: nulls dropped, an absent interactivity `full`.
+fn chat_member(chat: &Value, key: &str) -> Value {
+    match normalize(&chat[key]) {
+        Value::Null if key == "interactivity" => Value::String("full".into()),
+        value => value,
+    }
+}

@@ -4,6 +4,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
+use super::toolcalls::{Status, CANCEL_REASONS, CONFIRMED_VALUES};
 use super::Violation;
 
 const BLOCKING_TOOL_STATUSES: &[&str] = &[
@@ -11,7 +12,6 @@ const BLOCKING_TOOL_STATUSES: &[&str] = &[
     "pending-result-confirmation",
     "auth-required",
 ];
-const TERMINAL_TOOL_STATUSES: &[&str] = &["completed", "cancelled"];
 
 /// The invariants of one channel snapshot, chosen by the channel's kind (chat and session
 /// states have some, other channels none); `tally` hears how much each rule looked at.
@@ -24,12 +24,15 @@ pub fn snapshot(
         let turns = state["turns"].as_array().map_or(0, Vec::len);
         // STATUS-003 reads the activity bits: a state without a status gives it nothing.
         let statuses = usize::from(state["status"].is_u64());
+        let active = state.get("activeTurn").filter(|turn| !turn.is_null());
+        let calls = all_turns(state).flat_map(tool_calls).count();
         for (rule, n) in [
             ("STATUS-003", statuses),
             ("INV-CHAT-5", 1),
             ("INV-SESSION-3", 1),
-            ("TOOL-007", turns),
             ("INV-CHAT-1", turns),
+            ("INV-CHAT-2", turns + usize::from(active.is_some())),
+            ("INV-TOOL-2", calls),
             ("INV-CHAT-3", turns),
         ] {
             tally(rule, n);
@@ -45,9 +48,9 @@ pub fn snapshot(
     }
 }
 
-/// Invariants of a chat state: STATUS-003 (activity matches content), TOOL-007 (completed
-/// turns hold only terminal tool calls), INV-CHAT-1 and INV-CHAT-3 (ended turns) and
-/// INV-CHAT-5 (the queue's shape).
+/// Invariants of a chat state: STATUS-003 (activity matches content), INV-CHAT-1 and
+/// INV-CHAT-3 (ended turns), INV-CHAT-2 and INV-TOOL-2 (tool calls) and INV-CHAT-5 (the
+/// queue's shape).
 pub fn chat_state(state: &Value) -> Vec<Violation> {
     let mut found = Vec::new();
     queue_shape(state, &mut found);
@@ -80,21 +83,89 @@ pub fn chat_state(state: &Value) -> Vec<Violation> {
         }
     }
     for turn in state["turns"].as_array().into_iter().flatten() {
-        for call in tool_calls(turn) {
-            let status = call["status"].as_str().unwrap_or_default();
-            if !TERMINAL_TOOL_STATUSES.contains(&status) {
-                found.push(Violation::new(
-                    "TOOL-007",
-                    "tool calls of ended turns are completed or cancelled (skipped)",
-                    format!(
-                        "tool call {} of turn {} is {status}",
-                        call["toolCallId"], turn["id"]
-                    ),
-                ));
-            }
-        }
+        turn_tool_calls(turn, true, &mut found);
+    }
+    if let Some(active) = state.get("activeTurn").filter(|turn| !turn.is_null()) {
+        turn_tool_calls(active, false, &mut found);
     }
     found
+}
+
+/// INV-CHAT-2: a turn's tool-call ids are unique, every status is one of the seven, and an
+/// ended turn holds only terminal calls. INV-TOOL-2: `confirmed` and `reason` are from
+/// their closed sets (the schema leaves `confirmed` open) and only an MCP-contributed call
+/// is `auth-required`.
+fn turn_tool_calls(turn: &Value, ended: bool, found: &mut Vec<Violation>) {
+    let id = &turn["id"];
+    if let Some(call) = first_repeat(tool_calls(turn).map(|call| &call["toolCallId"])) {
+        found.push(Violation::new(
+            "INV-CHAT-2",
+            "tool-call ids unique within a turn",
+            format!("tool call {call} appears more than once in turn {id}"),
+        ));
+    }
+    for call in tool_calls(turn) {
+        let call_id = &call["toolCallId"];
+        let Some(status) = call["status"].as_str().and_then(Status::parse) else {
+            found.push(Violation::new(
+                "INV-CHAT-2",
+                "a tool call's status is one of the seven",
+                format!(
+                    "tool call {call_id} of turn {id} has status {}",
+                    call["status"]
+                ),
+            ));
+            continue;
+        };
+        if ended && !status.is_terminal() {
+            found.push(Violation::new(
+                "INV-CHAT-2",
+                "tool calls of ended turns are completed or cancelled",
+                format!("tool call {call_id} of turn {id} is {}", status.name()),
+            ));
+        }
+        let (member, allowed) = match status {
+            Status::Running | Status::PendingResultConfirmation | Status::Completed => {
+                ("confirmed", CONFIRMED_VALUES)
+            }
+            Status::Cancelled => ("reason", CANCEL_REASONS),
+            Status::AuthRequired if call["contributor"]["kind"] != "mcp" => {
+                found.push(Violation::new(
+                    "INV-TOOL-2",
+                    "auth-required only for a call an MCP server contributed",
+                    format!(
+                        "tool call {call_id} of turn {id} is auth-required with contributor {}",
+                        call["contributor"]
+                    ),
+                ));
+                continue;
+            }
+            _ => continue,
+        };
+        if !call[member].as_str().is_some_and(|v| allowed.contains(&v)) {
+            found.push(Violation::new(
+                "INV-TOOL-2",
+                format!(
+                    "a {} tool call's {member} is one of {allowed:?}",
+                    status.name()
+                ),
+                format!(
+                    "tool call {call_id} of turn {id} has {member} {}",
+                    call[member]
+                ),
+            ));
+        }
+    }
+}
+
+/// A chat state's ended turns and its active turn.
+fn all_turns(state: &Value) -> impl Iterator<Item = &Value> {
+    let active = state.get("activeTurn").filter(|turn| !turn.is_null());
+    state["turns"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .chain(active)
 }
 
 /// INV-CHAT-1: an ended turn's `state` is complete, cancelled or error and its `duration`
@@ -156,7 +227,7 @@ fn queue_shape(state: &Value, found: &mut Vec<Violation>) {
 /// INV-SESSION-2: active clients and input-needed entries are listed once each.
 /// INV-SESSION-3: working directories are listed once each.
 /// Whether `defaultChat` is listed at all is left to quiescence (a host may name the
-/// default before its `session/chatAdded`).
+/// default before its `session/chatAdded`): [`session_at_rest`].
 pub fn session_state(session: &str, state: &Value) -> Vec<Violation> {
     let mut found = Vec::new();
     let chats = state["chats"]
@@ -183,7 +254,8 @@ pub fn session_state(session: &str, state: &Value) -> Vec<Violation> {
         ));
     }
     // INV-SESSION-2: both lists are upserted by id. (Whether each inputNeeded entry's
-    // chat is listed is left to quiescence: the two are removed by separate actions.)
+    // chat is listed is left to quiescence, [`session_at_rest`]: the two are removed by
+    // separate actions.)
     for (list, id, what) in [
         ("activeClients", "clientId", "active client"),
         ("inputNeeded", "id", "input-needed entry"),
@@ -219,7 +291,7 @@ pub fn session_state(session: &str, state: &Value) -> Vec<Violation> {
 
 /// INV-SESSION-3, on a session or chat state: `workingDirectories` lists each directory
 /// once (set and replace dedupe). Whether a chat's are among its session's is left to
-/// quiescence: the two travel on different channels.
+/// quiescence ([`session_at_rest`]): the two travel on different channels.
 fn directories_once(channel: &str, state: &Value, found: &mut Vec<Violation>) {
     let directories = state["workingDirectories"].as_array().map(Vec::as_slice);
     if let Some(directory) = first_repeat(directories.unwrap_or_default().iter()) {
@@ -261,4 +333,69 @@ pub fn has_blocking_part(turn: &Value) -> bool {
                 .contains(&part["toolCall"]["status"].as_str().unwrap_or_default()),
             _ => false,
         })
+}
+
+/// The parts of INV-SESSION-1/2/3 that hold only at quiescence (a checkpoint), over a fresh
+/// session state and the fresh states of its chats: the default chat is listed
+/// (INV-SESSION-1), every inputNeeded entry's chat is listed (INV-SESSION-2), and every
+/// chat's working directories are among the session's (INV-SESSION-3). `tally` hears how
+/// much each rule looked at.
+pub fn session_at_rest(
+    session: &str,
+    state: &Value,
+    chats: &[(&str, &Value)],
+    tally: &mut dyn FnMut(&'static str, usize),
+) -> Vec<Violation> {
+    let mut found = Vec::new();
+    let listed = |chat: &Value| {
+        state["chats"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|entry| entry["resource"] == *chat)
+    };
+    let default = &state["defaultChat"];
+    if !default.is_null() {
+        tally("INV-SESSION-1", 1);
+        if !listed(default) {
+            found.push(Violation::new(
+                "INV-SESSION-1",
+                "the default chat is listed in the session's chats (at quiescence)",
+                format!("defaultChat {default} of {session} is not among its chats"),
+            ));
+        }
+    }
+    let needed = state["inputNeeded"].as_array().map(Vec::as_slice);
+    tally("INV-SESSION-2", 1);
+    for entry in needed.unwrap_or_default() {
+        if !listed(&entry["chat"]) {
+            found.push(Violation::new(
+                "INV-SESSION-2",
+                "each inputNeeded entry's chat is listed in the session's chats (at quiescence)",
+                format!(
+                    "inputNeeded entry {} of {session} names chat {}, which is not listed",
+                    entry["id"], entry["chat"]
+                ),
+            ));
+        }
+    }
+    let own = state["workingDirectories"].as_array().map(Vec::as_slice);
+    for (chat, chat_state) in chats {
+        tally("INV-SESSION-3", 1);
+        let theirs = chat_state["workingDirectories"]
+            .as_array()
+            .map(Vec::as_slice);
+        let stray = theirs
+            .unwrap_or_default()
+            .iter()
+            .find(|directory| !own.unwrap_or_default().contains(directory));
+        if let Some(directory) = stray {
+            found.push(Violation::new(
+                "INV-SESSION-3",
+                "a chat's workingDirectories are among its session's (at quiescence)",
+                format!("chat {chat} lists {directory}, which {session} does not"),
+            ));
+        }
+    }
+    found
 }

@@ -73,6 +73,9 @@ pub struct Mirror {
     pub turn_ids_checked: usize,
     /// Queued messages the host consumed (PENDING-003).
     pub queue_consumptions: usize,
+    /// Per chat, the `modifiedAt` the last turn start or end this mirror folded gave the
+    /// chat (INV-CHAT-6: no other chat action changes it).
+    turn_modified: FastMap<String, String>,
 }
 
 impl Mirror {
@@ -84,6 +87,8 @@ impl Mirror {
         let Some(kind) = Kind::of(resource) else {
             return;
         };
+        // The snapshot is the new baseline: no turn start or end folded since.
+        self.turn_modified.remove(resource);
         match State::decode(kind, snapshot.member("state")) {
             Some(state) => {
                 self.lost.remove(resource);
@@ -102,6 +107,7 @@ impl Mirror {
     }
 
     pub fn forget(&mut self, channel: &str) {
+        self.turn_modified.remove(channel);
         self.channels.remove(channel);
         self.seqs.remove(channel);
         self.lost.remove(channel);
@@ -119,6 +125,12 @@ impl Mirror {
     /// The serverSeq the channel's mirror reflects.
     pub fn seq(&self, channel: &str) -> Option<u64> {
         self.seqs.get(channel).copied()
+    }
+
+    /// The `modifiedAt` the last turn start or end folded since the channel's snapshot
+    /// gave the chat, if there was one.
+    pub fn modified_after_turn(&self, channel: &str) -> Option<&str> {
+        self.turn_modified.get(channel).map(String::as_str)
     }
 
     /// Why a channel's mirror stopped following, if it did.
@@ -217,7 +229,16 @@ impl Mirror {
             }
         }
         match decode_action(action) {
-            Ok(decoded) => state.apply(&decoded),
+            Ok(decoded) => {
+                state.apply(&decoded);
+                if let State::Chat(chat) = state {
+                    let kind = action.member("type").as_str().unwrap_or_default();
+                    if TURN_EVENTS.contains(&kind) {
+                        self.turn_modified
+                            .insert(channel.to_owned(), chat.modified_at.clone());
+                    }
+                }
+            }
             Err(error) => {
                 self.lost.insert(
                     channel.to_owned(),
@@ -230,6 +251,14 @@ impl Mirror {
     }
 }
 
+/// The chat actions that set `modifiedAt`: a turn's start and its ends.
+const TURN_EVENTS: &[&str] = &[
+    "chat/turnStarted",
+    "chat/turnComplete",
+    "chat/turnCancelled",
+    "chat/error",
+];
+
 /// Host streaming actions that must carry the active turn's id (TURN-004).
 const STREAMING: &[&str] = &[
     "chat/delta",
@@ -241,6 +270,10 @@ const STREAMING: &[&str] = &[
     "chat/toolCallReady",
     "chat/toolCallComplete",
     "chat/toolCallContentChanged",
+    "chat/toolCallAuthRequired",
+    "chat/toolCallAuthResolved",
+    "chat/toolCallConfirmed",
+    "chat/toolCallResultConfirmed",
 ];
 
 /// TURN-003 and TURN-005, judged against the chat state before the action.

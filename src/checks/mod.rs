@@ -7,11 +7,13 @@
 
 pub mod action_decode;
 pub mod compare;
+pub mod error_data;
 pub mod frame;
 pub mod invariants;
 pub mod mirror;
 pub mod rpc;
 pub mod stream;
+pub mod toolcalls;
 
 use crate::verdict::Level;
 
@@ -125,6 +127,10 @@ rules! {
         "A response has either result or error, never both; error has an integer code and a string message."),
     ("TRANSPORT-011", Must, "transport", "docs/specification/subscriptions.md § Every message carries channel", "notifications",
         "Every host notification's params carries a top-level string channel."),
+    ("ERR-002", Must, "errors", "docs/specification/authentication.md § AuthRequired Error Code", "-32007 errors",
+        "-32007 errors carry data.resources: protected-resource metadata (snake_case keys, resource required)."),
+    ("ERR-003", Must, "errors", "crate: ahp-types/src/errors.rs (PermissionDeniedErrorData)", "-32009 errors",
+        "-32009 data, when present, is {request?: ResourceRequestParams} (derived, MUST*)."),
     ("INV-SCHEMA-1", Must, "schema", "RULES.md §17; schemas/ahp/<version>/", "messages",
         "Every result, snapshot, envelope and notification validates against the negotiated version's schema."),
     ("ENV-002", Must, "actions", "docs/guide/actions.md § Action Envelope; docs/specification/lifecycle.md § Reconnection (one lastSeenServerSeq per connection)", "envelopes of subscriptions that asked for maxLatencyMs 0",
@@ -153,8 +159,14 @@ rules! {
         "Error parts are never sent through chat/responsePart; errors end a turn through chat/error."),
     ("PENDING-003", Should, "pending-messages", "docs/specification/chat-channel.md § Queued Messages", "queued-message consumptions",
         "The host consumes queued messages first in, first out."),
-    ("TOOL-007", Must, "tool-calls", "crate: ahp/src/reducers.rs (end_turn)", "completed turns",
+    ("TOOL-007", Must, "tool-calls", "crate: ahp/src/reducers.rs (end_turn)", "tool calls a turn's end left open, seen in a later snapshot",
         "When a turn ends, every non-terminal tool call in it is cancelled with reason skipped."),
+    ("INV-TOOL-1", Must, "tool-calls", "RULES.md §17 INV-TOOL-1; PROTOCOL.md §12.7", "tool-call status observations",
+        "Per tool call, every status change a host action or a later snapshot shows is reachable in the lifecycle table, and nothing follows a terminal status."),
+    ("INV-TOOL-2", Must, "tool-calls", "RULES.md §17 INV-TOOL-2; crate: ahp-types/src/state.rs (ToolCallConfirmationReason, ToolCallCancellationReason)", "tool calls and tool-call values",
+        "running, pending-result-confirmation and completed calls carry confirmed in {not-needed, user-action, setting}, cancelled ones reason in {denied, skipped, result-denied} (closed sets, whatever the schema leaves open), and only MCP-contributed calls need authentication."),
+    ("INV-CHAT-2", Must, "chat-channel", "RULES.md §17 INV-CHAT-2", "turns",
+        "A turn's tool-call ids are unique, every tool call's status is one of the seven, and ended turns hold only completed or cancelled calls."),
     ("INV-CHAT-1", Must, "chat-channel", "RULES.md §17 INV-CHAT-1; crate: ahp/src/reducers.rs (end_turn)", "ended turns",
         "An ended turn's state is complete, cancelled or error, and its duration is not negative."),
     ("INV-CHAT-3", Must, "chat-channel", "RULES.md §17 INV-CHAT-3; crate: ahp/src/reducers.rs (chat/error)", "ended turns",
@@ -162,13 +174,19 @@ rules! {
     ("INV-CHAT-5", Must, "pending-messages", "RULES.md §17 INV-CHAT-5; crate: ahp/src/reducers.rs (chat/pendingMessageSet)", "chat states",
         "A chat's queuedMessages lists each id once (an empty list counts as absent)."),
     ("INV-SESSION-1", Must, "session-channel", "RULES.md §17 INV-SESSION-1; docs/specification/session-channel.md § Chat catalog", "session states",
-        "A session lists each chat once, its default chat is not movable, and lifecycle is failed exactly when creationError is set."),
+        "A session lists each chat once, its default chat is not movable (and, at checkpoints, listed), and lifecycle is failed exactly when creationError is set."),
     ("INV-SESSION-2", Must, "session-channel", "RULES.md §17 INV-SESSION-2; crate: ahp/src/reducers.rs (session/activeClientSet, session/inputNeededSet)", "session states",
-        "A session lists each active client (by clientId) and each input-needed entry (by id) once."),
+        "A session lists each active client (by clientId) and each input-needed entry (by id) once, and (at checkpoints) every input-needed entry's chat among its chats."),
     ("INV-SESSION-3", Must, "session-channel", "RULES.md §17 INV-SESSION-3; crate: ahp/src/reducers.rs (session/workingDirectorySet, …Replaced)", "session and chat states",
-        "A session's and a chat's workingDirectories list each directory once."),
+        "A session's and a chat's workingDirectories list each directory once, and (at checkpoints) a chat's are among its session's."),
     ("INV-FOLD-1", Must, "state", "RULES.md §17 INV-FOLD-1", "mirror comparisons",
         "Snapshot + accepted envelopes folded through the reference reducers equals a fresh snapshot."),
+    ("INV-SUMMARY-2", Must, "root-channel", "RULES.md §17 INV-SUMMARY-2; crate: ahp-types/src/state.rs (SessionSummary.chats)", "listSessions entries with chats, at checkpoints",
+        "A listSessions entry's chats list the session's chats in the same order, with the same title, origin and interactivity (status and changes where given)."),
+    ("INV-SUMMARY-3", Must, "root-channel", "RULES.md §17 INV-SUMMARY-3; crate: ahp-types/src/state.rs (SessionSummary)", "listSessions entries, at checkpoints",
+        "A listSessions entry carries its session's provider, title, status flags, project, workingDirectories, annotations and origin (at quiescence)."),
+    ("INV-CHAT-6", Must, "chat-channel", "RULES.md §17 INV-CHAT-6; crate: ahp/src/reducers.rs (end_turn, chat/turnStarted)", "chats whose turn started or ended, at checkpoints",
+        "After an observed turn start or end, a chat's modifiedAt is the ISO 8601 instant it set (startedAt, or startedAt + max(duration, 0))."),
     ("CHAT-003", Must, "chat-channel", "docs/specification/chat-channel.md § State", "chat catalog entries",
         "A chat's inlined summary fields equal its entry in the session's chat catalog (at quiescence)."),
     ("TRANSPORT-012", Must, "transport", "docs/specification/root-channel.md § Commands; crate: ahp/src/client.rs (handle_server_request)", "host requests",

@@ -7,9 +7,11 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
+use super::error_data;
 use super::frame::{snapshots_in, Counts, FrameChecker, Schemas};
 use super::invariants;
 use super::mirror::Mirror;
+use super::toolcalls::ToolCalls;
 use super::Violation;
 use crate::tape::{Node, Tape};
 
@@ -20,6 +22,8 @@ pub struct StreamChecks {
     pub client_id: String,
     pub checker: FrameChecker,
     pub mirror: Mirror,
+    /// Every tool call's status, from the raw JSON (INV-TOOL-1, INV-TOOL-2, TOOL-007).
+    pub tool_calls: ToolCalls,
     /// Schema violations in frames the harness sent without declaring them invalid.
     pub harness_errors: Vec<String>,
     /// Frames sent deliberately invalid (transcript indices) — not schema-checked.
@@ -50,6 +54,7 @@ impl StreamChecks {
     pub fn resuming(old: &StreamChecks) -> StreamChecks {
         let mut checks = StreamChecks::new(&old.client_id);
         checks.mirror = old.mirror.clone();
+        checks.tool_calls = old.tool_calls.clone();
         checks.checker.resume_from(&old.checker);
         checks.dispatched = old.dispatched.clone();
         checks
@@ -78,6 +83,7 @@ impl StreamChecks {
         if method == Some("unsubscribe") {
             if let Some(channel) = message.member("params").member("channel").as_str() {
                 self.mirror.forget(channel);
+                self.tool_calls.forget(channel);
             }
         }
         if self.intended_invalid.contains(&index) {
@@ -136,10 +142,44 @@ impl StreamChecks {
         let mut tape = std::mem::take(&mut self.tape);
         let (message, _method, mut found) = self.checker.on_text(&mut tape, text, schemas);
         if let Some(message) = message {
+            self.error_data(message, schemas, &mut found);
             self.follow(message, &mut found);
         }
         self.tape = tape;
         found
+    }
+
+    /// ERR-002 and ERR-003 on an error response with code -32007 or -32009.
+    fn error_data(&mut self, message: Node<'_>, schemas: &Schemas, found: &mut Vec<Violation>) {
+        let error = message.member("error");
+        let (rule, verdict) = match error.member("code").as_i64() {
+            Some(error_data::AUTH_REQUIRED) => {
+                ("ERR-002", error_data::auth_required(error.member("data")))
+            }
+            Some(error_data::PERMISSION_DENIED) => {
+                let checker = &mut self.checker;
+                let verdict = error_data::permission_denied(error.member("data"), |request| {
+                    let def = schemas.map.params.get("resourceRequest");
+                    match def.and_then(|def| checker.validate_node(schemas, def, request)) {
+                        Some(Err(errors)) => Err(errors.first().map_or_else(String::new, |e| {
+                            format!("data.request{}: {}", e.instance_path, e.message)
+                        })),
+                        _ => Ok(()),
+                    }
+                });
+                ("ERR-003", verdict)
+            }
+            _ => return,
+        };
+        *self.invariant_counts.entry(rule).or_insert(0) += 1;
+        if let Err(why) = verdict {
+            let expected = if rule == "ERR-002" {
+                "-32007 data carries resources: protected-resource metadata with snake_case keys and a resource"
+            } else {
+                "-32009 data, when present, is {request?: resourceRequest params}"
+            };
+            found.push(Violation::new(rule, expected, why));
+        }
     }
 
     /// The mirror, the echo check and the snapshot invariants over one parsed host message.
@@ -154,7 +194,7 @@ impl StreamChecks {
                 self.prestates.insert(seq, before);
             }
             found.extend(echo_violations);
-            found.extend(self.mirror.apply(envelope));
+            self.envelope(envelope, found);
             return;
         }
         let result = message.member("result");
@@ -168,12 +208,34 @@ impl StreamChecks {
             found.extend(invariants::snapshot(resource, &state, &mut |rule, n| {
                 *counts.entry(rule).or_insert(0) += n;
             }));
+            if resource.starts_with("ahp-chat:") {
+                self.tool_calls.snapshot(resource, &state, counts, found);
+            }
             self.mirror.load_snapshot(snapshot);
         }
         if result.member("type").as_str() == Some("replay") {
             for envelope in result.member("actions").elements() {
-                found.extend(self.mirror.apply(envelope));
+                self.envelope(envelope, found);
             }
+        }
+    }
+
+    /// One envelope through the reducer mirror and, when accepted on a chat channel, the
+    /// tool-call tracker.
+    fn envelope(&mut self, envelope: Node<'_>, found: &mut Vec<Violation>) {
+        found.extend(self.mirror.apply(envelope));
+        if !envelope.member("rejectionReason").is_null() {
+            return;
+        }
+        if let Some(chat) = envelope
+            .member("channel")
+            .as_str()
+            .filter(|channel| channel.starts_with("ahp-chat:"))
+        {
+            let host = envelope.member("origin").is_null();
+            let action = envelope.member("action");
+            let counts = &mut self.invariant_counts;
+            self.tool_calls.action(chat, action, host, counts, found);
         }
     }
 

@@ -1,14 +1,17 @@
 //! Checkpoints: a fresh snapshot of every mirrored channel, taken on a separate observer
 //! connection, compared with each connection's reducer mirror (INV-FOLD-1), each session's
-//! chat catalog compared with its chats (CHAT-003), and the snapshot invariants run on the
-//! fresh chat states. Shared by the case runner and the fuzzer.
+//! chat catalog compared with its chats (CHAT-003), the snapshot invariants run on the
+//! fresh states and their quiescence parts (INV-SESSION-1/2/3), each connection's tool-call
+//! tracker and last turn timestamps (INV-TOOL-1, TOOL-007, INV-CHAT-6) and each session's
+//! listSessions entry (INV-SUMMARY-2/3) held against them. Shared by the case runner and
+//! the fuzzer.
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use super::conn::Conn;
-use crate::checks::compare::{catalog_matches, fold_matches, Kind};
+use crate::checks::compare::{catalog_matches, fold_matches, instant, summary_matches, Kind};
 use crate::checks::invariants;
 use crate::checks::{Skips, Violation};
 use crate::transport::Connection;
@@ -120,6 +123,7 @@ pub async fn compare(
     // What reached the observer since its last checkpoint is of no interest.
     observer.take_arrived();
     observer.take_backlog();
+    let listed_before = list_sessions(observer, timeout).await;
     let mut fresh: Vec<(String, Value, u64)> = Vec::new();
     // Channels the observer could not take a snapshot of: their mirrors go uncompared.
     let mut unsnapped: Vec<String> = Vec::new();
@@ -190,6 +194,7 @@ pub async fn compare(
             checked.violations.push((located.conn, located.violation));
         }
     }
+    per_connection_chat_checks(conns, &fresh, &mut checked);
     for (channel, state, from) in &fresh {
         let Some(kind) = Kind::of(channel) else {
             continue;
@@ -250,7 +255,147 @@ pub async fn compare(
             checked.violations.push((channel.clone(), violation));
         }
     }
+    sessions_at_rest(&fresh, &mut checked);
+    let listed_after = list_sessions(observer, timeout).await;
+    summaries(listed_before, listed_after, &fresh, &mut checked);
     Ok(checked)
+}
+
+/// The quiescence parts of INV-SESSION-1/2/3 on every fresh session state with the fresh
+/// states of its chats.
+fn sessions_at_rest(fresh: &[(String, Value, u64)], checked: &mut Checked) {
+    for (session, state, _) in fresh
+        .iter()
+        .filter(|(c, _, _)| Kind::of(c) == Some(Kind::Session))
+    {
+        let listed = state["chats"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let chats: Vec<(&str, &Value)> = fresh
+            .iter()
+            .filter(|(c, _, _)| listed.iter().any(|entry| entry["resource"] == c.as_str()))
+            .map(|(c, s, _)| (c.as_str(), s))
+            .collect();
+        let counts = &mut checked.invariant_counts;
+        let found = invariants::session_at_rest(session, state, &chats, &mut |rule, n| {
+            counts.push((rule, n))
+        });
+        for violation in found {
+            checked.violations.push((session.clone(), violation));
+        }
+    }
+}
+
+/// Per connection, on the fresh chat snapshots where its mirror is not ahead of the
+/// snapshot (an older snapshot would show the chat moving backwards): the tool-call tracker
+/// hears them (INV-TOOL-1, TOOL-007), and a chat whose turn started or ended since the
+/// connection's own snapshot of it has the `modifiedAt` that event gave it (INV-CHAT-6).
+fn per_connection_chat_checks(
+    conns: &mut [&mut Conn],
+    fresh: &[(String, Value, u64)],
+    checked: &mut Checked,
+) {
+    for (channel, state, from) in fresh
+        .iter()
+        .filter(|(c, _, _)| Kind::of(c) == Some(Kind::Chat))
+    {
+        for conn in conns.iter_mut().filter(|c| !c.link.is_closed()) {
+            if conn
+                .checks
+                .mirror
+                .seq(channel)
+                .is_none_or(|seq| seq > *from)
+            {
+                continue;
+            }
+            let mut found = Vec::new();
+            let checks = &mut conn.checks;
+            checks
+                .tool_calls
+                .snapshot(channel, state, &mut checks.invariant_counts, &mut found);
+            if let Some(expected) = checks.mirror.modified_after_turn(channel) {
+                *checks.invariant_counts.entry("INV-CHAT-6").or_insert(0) += 1;
+                found.extend(modified_after_turn(channel, expected, &state["modifiedAt"]));
+            }
+            for violation in found {
+                checked.violations.push((conn.name.clone(), violation));
+            }
+        }
+    }
+}
+
+/// INV-CHAT-6: the chat's `modifiedAt` is an ISO 8601 instant equal to the one its last
+/// observed turn start or end gave it.
+fn modified_after_turn(channel: &str, expected: &str, actual: &Value) -> Option<Violation> {
+    let wanted = instant(&Value::String(expected.to_owned()));
+    let got = instant(actual);
+    let parsed = got.as_str().is_some_and(|text| text.starts_with('@'));
+    (!parsed || got != wanted).then(|| {
+        Violation::new(
+            "INV-CHAT-6",
+            format!("modifiedAt of {channel} is {expected}, as its last turn start or end set it"),
+            format!("the fresh snapshot has modifiedAt {actual}"),
+        )
+    })
+}
+
+/// Every `listSessions` entry, following cursors (`None` when the host does not answer
+/// with a list).
+async fn list_sessions(observer: &mut Connection, timeout: Duration) -> Option<Vec<Value>> {
+    let mut entries = Vec::new();
+    let mut cursor = Value::Null;
+    // A host that keeps handing out cursors is not followed forever.
+    for _ in 0..64 {
+        let mut params = json!({ "channel": ROOT });
+        if !cursor.is_null() {
+            params["cursor"] = cursor;
+        }
+        let answer = observer
+            .request("listSessions", params, timeout)
+            .await
+            .ok()?;
+        let page = answer.get("result")?;
+        entries.extend(page["items"].as_array()?.iter().cloned());
+        cursor = page["nextCursor"].clone();
+        if cursor.is_null() {
+            return Some(entries);
+        }
+    }
+    None
+}
+
+/// INV-SUMMARY-2/3 for every fresh session state whose `listSessions` entry read the same
+/// before and after the snapshots were taken (the session was at rest meanwhile).
+fn summaries(
+    before: Option<Vec<Value>>,
+    after: Option<Vec<Value>>,
+    fresh: &[(String, Value, u64)],
+    checked: &mut Checked,
+) {
+    let (Some(before), Some(after)) = (before, after) else {
+        return;
+    };
+    let entry = |list: &'_ [Value], session: &str| -> Option<Value> {
+        list.iter().find(|e| e["resource"] == session).cloned()
+    };
+    for (session, state, _) in fresh
+        .iter()
+        .filter(|(c, _, _)| Kind::of(c) == Some(Kind::Session))
+    {
+        let (Some(first), Some(second)) = (entry(&before, session), entry(&after, session)) else {
+            continue;
+        };
+        if first != second {
+            continue;
+        }
+        let counts = &mut checked.invariant_counts;
+        for violation in summary_matches(session, &second, state, &mut |rule, n| {
+            counts.push((rule, n))
+        }) {
+            checked.violations.push((session.clone(), violation));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -204,6 +204,9 @@ impl World {
         if self.fault(Fault::InProgressStuck) {
             self.force_activity(&turn.chat, 8);
         }
+        if self.fault(Fault::ModifiedAtLate) {
+            self.shift_modified_at(&turn.chat);
+        }
         if let Some(entry) = self.chats.get_mut(&turn.chat) {
             entry.runner = None;
         }
@@ -444,7 +447,10 @@ async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep) -> Flo
         )
     };
     let auto = call.confirmation == Confirmation::Auto;
-    if emit(shared, turn, ready(auto.then_some("not-needed"))).is_none() {
+    let maybe = call.result_confirmation
+        && with_turn(shared, turn, |world| world.fault(Fault::ConfirmedMaybe)) == Some(true);
+    let confirmed = if maybe { "maybe" } else { "not-needed" };
+    if emit(shared, turn, ready(auto.then_some(confirmed))).is_none() {
         return Flow::Stop;
     }
     if !auto {
@@ -517,6 +523,23 @@ async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep) -> Flo
     );
     if emit(shared, turn, complete).is_none() {
         return Flow::Stop;
+    }
+    if with_turn(shared, turn, |world| {
+        world.fault(Fault::ToolReadyAfterComplete)
+    }) == Some(true)
+        && emit(shared, turn, ready(Some("not-needed"))).is_none()
+    {
+        return Flow::Stop;
+    }
+    if with_turn(shared, turn, |world| {
+        world.fault(Fault::AuthResolvedWrongTurn)
+    }) == Some(true)
+    {
+        let stale = json!({ "type": "chat/toolCallAuthResolved",
+            "turnId": format!("{}-stale", turn.turn_id), "toolCallId": id });
+        if emit(shared, turn, stale).is_none() {
+            return Flow::Stop;
+        }
     }
     if call.result_confirmation {
         return flow_of(

@@ -50,6 +50,7 @@ const SESSION_NOT_FOUND: i64 = -32001;
 const PROVIDER_NOT_FOUND: i64 = -32002;
 const SESSION_ALREADY_EXISTS: i64 = -32003;
 const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32005;
+const AUTH_REQUIRED: i64 = -32007;
 const NOT_FOUND: i64 = -32008;
 const PERMISSION_DENIED: i64 = -32009;
 const ALREADY_EXISTS: i64 = -32010;
@@ -107,30 +108,23 @@ impl World {
             "createChat" => Reply::of(self.create_chat(conn, params)),
             "disposeChat" => Reply::of(self.dispose_chat(params)),
             "fetchTurns" => self.fetch_turns(params),
-            "authenticate" => Reply::of(Err(RpcError::new(
-                INVALID_PARAMS,
-                "unknown protected resource: this host advertises none",
-            ))),
+            "authenticate" => Reply::of(Err(self.auth_required())),
             "completions" => Reply::of(self.existing_chat(params).map(|_| json!({ "items": [] }))),
             "resolveSessionConfig" => Reply::of(self.resolve_session_config(params)),
             "sessionConfigCompletions" => Reply::of(Ok(json!({ "items": [] }))),
-            "moveChat" => Reply::of(
-                self.existing_chat(params)
-                    .and_then(|_| Err(RpcError::new(INVALID_PARAMS, "the chat is not movable"))),
-            ),
+            "moveChat" => Reply::of(self.move_chat(params)),
             "resourceRead" | "resourceList" | "resourceResolve" | "resourceDelete"
             | "resourceCopy" | "resourceMove" => Reply::of(Err(RpcError::new(
                 NOT_FOUND,
                 "this host exposes no resources",
             ))),
-            "resourceWrite"
-            | "resourceMkdir"
-            | "resourceRequest"
-            | "createResourceWatch"
-            | "createTerminal" => Reply::of(Err(RpcError::new(
-                PERMISSION_DENIED,
-                "this host does not grant file-system or terminal access",
-            ))),
+            "resourceRequest" => Reply::of(Err(self.request_denied(params))),
+            "resourceWrite" | "resourceMkdir" | "createResourceWatch" | "createTerminal" => {
+                Reply::of(Err(RpcError::new(
+                    PERMISSION_DENIED,
+                    "this host does not grant file-system or terminal access",
+                )))
+            }
             "disposeTerminal"
             | "invokeChangesetOperation"
             | "listAutomationTriggerDefinitions"
@@ -424,6 +418,48 @@ impl World {
         }
     }
 
+    /// The answer to `authenticate`: this host protects no resource, so the token is for
+    /// none of them (AuthRequired, listing the protected resources: none).
+    fn auth_required(&self) -> RpcError {
+        let mut error = RpcError::new(
+            AUTH_REQUIRED,
+            "unknown protected resource: this host advertises none",
+        );
+        if !self.fault(Fault::AuthRequiredWithoutResources) {
+            error.data = Some(json!({ "resources": [] }));
+        }
+        error
+    }
+
+    /// The answer to `resourceRequest`: access is never granted; the denial names the
+    /// request it refuses.
+    fn request_denied(&self, params: &Value) -> RpcError {
+        let mut error = RpcError::new(
+            PERMISSION_DENIED,
+            "this host does not grant file-system access",
+        );
+        let request = if self.fault(Fault::PermissionDeniedBadData) {
+            params["uri"].clone()
+        } else {
+            params.clone()
+        };
+        error.data = Some(json!({ "request": request }));
+        error
+    }
+
+    /// No chat of this host is movable: every move is refused (the
+    /// `move-non-movable-accepted` fault answers success and moves nothing).
+    fn move_chat(&self, params: &Value) -> Result<Value, RpcError> {
+        let chat = self.existing_chat(params)?;
+        let owner = self.chats.get(&chat).map(|chat| chat.session.clone());
+        match owner {
+            Some(session) if self.fault(Fault::MoveNonMovableAccepted) => {
+                Ok(json!({ "session": session }))
+            }
+            _ => Err(RpcError::new(INVALID_PARAMS, "the chat is not movable")),
+        }
+    }
+
     fn list_sessions(&self, params: &Value) -> Result<Value, RpcError> {
         let params: ListSessionsParams = parse(params)?;
         let mut items: Vec<Value> = self
@@ -431,6 +467,9 @@ impl World {
             .keys()
             .filter_map(|uri| self.session_summary(uri))
             .collect();
+        for item in &mut items {
+            self.break_listed_summary(item);
+        }
         items.sort_by(|a, b| {
             instant_key(&b["modifiedAt"])
                 .cmp(&instant_key(&a["modifiedAt"]))

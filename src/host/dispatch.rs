@@ -421,6 +421,9 @@ impl World {
                 if self.fault(Fault::NoSkipOnTurnEnd) {
                     self.restore_last_turn_parts(chat, before);
                 }
+                if self.fault(Fault::SkipAsDenied) {
+                    self.skipped_as_denied(chat);
+                }
                 self.consume_queue(chat);
             }
             "chat/truncated" => {

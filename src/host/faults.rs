@@ -107,6 +107,21 @@ faults! {
     ErrorsOnNotifications => ("errors-on-notifications", "TRANSPORT-004", "Answers an unsubscribe notification with an error response."),
     AcceptsMissingJsonrpc => ("accepts-missing-jsonrpc", "TRANSPORT-007", "Serves a request without \"jsonrpc\":\"2.0\" as a valid one instead of answering -32600."),
     HostRequestWrongChannel => ("host-request-wrong-channel", "TRANSPORT-012", "Sends its host-to-client resourceRead of a message's resource attachment on the session's channel instead of ahp-root://."),
+    // Tool-call lifecycle, INV-CHAT-2 and the session invariants at checkpoints (h-state).
+    ToolReadyAfterComplete => ("tool-ready-after-complete", "INV-TOOL-1", "Sends chat/toolCallReady again for a host tool call it has just completed."),
+    ConfirmedMaybe => ("confirmed-maybe", "INV-TOOL-2", "Marks auto-approved tool calls that ask for result confirmation confirmed \"maybe\"."),
+    ToolCallListedTwice => ("tool-call-listed-twice", "INV-CHAT-2", "Lists the first tool call of every ended turn twice in chat snapshots (its state and the actions are right)."),
+    SkipAsDenied => ("skip-as-denied", "TOOL-007", "Cancels the tool calls a cancelled turn leaves open with reason denied instead of skipped."),
+    DefaultChatUnlisted => ("default-chat-unlisted", "INV-SESSION-1", "Leaves the default chat out of the chats of snapshots of sessions with working directories (its state and the actions are right)."),
+    InputNeededChatUnlisted => ("input-needed-chat-unlisted", "INV-SESSION-2", "Names a chat that does not exist in the inputNeeded entries of session snapshots."),
+    ChatDirectoryStray => ("chat-directory-stray", "INV-SESSION-3", "Lists a working directory its session lacks in chat snapshots (and their catalog entries) of sessions with working directories."),
+    MoveNonMovableAccepted => ("move-non-movable-accepted", "CHAT-MOVE-001", "Answers moveChat on a chat that is not movable with success (and moves nothing)."),
+    AuthRequiredWithoutResources => ("auth-required-without-resources", "ERR-002", "Answers authenticate with -32007 but no data.resources."),
+    PermissionDeniedBadData => ("permission-denied-bad-data", "ERR-003", "Answers resourceRequest with -32009 whose data.request is the bare URI instead of the request params."),
+    ListedTitleStale => ("listed-title-stale", "INV-SUMMARY-3", "Gives every listSessions entry a title its session does not have."),
+    ListedChatTitleStale => ("listed-chat-title-stale", "INV-SUMMARY-2", "Gives the chats of every listSessions entry a title they do not have."),
+    ModifiedAtLate => ("modified-at-late", "INV-CHAT-6", "Moves a chat's modifiedAt one second past its completed turn's end, without an action."),
+    AuthResolvedWrongTurn => ("auth-resolved-wrong-turn", "TURN-004", "Sends chat/toolCallAuthResolved with a stale turnId after completing a host tool call."),
 }
 
 impl fmt::Display for Fault {

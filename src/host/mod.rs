@@ -9,6 +9,7 @@
 
 mod agent;
 pub mod agents;
+mod broken;
 pub mod catalog;
 mod commands;
 mod conn;

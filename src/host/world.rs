@@ -221,11 +221,21 @@ impl World {
     fn break_turns(&self, state: &mut Value) {
         let negative = self.fault(Fault::NegativeDuration);
         let drop_error = self.fault(Fault::ErrorPartDropped);
+        let call_twice = self.fault(Fault::ToolCallListedTwice);
         let Some(turns) = state.get_mut("turns").and_then(Value::as_array_mut) else {
             return;
         };
         if let (true, Some(newest)) = (negative, turns.last_mut()) {
             newest["duration"] = json!(-1);
+        }
+        for parts in turns
+            .iter_mut()
+            .filter(|_| call_twice)
+            .filter_map(|t| t.get_mut("responseParts").and_then(Value::as_array_mut))
+        {
+            if let Some(call) = parts.iter().find(|p| p["kind"] == "toolCall").cloned() {
+                parts.push(call);
+            }
         }
         for turn in turns
             .iter_mut()
@@ -259,6 +269,7 @@ impl World {
                         only.push(only[0].clone());
                     }
                 }
+                self.break_session_snapshot(&mut state);
                 state
             }
             ChannelKind::Chat => {
@@ -292,6 +303,7 @@ impl World {
                     }
                 }
                 self.break_turns(&mut state);
+                self.break_chat_snapshot(uri, &mut state);
                 state
             }
         };

@@ -65,12 +65,27 @@ fn fault_list_and_bad_fault_names() {
         .expect("runs");
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    let lines: Vec<&str> = text.lines().collect();
-    assert!(lines.len() >= 20, "{text}");
-    for line in &lines {
+    // Faults grouped under `# area (n)` lines, one line each: name, rule, description.
+    let mut names = Vec::new();
+    let mut areas = Vec::new();
+    for line in text.lines() {
+        if let Some(area) = line.strip_prefix("# ") {
+            areas.push(area.to_owned());
+            continue;
+        }
         let fields: Vec<&str> = line.split('\t').collect();
         assert_eq!(fields.len(), 3, "name, rule, description: {line}");
+        names.push(fields[0].to_owned());
     }
+    let all: Vec<&str> = ahpspec::host::Fault::ALL.iter().map(|f| f.name()).collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    let mut expected = all.clone();
+    expected.sort();
+    assert_eq!(sorted, expected, "every fault listed once");
+    assert!(areas.len() >= 5, "{text}");
+    let unique: std::collections::BTreeSet<&String> = areas.iter().collect();
+    assert_eq!(unique.len(), areas.len(), "each area once: {text}");
     let bad = ahpspec()
         .args(["serve", "--fault", "no-such-fault"])
         .output()

@@ -1,0 +1,119 @@
+//! Fault injection for the checks of quiescent and tool-call state: session and chat
+//! snapshots and `listSessions` entries that the host's state and actions contradict
+//! (INV-SESSION-1/2/3, INV-SUMMARY-2/3 at checkpoints), and state changed behind the
+//! reducers' back at a turn's end (TOOL-007, INV-CHAT-6).
+
+use ahp_types::state::{ResponsePart, ToolCallCancellationReason, ToolCallState};
+use serde_json::Value;
+
+use super::faults::Fault;
+use super::world::World;
+
+/// A directory no session has: what the stray-directory fault adds.
+const STRAY_DIRECTORY: &str = "file:///ahpspec-stray-directory";
+
+impl World {
+    /// Moves the chat's modifiedAt one second past what its turn's end set, behind the
+    /// reducers' back; the session catalog follows (fault injection only).
+    pub(super) fn shift_modified_at(&mut self, chat: &str) {
+        let session = if let Some(entry) = self.chats.get_mut(chat) {
+            let Ok(at) = entry.state.modified_at.parse::<jiff::Timestamp>() else {
+                return;
+            };
+            let later = at.as_millisecond() + 1000;
+            let Ok(later) = jiff::Timestamp::from_millisecond(later) else {
+                return;
+            };
+            entry.state.modified_at = format!("{later:.3}");
+            entry.session.clone()
+        } else {
+            return;
+        };
+        self.sync_projections(&session);
+    }
+
+    /// Fault injection: the tool calls the end of the last turn skipped read as denied.
+    pub(super) fn skipped_as_denied(&mut self, chat: &str) {
+        let Some(turn) = self
+            .chats
+            .get_mut(chat)
+            .and_then(|entry| entry.state.turns.last_mut())
+        else {
+            return;
+        };
+        for part in &mut turn.response_parts {
+            if let ResponsePart::ToolCall(part) = part {
+                if let ToolCallState::Cancelled(call) = &mut part.tool_call {
+                    if call.reason == ToolCallCancellationReason::Skipped {
+                        call.reason = ToolCallCancellationReason::Denied;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Breaks a session snapshot as the active fault says.
+    pub(super) fn break_session_snapshot(&self, state: &mut Value) {
+        let with_directories = state["workingDirectories"]
+            .as_array()
+            .is_some_and(|dirs| !dirs.is_empty());
+        if self.fault(Fault::DefaultChatUnlisted) && with_directories {
+            let default = state["defaultChat"].clone();
+            if let Some(chats) = state["chats"].as_array_mut() {
+                chats.retain(|chat| chat["resource"] != default);
+            }
+        }
+        if self.fault(Fault::InputNeededChatUnlisted) {
+            for entry in state["inputNeeded"].as_array_mut().into_iter().flatten() {
+                if let Some(chat) = entry["chat"].as_str() {
+                    entry["chat"] = Value::String(format!("{chat}-gone"));
+                }
+            }
+        }
+        if self.fault(Fault::ChatDirectoryStray) && with_directories {
+            for chat in state["chats"].as_array_mut().into_iter().flatten() {
+                add_stray_directory(chat);
+            }
+        }
+    }
+
+    /// Breaks a `listSessions` entry as the active fault says.
+    pub(super) fn break_listed_summary(&self, entry: &mut Value) {
+        if self.fault(Fault::ListedTitleStale) {
+            entry["title"] = Value::String("a stale title".to_owned());
+        }
+        if self.fault(Fault::ListedChatTitleStale) {
+            for chat in entry["chats"].as_array_mut().into_iter().flatten() {
+                chat["title"] = Value::String("a stale chat title".to_owned());
+            }
+        }
+    }
+
+    /// Breaks the snapshot of chat `uri` as the active fault says.
+    pub(super) fn break_chat_snapshot(&self, uri: &str, state: &mut Value) {
+        let session_has_directories = self
+            .chats
+            .get(uri)
+            .and_then(|chat| self.sessions.get(&chat.session))
+            .and_then(|session| session.state.working_directories.as_ref())
+            .is_some_and(|dirs| !dirs.is_empty());
+        if self.fault(Fault::ChatDirectoryStray) && session_has_directories {
+            add_stray_directory(state);
+        }
+    }
+}
+
+/// Adds [`STRAY_DIRECTORY`] to a chat's `workingDirectories` (or its catalog entry's, so
+/// the two still agree).
+fn add_stray_directory(holder: &mut Value) {
+    if let Some(holder) = holder.as_object_mut() {
+        let dirs = holder
+            .entry("workingDirectories")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Some(dirs) = dirs.as_array_mut() {
+            dirs.push(Value::String(STRAY_DIRECTORY.to_owned()));
+        } else {
+            *dirs = Value::Array(vec![Value::String(STRAY_DIRECTORY.to_owned())]);
+        }
+    }
+}
