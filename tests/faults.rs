@@ -123,6 +123,7 @@ async fn check(fault: Fault) {
         } else {
             Options::default().timeout
         },
+        strict: true,
         ..Options::default()
     };
     let report = certify(&options, &mut Quiet, rx)
@@ -196,14 +197,12 @@ async fn check(fault: Fault) {
         ),
         Blocks::Nothing => assert!(blocked.is_empty(), "fault {fault}: blocked\n{details}"),
     }
-    // A run with a failed MUST, a failed prerequisite or a blocked case is never conforming.
-    if report
-        .cases
-        .iter()
-        .any(|c| matches!(c.verdict, Verdict::Fail | Verdict::Blocked))
-    {
-        assert!(!report.conforming(), "fault {fault}: the run conforms");
-    }
+    // Every fault makes a strict run fail (`ahpspec run --strict` exits 1): a failed MUST,
+    // a broken SHOULD, a failed prerequisite or a blocked case is never conforming.
+    assert!(
+        !report.conforming(),
+        "fault {fault}: the strict run conforms"
+    );
 }
 
 macro_rules! fault_tests {
@@ -323,4 +322,44 @@ fn every_always_on_check_has_a_fault() {
             rule.id
         );
     }
+}
+
+/// Every case's rule has a broken twin: a fault under which that rule fails (the fault's
+/// own rule, or a side effect `expected` names), unless coverage.toml lists it under
+/// `[no_fault_yet]` — the ledger of cases only ever seen passing, which shrinks as faults
+/// are written. A ledger entry whose rule has a fault is stale and fails this test too.
+#[test]
+fn every_case_has_a_fault() {
+    let catalog = ahpspec::suite::Catalog::embedded().expect("suites parse");
+    let rules: BTreeSet<String> = catalog
+        .cases
+        .iter()
+        .map(|case| ahpspec::suite::rule_of(&case.info.id).to_owned())
+        .collect();
+    let broken: BTreeSet<String> = Fault::ALL.iter().flat_map(|f| expected(*f)).collect();
+    let ledger: toml::Table =
+        toml::from_str(include_str!("../coverage.toml")).expect("coverage.toml parses");
+    let unproven: BTreeSet<String> = ledger
+        .get("no_fault_yet")
+        .and_then(|v| v.as_table())
+        .map(|t| t.keys().cloned().collect())
+        .unwrap_or_default();
+    let missing: Vec<&String> = rules
+        .iter()
+        .filter(|r| !broken.contains(*r) && !unproven.contains(*r))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "cases with no fault that breaks them (write one, or list the rule in coverage.toml [no_fault_yet] with why): {missing:?}"
+    );
+    let stale: Vec<&String> = unproven.iter().filter(|r| broken.contains(*r)).collect();
+    assert!(
+        stale.is_empty(),
+        "coverage.toml [no_fault_yet] lists rules a fault now breaks: remove {stale:?}"
+    );
+    let unknown: Vec<&String> = unproven.iter().filter(|r| !rules.contains(*r)).collect();
+    assert!(
+        unknown.is_empty(),
+        "coverage.toml [no_fault_yet] lists rules no case proves: {unknown:?}"
+    );
 }
