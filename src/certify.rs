@@ -32,6 +32,9 @@ pub struct Options {
     pub timeout: Duration,
     pub jobs: usize,
     pub strict: bool,
+    /// The protocol versions to certify, one whole run each (`--protocol-version`): every
+    /// connection offers that version unless a step names its own.
+    pub protocol_versions: Vec<String>,
 }
 
 impl Default for Options {
@@ -47,6 +50,7 @@ impl Default for Options {
             timeout: Duration::from_secs(5),
             jobs: 8,
             strict: false,
+            protocol_versions: vec![crate::engine::checkpoint::DEFAULT_OFFER.to_owned()],
         }
     }
 }
@@ -68,6 +72,9 @@ pub enum HarnessError {
     FaultNeedsBuiltin,
     #[error("{0}")]
     Unreachable(String),
+    /// Not a strict MAJOR.MINOR.PATCH version, or none at all.
+    #[error("invalid protocol version {0:?} (expected MAJOR.MINOR.PATCH, e.g. 0.9.0)")]
+    BadVersion(String),
     /// A selection that matches nothing would certify anything (a typo in a CI filter).
     #[error("the selection {0} matches no case (`ahpspec list` shows the catalog)")]
     EmptySelection(String),
@@ -119,7 +126,96 @@ pub fn prepare(options: &Options, url: String, label: String) -> Result<RunConfi
         strict: options.strict,
         baseline,
         rerun_prefix: rerun,
+        protocol_version: crate::engine::checkpoint::DEFAULT_OFFER.to_owned(),
     })
+}
+
+/// Runs the catalog once per protocol version in `options` and combines the runs: a single
+/// version's report as it is; several versions' rows side by side, each tagged with its
+/// version, with the baseline applied to the whole.
+async fn run_versions(
+    options: &Options,
+    config: RunConfig,
+    sink: &mut dyn EventSink,
+    interrupt: watch::Receiver<bool>,
+) -> Result<RunReport, HarnessError> {
+    let several = options.protocol_versions.len() > 1;
+    let mut reports: Vec<(String, RunReport)> = Vec::new();
+    for version in &options.protocol_versions {
+        let mut config = config.clone();
+        config.protocol_version = version.clone();
+        if several || version != crate::engine::checkpoint::DEFAULT_OFFER {
+            config
+                .rerun_prefix
+                .push_str(&format!(" --protocol-version {version}"));
+        }
+        let report = run(&config, sink, interrupt.clone()).await;
+        let interrupted = report.interrupted;
+        reports.push((version.clone(), report));
+        if interrupted {
+            break;
+        }
+    }
+    let mut reports = reports.into_iter();
+    let first = reports
+        .next()
+        .ok_or_else(|| HarnessError::BadVersion(String::new()))?;
+    Ok(combine_versions(
+        first,
+        reports.collect(),
+        config.baseline.as_ref(),
+    ))
+}
+
+/// One report from the runs at several protocol versions (`first` and `rest`, in the order
+/// asked): each row tagged with its version, the baseline applied to the whole.
+fn combine_versions(
+    first: (String, RunReport),
+    rest: Vec<(String, RunReport)>,
+    baseline: Option<&Baseline>,
+) -> RunReport {
+    let (first_version, mut combined) = first;
+    if rest.is_empty() {
+        return combined;
+    }
+    for row in &mut combined.cases {
+        row.protocol_version = Some(first_version.clone());
+    }
+    let mut versions = vec![first_version];
+    for (version, report) in rest {
+        combined
+            .cases
+            .extend(report.cases.into_iter().map(|mut row| {
+                row.protocol_version = Some(version.clone());
+                row
+            }));
+        combined.duration_ms += report.duration_ms;
+        combined.interrupted |= report.interrupted;
+        versions.push(version);
+    }
+    combined.protocol_version = versions.join(",");
+    crate::engine::reconcile(&mut combined, baseline);
+    combined
+}
+
+/// Checks `--protocol-version` values: strict MAJOR.MINOR.PATCH, at least one.
+fn check_versions(versions: &[String]) -> Result<(), HarnessError> {
+    if versions.is_empty() {
+        return Err(HarnessError::BadVersion(String::new()));
+    }
+    for version in versions {
+        let parts: Vec<&str> = version.split('.').collect();
+        let strict = parts.len() == 3
+            && parts.iter().all(|p| {
+                !p.is_empty()
+                    && p.chars().all(|c| c.is_ascii_digit())
+                    && (p.len() == 1 || !p.starts_with('0'))
+            });
+        if !strict {
+            return Err(HarnessError::BadVersion(version.clone()));
+        }
+    }
+    Ok(())
 }
 
 /// Certifies the target and returns the report (also when interrupted).
@@ -128,6 +224,7 @@ pub async fn certify(
     sink: &mut dyn EventSink,
     interrupt: watch::Receiver<bool>,
 ) -> Result<RunReport, HarnessError> {
+    check_versions(&options.protocol_versions)?;
     match &options.url {
         Some(url) => {
             if !options.faults.is_empty() {
@@ -140,7 +237,7 @@ pub async fn certify(
                 .await
                 .map_err(|e| HarnessError::Unreachable(e.to_string()))?;
             probe.close().await;
-            Ok(run(&config, sink, interrupt).await)
+            run_versions(options, config, sink, interrupt).await
         }
         None => {
             // A short grace period keeps RECONNECT-009 (removal after a disconnect) quick.
@@ -151,7 +248,7 @@ pub async fn certify(
             let host = host::spawn(config).await.map_err(HarnessError::Host)?;
             let config = prepare(options, host.url().to_owned(), "builtin".to_owned());
             let report = match config {
-                Ok(config) => Ok(run(&config, sink, interrupt).await),
+                Ok(config) => run_versions(options, config, sink, interrupt).await,
                 Err(error) => Err(error),
             };
             host.shutdown().await;

@@ -51,24 +51,28 @@ impl SharedRun {
         })
     }
 
-    /// The verdict of one row as a trial outcome.
-    fn outcome(&self, id: &str) -> Result<Completion, Failed> {
+    /// The verdict of one row (of `version`, in a run of several) as a trial outcome.
+    fn outcome(&self, id: &str, version: Option<&str>) -> Result<Completion, Failed> {
         let report = self
             .report()
             .as_ref()
             .map_err(|e| Failed::from(e.clone()))?;
+        let key = match version {
+            Some(version) => format!("{id}@{version}"),
+            None => id.to_owned(),
+        };
         let row = report
             .cases
             .iter()
-            .find(|c| c.info.id == id)
-            .ok_or_else(|| Failed::from(format!("{id} has no result (the run was cut short)")))?;
-        if report.stale_baseline.iter().any(|s| s == id) {
+            .find(|c| c.info.id == id && c.protocol_version.as_deref() == version)
+            .ok_or_else(|| Failed::from(format!("{key} has no result (the run was cut short)")))?;
+        if report.stale_baseline.contains(&key) {
             return Err(Failed::from(format!(
-                "{id} is listed in the baseline but now passes: remove the entry"
+                "{key} is listed in the baseline but now passes: remove the entry"
             )));
         }
-        let failing = report.unexpected_failures.iter().any(|s| s == id)
-            || row.verdict == Verdict::HarnessError;
+        let failing =
+            report.unexpected_failures.contains(&key) || row.verdict == Verdict::HarnessError;
         match row.verdict {
             _ if failing => Err(Failed::from(render_failure(row))),
             Verdict::NotApplicable | Verdict::NotTestable => {
@@ -110,16 +114,28 @@ pub fn trials(mut options: Options, args: &Arguments) -> Result<Vec<Trial>, Harn
     if kept.iter().any(|(at, _)| *at < case_count) {
         options.selection.filter = kept.iter().map(|(_, id)| id.to_string()).collect();
     }
+    // Several protocol versions: one trial per case and version, `ID@version`.
+    let versions: Vec<Option<String>> = match options.protocol_versions.as_slice() {
+        [_] | [] => vec![None],
+        several => several.iter().cloned().map(Some).collect(),
+    };
     let shared = Arc::new(SharedRun {
         options,
         report: OnceLock::new(),
     });
-    Ok(ids
-        .into_iter()
-        .map(|id| {
-            let shared = Arc::clone(&shared);
-            let name = id.clone();
-            Trial::ignorable_test(name, move || shared.outcome(&id))
+    Ok(versions
+        .iter()
+        .flat_map(|version| {
+            ids.iter().map(|id| {
+                let shared = Arc::clone(&shared);
+                let id = id.clone();
+                let version = version.clone();
+                let name = match &version {
+                    Some(v) => format!("{id}@{v}"),
+                    None => id.clone(),
+                };
+                Trial::ignorable_test(name, move || shared.outcome(&id, version.as_deref()))
+            })
         })
         .collect())
 }

@@ -153,6 +153,10 @@ struct RunArgs {
     /// Warnings (broken SHOULDs) fail the run too.
     #[arg(long)]
     strict: bool,
+    /// The protocol version(s) the harness's connections offer, one whole run each
+    /// (e.g. 0.9.0, or 1.0.0,0.9.0 for both side by side).
+    #[arg(long, value_delimiter = ',', default_value = "1.0.0")]
+    protocol_version: Vec<String>,
     /// Per-expectation timeout, e.g. 5s or 500ms.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     timeout: Duration,
@@ -500,6 +504,7 @@ fn run(args: RunArgs) -> ExitCode {
         timeout: args.timeout,
         jobs: args.jobs.max(1),
         strict: args.strict,
+        protocol_versions: args.protocol_version.clone(),
     };
     let outcome = with_runtime(|interrupt| async move {
         let mut console = Console::new();

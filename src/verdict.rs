@@ -150,6 +150,10 @@ pub struct CaseResult {
     /// For a blocked case: the rule whose failure stopped it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocked_by: Option<String>,
+    /// The protocol version the case's connections offered, in a run of several versions
+    /// (`--protocol-version 1.0.0,0.9.0`); absent in a run of one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
     /// Every frame of every connection of the case, in time order.
     pub transcript: Vec<ReportedFrame>,
     pub duration_ms: f64,
@@ -213,6 +217,7 @@ pub struct RunReport {
     pub target: String,
     /// Fault injected into the built-in host, if any.
     pub fault: Option<String>,
+    /// The protocol version the run's connections offered (comma-separated when several).
     pub protocol_version: String,
     pub started_at: String,
     pub duration_ms: f64,

@@ -51,6 +51,8 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::ModifiedAtLate => rules.extend(["INV-FOLD-1".to_owned()]),
         // A queue holding an id twice is also the wrong queue shape.
         Fault::QueuedUpdateAppends => rules.extend(["INV-CHAT-5".to_owned()]),
+        // The 0.9 connection's always-on schema check knows canvasesChanged is not in 0.9.
+        Fault::NewActionsToOldClient => rules.extend(["INV-SCHEMA-1".to_owned()]),
         // The summaries that carry the bad createdAt (listSessions, root/sessionAdded) are
         // schema-checked too, and createdAt is a date-time there.
         Fault::BadTimestamp => rules.extend(["INV-SCHEMA-1".to_owned()]),

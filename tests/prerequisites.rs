@@ -206,6 +206,7 @@ fn row(id: &str, verdict: Verdict) -> CaseResult {
         summary: String::new(),
         findings: Vec::new(),
         blocked_by: None,
+        protocol_version: None,
         transcript: Vec::new(),
         duration_ms: 0.0,
         rerun: String::new(),

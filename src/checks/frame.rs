@@ -26,6 +26,18 @@ pub struct SchemaMap {
     pub client_dispatchable: FastMap<String, bool>,
     /// action type → def of that action.
     pub actions: FastMap<String, String>,
+    /// action type → the protocol version that introduced it.
+    pub introduced_in: FastMap<String, Version>,
+}
+
+/// A protocol version, `MAJOR.MINOR.PATCH`, ordered.
+pub type Version = (u64, u64, u64);
+
+/// Reads a strict `MAJOR.MINOR.PATCH` version.
+pub fn parse_version(text: &str) -> Option<Version> {
+    let mut parts = text.split('.').map(|p| p.parse::<u64>().ok());
+    let version = (parts.next()??, parts.next()??, parts.next()??);
+    parts.next().is_none().then_some(version)
 }
 
 impl SchemaMap {
@@ -60,6 +72,9 @@ impl SchemaMap {
             map.client_dispatchable.insert(kind.clone(), dispatchable);
             if let Some(action) = def(entry) {
                 map.actions.insert(kind.clone(), action);
+            }
+            if let Some(version) = entry["introducedIn"].as_str().and_then(parse_version) {
+                map.introduced_in.insert(kind.clone(), version);
             }
         }
         map

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use super::error_data;
-use super::frame::{snapshots_in, Counts, FrameChecker, Schemas};
+use super::frame::{parse_version, snapshots_in, Counts, FrameChecker, Schemas, Version};
 use super::invariants;
 use super::mirror::Mirror;
 use super::toolcalls::ToolCalls;
@@ -37,6 +37,9 @@ pub struct StreamChecks {
     pub watched: HashSet<i64>,
     /// clientSeq → the mirrored state of the echo's channel just before the echo.
     pub prestates: HashMap<i64, Value>,
+    /// The protocol version the host selected for this connection (from its initialize
+    /// result): action types introduced after it are not in its schema.
+    pub negotiated: Option<Version>,
     /// The parse buffer every frame is read into.
     tape: Tape,
 }
@@ -57,6 +60,7 @@ impl StreamChecks {
         checks.tool_calls = old.tool_calls.clone();
         checks.checker.resume_from(&old.checker);
         checks.dispatched = old.dispatched.clone();
+        checks.negotiated = old.negotiated;
         checks
     }
 
@@ -143,10 +147,49 @@ impl StreamChecks {
         let (message, _method, mut found) = self.checker.on_text(&mut tape, text, schemas);
         if let Some(message) = message {
             self.error_data(message, schemas, &mut found);
+            self.newer_actions(message, schemas, &mut found);
             self.follow(message, &mut found);
         }
         self.tape = tape;
         found
+    }
+
+    /// INV-SCHEMA-1 for the negotiated version: notes the version an initialize result
+    /// selects, and flags an action envelope whose type that version does not have (it was
+    /// introduced later).
+    fn newer_actions(&mut self, message: Node<'_>, schemas: &Schemas, found: &mut Vec<Violation>) {
+        if let Some(version) = message
+            .member("result")
+            .member("protocolVersion")
+            .as_str()
+            .and_then(parse_version)
+        {
+            self.negotiated = Some(version);
+            return;
+        }
+        let Some(negotiated) = self.negotiated else {
+            return;
+        };
+        if message.member("method").as_str() != Some("action") {
+            return;
+        }
+        let action = message.member("params").member("action");
+        let Some(kind) = action.member("type").as_str() else {
+            return;
+        };
+        if let Some(&introduced) = schemas.map.introduced_in.get(kind) {
+            if introduced > negotiated {
+                let show = |(a, b, c): Version| format!("{a}.{b}.{c}");
+                found.push(Violation::new(
+                    "INV-SCHEMA-1",
+                    format!(
+                        "only action types of the negotiated version {}",
+                        show(negotiated)
+                    ),
+                    format!("{kind}, introduced in {}", show(introduced)),
+                ));
+            }
+        }
     }
 
     /// ERR-002 and ERR-003 on an error response with code -32007 or -32009.

@@ -33,6 +33,8 @@ pub struct CaseContext {
     pub agent_capabilities: Result<Value, super::AgentsUnread>,
     /// Levels of the rules steps may rely on (every case's rule and always-on check).
     pub rule_levels: Arc<HashMap<String, Level>>,
+    /// The protocol version connections offer unless a step names its own (`--protocol-version`).
+    pub offer: String,
 }
 
 impl CaseContext {
@@ -611,7 +613,7 @@ impl Runner<'_> {
         let versions = s
             .versions
             .clone()
-            .unwrap_or_else(|| vec!["1.0.0".to_owned()]);
+            .unwrap_or_else(|| vec![self.ctx.offer.clone()]);
         let subscriptions = s
             .subscriptions
             .clone()
@@ -1376,6 +1378,7 @@ impl Runner<'_> {
             &self.ctx.url,
             self.ctx.timeout,
             &client_id,
+            &self.ctx.offer,
         )
         .await
         .map_err(Stop::Harness)?;
@@ -1488,6 +1491,7 @@ impl Runner<'_> {
             } else {
                 None
             },
+            protocol_version: None,
             transcript,
             duration_ms: elapsed.as_secs_f64() * 1000.0,
             rerun: self.ctx.rerun.clone(),

@@ -18,6 +18,9 @@ use crate::transport::Connection;
 
 const ROOT: &str = "ahp-root://";
 
+/// The protocol version a connection offers unless told otherwise.
+pub const DEFAULT_OFFER: &str = "1.0.0";
+
 /// What a checkpoint found and how much it compared.
 #[derive(Debug, Default)]
 pub struct Checked {
@@ -78,15 +81,21 @@ pub fn fold_comparable(
     }
 }
 
-/// Opens and initialises a connection that takes checkpoint snapshots.
-pub async fn observer(url: &str, timeout: Duration, client_id: &str) -> Result<Connection, String> {
+/// Opens and initialises a connection that takes checkpoint snapshots, offering the same
+/// protocol version as the connections it checks.
+pub async fn observer(
+    url: &str,
+    timeout: Duration,
+    client_id: &str,
+    offer: &str,
+) -> Result<Connection, String> {
     let mut observer = Connection::connect(url, timeout)
         .await
         .map_err(|e| format!("checkpoint observer: {e}"))?;
     let init = observer
         .request(
             "initialize",
-            json!({ "channel": ROOT, "protocolVersions": ["1.0.0"], "clientId": client_id }),
+            json!({ "channel": ROOT, "protocolVersions": [offer], "clientId": client_id }),
             timeout,
         )
         .await
@@ -104,8 +113,9 @@ pub async fn compare_once(
     url: &str,
     timeout: Duration,
     client_id: &str,
+    offer: &str,
 ) -> Result<Checked, String> {
-    let mut observer = observer(url, timeout, client_id).await?;
+    let mut observer = observer(url, timeout, client_id, offer).await?;
     let checked = compare(conns, channels, &mut observer, timeout).await;
     observer.close().await;
     checked

@@ -46,6 +46,8 @@ pub struct RunConfig {
     pub baseline: Option<Baseline>,
     /// The command prefix that re-runs a case (`--filter ID` is appended).
     pub rerun_prefix: String,
+    /// The protocol version connections offer (a step may name its own).
+    pub protocol_version: String,
 }
 
 /// What the runner reports while it works.
@@ -122,6 +124,7 @@ pub async fn run(
             rerun: format!("{} --filter {}", config.rerun_prefix, case.info.id),
             agent_capabilities: agent_capabilities.clone(),
             rule_levels: Arc::clone(&rule_levels),
+            offer: config.protocol_version.clone(),
         })
         .collect();
     let contexts = Arc::new(contexts);
@@ -130,9 +133,12 @@ pub async fn run(
     let mut to_run: Vec<usize> = Vec::with_capacity(cases.len());
     for (index, case) in cases.iter().enumerate() {
         let blocked = match (&agent_capabilities, interrupted) {
-            (Err(AgentsUnread::Server(why)), false) => {
-                prerequisite::blocked_before_running(case, why, contexts[index].rerun.clone())
-            }
+            (Err(AgentsUnread::Server(why)), false) => prerequisite::blocked_before_running(
+                case,
+                why,
+                &config.protocol_version,
+                contexts[index].rerun.clone(),
+            ),
             _ => None,
         };
         match blocked {
@@ -237,7 +243,7 @@ pub async fn run(
         tool_version: env!("CARGO_PKG_VERSION").into(),
         target: config.target_label.clone(),
         fault: config.fault.clone(),
-        protocol_version: "1.0.0".into(),
+        protocol_version: config.protocol_version.clone(),
         started_at,
         duration_ms: started.elapsed().as_secs_f64() * 1000.0,
         interrupted,
@@ -302,6 +308,7 @@ fn always_on_result(
         summary,
         findings,
         blocked_by: None,
+        protocol_version: None,
         transcript: Vec::<ReportedFrame>::new(),
         duration_ms: 0.0,
         rerun: format!("{} --filter {}", config.rerun_prefix, rule.id),
@@ -319,13 +326,19 @@ pub fn reconcile(report: &mut RunReport, baseline: Option<&Baseline>) {
         // A blocked case proved nothing about its rule: it fails the run like a failure.
         let failing = matches!(case.verdict, Verdict::Fail | Verdict::Blocked)
             || (report.strict && case.verdict == Verdict::Warn);
-        let listed = baseline.is_some_and(|b| b.lists(&case.info.id));
+        // In a run of several protocol versions a row is `ID@version`; the baseline may
+        // name the case (every version) or one version of it.
+        let key = match &case.protocol_version {
+            Some(version) => format!("{}@{version}", case.info.id),
+            None => case.info.id.clone(),
+        };
+        let listed = baseline.is_some_and(|b| b.lists(&case.info.id) || b.lists(&key));
         if failing && listed {
             tally.baselined += 1;
         } else if failing {
-            unexpected.push(case.info.id.clone());
-        } else if listed && case.verdict == Verdict::Pass {
-            stale.push(case.info.id.clone());
+            unexpected.push(key);
+        } else if listed && case.verdict == Verdict::Pass && !stale.contains(&key) {
+            stale.push(key);
         }
     }
     report.tally = tally;

@@ -30,6 +30,7 @@ pub(super) type Prerequisites = BTreeMap<String, Vec<(String, Finding)>>;
 pub(super) fn blocked_before_running(
     case: &Case,
     why: &str,
+    offer: &str,
     rerun: String,
 ) -> Option<(CaseResult, Finding)> {
     let first = case.steps.first()?;
@@ -43,7 +44,7 @@ pub(super) fn blocked_before_running(
     let finding = Finding {
         rule: "INIT-001".to_owned(),
         verdict: Verdict::Fail,
-        expected: "an initialize result for [\"1.0.0\"]".to_owned(),
+        expected: format!("an initialize result for [{offer:?}]"),
         actual: why.to_owned(),
         step: Some(first.at.clone()),
         context: Vec::new(),
@@ -56,6 +57,7 @@ pub(super) fn blocked_before_running(
         ),
         findings: vec![finding.clone()],
         blocked_by: Some("INIT-001".to_owned()),
+        protocol_version: None,
         transcript: Vec::new(),
         duration_ms: 0.0,
         rerun,
@@ -148,6 +150,7 @@ pub(super) fn charge_prerequisites(
                     ),
                     findings,
                     blocked_by: None,
+                    protocol_version: None,
                     transcript: Vec::new(),
                     duration_ms: 0.0,
                     rerun: format!("{} --filter {rule}", config.rerun_prefix),
@@ -187,7 +190,7 @@ pub(super) async fn agent_capabilities(
     let init = link
         .request(
             "initialize",
-            json!({ "channel": "ahp-root://", "protocolVersions": ["1.0.0"], "clientId": format!("ahpspec-probe-{}", std::process::id()),
+            json!({ "channel": "ahp-root://", "protocolVersions": [config.protocol_version], "clientId": format!("ahpspec-probe-{}", std::process::id()),
                     "initialSubscriptions": ["ahp-root://"] }),
             config.timeout,
         )
@@ -197,7 +200,8 @@ pub(super) async fn agent_capabilities(
         Ok(init) if init.get("result").is_some() => init,
         Ok(init) => {
             return Err(AgentsUnread::Server(format!(
-                "initialize offering [\"1.0.0\"] answered {}",
+                "initialize offering [{:?}] answered {}",
+                config.protocol_version,
                 crate::checks::frame::clip(&init.to_string())
             )))
         }
@@ -209,12 +213,14 @@ pub(super) async fn agent_capabilities(
             | TransportError::WebSocket(_)),
         ) => {
             return Err(AgentsUnread::Server(format!(
-                "initialize offering [\"1.0.0\"]: {error}"
+                "initialize offering [{:?}]: {error}",
+                config.protocol_version
             )))
         }
         Err(error) => {
             return Err(AgentsUnread::Harness(format!(
-                "initialize offering [\"1.0.0\"]: {error}"
+                "initialize offering [{:?}]: {error}",
+                config.protocol_version
             )))
         }
     };

@@ -712,7 +712,14 @@ impl Run<'_> {
         }
         if self.observer.is_none() {
             let client_id = format!("ahpspec-{}-observer", self.token);
-            match checkpoint::observer(&self.url, self.cfg.timeout, &client_id).await {
+            match checkpoint::observer(
+                &self.url,
+                self.cfg.timeout,
+                &client_id,
+                checkpoint::DEFAULT_OFFER,
+            )
+            .await
+            {
                 Ok(observer) => self.observer = Some(observer),
                 Err(error) => {
                     return Some(Failure {

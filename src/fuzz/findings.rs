@@ -220,6 +220,7 @@ pub fn report<T>(outcome: &FuzzOutcome<T>, input: &ReportInput<'_>) -> RunReport
             ),
             findings: vec![finding(&found.failure, context(&found.execution))],
             blocked_by: None,
+            protocol_version: None,
 
             transcript: found.execution.frames.clone(),
             duration_ms: found.shrink_elapsed.as_secs_f64() * 1000.0,
@@ -244,6 +245,7 @@ pub fn report<T>(outcome: &FuzzOutcome<T>, input: &ReportInput<'_>) -> RunReport
             ),
             findings: vec![finding(failure, Vec::new())],
             blocked_by: None,
+            protocol_version: None,
 
             transcript: Vec::new(),
             duration_ms: 0.0,
@@ -263,6 +265,7 @@ pub fn report<T>(outcome: &FuzzOutcome<T>, input: &ReportInput<'_>) -> RunReport
             ),
             findings: Vec::new(),
             blocked_by: None,
+            protocol_version: None,
 
             transcript: Vec::new(),
             duration_ms: outcome.elapsed.as_secs_f64() * 1000.0,

@@ -500,6 +500,7 @@ async fn frames_run(
         url,
         cfg.timeout,
         &client_id,
+        crate::engine::checkpoint::DEFAULT_OFFER,
     )
     .await;
     match compared {

@@ -188,6 +188,34 @@ pub fn render(report: &RunReport) -> String {
         report.tally.total()
     );
 
+    if let Some((versions, rows)) = super::by_version(report) {
+        out.push_str(
+            "<h2>By protocol version</h2>\n<table class=\"matrix\">\n<thead><tr><th>Case</th>",
+        );
+        for version in &versions {
+            let _ = write!(out, "<th>{}</th>", esc(version));
+        }
+        out.push_str("</tr></thead>\n<tbody>\n");
+        for (id, verdicts) in &rows {
+            let _ = write!(out, "<tr><td>{}</td>", esc(id));
+            for verdict in verdicts {
+                match verdict {
+                    Some(v) => {
+                        let _ = write!(
+                            out,
+                            "<td><span class=\"badge v-{}\">{}</span></td>",
+                            v.as_str(),
+                            verdict_label(*v)
+                        );
+                    }
+                    None => out.push_str("<td class=\"zero\">—</td>"),
+                }
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody>\n</table>\n");
+    }
+
     // Cases.
     out.push_str(
         "<h2>Cases<label class=\"filter\"><input type=\"checkbox\" id=\"hide-pass\"> \

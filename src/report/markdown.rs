@@ -69,6 +69,33 @@ pub fn render(report: &RunReport) -> String {
         let _ = writeln!(out, " {} |", cases.len());
     }
 
+    if let Some((versions, rows)) = super::by_version(report) {
+        out.push_str("\n### By protocol version\n\n| Case |");
+        for version in &versions {
+            let _ = write!(out, " {} |", md(version));
+        }
+        out.push_str("\n|---|");
+        out.push_str(&"---|".repeat(versions.len()));
+        out.push('\n');
+        let label = |v: &Option<Verdict>| v.map_or("—", verdict_label);
+        let all_pass = rows
+            .iter()
+            .filter(|(_, vs)| vs.iter().all(|v| *v == Some(Verdict::Pass)))
+            .count();
+        for (id, verdicts) in rows
+            .iter()
+            .filter(|(_, vs)| vs.iter().any(|v| *v != Some(Verdict::Pass)))
+        {
+            let cells: Vec<&str> = verdicts.iter().map(label).collect();
+            let _ = writeln!(out, "| {} | {} |", md(id), cells.join(" | "));
+        }
+        let _ = writeln!(
+            out,
+            "| *{all_pass} more passing in every version* |{}",
+            " |".repeat(versions.len())
+        );
+    }
+
     let problems: Vec<&CaseResult> = report
         .cases
         .iter()

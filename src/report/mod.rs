@@ -138,9 +138,14 @@ pub fn render_summary_line(report: &RunReport) -> String {
 pub fn render_failure(case: &CaseResult) -> String {
     let info = &case.info;
     let mut out = String::new();
+    let version = case
+        .protocol_version
+        .as_ref()
+        .map(|v| format!(" @{}", terminal_safe(v)))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "{} ({}) — {}",
+        "{}{version} ({}) — {}",
         terminal_safe(&info.id),
         info.level.as_str(),
         terminal_safe(&info.requirement)
@@ -253,6 +258,46 @@ pub(crate) const VERDICTS: [Verdict; 8] = [
     Verdict::Blocked,
     Verdict::HarnessError,
 ];
+
+/// The verdicts of a run of several protocol versions side by side: the versions in run
+/// order, and each case ID with its verdict per version (`None` where that version's run has
+/// no such row). `None` for a run of one version.
+pub(crate) type VersionMatrix = (Vec<String>, Vec<(String, Vec<Option<Verdict>>)>);
+
+pub(crate) fn by_version(report: &RunReport) -> Option<VersionMatrix> {
+    let mut versions: Vec<String> = Vec::new();
+    for version in report
+        .cases
+        .iter()
+        .filter_map(|c| c.protocol_version.as_ref())
+    {
+        if !versions.contains(version) {
+            versions.push(version.clone());
+        }
+    }
+    if versions.len() < 2 {
+        return None;
+    }
+    let mut rows: Vec<(String, Vec<Option<Verdict>>)> = Vec::new();
+    for case in &report.cases {
+        let Some(column) = case
+            .protocol_version
+            .as_ref()
+            .and_then(|v| versions.iter().position(|x| x == v))
+        else {
+            continue;
+        };
+        let at = match rows.iter().position(|(id, _)| *id == case.info.id) {
+            Some(at) => at,
+            None => {
+                rows.push((case.info.id.clone(), vec![None; versions.len()]));
+                rows.len() - 1
+            }
+        };
+        rows[at].1[column] = Some(case.verdict);
+    }
+    Some((versions, rows))
+}
 
 /// Spec areas in order of first appearance, each with its cases.
 pub(crate) fn by_area(report: &RunReport) -> Vec<(&str, Vec<&CaseResult>)> {

@@ -64,6 +64,7 @@ fn case(info: CaseInfo, verdict: Verdict, summary: &str, findings: Vec<Finding>)
         summary: summary.to_owned(),
         findings,
         blocked_by: None,
+        protocol_version: None,
         transcript,
         duration_ms: 12.5,
         rerun,

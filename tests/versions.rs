@@ -1,0 +1,139 @@
+//! The version matrix: `run --protocol-version` runs the whole catalog as a client offering
+//! that version (or each of several, side by side), with the negotiated version's schema.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn ahpspec(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ahpspec"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("ahpspec runs")
+}
+
+fn show(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(label: &str) -> TempDir {
+        let path =
+            std::env::temp_dir().join(format!("ahpspec-versions-{label}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("temp dir");
+        TempDir(path)
+    }
+
+    fn str(&self) -> &str {
+        self.0.to_str().expect("utf-8 temp path")
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn report(dir: &TempDir) -> Value {
+    let text = std::fs::read_to_string(Path::new(dir.str()).join("report.json")).expect("report");
+    serde_json::from_str(&text).expect("report.json parses")
+}
+
+/// Verdicts by `ID` or `ID@version`.
+fn verdicts(report: &Value) -> BTreeMap<String, String> {
+    report["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| {
+            let id = c["info"]["id"].as_str().unwrap_or_default();
+            let key = match c["protocolVersion"].as_str() {
+                Some(v) => format!("{id}@{v}"),
+                None => id.to_owned(),
+            };
+            (key, c["verdict"].as_str().unwrap_or_default().to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn the_built_in_host_passes_the_catalog_as_a_0_9_client() {
+    let dir = TempDir::new("09");
+    let out = ahpspec(&[
+        "run",
+        "--protocol-version",
+        "0.9.0",
+        "--report-dir",
+        dir.str(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let report = report(&dir);
+    assert_eq!(report["protocolVersion"], "0.9.0");
+    assert!(verdicts(&report).values().all(|v| v == "pass"));
+}
+
+#[test]
+fn newer_actions_sent_to_a_0_9_client_fail_version_009_and_its_schema() {
+    let dir = TempDir::new("09-fault");
+    let out = ahpspec(&[
+        "run",
+        "--protocol-version",
+        "0.9.0",
+        "--fault",
+        "new-actions-to-old-client",
+        "--report-dir",
+        dir.str(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let failing: Vec<String> = verdicts(&report(&dir))
+        .into_iter()
+        .filter(|(_, v)| v != "pass")
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(failing, ["INV-SCHEMA-1", "VERSION-009"], "{}", show(&out));
+}
+
+#[test]
+fn two_versions_run_side_by_side_with_a_column_each() {
+    let dir = TempDir::new("both");
+    let out = ahpspec(&[
+        "run",
+        "--protocol-version",
+        "1.0.0,0.9.0",
+        "--filter",
+        "TOOL-*,VERSION-009",
+        "--report-dir",
+        dir.str(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let report = report(&dir);
+    assert_eq!(report["protocolVersion"], "1.0.0,0.9.0");
+    let verdicts = verdicts(&report);
+    for key in ["TOOL-001@1.0.0", "TOOL-001@0.9.0", "VERSION-009@0.9.0"] {
+        assert_eq!(verdicts.get(key).map(String::as_str), Some("pass"), "{key}");
+    }
+    let summary = std::fs::read_to_string(Path::new(dir.str()).join("summary.md")).expect("md");
+    assert!(summary.contains("| Case | 1.0.0 | 0.9.0 |"), "{summary}");
+    let html = std::fs::read_to_string(Path::new(dir.str()).join("report.html")).expect("html");
+    assert!(html.contains("By protocol version"));
+}
+
+#[test]
+fn a_version_that_is_not_major_minor_patch_is_a_usage_error() {
+    for bad in ["1.0", "01.0.0", "1.0.0-rc.1", "x"] {
+        let out = ahpspec(&["run", "--protocol-version", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}\n{}", show(&out));
+    }
+}
