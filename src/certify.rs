@@ -203,19 +203,13 @@ fn check_versions(versions: &[String]) -> Result<(), HarnessError> {
     if versions.is_empty() {
         return Err(HarnessError::BadVersion(String::new()));
     }
-    for version in versions {
-        let parts: Vec<&str> = version.split('.').collect();
-        let strict = parts.len() == 3
-            && parts.iter().all(|p| {
-                !p.is_empty()
-                    && p.chars().all(|c| c.is_ascii_digit())
-                    && (p.len() == 1 || !p.starts_with('0'))
-            });
-        if !strict {
-            return Err(HarnessError::BadVersion(version.clone()));
-        }
+    match versions
+        .iter()
+        .find(|v| crate::checks::frame::parse_version(v).is_none())
+    {
+        Some(bad) => Err(HarnessError::BadVersion(bad.clone())),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Certifies the target and returns the report (also when interrupted).

@@ -75,3 +75,20 @@ fn a_case_the_server_does_not_advertise_is_ignored_not_passed() {
     assert!(log.contains("does not advertise"), "{log}");
     assert_eq!(conclusion.num_passed, 0, "{conclusion:?}");
 }
+
+#[test]
+fn list_names_every_case_id_and_runs_nothing() {
+    let (conclusion, log) = run(Options::default(), &["--list"]);
+    assert_eq!(
+        conclusion.num_passed + conclusion.num_failed,
+        0,
+        "{conclusion:?}"
+    );
+    for id in [
+        "TOOL-001: test",
+        "TRANSPORT-003/concurrent-pings: test",
+        "INV-FOLD-1: test",
+    ] {
+        assert!(log.contains(id), "{id} missing from:\n{log}");
+    }
+}

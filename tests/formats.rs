@@ -71,6 +71,10 @@ fn sample(schema: &Value, node: &Value) -> Value {
     if let Some(values) = node.get("enum") {
         return values[0].clone();
     }
+    // A value with a format of its own (a pattern) names an example.
+    if let Some(examples) = node.get("examples") {
+        return examples[0].clone();
+    }
     if let Some(any) = node.get("anyOf") {
         return sample(schema, &any[0]);
     }

@@ -137,3 +137,45 @@ fn a_version_that_is_not_major_minor_patch_is_a_usage_error() {
         assert_eq!(out.status.code(), Some(2), "{bad}\n{}", show(&out));
     }
 }
+
+/// A case whose rule is younger than the version a run offers is not applicable there.
+#[test]
+fn a_case_since_a_newer_version_is_not_applicable_to_an_older_run() {
+    let suites = TempDir::new("since-suites");
+    std::fs::write(
+        Path::new(suites.str()).join("young.toml"),
+        r#"
+page = "docs/specification/transport.md"
+
+[[case]]
+id = "TRANSPORT-010"
+level = "MUST"
+spec = "§ Keep-Alive"
+requirement = "ping is answered with a success."
+does = "Pings."
+since = "1.0.0"
+steps = [
+  { initialize = {} },
+  { request = { method = "ping", params = { channel = "ahp-root://" }, as = "p" } },
+  { response = { to = "p", ok = true } },
+]
+"#,
+    )
+    .expect("suite");
+    let dir = TempDir::new("since");
+    let out = ahpspec(&[
+        "run",
+        "--suites",
+        suites.str(),
+        "--filter",
+        "TRANSPORT-010",
+        "--protocol-version",
+        "1.0.0,0.9.0",
+        "--report-dir",
+        dir.str(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let verdicts = verdicts(&report(&dir));
+    assert_eq!(verdicts["TRANSPORT-010@1.0.0"], "pass");
+    assert_eq!(verdicts["TRANSPORT-010@0.9.0"], "not-applicable");
+}

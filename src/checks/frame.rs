@@ -33,9 +33,17 @@ pub struct SchemaMap {
 /// A protocol version, `MAJOR.MINOR.PATCH`, ordered.
 pub type Version = (u64, u64, u64);
 
-/// Reads a strict `MAJOR.MINOR.PATCH` version.
+/// Reads a strict `MAJOR.MINOR.PATCH` version: three decimal numbers without leading zeros,
+/// no pre-release or build suffix.
 pub fn parse_version(text: &str) -> Option<Version> {
-    let mut parts = text.split('.').map(|p| p.parse::<u64>().ok());
+    let number = |part: &str| {
+        let digits = !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+        let canonical = part.len() == 1 || !part.starts_with('0');
+        (digits && canonical)
+            .then(|| part.parse::<u64>().ok())
+            .flatten()
+    };
+    let mut parts = text.split('.').map(number);
     let version = (parts.next()??, parts.next()??, parts.next()??);
     parts.next().is_none().then_some(version)
 }

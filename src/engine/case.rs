@@ -145,6 +145,17 @@ pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
             Ok(_) => {}
         }
     }
+    // A rule younger than the version this run offers does not apply to it.
+    let parse = crate::checks::frame::parse_version;
+    if let (Some(since), Some(offer)) = (case.since.as_deref().and_then(parse), parse(&ctx.offer)) {
+        if stop.is_none() && offer < since {
+            stop = Some(Stop::NotApplicable(format!(
+                "the rule exists since protocol {}; this run offers {}",
+                case.since.as_deref().unwrap_or_default(),
+                ctx.offer
+            )));
+        }
+    }
     if let Some(probe) = &case.probe {
         stop = Some(Stop::Harness(format!("unknown probe {probe:?}")));
     }

@@ -121,6 +121,10 @@ struct CaseFile {
     /// A registered Rust probe instead of steps.
     #[serde(default)]
     probe: Option<String>,
+    /// The first protocol version the case's rule exists in: a run offering an older one
+    /// finds it not applicable.
+    #[serde(default)]
+    since: Option<String>,
     #[serde(default)]
     steps: Vec<Spanned<Step>>,
 }
@@ -160,6 +164,8 @@ pub struct Case {
     pub needs: Vec<String>,
     pub capabilities: Vec<String>,
     pub probe: Option<String>,
+    /// The first protocol version the rule exists in (`since` in the suite file).
+    pub since: Option<String>,
     pub steps: Vec<LocatedStep>,
 }
 
@@ -198,6 +204,15 @@ pub fn parse_suite(file: &str, text: &str) -> Result<Vec<Case>, SuiteError> {
                 message: format!("case {} has neither steps nor a probe", case.id),
             });
         }
+        if let Some(since) = &case.since {
+            if crate::checks::frame::parse_version(since).is_none() {
+                return Err(SuiteError::Parse {
+                    file: file.to_owned(),
+                    line,
+                    message: format!("case {}: since {since:?} is not MAJOR.MINOR.PATCH", case.id),
+                });
+            }
+        }
         let steps = case
             .steps
             .into_iter()
@@ -223,6 +238,7 @@ pub fn parse_suite(file: &str, text: &str) -> Result<Vec<Case>, SuiteError> {
             needs: case.needs,
             capabilities: case.capabilities,
             probe: case.probe,
+            since: case.since,
             steps,
         });
     }
