@@ -1,0 +1,391 @@
+//! Steps that wait for what the server sends: responses, echoes, action envelopes,
+//! notifications, silence and the connection's close.
+
+use super::*;
+
+impl Runner<'_> {
+    /// An awaited message arrived (its params are stored under `name`), or it did not.
+    pub(super) fn store_or_missing(
+        &mut self,
+        found: Option<Value>,
+        name: &Option<String>,
+        level: &Option<String>,
+        on: &Option<String>,
+        expected: String,
+        within: Duration,
+    ) -> StepResult {
+        match found {
+            Some(message) => {
+                if let Some(name) = name {
+                    self.vars.set(name, message["params"].clone());
+                }
+                Ok(())
+            }
+            None => self.broken(
+                level,
+                on,
+                expected,
+                format!("nothing within {} ms", within.as_millis()),
+            ),
+        }
+    }
+
+    /// Waits for a message on a connection; `None` on timeout or close.
+    pub(super) async fn wait_message(
+        &mut self,
+        on: &Option<String>,
+        within: Duration,
+        mut pred: impl FnMut(&Value) -> bool,
+    ) -> Result<Option<Value>, Stop> {
+        let conn = self.conn(on)?;
+        match conn
+            .link
+            .wait_for(
+                within,
+                |item| matches!(item, Incoming::Message(m) if pred(m)),
+            )
+            .await
+        {
+            Ok(Incoming::Message(message)) => Ok(Some(message)),
+            Ok(_)
+            | Err(TransportError::Timeout(_))
+            | Err(TransportError::Closed)
+            | Err(TransportError::Oversized) => Ok(None),
+            Err(error) => Err(Stop::Harness(error.to_string())),
+        }
+    }
+
+    pub(super) async fn expect_response(&mut self, s: &ExpectResponse) -> StepResult {
+        let on_name = Self::conn_name(&s.on);
+        let (conn_name, id) = match &s.to {
+            Some(to) => self
+                .requests
+                .get(to)
+                .cloned()
+                .ok_or_else(|| Stop::Harness(format!("{}: no request named {to}", self.at)))?,
+            None => (on_name.clone(), 0),
+        };
+        let literal_id = s.id.clone().unwrap_or(Value::Null);
+        let already = s.to.as_ref().and_then(|to| self.received.get(to).cloned());
+        let on = Some(conn_name.clone());
+        let timeout = self.ctx.timeout;
+        let conn = self.conn(&on)?;
+        let waited = if let Some(response) = already {
+            Ok(response)
+        } else if s.to.is_some() {
+            conn.link.response(id, timeout).await
+        } else {
+            conn.link
+                .wait_for(timeout, |item| matches!(item, Incoming::Message(m) if m.get("id") == Some(&literal_id) && m.get("method").is_none()))
+                .await
+                .and_then(|item| match item {
+                    Incoming::Message(m) => Ok(m),
+                    _ => Err(TransportError::Closed),
+                })
+        };
+        let what = s.to.clone().unwrap_or_else(|| match &s.id {
+            Some(id) => format!("the frame with id {id}"),
+            None => "the unparseable frame".into(),
+        });
+        let response = match waited {
+            Ok(response) => response,
+            Err(TransportError::Closed) | Err(TransportError::Oversized) if s.or_close => {
+                return Ok(())
+            }
+            Err(TransportError::Closed) => {
+                return self.broken(
+                    &s.level,
+                    &on,
+                    format!("a response to {what}"),
+                    "the connection closed".into(),
+                );
+            }
+            Err(TransportError::Timeout(t)) => {
+                return self.broken(
+                    &s.level,
+                    &on,
+                    format!("a response to {what}"),
+                    format!("nothing within {} ms", t.as_millis()),
+                );
+            }
+            Err(error) => return Err(Stop::Harness(error.to_string())),
+        };
+        if let Some(to) = &s.to {
+            self.vars.set(to, response.clone());
+        }
+        if let Some(name) = &s.name {
+            self.vars.set(name, response.clone());
+        }
+        let is_error = response.get("error").is_some();
+        if let Some(ok) = s.ok {
+            if ok && is_error {
+                return self.broken(
+                    &s.level,
+                    &on,
+                    format!("{what} succeeds"),
+                    format!("error {}", response["error"]),
+                );
+            }
+            if !ok && !is_error {
+                return self.broken(
+                    &s.level,
+                    &on,
+                    format!("{what} fails with an error"),
+                    format!(
+                        "success {}",
+                        crate::checks::frame::clip(&response.to_string())
+                    ),
+                );
+            }
+        }
+        if let Some(codes) = &s.codes {
+            let code = response["error"]["code"].as_i64();
+            if !code.is_some_and(|c| codes.contains(&c)) {
+                return self.broken(
+                    &s.level,
+                    &on,
+                    format!("error code in {codes:?}"),
+                    crate::checks::frame::clip(&response.to_string()),
+                );
+            }
+        }
+        let no_len = BTreeMap::new();
+        let no_bits = BTreeMap::new();
+        for (pointer, member) in &s.sorted_desc {
+            let keys: Vec<Value> = response
+                .pointer(pointer)
+                .and_then(Value::as_array)
+                .map(|items| {
+                    items
+                        .iter()
+                        .map(|item| {
+                            crate::checks::compare::instant(
+                                item.pointer(member).unwrap_or(&Value::Null),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            if !keys.windows(2).all(|w| sort_key(&w[0]) >= sort_key(&w[1])) {
+                return self.broken(
+                    &s.level,
+                    &on,
+                    format!("{pointer} sorted by {member}, newest first"),
+                    format!("order {}", Value::Array(keys)),
+                );
+            }
+        }
+        for (array, members) in &s.timestamps {
+            if let Some((at, value)) = crate::schema::first_non_timestamp(&response, array, members)
+            {
+                let expected = format!("{at} an ISO 8601 timestamp with a UTC offset");
+                return self.broken(&s.level, &on, expected, format!("{at} = {value}"));
+            }
+        }
+        let checks = DocChecks {
+            has: &s.has,
+            lacks: &s.lacks,
+            equals: &s.equals,
+            one_of: &s.one_of,
+            len: &no_len,
+            bits_set: &no_bits,
+            bits_clear: &no_bits,
+            at_most: &s.at_most,
+            contains: &s.contains,
+            excludes: &s.excludes,
+        };
+        self.judge_document(&response, &checks, &s.level, &on)
+    }
+
+    pub(super) async fn expect_echo(&mut self, s: &ExpectEcho) -> StepResult {
+        let (conn_name, seq) = self
+            .dispatches
+            .get(&s.of)
+            .cloned()
+            .ok_or_else(|| Stop::Harness(format!("{}: no dispatch named {}", self.at, s.of)))?;
+        let on = Some(conn_name.clone());
+        let conn = self.conn(&on)?;
+        let client_id = conn.checks.client_id.clone();
+        let dispatched = conn
+            .checks
+            .dispatched
+            .get(&seq)
+            .cloned()
+            .unwrap_or(Value::Null);
+        let timeout = if s.or_ignored && !s.accepted {
+            Duration::from_millis(300).min(self.ctx.timeout)
+        } else {
+            self.ctx.timeout
+        };
+        let echo = self
+            .wait_message(&on, timeout, |m| {
+                // The echo of this dispatch carries its action (a wrong clientSeq is
+                // DISPATCH-001's business, checked on every echo).
+                m["method"] == "action"
+                    && m["params"]["origin"]["clientId"] == client_id.as_str()
+                    && json_eq(&m["params"]["action"], &dispatched)
+            })
+            .await?;
+        let Some(echo) = echo else {
+            if s.or_ignored && !s.accepted {
+                return Ok(());
+            }
+            return self.broken(
+                &s.level,
+                &on,
+                format!("an echo of {} (clientSeq {seq})", s.of),
+                format!("nothing within {} ms", timeout.as_millis()),
+            );
+        };
+        if let Some(name) = &s.name {
+            self.vars.set(name, echo["params"].clone());
+        }
+        let reason = echo["params"]
+            .get("rejectionReason")
+            .filter(|r| !r.is_null());
+        match (s.accepted, reason) {
+            (true, Some(reason)) => self.broken(
+                &s.level,
+                &on,
+                format!("{} accepted", s.of),
+                format!("rejected: {reason}"),
+            ),
+            (false, None) => self.broken(
+                &s.level,
+                &on,
+                format!("{} rejected (echo with rejectionReason)", s.of),
+                "accepted (echo without rejectionReason)".into(),
+            ),
+            (false, Some(reason)) if reason.as_str().is_none_or(str::is_empty) => self.broken(
+                &s.level,
+                &on,
+                "a non-empty rejectionReason".into(),
+                format!("rejectionReason {reason}"),
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    pub(super) async fn expect_silence(&mut self, s: &ExpectSilence) -> StepResult {
+        let method = s.method.clone();
+        let channel = match &s.channel {
+            Some(c) => Some(self.subst_str(c)?),
+            None => None,
+        };
+        let kind = s.action_type.clone();
+        let matching = self.subst_matches(&s.matching)?;
+        let conn = self.conn(&s.on)?;
+        let responses = s.responses;
+        let pred = |m: &Value| {
+            (!responses || m.get("method").is_none())
+                && method.as_ref().is_none_or(|x| m["method"] == x.as_str())
+                && channel
+                    .as_ref()
+                    .is_none_or(|c| m["params"]["channel"] == c.as_str())
+                && kind
+                    .as_ref()
+                    .is_none_or(|k| m["params"]["action"]["type"] == k.as_str())
+                && matches_all(m, &matching)
+        };
+        let within = Duration::from_millis(s.for_ms);
+        let waited = if s.fresh {
+            conn.link
+                .wait_for_new(within, |i| matches!(i, Incoming::Message(m) if pred(m)))
+                .await
+        } else {
+            conn.link
+                .wait_for(within, |i| matches!(i, Incoming::Message(m) if pred(m)))
+                .await
+        };
+        match waited {
+            Ok(Incoming::Message(message)) => self.broken(
+                &s.level,
+                &s.on,
+                format!("nothing matching for {} ms", s.for_ms),
+                crate::checks::frame::clip(&message.to_string()),
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    pub(super) async fn expect_action(&mut self, s: &ExpectAction) -> StepResult {
+        let channel = self.subst_str(&s.channel)?;
+        let matching = self.subst_matches(&s.matching)?;
+        let kind = s.action_type.clone();
+        let within = s.within_ms.map_or(self.ctx.timeout, Duration::from_millis);
+        let next = s.next;
+        let found = self
+            .wait_message(&s.on, within, |m| {
+                m["method"] == "action"
+                    && m["params"]["channel"] == channel.as_str()
+                    && m["params"]["action"]["type"] == kind.as_str()
+                    && (next || matches_all(&m["params"], &matching))
+            })
+            .await?;
+        match found {
+            Some(message) if next && !matches_all(&message["params"], &matching) => self.broken(
+                &s.level,
+                &s.on,
+                format!("the next {kind} on {channel}{}", describe(&matching)),
+                crate::checks::frame::clip(&message["params"].to_string()),
+            ),
+            found => self.store_or_missing(
+                found,
+                &s.name,
+                &s.level,
+                &s.on,
+                format!("a {kind} action on {channel}{}", describe(&matching)),
+                within,
+            ),
+        }
+    }
+
+    pub(super) async fn expect_notification(&mut self, s: &ExpectNotification) -> StepResult {
+        let matching = self.subst_matches(&s.matching)?;
+        let method = s.method.clone();
+        let within = s.within_ms.map_or(self.ctx.timeout, Duration::from_millis);
+        let found = self
+            .wait_message(&s.on, within, |m| {
+                m["method"] == method.as_str()
+                    && m.get("id").is_some() == s.request
+                    && matches_all(&m["params"], &matching)
+            })
+            .await?;
+        self.store_or_missing(
+            found,
+            &s.name,
+            &s.level,
+            &s.on,
+            format!("a {method} notification{}", describe(&matching)),
+            within,
+        )
+    }
+
+    pub(super) async fn expect_closed(&mut self, s: &ExpectClosed) -> StepResult {
+        let within = s.within_ms.map_or(self.ctx.timeout, Duration::from_millis);
+        let conn = self.conn(&s.on)?;
+        let closed = if conn.link.is_closed() {
+            true
+        } else {
+            match conn
+                .link
+                .wait_for(within, |i| matches!(i, Incoming::Closed { .. }))
+                .await
+            {
+                Ok(_) | Err(TransportError::Closed) | Err(TransportError::Oversized) => true,
+                Err(TransportError::Timeout(_)) => false,
+                Err(error) => return Err(Stop::Harness(error.to_string())),
+            }
+        };
+        if closed {
+            Ok(())
+        } else {
+            self.broken(
+                &s.level,
+                &s.on,
+                "the server closes the connection".into(),
+                format!("still open after {} ms", within.as_millis()),
+            )
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! How a case ends: a broken expectation at the case's level, a prerequisite another rule
+//! failed (the case is blocked), a harness-side transport failure, and the case result.
+
+use super::*;
+
+impl Runner<'_> {
+    /// A failed expectation: stops the case at its own level, or is recorded at a lower
+    /// step level and the case goes on.
+    pub(super) fn broken(
+        &mut self,
+        level: &Option<String>,
+        on: &Option<String>,
+        expected: String,
+        actual: String,
+    ) -> StepResult {
+        let step_level = match level.as_deref() {
+            Some("SHOULD") => Level::Should,
+            Some("MAY") => Level::May,
+            _ => self.level(),
+        };
+        let name = Self::conn_name(on);
+        let context = self
+            .conns
+            .get(&name)
+            .map(|conn| context_frames(conn, conn.link.transcript().frames.len()))
+            .unwrap_or_default();
+        if let Some(rule) = self.relies_on.clone() {
+            if rule != crate::suite::rule_of(&self.case.info.id) {
+                return Err(self.prerequisite(&rule, on, expected, actual));
+            }
+        }
+        let finding = Finding {
+            rule: self.case.info.id.clone(),
+            verdict: step_level.broken(),
+            expected,
+            actual,
+            step: Some(self.at.clone()),
+            context,
+        };
+        if level.is_some() && step_level > self.level() {
+            self.findings.push(finding);
+            Ok(())
+        } else {
+            Err(Stop::Broken(Box::new(finding)))
+        }
+    }
+
+    /// A step that rests on `rule` (or on the step's own `relies_on`, which takes
+    /// precedence) failed because of the server. When that rule is the case's own, this is
+    /// the case's failure; otherwise the case is blocked by it.
+    pub(super) fn prerequisite(
+        &self,
+        rule: &str,
+        on: &Option<String>,
+        expected: String,
+        actual: String,
+    ) -> Stop {
+        let rule = self.relies_on.as_deref().unwrap_or(rule);
+        let context = self
+            .conns
+            .get(&Self::conn_name(on))
+            .map(|conn| context_frames(conn, conn.link.transcript().frames.len()))
+            .unwrap_or_default();
+        let own = rule == crate::suite::rule_of(&self.case.info.id);
+        let finding = Finding {
+            rule: if own {
+                self.case.info.id.clone()
+            } else {
+                rule.to_owned()
+            },
+            verdict: if own {
+                self.level().broken()
+            } else {
+                self.ctx.rule_level(rule).broken()
+            },
+            expected,
+            actual,
+            step: Some(self.at.clone()),
+            context,
+        };
+        if own {
+            Stop::Broken(Box::new(finding))
+        } else {
+            Stop::Prerequisite(Box::new(finding))
+        }
+    }
+
+    /// A request a step relies on got no response. Silence and a closed connection are the
+    /// server's doing (the rule's failure); a message over the harness's size limit is the
+    /// harness's (AHP sets no limit), and so is a connection or TLS failure.
+    pub(super) fn transport_failure(
+        &self,
+        error: TransportError,
+        rule: &str,
+        on: &Option<String>,
+        expected: String,
+    ) -> Stop {
+        match error {
+            TransportError::Timeout(_) | TransportError::Closed | TransportError::WebSocket(_) => {
+                self.prerequisite(rule, on, expected, error.to_string())
+            }
+            TransportError::Oversized
+            | TransportError::Connect { .. }
+            | TransportError::Tls(_)
+            | TransportError::CaCertificate { .. } => {
+                Stop::Harness(format!("{}: {expected}: {error}", self.at))
+            }
+        }
+    }
+
+    pub(super) fn finish(self, stop: Option<Stop>) -> CaseOutcome {
+        let mut counts = self.counts.clone();
+        let mut skipped = self.skipped.clone();
+        for conn in self.conns.values() {
+            skipped.merge(conn.checks.checker.skips());
+            for (rule, n) in conn.checks.checker.counts() {
+                *counts.entry(rule).or_insert(0) += n;
+            }
+            *counts.entry("TURN-003").or_insert(0) += conn.checks.mirror.deltas_checked;
+            *counts.entry("TURN-005").or_insert(0) += conn.checks.mirror.parts_checked;
+            *counts.entry("TURN-004").or_insert(0) += conn.checks.mirror.turn_ids_checked;
+            *counts.entry("PENDING-003").or_insert(0) += conn.checks.mirror.queue_consumptions;
+            for (rule, n) in &conn.checks.invariant_counts {
+                *counts.entry(rule).or_insert(0) += n;
+            }
+        }
+        let harness: Vec<String> = self
+            .conns
+            .values()
+            .flat_map(|c| c.checks.harness_errors.clone())
+            .collect();
+        let mut findings = self.findings;
+        let mut blocked_by = None;
+        let mut prerequisite = None;
+        let (mut verdict, mut summary) = match stop {
+            None => (
+                Verdict::Pass,
+                format!("{} steps passed", self.case.steps.len()),
+            ),
+            Some(Stop::Broken(finding)) => {
+                let finding = *finding;
+                let summary = format!("expected {}; got {}", finding.expected, finding.actual);
+                let verdict = finding.verdict;
+                findings.push(finding);
+                (verdict, summary)
+            }
+            Some(Stop::Prerequisite(finding)) => {
+                let finding = *finding;
+                let summary = format!(
+                    "Blocked by {}: expected {}; got {}",
+                    finding.rule, finding.expected, finding.actual
+                );
+                blocked_by = Some(finding.rule.clone());
+                prerequisite = Some(finding.clone());
+                findings.push(finding);
+                (Verdict::Blocked, summary)
+            }
+            Some(Stop::NotTestable(why)) => (Verdict::NotTestable, format!("Not testable: {why}")),
+            Some(Stop::NotApplicable(why)) => (Verdict::NotApplicable, why),
+            Some(Stop::Harness(why)) => (Verdict::HarnessError, why),
+        };
+        // A blocked case's own findings are recorded, but its verdict stays "blocked": the
+        // prerequisite's failure is reported on that rule's row.
+        for finding in findings
+            .iter()
+            .filter(|f| blocked_by.as_ref() != Some(&f.rule))
+        {
+            verdict = verdict.worst(finding.verdict);
+        }
+        if verdict == Verdict::Pass && !findings.is_empty() {
+            summary = format!("{} (with notes)", summary);
+        }
+        if let Some(first) = harness.first() {
+            if matches!(verdict, Verdict::Pass) {
+                verdict = Verdict::HarnessError;
+                summary = first.clone();
+            }
+        }
+        let mut transcript: Vec<ReportedFrame> = self
+            .conns
+            .values()
+            .flat_map(|conn| conn.reported_all())
+            .collect();
+        transcript.sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
+        let elapsed = self.started.elapsed();
+        let result = CaseResult {
+            info: self.case.info.clone(),
+            verdict,
+            summary,
+            findings,
+            blocked_by: if verdict == Verdict::Blocked {
+                blocked_by
+            } else {
+                None
+            },
+            protocol_version: None,
+            transcript,
+            duration_ms: elapsed.as_secs_f64() * 1000.0,
+            rerun: self.ctx.rerun.clone(),
+        };
+        CaseOutcome {
+            result,
+            always_on: self.always_on,
+            counts,
+            prerequisite,
+            skipped,
+        }
+    }
+}
+
+/// The rule a case proves (its ID without the `/slug`).
+pub(super) fn own_rule(case: &Case) -> &str {
+    crate::suite::rule_of(&case.info.id)
+}

@@ -1,0 +1,237 @@
+//! Steps that send: connecting and initialising, requests, notifications, raw and binary
+//! frames, dispatches, and resuming with `reconnect`.
+
+use super::*;
+
+impl Runner<'_> {
+    pub(super) async fn open(&mut self, name: &str) -> Result<(), Stop> {
+        if self.conns.contains_key(name) {
+            return Ok(());
+        }
+        let link = Connection::connect(&self.ctx.url, self.ctx.timeout)
+            .await
+            .map_err(|e| Stop::Harness(format!("{}: {e}", self.at)))?;
+        self.next_client += 1;
+        let client_id = format!("ahpspec-{}-{name}", self.ctx.token);
+        self.vars.set(&format!("{name}.clientId"), json!(client_id));
+        self.conns
+            .insert(name.to_owned(), Conn::new(name, &client_id, link));
+        Ok(())
+    }
+
+    pub(super) async fn dispatch(
+        &mut self,
+        on: &Option<String>,
+        channel: &str,
+        action: Value,
+        invalid: bool,
+    ) -> Result<i64, Stop> {
+        let conn = self.conn(on)?;
+        if invalid {
+            conn.checks
+                .intended_invalid
+                .push(conn.link.transcript().frames.len());
+        }
+        conn.dispatch(channel, &action)
+            .await
+            .map_err(|e| Stop::Harness(e.to_string()))
+    }
+
+    pub(super) async fn initialize(&mut self, s: &Initialize) -> StepResult {
+        let name = Self::conn_name(&s.on);
+        self.open(&name).await?;
+        let versions = s
+            .versions
+            .clone()
+            .unwrap_or_else(|| vec![self.ctx.offer.clone()]);
+        let subscriptions = s
+            .subscriptions
+            .clone()
+            .unwrap_or_else(|| vec![ROOT.to_owned()]);
+        let subscriptions: Vec<String> = subscriptions
+            .iter()
+            .map(|u| self.subst_str(u))
+            .collect::<Result<_, _>>()?;
+        let client_id = match &s.client_id {
+            Some(id) => {
+                let id = self.subst_str(id)?;
+                self.vars.set(&format!("{name}.clientId"), json!(id));
+                id
+            }
+            None => self
+                .conns
+                .get(&name)
+                .map(|c| c.checks.client_id.clone())
+                .unwrap_or_default(),
+        };
+        let conn = self.conn(&s.on)?;
+        conn.checks.client_id = client_id.clone();
+        let params = json!({ "channel": ROOT, "protocolVersions": versions, "clientId": client_id,
+                             "clientInfo": { "name": "ahpspec", "version": env!("CARGO_PKG_VERSION") },
+                             "initialSubscriptions": subscriptions });
+        let id = conn
+            .link
+            .send_request("initialize", params)
+            .await
+            .map_err(|e| Stop::Harness(e.to_string()))?;
+        let key = s.name.clone().unwrap_or_else(|| format!("{name}.init"));
+        self.requests.insert(key.clone(), (name.clone(), id));
+        if s.send_only {
+            return Ok(());
+        }
+        let timeout = self.ctx.timeout;
+        let response = self.conn(&s.on)?.link.response(id, timeout).await;
+        match response {
+            Ok(response) if response.get("result").is_some() => {
+                self.vars.set(&key, response.clone());
+                self.received.insert(key, response);
+                Ok(())
+            }
+            Ok(response) if s.refused_means_not_applicable => Err(Stop::NotApplicable(format!(
+                "the server does not accept {versions:?}: {}",
+                crate::checks::frame::clip(&response["error"].to_string())
+            ))),
+            // A case that chooses the versions it offers is about version negotiation: a
+            // refusal is its own failure. With the default offer, every case relies on
+            // INIT-001 (an initialize result for 1.0.0).
+            Ok(response) => Err(self.prerequisite(
+                if s.versions.is_some() {
+                    own_rule(self.case)
+                } else {
+                    "INIT-001"
+                },
+                &s.on,
+                format!("an initialize result for {versions:?}"),
+                crate::checks::frame::clip(&response.to_string()),
+            )),
+            Err(error) => Err(self.transport_failure(
+                error,
+                if s.versions.is_some() {
+                    own_rule(self.case)
+                } else {
+                    "INIT-001"
+                },
+                &s.on,
+                format!("a response to initialize offering {versions:?}"),
+            )),
+        }
+    }
+
+    pub(super) async fn reconnect(&mut self, s: &Reconnect) -> StepResult {
+        let name = Self::conn_name(&s.on);
+        let mut old = self
+            .conns
+            .remove(&name)
+            .ok_or_else(|| Stop::Harness(format!("{}: no connection {name} to resume", self.at)))?;
+        old.link.close().await;
+        for located in old.process(&self.ctx.schemas) {
+            let context = context_frames(&old, located.frame + 1);
+            self.always_on.push((located, context));
+        }
+        let last_seen = match &s.last_seen {
+            Some(value) => self.subst(value)?,
+            None => json!(old.checks.checker.highest_seq()),
+        };
+        let subscriptions: Vec<String> = s
+            .subscriptions
+            .iter()
+            .map(|u| self.subst_str(u))
+            .collect::<Result<_, _>>()?;
+        let link = Connection::connect(&self.ctx.url, self.ctx.timeout)
+            .await
+            .map_err(|e| Stop::Harness(format!("{}: {e}", self.at)))?;
+        let mut conn = Conn::resuming(&old, link);
+        let params = json!({ "channel": ROOT, "clientId": old.checks.client_id, "lastSeenServerSeq": last_seen,
+                             "subscriptions": subscriptions });
+        let id = conn
+            .link
+            .send_request("reconnect", params)
+            .await
+            .map_err(|e| Stop::Harness(e.to_string()))?;
+        // Keep the old transcript in the case's report under its own name.
+        self.conns
+            .insert(format!("{name}~{}", self.conns.len()), old);
+        self.conns.insert(name.clone(), conn);
+        self.requests.insert(s.name.clone(), (name, id));
+        Ok(())
+    }
+
+    pub(super) async fn send_request(&mut self, s: &Request) -> StepResult {
+        let params = match &s.params {
+            Some(p) => Some(self.subst(p)?),
+            None => None,
+        };
+        let conn = self.conn(&s.on)?;
+        let id = conn.link.next_id();
+        let mut message = json!({ "jsonrpc": "2.0", "id": id, "method": s.method });
+        if let Some(params) = params {
+            message["params"] = params;
+        }
+        if s.intent.is_some() {
+            conn.checks
+                .intended_invalid
+                .push(conn.link.transcript().frames.len());
+        }
+        conn.link
+            .send_json(&message)
+            .await
+            .map_err(|e| Stop::Harness(e.to_string()))?;
+        let name = s.name.clone().unwrap_or_else(|| s.method.clone());
+        self.requests.insert(name, (Self::conn_name(&s.on), id));
+        Ok(())
+    }
+
+    pub(super) async fn send_notify(&mut self, s: &Notify) -> StepResult {
+        let params = match &s.params {
+            Some(p) => self.subst(p)?,
+            None => Value::Null,
+        };
+        let conn = self.conn(&s.on)?;
+        if s.intent.is_some() {
+            conn.checks
+                .intended_invalid
+                .push(conn.link.transcript().frames.len());
+        }
+        let mut message = json!({ "jsonrpc": "2.0", "method": s.method });
+        if !params.is_null() {
+            message["params"] = params;
+        }
+        conn.link
+            .send_json(&message)
+            .await
+            .map_err(|e| Stop::Harness(e.to_string()))
+    }
+
+    pub(super) async fn send_raw(&mut self, s: &Raw) -> StepResult {
+        let text = self.subst_str(&s.text)?;
+        let conn = self.conn(&s.on)?;
+        conn.checks
+            .intended_invalid
+            .push(conn.link.transcript().frames.len());
+        conn.link
+            .send_raw(&text)
+            .await
+            .map_err(|e| Stop::Harness(e.to_string()))
+    }
+
+    pub(super) async fn send_binary(&mut self, s: &Binary) -> StepResult {
+        let conn = self.conn(&s.on)?;
+        conn.link
+            .send_binary(vec![0u8; s.bytes])
+            .await
+            .map_err(|e| Stop::Harness(e.to_string()))
+    }
+
+    pub(super) async fn send_dispatch(&mut self, s: &Dispatch) -> StepResult {
+        let channel = self.subst_str(&s.channel)?;
+        let action = self.subst(&s.action)?;
+        let name = s.name.clone();
+        let seq = self
+            .dispatch(&s.on, &channel, action, s.intent.is_some())
+            .await?;
+        if let Some(name) = name {
+            self.dispatches.insert(name, (Self::conn_name(&s.on), seq));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,202 @@
+//! Steps that set the scene: a ready session with its default chat, a turn driven by a
+//! target-profile behaviour, and checkpoints (mirrors against fresh snapshots).
+
+use super::*;
+
+impl Runner<'_> {
+    pub(super) async fn make_session(&mut self, s: &MakeSession) -> StepResult {
+        let uri = format!("ahp-session:/{}-{}", self.ctx.token, s.name);
+        let mut params = json!({ "channel": uri });
+        if let Some(provider) = s
+            .provider
+            .clone()
+            .or_else(|| self.ctx.profile.provider.clone())
+        {
+            params["provider"] = json!(provider);
+        }
+        if let Some(dirs) = &s.working_directories {
+            params["workingDirectories"] = self.subst(&json!(dirs))?;
+        }
+        let timeout = self.ctx.timeout;
+        let conn = self.conn(&s.on)?;
+        let created = conn.link.request("createSession", params, timeout).await;
+        // After createSession the session exists (creating, ready or failed): LIFECYCLE-002.
+        match created {
+            Ok(created) if created.get("error").is_none() => {}
+            Ok(created) => {
+                return Err(self.prerequisite(
+                    "LIFECYCLE-002",
+                    &s.on,
+                    format!("createSession {uri} succeeds"),
+                    crate::checks::frame::clip(&created.to_string()),
+                ))
+            }
+            Err(error) => {
+                return Err(self.transport_failure(
+                    error,
+                    "LIFECYCLE-002",
+                    &s.on,
+                    format!("a response to createSession {uri}"),
+                ))
+            }
+        }
+        let snapshot = self.subscribe_state(&s.on, &uri).await?;
+        let mut state = snapshot
+            .pointer("/result/snapshot/state")
+            .cloned()
+            .unwrap_or(Value::Null);
+        if s.wait_ready.unwrap_or(true) && state["lifecycle"] != "ready" {
+            let uri_for = uri.clone();
+            let found = self
+                .wait_message(&s.on, timeout, |m| {
+                    m["method"] == "action"
+                        && m["params"]["channel"] == uri_for.as_str()
+                        && (m["params"]["action"]["type"] == "session/ready"
+                            || m["params"]["action"]["type"] == "session/creationFailed")
+                })
+                .await?;
+            match found {
+                Some(m) if m["params"]["action"]["type"] == "session/ready" => {}
+                // A provider the target profile names (or the server's first agent) that
+                // cannot create sessions leaves nothing to test; LIFECYCLE-003 is the rule a
+                // session's creation ends by.
+                Some(m) => {
+                    return Err(self.prerequisite(
+                        "LIFECYCLE-003",
+                        &s.on,
+                        format!("session/ready for {uri} (the target profile's provider)"),
+                        format!(
+                            "session/creationFailed {}",
+                            crate::checks::frame::clip(&m["params"]["action"]["error"].to_string())
+                        ),
+                    ))
+                }
+                None => {
+                    return Err(self.prerequisite(
+                        "LIFECYCLE-003",
+                        &s.on,
+                        format!("session/ready or session/creationFailed for {uri}"),
+                        format!("neither within {} ms", timeout.as_millis()),
+                    ))
+                }
+            }
+            state = self
+                .subscribe_state(&s.on, &uri)
+                .await?
+                .pointer("/result/snapshot/state")
+                .cloned()
+                .unwrap_or(Value::Null);
+        }
+        let chat = state["defaultChat"]
+            .as_str()
+            .or_else(|| state["chats"][0]["resource"].as_str())
+            .map(str::to_owned);
+        self.vars.set(&s.name, json!(uri));
+        if let Some(chat) = chat {
+            self.subscribe_state(&s.on, &chat).await?;
+            self.vars.set(&format!("{}.chat", s.name), json!(chat));
+        }
+        Ok(())
+    }
+
+    pub(super) async fn start_turn(&mut self, s: &StartTurn) -> StepResult {
+        let behaviour = s.behaviour.clone().unwrap_or_else(|| "echo".to_owned());
+        let Some(text) = self.ctx.profile.behaviour(&behaviour).map(str::to_owned) else {
+            return Err(Stop::NotTestable(format!(
+                "the target profile has no trigger for behaviour {behaviour:?}"
+            )));
+        };
+        let chat = self.subst_str(&s.chat)?;
+        let turn_id = s.id.clone().unwrap_or_else(|| "t1".to_owned());
+        let message = json!({ "text": text, "origin": { "kind": "user" } });
+        let action = match &s.pending {
+            Some(kind) => json!({ "type": "chat/pendingMessageSet", "kind": kind,
+                                  "id": s.message_id.clone().unwrap_or_else(|| turn_id.clone()), "message": message }),
+            None => {
+                json!({ "type": "chat/turnStarted", "turnId": turn_id, "startedAt": crate::engine::vars::now_iso(), "message": message })
+            }
+        };
+        let seq = self.dispatch(&s.on, &chat, action, false).await?;
+        self.dispatches.insert(
+            s.name.clone().unwrap_or_else(|| turn_id.clone()),
+            (Self::conn_name(&s.on), seq),
+        );
+        if s.wait_end {
+            let within = self.ctx.timeout * 4;
+            let ended = self
+                .wait_message(&s.on, within, |m| {
+                    m["method"] == "action"
+                        && m["params"]["channel"] == chat.as_str()
+                        && m["params"]["action"]["turnId"] == turn_id.as_str()
+                        && matches!(
+                            m["params"]["action"]["type"].as_str(),
+                            Some("chat/turnComplete" | "chat/turnCancelled" | "chat/error")
+                        )
+                })
+                .await?;
+            if ended.is_none() {
+                // Every started turn ends (TURN-002); a case that waits for one relies on it.
+                return Err(self.prerequisite(
+                    "TURN-002",
+                    &s.on,
+                    format!("turn {turn_id} ends"),
+                    format!("no end within {} ms", within.as_millis()),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Compares every mirror with a fresh snapshot from a separate observer connection,
+    /// and every session catalog with its chats.
+    pub(super) async fn checkpoint(&mut self, s: &Checkpoint) -> StepResult {
+        // Let in-flight frames land first.
+        for conn in self.conns.values_mut() {
+            if !conn.link.is_closed() {
+                conn.link.drain(Duration::from_millis(20)).await;
+            }
+        }
+        self.process_all();
+        let channels: Vec<String> = match &s.channels {
+            Some(list) => list
+                .iter()
+                .map(|c| self.subst_str(c))
+                .collect::<Result<_, _>>()?,
+            None => crate::engine::checkpoint::mirrored_channels(self.conns.values()),
+        };
+        let mut conns: Vec<&mut Conn> = self.conns.values_mut().collect();
+        let client_id = format!("ahpspec-{}-observer", self.ctx.token);
+        let checked = crate::engine::checkpoint::compare_once(
+            &mut conns,
+            channels,
+            &self.ctx.url,
+            self.ctx.timeout,
+            &client_id,
+            &self.ctx.offer,
+        )
+        .await
+        .map_err(Stop::Harness)?;
+        *self.counts.entry("INV-FOLD-1").or_insert(0) += checked.folds;
+        self.skipped.merge(&checked.skipped);
+        *self.counts.entry("CHAT-003").or_insert(0) += checked.catalog_entries;
+        for (rule, n) in checked.invariant_counts {
+            *self.counts.entry(rule).or_insert(0) += n;
+        }
+        for (name, violation) in checked.violations {
+            let context = self
+                .conns
+                .get(&name)
+                .map(|c| context_frames(c, c.link.transcript().frames.len()))
+                .unwrap_or_default();
+            self.always_on.push((
+                Located {
+                    violation,
+                    conn: name,
+                    frame: 0,
+                },
+                context,
+            ));
+        }
+        Ok(())
+    }
+}
