@@ -65,6 +65,18 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::SteeringConsumedIdle => {
             rules.extend(["PENDING-001".to_owned(), "DISPATCH-008".to_owned()])
         }
+        // A snapshot whose only request reads resolved contradicts its InputNeeded status
+        // (STATUS-003), and the fold, which keeps it open, differs at checkpoints.
+        Fault::InputShownResolved => {
+            rules.extend(["STATUS-003".to_owned(), "INV-FOLD-1".to_owned()])
+        }
+        // PENDING-003 and PENDING-004 also want the second step to name the message.
+        Fault::QueuedTurnUnreferenced => {
+            rules.extend(["PENDING-003".to_owned(), "PENDING-004".to_owned()])
+        }
+        // A defaultChat naming the disposed chat names a chat not in chats, which
+        // SESSION-003's after-dispose case checks.
+        Fault::DefaultChatRestored => rules.extend(["SESSION-003".to_owned()]),
         // SESSION-001 and SESSION-004 are parts of INV-SESSION-1 seen by a case (chats
         // listed once, the default chat not movable): breaking one breaks both.
         Fault::NewestChatListedTwice | Fault::DefaultChatMovable => {
@@ -357,6 +369,8 @@ fault_tests! {
     default_chat_movable => DefaultChatMovable,
     newest_chat_listed_twice => NewestChatListedTwice,
     input_needed_without_in_progress => InputNeededWithoutInProgress,
+    input_shown_resolved => InputShownResolved,
+    queued_turn_unreferenced => QueuedTurnUnreferenced,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

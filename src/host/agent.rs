@@ -84,10 +84,15 @@ impl World {
     pub fn start_host_turn(&mut self, chat: &str, message: Value, queued_message_id: &str) {
         let turn_id = self.fresh_id("turn-");
         let text = message["text"].as_str().unwrap_or_default().to_owned();
-        let action = json!({
+        let mut action = json!({
             "type": "chat/turnStarted", "turnId": turn_id, "startedAt": now_iso(),
             "message": message, "queuedMessageId": queued_message_id,
         });
+        if self.fault(Fault::QueuedTurnUnreferenced) {
+            if let Some(turn) = action.as_object_mut() {
+                turn.remove("queuedMessageId");
+            }
+        }
         if self.emit_chat(chat, action).is_some() {
             self.run_message(chat, &turn_id, &text, None);
         }

@@ -6,12 +6,51 @@ use ahp_types::state::ResponsePart;
 use serde_json::{json, Value};
 
 use super::faults::Fault;
-use super::world::{to_value, World};
+use super::world::{to_value, ChannelKind, ConnId, World};
 
 /// The IsRead status flag.
 const IS_READ: u32 = 32;
 
 impl World {
+    /// The side effects the active fault adds to an accepted client action on `channel`
+    /// (`before`: the chat's state before it, as JSON), run before the correct ones.
+    pub(super) fn break_after_accept(
+        &mut self,
+        channel: &str,
+        type_name: &str,
+        action: &Value,
+        before: Option<&Value>,
+    ) {
+        match type_name {
+            "chat/turnStarted" if self.fault(Fault::TurnKeepsRead) => {
+                self.restore_read_flag(channel, before);
+            }
+            "chat/pendingMessageSet"
+                if action["kind"] == "queued" && self.fault(Fault::QueuedIdleNotRemoved) =>
+            {
+                self.consume_queue_unannounced(channel);
+            }
+            "chat/pendingMessageSet"
+                if action["kind"] == "steering" && self.fault(Fault::SteeringConsumedIdle) =>
+            {
+                self.consume_idle_steering(channel);
+            }
+            "chat/inputCompleted" if self.fault(Fault::InputAnswersDropped) => {
+                self.drop_final_answers(channel, action);
+            }
+            "chat/queuedMessagesReordered" if self.fault(Fault::ReorderDrops) => {
+                self.drop_unordered_queued(channel, action);
+            }
+            "chat/inputAnswerChanged" if self.fault(Fault::DraftsOverwritten) => {
+                self.clear_other_answers(channel, action);
+            }
+            "session/isArchivedChanged" if self.fault(Fault::ArchiveMarksRead) => {
+                self.mark_archived_read(channel, action);
+            }
+            _ => {}
+        }
+    }
+
     /// Resolves every open input request of the chat's active turn with `cancel`, as a
     /// host that cleans requests up before a turn ends would (INPUT-005 wants them left
     /// unanswered in the ended turn).
@@ -156,6 +195,17 @@ impl World {
                 .is_some_and(|id| *id != action["id"])
     }
 
+    /// Whether the fault refuses a dispatch from `conn` to the chat `channel` because the
+    /// connection is not subscribed to it.
+    pub(super) fn rejects_unsubscribed(&self, conn: ConnId, channel: &str) -> bool {
+        self.fault(Fault::UnsubscribedDispatchRejected)
+            && self.channel_kind(channel) == Some(ChannelKind::Chat)
+            && self
+                .conns
+                .get(&conn)
+                .is_some_and(|c| !c.subscriptions.contains(channel))
+    }
+
     /// Whether another client than `client_id` is active in the session (the fault then
     /// refuses a second active client).
     pub(super) fn other_client_active(&self, session: &str, client_id: &str) -> bool {
@@ -245,13 +295,25 @@ impl World {
             })
     }
 
-    /// Drops the InProgress bit from an InputNeeded chat snapshot's status.
+    /// Breaks the status and open input requests of a chat snapshot as the active fault
+    /// says.
     pub(super) fn break_chat_status(&self, state: &mut Value) {
-        if !self.fault(Fault::InputNeededWithoutInProgress) {
-            return;
+        if self.fault(Fault::InputNeededWithoutInProgress) {
+            if let Some(status) = state["status"].as_u64().filter(|s| s & 31 == 24) {
+                state["status"] = json!(status & !8);
+            }
         }
-        if let Some(status) = state["status"].as_u64().filter(|s| s & 31 == 24) {
-            state["status"] = json!(status & !8);
+        if self.fault(Fault::InputShownResolved) {
+            let parts = state
+                .get_mut("activeTurn")
+                .and_then(|turn| turn.get_mut("responseParts"))
+                .and_then(Value::as_array_mut);
+            for part in parts.into_iter().flatten() {
+                if part["kind"] == "inputRequest" && part.get("response").is_none_or(Value::is_null)
+                {
+                    part["response"] = json!("decline");
+                }
+            }
         }
     }
 }

@@ -48,13 +48,7 @@ impl World {
             }
             return;
         };
-        let unsubscribed = kind == ChannelKind::Chat
-            && self.fault(Fault::UnsubscribedDispatchRejected)
-            && self
-                .conns
-                .get(&conn)
-                .is_some_and(|c| !c.subscriptions.contains(channel));
-        let checked = if unsubscribed {
+        let checked = if self.rejects_unsubscribed(conn, channel) {
             Err("subscribe to the chat before dispatching to it".into())
         } else {
             self.check_dispatch(kind, channel, action, &client_id)
@@ -432,13 +426,11 @@ impl World {
         before: Option<&Value>,
         client_id: &str,
     ) {
+        self.break_after_accept(chat, type_name, action, before);
         match type_name {
             "chat/turnStarted" => {
                 let turn_id = action["turnId"].as_str().unwrap_or_default();
                 let text = action["message"]["text"].as_str().unwrap_or_default();
-                if self.fault(Fault::TurnKeepsRead) {
-                    self.restore_read_flag(chat, before);
-                }
                 self.run_message(chat, turn_id, text, Some(client_id.to_owned()));
             }
             "chat/turnCancelled" => {
@@ -493,25 +485,7 @@ impl World {
                 if self.fault(Fault::QueuedUpdateAppends) {
                     self.append_duplicate_queued(chat, before, action);
                 }
-                if self.fault(Fault::QueuedIdleNotRemoved) {
-                    self.consume_queue_unannounced(chat);
-                }
                 self.consume_queue(chat);
-            }
-            "chat/inputCompleted" if self.fault(Fault::InputAnswersDropped) => {
-                self.drop_final_answers(chat, action);
-            }
-            "chat/queuedMessagesReordered" if self.fault(Fault::ReorderDrops) => {
-                self.drop_unordered_queued(chat, action);
-            }
-            "chat/pendingMessageSet" if self.fault(Fault::SteeringConsumedIdle) => {
-                self.consume_idle_steering(chat);
-            }
-            "chat/inputAnswerChanged" if self.fault(Fault::DraftsOverwritten) => {
-                self.clear_other_answers(chat, action);
-            }
-            "session/isArchivedChanged" if self.fault(Fault::ArchiveMarksRead) => {
-                self.mark_archived_read(chat, action);
             }
             _ => {}
         }
