@@ -58,6 +58,42 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::BadTimestamp => rules.extend(["INV-SCHEMA-1".to_owned()]),
         // ROOT-003 waits for the second page, which never comes.
         Fault::UnansweredRequest => rules.extend(["ROOT-003".to_owned()]),
+        // Issue 12, session, status, pending and input (faults-c).
+        // The accepted echo repeats the ill-kinded answer, which the schema rejects.
+        Fault::AnswerWithoutValue => rules.extend(["INV-SCHEMA-1".to_owned()]),
+        // SESSION-009 reads the session's status while its entry is open too.
+        Fault::SessionNotInputNeeded => rules.extend(["SESSION-009".to_owned()]),
+        // PENDING-001 and DISPATCH-008 read a steering message set on an idle chat back.
+        Fault::SteeringConsumedIdle => {
+            rules.extend(["PENDING-001".to_owned(), "DISPATCH-008".to_owned()])
+        }
+        // A snapshot whose only request reads resolved contradicts its InputNeeded status
+        // (STATUS-003), and the fold, which keeps it open, differs at checkpoints.
+        Fault::InputShownResolved => {
+            rules.extend(["STATUS-003".to_owned(), "INV-FOLD-1".to_owned()])
+        }
+        // PENDING-003 and PENDING-004 also want the second step to name the message.
+        Fault::QueuedTurnUnreferenced => {
+            rules.extend(["PENDING-003".to_owned(), "PENDING-004".to_owned()])
+        }
+        // A defaultChat naming the disposed chat names a chat not in chats, which
+        // SESSION-003's after-dispose case checks.
+        Fault::DefaultChatRestored => rules.extend(["SESSION-003".to_owned()]),
+        // SESSION-001 and SESSION-004 are parts of INV-SESSION-1 seen by a case (chats
+        // listed once, the default chat not movable): breaking one breaks both.
+        Fault::NewestChatListedTwice | Fault::DefaultChatMovable => {
+            rules.extend(["INV-SESSION-1".to_owned()])
+        }
+        // Activity 16 is outside {1, 2, 8, 24} (STATUS-001) and contradicts the open
+        // request (STATUS-003, INPUT-002's 24); the fold, and the catalog entry the actions
+        // keep, still say 24 (INV-FOLD-1 at checkpoints, CHAT-003).
+        Fault::InputNeededWithoutInProgress => rules.extend([
+            "STATUS-001".to_owned(),
+            "STATUS-003".to_owned(),
+            "INPUT-002".to_owned(),
+            "INV-FOLD-1".to_owned(),
+            "CHAT-003".to_owned(),
+        ]),
         _ => {}
     }
     rules
@@ -309,6 +345,34 @@ fault_tests! {
     listed_chat_title_stale => ListedChatTitleStale,
     modified_at_late => ModifiedAtLate,
     auth_resolved_wrong_turn => AuthResolvedWrongTurn,
+    // Issue 12, session, status, pending and input (faults-c).
+    answer_without_value => AnswerWithoutValue,
+    accept_unanswered => AcceptUnanswered,
+    config_change_accepted => ConfigChangeAccepted,
+    one_active_client => OneActiveClient,
+    unsubscribed_dispatch_rejected => UnsubscribedDispatchRejected,
+    steering_slot_kept => SteeringSlotKept,
+    input_cancelled_with_turn => InputCancelledWithTurn,
+    drafts_overwritten => DraftsOverwritten,
+    ends_turn_after_accept => EndsTurnAfterAccept,
+    error_status_cleared => ErrorStatusCleared,
+    turn_keeps_read => TurnKeepsRead,
+    archive_marks_read => ArchiveMarksRead,
+    read_not_projected => ReadNotProjected,
+    queued_idle_not_removed => QueuedIdleNotRemoved,
+    listed_idle_while_busy => ListedIdleWhileBusy,
+    session_not_input_needed => SessionNotInputNeeded,
+    input_entry_stale_turn => InputEntryStaleTurn,
+    default_chat_restored => DefaultChatRestored,
+    input_answers_dropped => InputAnswersDropped,
+    input_entry_kept_until_turn_end => InputEntryKeptUntilTurnEnd,
+    reorder_drops => ReorderDrops,
+    steering_consumed_idle => SteeringConsumedIdle,
+    default_chat_movable => DefaultChatMovable,
+    newest_chat_listed_twice => NewestChatListedTwice,
+    input_needed_without_in_progress => InputNeededWithoutInProgress,
+    input_shown_resolved => InputShownResolved,
+    queued_turn_unreferenced => QueuedTurnUnreferenced,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -84,10 +84,15 @@ impl World {
     pub fn start_host_turn(&mut self, chat: &str, message: Value, queued_message_id: &str) {
         let turn_id = self.fresh_id("turn-");
         let text = message["text"].as_str().unwrap_or_default().to_owned();
-        let action = json!({
+        let mut action = json!({
             "type": "chat/turnStarted", "turnId": turn_id, "startedAt": now_iso(),
             "message": message, "queuedMessageId": queued_message_id,
         });
+        if self.fault(Fault::QueuedTurnUnreferenced) {
+            if let Some(turn) = action.as_object_mut() {
+                turn.remove("queuedMessageId");
+            }
+        }
         if self.emit_chat(chat, action).is_some() {
             self.run_message(chat, &turn_id, &text, None);
         }
@@ -380,6 +385,9 @@ fn fail_turn(shared: &Shared, turn: &Turn, error: &ErrorStep, rest: &[Step]) {
             &turn.chat,
             json!({ "type": "chat/error", "turnId": turn.turn_id, "duration": duration, "part": part }),
         );
+        if world.fault(Fault::ErrorStatusCleared) {
+            world.force_activity(&turn.chat, 1);
+        }
         if let Some(entry) = world.chats.get_mut(&turn.chat) {
             entry.runner = None;
             if error.resumable {
@@ -567,18 +575,27 @@ async fn run_input_request(shared: &Shared, turn: &Turn, step: &InputRequestStep
             let resolved = part["kind"] == "inputRequest"
                 && part["request"]["id"] == id.as_str()
                 && part.get("response").is_some_and(|r| !r.is_null());
-            resolved.then_some(())
+            resolved.then(|| part["response"].clone())
         })
     })
     .await;
     match answered {
-        Waited::Ready(()) => {
-            with_turn(shared, turn, |world| {
+        Waited::Ready(response) => {
+            let ended = with_turn(shared, turn, |world| {
                 if world.fault(Fault::InputStatusWrong) {
                     world.force_activity(&turn.chat, 24);
                 }
+                let end_now = response == "accept" && world.fault(Fault::EndsTurnAfterAccept);
+                if end_now {
+                    world.complete_turn(turn);
+                }
+                end_now
             });
-            Flow::Next
+            if ended == Some(false) {
+                Flow::Next
+            } else {
+                Flow::Stop
+            }
         }
         Waited::TimedOut => Flow::Next,
         Waited::Gone => Flow::Stop,

@@ -468,6 +468,11 @@ impl World {
             .filter_map(|uri| self.session_summary(uri))
             .collect();
         for item in &mut items {
+            if self.fault(Fault::ListedIdleWhileBusy) {
+                if let Some(status) = item["status"].as_u64() {
+                    item["status"] = json!((status & !31) | 1);
+                }
+            }
             self.break_listed_summary(item);
         }
         items.sort_by(|a, b| {
@@ -540,7 +545,10 @@ impl World {
         }
         let now = now_iso();
         let chat_uri = self.fresh_id("ahp-chat:/chat-");
-        let chat_state = new_chat(&chat_uri, "Chat", &now, None)?;
+        let mut chat_state = new_chat(&chat_uri, "Chat", &now, None)?;
+        if self.fault(Fault::DefaultChatMovable) {
+            chat_state.movable = Some(true);
+        }
         let session_state: SessionState = serde_json::from_value(json!({
             "provider": provider_name(agent),
             "title": "New session",
@@ -761,6 +769,9 @@ impl World {
             &session,
             json!({ "type": "session/chatRemoved", "chat": uri }),
         );
+        if self.fault(Fault::DefaultChatRestored) {
+            self.restore_default_chat(&session, &uri);
+        }
         self.sync_projections(&session);
         Ok(Value::Null)
     }

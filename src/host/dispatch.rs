@@ -48,7 +48,12 @@ impl World {
             }
             return;
         };
-        match self.check_dispatch(kind, channel, action, &client_id) {
+        let checked = if self.rejects_unsubscribed(conn, channel) {
+            Err("subscribe to the chat before dispatching to it".into())
+        } else {
+            self.check_dispatch(kind, channel, action, &client_id)
+        };
+        match checked {
             Ok(()) => {
                 self.accept(channel, action.clone(), &client_id, client_seq);
                 self.read_attachments(conn, channel, action);
@@ -142,7 +147,7 @@ impl World {
 
     fn check_session_action(
         &self,
-        _session: &str,
+        session: &str,
         type_name: &str,
         action: &Value,
         client_id: &str,
@@ -151,10 +156,14 @@ impl World {
             "session/activeClientSet" if action["activeClient"]["clientId"] != client_id => {
                 Err("activeClient.clientId must be the dispatching client's id".into())
             }
+            "session/activeClientSet" if self.other_client_active(session, client_id) => {
+                Err("another client is already active".into())
+            }
             "session/customizationToggled" => Err("no such customization".into()),
             "session/mcpServerStartRequested"
             | "session/mcpServerStopRequested"
             | "session/mcpServerBackgroundRequested" => Err("no such MCP server".into()),
+            "session/configChanged" if self.fault(Fault::ConfigChangeAccepted) => Ok(()),
             "session/configChanged" => {
                 Err("this session has no session-mutable configuration".into())
             }
@@ -285,6 +294,7 @@ impl World {
                     }
                 }
                 match action.get("answer").filter(|a| !a.is_null()) {
+                    Some(_) if self.fault(Fault::AnswerWithoutValue) => Ok(()),
                     Some(answer) => check_answer(answer),
                     None => Ok(()),
                 }
@@ -294,7 +304,7 @@ impl World {
                 if let Some(answers) = action["answers"].as_object() {
                     answers.values().try_for_each(check_answer)?;
                 }
-                if action["response"] == "accept" {
+                if action["response"] == "accept" && !self.fault(Fault::AcceptUnanswered) {
                     for question in request["questions"].as_array().into_iter().flatten() {
                         if question["required"] != true {
                             continue;
@@ -312,6 +322,9 @@ impl World {
             }
             "chat/truncated" if self.fault(Fault::RejectsTruncation) => {
                 Err("truncation is not supported (injected fault)".into())
+            }
+            "chat/pendingMessageSet" if self.steering_slot_taken(&state, action) => {
+                Err("a steering message is already set".into())
             }
             "chat/pendingMessageSet" => require_user_message(&action["message"]),
             "chat/draftChanged" => match action.get("draft").filter(|d| !d.is_null()) {
@@ -384,6 +397,9 @@ impl World {
         if type_name == "chat/truncated" && action.get("turnId").is_some_and(|t| !t.is_null()) {
             self.load_all_turns(channel);
         }
+        if type_name == "chat/turnCancelled" && self.fault(Fault::InputCancelledWithTurn) {
+            self.cancel_open_requests(channel);
+        }
         if let Err(error) = self.emit(channel, action.clone(), Some((client_id, client_seq))) {
             self.internal_errors
                 .push(format!("accepted {type_name} failed: {error}"));
@@ -410,6 +426,7 @@ impl World {
         before: Option<&Value>,
         client_id: &str,
     ) {
+        self.break_after_accept(chat, type_name, action, before);
         match type_name {
             "chat/turnStarted" => {
                 let turn_id = action["turnId"].as_str().unwrap_or_default();

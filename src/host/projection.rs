@@ -92,9 +92,13 @@ impl World {
             .map(to_value)
             .unwrap_or(Value::Null);
         let drift = self.fault(Fault::SummaryDrift);
+        let read_only = self.fault(Fault::ReadNotProjected);
         let mut changes = Map::new();
         for (key, value) in &current {
             if key == "resource" || (drift && key == "modifiedAt") {
+                continue;
+            }
+            if read_only && key == "status" && only_read_flag_differs(&published[key], value) {
                 continue;
             }
             if published.get(key) != Some(value) {
@@ -114,6 +118,7 @@ impl World {
         let wanted: Vec<Value> = chats
             .iter()
             .flat_map(|(chat, state)| input_needed_entries(chat, state))
+            .map(|entry| self.break_input_entry(entry))
             .collect();
         let Some(session_entry) = self.sessions.get(session) else {
             return;
@@ -127,6 +132,9 @@ impl World {
             .collect();
         let id_of = |entry: &Value| entry.get("id").cloned().unwrap_or(Value::Null);
         for old in &current {
+            if self.keeps_resolved_entry(old, chats) {
+                continue;
+            }
             if !wanted.iter().any(|new| id_of(new) == id_of(old)) {
                 self.emit_logged(
                     session,
@@ -141,6 +149,9 @@ impl World {
                     json!({ "type": "session/inputNeededSet", "request": new }),
                 );
             }
+        }
+        if self.fault(Fault::SessionNotInputNeeded) {
+            self.hide_session_input_needed(session);
         }
     }
 
@@ -332,6 +343,14 @@ fn input_needed_entries(chat: &str, state: &Value) -> Vec<Value> {
         }
     }
     entries
+}
+
+/// Whether two status values differ in the IsRead flag (32) alone.
+fn only_read_flag_differs(published: &Value, current: &Value) -> bool {
+    match (published.as_u64(), current.as_u64()) {
+        (Some(old), Some(new)) => old ^ new == 32,
+        _ => false,
+    }
 }
 
 /// Orders RFC 3339 timestamps as instants (unparsable ones first).

@@ -270,6 +270,7 @@ impl World {
                     }
                 }
                 self.break_session_snapshot(&mut state);
+                self.break_session_catalog(&mut state);
                 state
             }
             ChannelKind::Chat => {
@@ -304,6 +305,7 @@ impl World {
                 }
                 self.break_turns(&mut state);
                 self.break_chat_snapshot(uri, &mut state);
+                self.break_chat_status(&mut state);
                 state
             }
         };
