@@ -87,10 +87,16 @@ impl Runner<'_> {
                 self.received.insert(key, response);
                 Ok(())
             }
-            Ok(response) if s.refused_means_not_applicable => Err(Stop::NotApplicable(format!(
-                "the server does not accept {versions:?}: {}",
-                crate::checks::frame::clip(&response["error"].to_string())
-            ))),
+            // Only a refusal of the offered versions (-32005) says the version is optional
+            // for this server; any other error is a failure.
+            Ok(response)
+                if s.refused_means_not_applicable && response["error"]["code"] == -32005 =>
+            {
+                Err(Stop::NotApplicable(format!(
+                    "the server does not accept {versions:?}: {}",
+                    crate::checks::frame::clip(&response["error"].to_string())
+                )))
+            }
             // A case that chooses the versions it offers is about version negotiation: a
             // refusal is its own failure. With the default offer, every case relies on
             // INIT-001 (an initialize result for 1.0.0).
