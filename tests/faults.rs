@@ -56,6 +56,11 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::BadTimestamp => rules.extend(["INV-SCHEMA-1".to_owned()]),
         // ROOT-003 waits for the second page, which never comes.
         Fault::UnansweredRequest => rules.extend(["ROOT-003".to_owned()]),
+        // DISPATCH-004's case dispatches to a missing chat too: the chat row is an
+        // instance of its rule.
+        Fault::EchoMissingChat => rules.extend(["DISPATCH-004".to_owned()]),
+        // DISPATCH-003's case uses an outside working directory as its rejected dispatch.
+        Fault::OutsideDirectoryAccepted => rules.extend(["DISPATCH-003".to_owned()]),
         _ => {}
     }
     rules
@@ -307,6 +312,12 @@ fault_tests! {
     listed_chat_title_stale => ListedChatTitleStale,
     modified_at_late => ModifiedAtLate,
     auth_resolved_wrong_turn => AuthResolvedWrongTurn,
+    // Issue 12, chat-channel (faults-a).
+    echo_missing_chat => EchoMissingChat,
+    resume_not_resumable => ResumeNotResumable,
+    answer_unknown_request => AnswerUnknownRequest,
+    complete_unknown_request => CompleteUnknownRequest,
+    outside_directory_accepted => OutsideDirectoryAccepted,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

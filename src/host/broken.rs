@@ -1,11 +1,13 @@
 //! Fault injection for the checks of quiescent and tool-call state: session and chat
 //! snapshots and `listSessions` entries that the host's state and actions contradict
 //! (INV-SESSION-1/2/3, INV-SUMMARY-2/3 at checkpoints), and state changed behind the
-//! reducers' back at a turn's end (TOOL-007, INV-CHAT-6).
+//! reducers' back at a turn's end (TOOL-007, INV-CHAT-6); and rows of the chat
+//! validation table the faulty hosts skip (CHAT-VALIDATE-*).
 
 use ahp_types::state::{ResponsePart, ToolCallCancellationReason, ToolCallState};
 use serde_json::Value;
 
+use super::dispatch::open_request;
 use super::faults::Fault;
 use super::world::World;
 
@@ -13,6 +15,33 @@ use super::world::World;
 const STRAY_DIRECTORY: &str = "file:///ahpspec-stray-directory";
 
 impl World {
+    /// Whether the active fault answers a dispatch to `channel`, which does not exist,
+    /// with a rejection echo instead of ignoring it.
+    pub(super) fn echoes_missing_channel(&self, channel: &str) -> bool {
+        (self.fault(Fault::EchoMissingChannel) && channel.starts_with("ahp-session:"))
+            || (self.fault(Fault::EchoMissingChat) && channel.starts_with("ahp-chat:"))
+    }
+
+    /// Whether the active fault accepts this chat action without the row of the
+    /// validation table that would reject it (`active` is the chat's active turn).
+    pub(super) fn accepts_invalid_chat_action(
+        &self,
+        type_name: &str,
+        action: &Value,
+        active: Option<&Value>,
+    ) -> bool {
+        let unknown_request = || open_request(active, &action["requestId"]).is_err();
+        match type_name {
+            "chat/turnResume" => self.fault(Fault::ResumeNotResumable) && active.is_none(),
+            "chat/inputAnswerChanged" => {
+                self.fault(Fault::AnswerUnknownRequest) && unknown_request()
+            }
+            "chat/inputCompleted" => self.fault(Fault::CompleteUnknownRequest) && unknown_request(),
+            "chat/workingDirectorySet" => self.fault(Fault::OutsideDirectoryAccepted),
+            _ => false,
+        }
+    }
+
     /// Moves the chat's modifiedAt one second past what its turn's end set, behind the
     /// reducers' back; the session catalog follows (fault injection only).
     pub(super) fn shift_modified_at(&mut self, chat: &str) {

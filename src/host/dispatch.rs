@@ -36,7 +36,7 @@ impl World {
             return;
         };
         let Some(kind) = self.channel_kind(channel) else {
-            if self.fault(Fault::EchoMissingChannel) && channel.starts_with("ahp-session:") {
+            if self.echoes_missing_channel(channel) {
                 self.reject(
                     conn,
                     channel,
@@ -172,6 +172,9 @@ impl World {
         let entry = self.chats.get(chat).ok_or("no such chat")?;
         let state = to_value(&entry.state);
         let active = state.get("activeTurn").filter(|t| !t.is_null());
+        if self.accepts_invalid_chat_action(type_name, action, active) {
+            return Ok(());
+        }
         match type_name {
             "chat/turnStarted" => {
                 let session_ready = self
@@ -554,7 +557,10 @@ fn tool_call<'a>(active: Option<&'a Value>, action: &Value) -> Result<&'a Value,
 }
 
 /// The unresolved input request with `request_id` in the active turn.
-fn open_request<'a>(active: Option<&'a Value>, request_id: &Value) -> Result<&'a Value, Rejection> {
+pub(super) fn open_request<'a>(
+    active: Option<&'a Value>,
+    request_id: &Value,
+) -> Result<&'a Value, Rejection> {
     active
         .and_then(|turn| turn["responseParts"].as_array())
         .into_iter()

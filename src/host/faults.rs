@@ -122,6 +122,12 @@ faults! {
     ListedChatTitleStale => ("listed-chat-title-stale", "INV-SUMMARY-2", "Gives the chats of every listSessions entry a title they do not have."),
     ModifiedAtLate => ("modified-at-late", "INV-CHAT-6", "Moves a chat's modifiedAt one second past its completed turn's end, without an action."),
     AuthResolvedWrongTurn => ("auth-resolved-wrong-turn", "TURN-004", "Sends chat/toolCallAuthResolved with a stale turnId after completing a host tool call."),
+    // Issue 12, chat-channel (faults-a).
+    EchoMissingChat => ("echo-missing-chat", "CHAT-VALIDATE-001", "Answers a dispatch to a nonexistent chat with a rejection echo instead of ignoring it."),
+    ResumeNotResumable => ("resume-not-resumable", "CHAT-VALIDATE-004", "Accepts chat/turnResume of any turn while no turn is active, even a completed one."),
+    AnswerUnknownRequest => ("answer-unknown-request", "CHAT-VALIDATE-005", "Accepts chat/inputAnswerChanged for a requestId no open input request has."),
+    CompleteUnknownRequest => ("complete-unknown-request", "CHAT-VALIDATE-007", "Accepts chat/inputCompleted for a requestId no open input request has."),
+    OutsideDirectoryAccepted => ("outside-directory-accepted", "CHAT-VALIDATE-011", "Accepts chat/workingDirectorySet with a directory outside the session's working directories."),
 }
 
 impl fmt::Display for Fault {
