@@ -318,6 +318,8 @@ fault_tests! {
     answer_unknown_request => AnswerUnknownRequest,
     complete_unknown_request => CompleteUnknownRequest,
     outside_directory_accepted => OutsideDirectoryAccepted,
+    turn_before_ready => TurnBeforeReady,
+    unknown_chat_attached => UnknownChatAttached,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

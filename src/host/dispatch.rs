@@ -181,14 +181,16 @@ impl World {
                     .sessions
                     .get(&entry.session)
                     .is_some_and(|s| to_value(&s.state.lifecycle) == "ready");
-                if !session_ready {
+                if !session_ready && !self.fault(Fault::TurnBeforeReady) {
                     return Err("the session is not ready".into());
                 }
                 if active.is_some() {
                     return Err("a turn is already active (TurnInProgress)".into());
                 }
                 require_user_message(&action["message"])?;
-                self.check_chat_attachments(&action["message"])?;
+                if !self.fault(Fault::UnknownChatAttached) {
+                    self.check_chat_attachments(&action["message"])?;
+                }
                 let turn_id = action["turnId"].as_str().unwrap_or_default();
                 if turn_id.is_empty() {
                     return Err("turnId must not be empty".into());

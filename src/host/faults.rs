@@ -128,6 +128,8 @@ faults! {
     AnswerUnknownRequest => ("answer-unknown-request", "CHAT-VALIDATE-005", "Accepts chat/inputAnswerChanged for a requestId no open input request has."),
     CompleteUnknownRequest => ("complete-unknown-request", "CHAT-VALIDATE-007", "Accepts chat/inputCompleted for a requestId no open input request has."),
     OutsideDirectoryAccepted => ("outside-directory-accepted", "CHAT-VALIDATE-011", "Accepts chat/workingDirectorySet with a directory outside the session's working directories."),
+    TurnBeforeReady => ("turn-before-ready", "TURN-009", "Accepts chat/turnStarted in a chat whose session is not ready (creating or failed)."),
+    UnknownChatAttached => ("unknown-chat-attached", "TURN-014", "Accepts chat/turnStarted whose message attaches an unknown chat or an unknown endTurn."),
 }
 
 impl fmt::Display for Fault {
