@@ -61,6 +61,8 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::EchoMissingChat => rules.extend(["DISPATCH-004".to_owned()]),
         // DISPATCH-003's case uses an outside working directory as its rejected dispatch.
         Fault::OutsideDirectoryAccepted => rules.extend(["DISPATCH-003".to_owned()]),
+        // The late delta belongs to no active turn: the stream checks see it too.
+        Fault::CancelKeepsStreaming => rules.extend(["TURN-003".to_owned(), "TURN-004".to_owned()]),
         _ => {}
     }
     rules
@@ -320,6 +322,13 @@ fault_tests! {
     outside_directory_accepted => OutsideDirectoryAccepted,
     turn_before_ready => TurnBeforeReady,
     unknown_chat_attached => UnknownChatAttached,
+    unsupported_source_accepted => UnsupportedSourceAccepted,
+    chat_outside_directory_accepted => ChatOutsideDirectoryAccepted,
+    no_chat_removed => NoChatRemoved,
+    turns_loaded_newest_first => TurnsLoadedNewestFirst,
+    resume_rejected => ResumeRejected,
+    truncate_unloaded => TruncateUnloaded,
+    cancel_keeps_streaming => CancelKeepsStreaming,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

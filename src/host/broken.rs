@@ -5,7 +5,7 @@
 //! validation table the faulty hosts skip (CHAT-VALIDATE-*).
 
 use ahp_types::state::{ResponsePart, ToolCallCancellationReason, ToolCallState};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::dispatch::open_request;
 use super::faults::Fault;
@@ -59,6 +59,33 @@ impl World {
             return;
         };
         self.sync_projections(&session);
+    }
+
+    /// Whether `chat` is the default chat of `session`.
+    pub(super) fn is_default_chat(&self, session: &str, chat: &str) -> bool {
+        self.sessions
+            .get(session)
+            .and_then(|entry| entry.state.default_chat.as_deref())
+            .is_some_and(|default| default == chat)
+    }
+
+    /// Fault injection: a chunk the agent had in flight when its turn was cancelled is
+    /// streamed anyway, into the last markdown part of the turn `before` held.
+    pub(super) fn delta_after_cancel(&mut self, chat: &str, before: Option<&Value>) {
+        let Some(turn) = before.map(|b| &b["activeTurn"]).filter(|t| !t.is_null()) else {
+            return;
+        };
+        let part = turn["responseParts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .rev()
+            .find(|part| part["kind"] == "markdown");
+        if let Some(part) = part {
+            let delta = json!({ "type": "chat/delta", "turnId": turn["id"],
+                                "partId": part["id"], "content": " (late)" });
+            self.emit_chat(chat, delta);
+        }
     }
 
     /// Fault injection: the tool calls the end of the last turn skipped read as denied.

@@ -692,7 +692,7 @@ impl World {
                 format!("no such session: {session}"),
             ));
         };
-        if params.source.is_some() {
+        if params.source.is_some() && !self.fault(Fault::UnsupportedSourceAccepted) {
             return Err(RpcError::new(
                 INVALID_PARAMS,
                 "this agent supports neither forked nor side chats",
@@ -710,7 +710,11 @@ impl World {
                 format!("{} already exists", params.chat),
             ));
         }
-        if let Some(dirs) = &params.working_directories {
+        let checked_directories = params
+            .working_directories
+            .as_ref()
+            .filter(|_| !self.fault(Fault::ChatOutsideDirectoryAccepted));
+        if let Some(dirs) = checked_directories {
             let allowed = entry
                 .state
                 .working_directories
@@ -757,10 +761,13 @@ impl World {
         self.stop_agent(&uri);
         self.chats.remove(&uri);
         self.forget_channel(&uri);
-        self.emit_logged(
-            &session,
-            json!({ "type": "session/chatRemoved", "chat": uri }),
-        );
+        let unannounced = self.fault(Fault::NoChatRemoved) && !self.is_default_chat(&session, &uri);
+        if !unannounced {
+            self.emit_logged(
+                &session,
+                json!({ "type": "session/chatRemoved", "chat": uri }),
+            );
+        }
         self.sync_projections(&session);
         Ok(Value::Null)
     }
@@ -787,7 +794,11 @@ impl World {
                 format!("unknown cursor {:?}", cursor.unwrap_or_default()),
             )));
         };
-        let older = to_value(&turns.get(..cut).unwrap_or_default());
+        let mut older = turns.get(..cut).unwrap_or_default().to_vec();
+        if self.fault(Fault::TurnsLoadedNewestFirst) {
+            older.reverse();
+        }
+        let older = to_value(&older);
         let action = json!({ "type": "chat/turnsLoaded", "turns": older });
         if self.fault(Fault::TurnsLoadedAfterResponse) {
             let after: AfterReply = Box::new(move |world: &mut World| {

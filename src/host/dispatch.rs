@@ -237,7 +237,7 @@ impl World {
                 let has_work = action["turnId"]
                     .as_str()
                     .is_some_and(|id| entry.resumes.contains_key(id));
-                if resumable && has_work {
+                if resumable && has_work && !self.fault(Fault::ResumeRejected) {
                     Ok(())
                 } else {
                     Err("turnId is not the latest turn ending in a resumable error".into())
@@ -386,7 +386,8 @@ impl World {
     fn accept(&mut self, channel: &str, action: Value, client_id: &str, client_seq: i64) {
         let type_name = action_type(&action).unwrap_or_default().to_owned();
         let before = self.chats.get(channel).map(|entry| to_value(&entry.state));
-        if type_name == "chat/truncated" && action.get("turnId").is_some_and(|t| !t.is_null()) {
+        let names_turn = action.get("turnId").is_some_and(|t| !t.is_null());
+        if type_name == "chat/truncated" && names_turn && !self.fault(Fault::TruncateUnloaded) {
             self.load_all_turns(channel);
         }
         if let Err(error) = self.emit(channel, action.clone(), Some((client_id, client_seq))) {
@@ -423,6 +424,9 @@ impl World {
             }
             "chat/turnCancelled" => {
                 self.stop_agent(chat);
+                if self.fault(Fault::CancelKeepsStreaming) {
+                    self.delta_after_cancel(chat, before);
+                }
                 if self.fault(Fault::NoSkipOnTurnEnd) {
                     self.restore_last_turn_parts(chat, before);
                 }

@@ -130,6 +130,13 @@ faults! {
     OutsideDirectoryAccepted => ("outside-directory-accepted", "CHAT-VALIDATE-011", "Accepts chat/workingDirectorySet with a directory outside the session's working directories."),
     TurnBeforeReady => ("turn-before-ready", "TURN-009", "Accepts chat/turnStarted in a chat whose session is not ready (creating or failed)."),
     UnknownChatAttached => ("unknown-chat-attached", "TURN-014", "Accepts chat/turnStarted whose message attaches an unknown chat or an unknown endTurn."),
+    UnsupportedSourceAccepted => ("unsupported-source-accepted", "CHAT-FORK-001", "Answers createChat with a fork or side-chat source it does not support by creating a plain chat."),
+    ChatOutsideDirectoryAccepted => ("chat-outside-directory-accepted", "CHAT-007", "Creates chats with working directories outside the session's set."),
+    NoChatRemoved => ("no-chat-removed", "CHAT-006", "Disposes chats other than the session's default chat without publishing session/chatRemoved."),
+    TurnsLoadedNewestFirst => ("turns-loaded-newest-first", "TURN-011", "Answers fetchTurns with a chat/turnsLoaded whose turns are newest first."),
+    ResumeRejected => ("resume-rejected", "TURN-008", "Rejects chat/turnResume even of the latest turn ending in a resumable error."),
+    TruncateUnloaded => ("truncate-unloaded", "TURN-013", "Applies chat/truncated at a turn outside a subscriber's loaded window without loading the older turns first."),
+    CancelKeepsStreaming => ("cancel-keeps-streaming", "TURN-007", "Streams one more chat/delta for a cancelled turn's last markdown part after accepting the cancellation."),
 }
 
 impl fmt::Display for Fault {
