@@ -63,6 +63,11 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::OutsideDirectoryAccepted => rules.extend(["DISPATCH-003".to_owned()]),
         // The late delta belongs to no active turn: the stream checks see it too.
         Fault::CancelKeepsStreaming => rules.extend(["TURN-003".to_owned(), "TURN-004".to_owned()]),
+        // A checkpoint during a turn (PENDING-002's) finds the catalog idle and the chat
+        // busy; listSessions, built from the chats, differs from the catalog too.
+        Fault::BusyUnannounced => rules.extend(["CHAT-003".to_owned(), "INV-SUMMARY-2".to_owned()]),
+        // ROOT-008's case waits for the chats list of a summary change after createChat.
+        Fault::RootChatsUnpublished => rules.extend(["ROOT-008".to_owned()]),
         _ => {}
     }
     rules
@@ -329,6 +334,8 @@ fault_tests! {
     resume_rejected => ResumeRejected,
     truncate_unloaded => TruncateUnloaded,
     cancel_keeps_streaming => CancelKeepsStreaming,
+    busy_unannounced => BusyUnannounced,
+    root_chats_unpublished => RootChatsUnpublished,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -137,6 +137,8 @@ faults! {
     ResumeRejected => ("resume-rejected", "TURN-008", "Rejects chat/turnResume even of the latest turn ending in a resumable error."),
     TruncateUnloaded => ("truncate-unloaded", "TURN-013", "Applies chat/truncated at a turn outside a subscriber's loaded window without loading the older turns first."),
     CancelKeepsStreaming => ("cancel-keeps-streaming", "TURN-007", "Streams one more chat/delta for a cancelled turn's last markdown part after accepting the cancellation."),
+    BusyUnannounced => ("busy-unannounced", "CHAT-004", "Never announces a chat's in-progress status with session/chatUpdated (the session catalog shows it idle through the turn)."),
+    RootChatsUnpublished => ("root-chats-unpublished", "CHAT-005", "Leaves the chats member out of root/sessionSummaryChanged, so chat status changes never reach root subscribers."),
 }
 
 impl fmt::Display for Fault {

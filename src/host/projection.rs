@@ -94,7 +94,10 @@ impl World {
         let drift = self.fault(Fault::SummaryDrift);
         let mut changes = Map::new();
         for (key, value) in &current {
-            if key == "resource" || (drift && key == "modifiedAt") {
+            let busy_unannounced = self.fault(Fault::BusyUnannounced)
+                && key == "status"
+                && value.as_u64().is_some_and(|s| s & ACTIVITY_MASK == 8);
+            if key == "resource" || (drift && key == "modifiedAt") || busy_unannounced {
                 continue;
             }
             if published.get(key) != Some(value) {
@@ -162,6 +165,9 @@ impl World {
             }
         }
         entry.published_summary = summary;
+        if self.fault(Fault::RootChatsUnpublished) {
+            changes.remove("chats");
+        }
         if changes.is_empty() {
             return;
         }
