@@ -336,6 +336,7 @@ fault_tests! {
     cancel_keeps_streaming => CancelKeepsStreaming,
     busy_unannounced => BusyUnannounced,
     root_chats_unpublished => RootChatsUnpublished,
+    chat_added_after_response => ChatAddedAfterResponse,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

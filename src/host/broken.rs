@@ -7,9 +7,10 @@
 use ahp_types::state::{ResponsePart, ToolCallCancellationReason, ToolCallState};
 use serde_json::{json, Value};
 
+use super::commands::{AfterReply, Reply};
 use super::dispatch::open_request;
 use super::faults::Fault;
-use super::world::World;
+use super::world::{ConnId, World};
 
 /// A directory no session has: what the stray-directory fault adds.
 const STRAY_DIRECTORY: &str = "file:///ahpspec-stray-directory";
@@ -59,6 +60,26 @@ impl World {
             return;
         };
         self.sync_projections(&session);
+    }
+
+    /// `createChat` answered before the actions creating the chat are sent: they are held
+    /// while it runs and go out after the answer (fault injection only).
+    pub(super) fn create_chat_announced_late(&mut self, conn: ConnId, params: &Value) -> Reply {
+        self.held_frames = Some(Vec::new());
+        let result = self.create_chat(conn, params);
+        let held = self.held_frames.take().unwrap_or_default();
+        let after: AfterReply = Box::new(move |world: &mut World| {
+            for (id, frame) in held {
+                if let Some(conn) = world.conns.get(&id) {
+                    conn.send_text(frame);
+                }
+            }
+        });
+        Reply {
+            result,
+            close_after: false,
+            after: Some(after),
+        }
     }
 
     /// Whether `chat` is the default chat of `session`.

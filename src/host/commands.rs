@@ -105,6 +105,9 @@ impl World {
             "listSessions" => Reply::of(self.list_sessions(params)),
             "createSession" => Reply::of(self.create_session(conn, params)),
             "disposeSession" => Reply::of(self.dispose_session(params)),
+            "createChat" if self.fault(Fault::ChatAddedAfterResponse) => {
+                self.create_chat_announced_late(conn, params)
+            }
             "createChat" => Reply::of(self.create_chat(conn, params)),
             "disposeChat" => Reply::of(self.dispose_chat(params)),
             "fetchTurns" => self.fetch_turns(params),
@@ -683,7 +686,7 @@ impl World {
         }
     }
 
-    fn create_chat(&mut self, conn: ConnId, params: &Value) -> Result<Value, RpcError> {
+    pub(super) fn create_chat(&mut self, conn: ConnId, params: &Value) -> Result<Value, RpcError> {
         let params: CreateChatParams = parse(params)?;
         let session = params.channel.clone();
         let Some(entry) = self.sessions.get(&session) else {

@@ -139,6 +139,7 @@ faults! {
     CancelKeepsStreaming => ("cancel-keeps-streaming", "TURN-007", "Streams one more chat/delta for a cancelled turn's last markdown part after accepting the cancellation."),
     BusyUnannounced => ("busy-unannounced", "CHAT-004", "Never announces a chat's in-progress status with session/chatUpdated (the session catalog shows it idle through the turn)."),
     RootChatsUnpublished => ("root-chats-unpublished", "CHAT-005", "Leaves the chats member out of root/sessionSummaryChanged, so chat status changes never reach root subscribers."),
+    ChatAddedAfterResponse => ("chat-added-after-response", "CHAT-001", "Answers createChat before sending the session/chatAdded that creates the chat."),
 }
 
 impl fmt::Display for Fault {
