@@ -337,6 +337,7 @@ fault_tests! {
     busy_unannounced => BusyUnannounced,
     root_chats_unpublished => RootChatsUnpublished,
     chat_added_after_response => ChatAddedAfterResponse,
+    chat_snapshot_elsewhere => ChatSnapshotElsewhere,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -177,6 +177,9 @@ impl World {
         if self.fault(Fault::ChatDirectoryStray) && session_has_directories {
             add_stray_directory(state);
         }
+        if self.fault(Fault::ChatSnapshotElsewhere) {
+            state["resource"] = Value::String(format!("{uri}-elsewhere"));
+        }
     }
 }
 

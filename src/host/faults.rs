@@ -140,6 +140,7 @@ faults! {
     BusyUnannounced => ("busy-unannounced", "CHAT-004", "Never announces a chat's in-progress status with session/chatUpdated (the session catalog shows it idle through the turn)."),
     RootChatsUnpublished => ("root-chats-unpublished", "CHAT-005", "Leaves the chats member out of root/sessionSummaryChanged, so chat status changes never reach root subscribers."),
     ChatAddedAfterResponse => ("chat-added-after-response", "CHAT-001", "Answers createChat before sending the session/chatAdded that creates the chat."),
+    ChatSnapshotElsewhere => ("chat-snapshot-elsewhere", "CHAT-002", "Names another URI as the resource of chat snapshots."),
 }
 
 impl fmt::Display for Fault {
