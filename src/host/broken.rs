@@ -1,8 +1,9 @@
 //! Fault injection for the checks of quiescent and tool-call state: session and chat
 //! snapshots and `listSessions` entries that the host's state and actions contradict
 //! (INV-SESSION-1/2/3, INV-SUMMARY-2/3 at checkpoints), and state changed behind the
-//! reducers' back at a turn's end (TOOL-007, INV-CHAT-6); and rows of the chat
-//! validation table the faulty hosts skip (CHAT-VALIDATE-*).
+//! reducers' back at a turn's end (TOOL-007, INV-CHAT-6); and for the chat channel: rows
+//! of its validation table skipped (CHAT-VALIDATE-*), a delta after a cancellation
+//! (TURN-007), createChat answered before its actions (CHAT-001).
 
 use ahp_types::state::{ResponsePart, ToolCallCancellationReason, ToolCallState};
 use serde_json::{json, Value};
