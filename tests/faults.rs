@@ -94,6 +94,18 @@ fn expected(fault: Fault) -> BTreeSet<String> {
             "INV-FOLD-1".to_owned(),
             "CHAT-003".to_owned(),
         ]),
+        // DISPATCH-004's case dispatches to a missing chat too: the chat row is an
+        // instance of its rule.
+        Fault::EchoMissingChat => rules.extend(["DISPATCH-004".to_owned()]),
+        // DISPATCH-003's case uses an outside working directory as its rejected dispatch.
+        Fault::OutsideDirectoryAccepted => rules.extend(["DISPATCH-003".to_owned()]),
+        // The late delta belongs to no active turn: the stream checks see it too.
+        Fault::CancelKeepsStreaming => rules.extend(["TURN-003".to_owned(), "TURN-004".to_owned()]),
+        // A checkpoint during a turn (PENDING-002's) finds the catalog idle and the chat
+        // busy; listSessions, built from the chats, differs from the catalog too.
+        Fault::BusyUnannounced => rules.extend(["CHAT-003".to_owned(), "INV-SUMMARY-2".to_owned()]),
+        // ROOT-008's case waits for the chats list of a summary change after createChat.
+        Fault::RootChatsUnpublished => rules.extend(["ROOT-008".to_owned()]),
         _ => {}
     }
     rules
@@ -373,6 +385,25 @@ fault_tests! {
     input_needed_without_in_progress => InputNeededWithoutInProgress,
     input_shown_resolved => InputShownResolved,
     queued_turn_unreferenced => QueuedTurnUnreferenced,
+    // Issue 12, chat-channel (faults-a).
+    echo_missing_chat => EchoMissingChat,
+    resume_not_resumable => ResumeNotResumable,
+    answer_unknown_request => AnswerUnknownRequest,
+    complete_unknown_request => CompleteUnknownRequest,
+    outside_directory_accepted => OutsideDirectoryAccepted,
+    turn_before_ready => TurnBeforeReady,
+    unknown_chat_attached => UnknownChatAttached,
+    unsupported_source_accepted => UnsupportedSourceAccepted,
+    chat_outside_directory_accepted => ChatOutsideDirectoryAccepted,
+    no_chat_removed => NoChatRemoved,
+    turns_loaded_newest_first => TurnsLoadedNewestFirst,
+    resume_rejected => ResumeRejected,
+    truncate_unloaded => TruncateUnloaded,
+    cancel_keeps_streaming => CancelKeepsStreaming,
+    busy_unannounced => BusyUnannounced,
+    root_chats_unpublished => RootChatsUnpublished,
+    chat_added_after_response => ChatAddedAfterResponse,
+    chat_snapshot_elsewhere => ChatSnapshotElsewhere,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

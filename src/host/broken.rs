@@ -1,18 +1,49 @@
 //! Fault injection for the checks of quiescent and tool-call state: session and chat
 //! snapshots and `listSessions` entries that the host's state and actions contradict
 //! (INV-SESSION-1/2/3, INV-SUMMARY-2/3 at checkpoints), and state changed behind the
-//! reducers' back at a turn's end (TOOL-007, INV-CHAT-6).
+//! reducers' back at a turn's end (TOOL-007, INV-CHAT-6); and for the chat channel: rows
+//! of its validation table skipped (CHAT-VALIDATE-*), a delta after a cancellation
+//! (TURN-007), createChat answered before its actions (CHAT-001).
 
 use ahp_types::state::{ResponsePart, ToolCallCancellationReason, ToolCallState};
-use serde_json::Value;
+use serde_json::{json, Value};
 
+use super::commands::{AfterReply, Reply};
+use super::dispatch::open_request;
 use super::faults::Fault;
-use super::world::World;
+use super::world::{ConnId, World};
 
 /// A directory no session has: what the stray-directory fault adds.
 const STRAY_DIRECTORY: &str = "file:///ahpspec-stray-directory";
 
 impl World {
+    /// Whether the active fault answers a dispatch to `channel`, which does not exist,
+    /// with a rejection echo instead of ignoring it.
+    pub(super) fn echoes_missing_channel(&self, channel: &str) -> bool {
+        (self.fault(Fault::EchoMissingChannel) && channel.starts_with("ahp-session:"))
+            || (self.fault(Fault::EchoMissingChat) && channel.starts_with("ahp-chat:"))
+    }
+
+    /// Whether the active fault accepts this chat action without the row of the
+    /// validation table that would reject it (`active` is the chat's active turn).
+    pub(super) fn accepts_invalid_chat_action(
+        &self,
+        type_name: &str,
+        action: &Value,
+        active: Option<&Value>,
+    ) -> bool {
+        let unknown_request = || open_request(active, &action["requestId"]).is_err();
+        match type_name {
+            "chat/turnResume" => self.fault(Fault::ResumeNotResumable) && active.is_none(),
+            "chat/inputAnswerChanged" => {
+                self.fault(Fault::AnswerUnknownRequest) && unknown_request()
+            }
+            "chat/inputCompleted" => self.fault(Fault::CompleteUnknownRequest) && unknown_request(),
+            "chat/workingDirectorySet" => self.fault(Fault::OutsideDirectoryAccepted),
+            _ => false,
+        }
+    }
+
     /// Moves the chat's modifiedAt one second past what its turn's end set, behind the
     /// reducers' back; the session catalog follows (fault injection only).
     pub(super) fn shift_modified_at(&mut self, chat: &str) {
@@ -30,6 +61,53 @@ impl World {
             return;
         };
         self.sync_projections(&session);
+    }
+
+    /// `createChat` answered before the actions creating the chat are sent: they are held
+    /// while it runs and go out after the answer (fault injection only).
+    pub(super) fn create_chat_announced_late(&mut self, conn: ConnId, params: &Value) -> Reply {
+        self.held_frames = Some(Vec::new());
+        let result = self.create_chat(conn, params);
+        let held = self.held_frames.take().unwrap_or_default();
+        let after: AfterReply = Box::new(move |world: &mut World| {
+            for (id, frame) in held {
+                if let Some(conn) = world.conns.get(&id) {
+                    conn.send_text(frame);
+                }
+            }
+        });
+        Reply {
+            result,
+            close_after: false,
+            after: Some(after),
+        }
+    }
+
+    /// Whether `chat` is the default chat of `session`.
+    pub(super) fn is_default_chat(&self, session: &str, chat: &str) -> bool {
+        self.sessions
+            .get(session)
+            .and_then(|entry| entry.state.default_chat.as_deref())
+            .is_some_and(|default| default == chat)
+    }
+
+    /// Fault injection: a chunk the agent had in flight when its turn was cancelled is
+    /// streamed anyway, into the last markdown part of the turn `before` held.
+    pub(super) fn delta_after_cancel(&mut self, chat: &str, before: Option<&Value>) {
+        let Some(turn) = before.map(|b| &b["activeTurn"]).filter(|t| !t.is_null()) else {
+            return;
+        };
+        let part = turn["responseParts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .rev()
+            .find(|part| part["kind"] == "markdown");
+        if let Some(part) = part {
+            let delta = json!({ "type": "chat/delta", "turnId": turn["id"],
+                                "partId": part["id"], "content": " (late)" });
+            self.emit_chat(chat, delta);
+        }
     }
 
     /// Fault injection: the tool calls the end of the last turn skipped read as denied.
@@ -99,6 +177,9 @@ impl World {
             .is_some_and(|dirs| !dirs.is_empty());
         if self.fault(Fault::ChatDirectoryStray) && session_has_directories {
             add_stray_directory(state);
+        }
+        if self.fault(Fault::ChatSnapshotElsewhere) {
+            state["resource"] = Value::String(format!("{uri}-elsewhere"));
         }
     }
 }

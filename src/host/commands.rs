@@ -105,6 +105,9 @@ impl World {
             "listSessions" => Reply::of(self.list_sessions(params)),
             "createSession" => Reply::of(self.create_session(conn, params)),
             "disposeSession" => Reply::of(self.dispose_session(params)),
+            "createChat" if self.fault(Fault::ChatAddedAfterResponse) => {
+                self.create_chat_announced_late(conn, params)
+            }
             "createChat" => Reply::of(self.create_chat(conn, params)),
             "disposeChat" => Reply::of(self.dispose_chat(params)),
             "fetchTurns" => self.fetch_turns(params),
@@ -691,7 +694,7 @@ impl World {
         }
     }
 
-    fn create_chat(&mut self, conn: ConnId, params: &Value) -> Result<Value, RpcError> {
+    pub(super) fn create_chat(&mut self, conn: ConnId, params: &Value) -> Result<Value, RpcError> {
         let params: CreateChatParams = parse(params)?;
         let session = params.channel.clone();
         let Some(entry) = self.sessions.get(&session) else {
@@ -700,7 +703,7 @@ impl World {
                 format!("no such session: {session}"),
             ));
         };
-        if params.source.is_some() {
+        if params.source.is_some() && !self.fault(Fault::UnsupportedSourceAccepted) {
             return Err(RpcError::new(
                 INVALID_PARAMS,
                 "this agent supports neither forked nor side chats",
@@ -718,7 +721,11 @@ impl World {
                 format!("{} already exists", params.chat),
             ));
         }
-        if let Some(dirs) = &params.working_directories {
+        let checked_directories = params
+            .working_directories
+            .as_ref()
+            .filter(|_| !self.fault(Fault::ChatOutsideDirectoryAccepted));
+        if let Some(dirs) = checked_directories {
             let allowed = entry
                 .state
                 .working_directories
@@ -765,10 +772,13 @@ impl World {
         self.stop_agent(&uri);
         self.chats.remove(&uri);
         self.forget_channel(&uri);
-        self.emit_logged(
-            &session,
-            json!({ "type": "session/chatRemoved", "chat": uri }),
-        );
+        let unannounced = self.fault(Fault::NoChatRemoved) && !self.is_default_chat(&session, &uri);
+        if !unannounced {
+            self.emit_logged(
+                &session,
+                json!({ "type": "session/chatRemoved", "chat": uri }),
+            );
+        }
         if self.fault(Fault::DefaultChatRestored) {
             self.restore_default_chat(&session, &uri);
         }
@@ -798,7 +808,11 @@ impl World {
                 format!("unknown cursor {:?}", cursor.unwrap_or_default()),
             )));
         };
-        let older = to_value(&turns.get(..cut).unwrap_or_default());
+        let mut older = turns.get(..cut).unwrap_or_default().to_vec();
+        if self.fault(Fault::TurnsLoadedNewestFirst) {
+            older.reverse();
+        }
+        let older = to_value(&older);
         let action = json!({ "type": "chat/turnsLoaded", "turns": older });
         if self.fault(Fault::TurnsLoadedAfterResponse) {
             let after: AfterReply = Box::new(move |world: &mut World| {

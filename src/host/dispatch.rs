@@ -36,7 +36,7 @@ impl World {
             return;
         };
         let Some(kind) = self.channel_kind(channel) else {
-            if self.fault(Fault::EchoMissingChannel) && channel.starts_with("ahp-session:") {
+            if self.echoes_missing_channel(channel) {
                 self.reject(
                     conn,
                     channel,
@@ -181,20 +181,25 @@ impl World {
         let entry = self.chats.get(chat).ok_or("no such chat")?;
         let state = to_value(&entry.state);
         let active = state.get("activeTurn").filter(|t| !t.is_null());
+        if self.accepts_invalid_chat_action(type_name, action, active) {
+            return Ok(());
+        }
         match type_name {
             "chat/turnStarted" => {
                 let session_ready = self
                     .sessions
                     .get(&entry.session)
                     .is_some_and(|s| to_value(&s.state.lifecycle) == "ready");
-                if !session_ready {
+                if !session_ready && !self.fault(Fault::TurnBeforeReady) {
                     return Err("the session is not ready".into());
                 }
                 if active.is_some() {
                     return Err("a turn is already active (TurnInProgress)".into());
                 }
                 require_user_message(&action["message"])?;
-                self.check_chat_attachments(&action["message"])?;
+                if !self.fault(Fault::UnknownChatAttached) {
+                    self.check_chat_attachments(&action["message"])?;
+                }
                 let turn_id = action["turnId"].as_str().unwrap_or_default();
                 if turn_id.is_empty() {
                     return Err("turnId must not be empty".into());
@@ -241,7 +246,7 @@ impl World {
                 let has_work = action["turnId"]
                     .as_str()
                     .is_some_and(|id| entry.resumes.contains_key(id));
-                if resumable && has_work {
+                if resumable && has_work && !self.fault(Fault::ResumeRejected) {
                     Ok(())
                 } else {
                     Err("turnId is not the latest turn ending in a resumable error".into())
@@ -394,7 +399,8 @@ impl World {
     fn accept(&mut self, channel: &str, action: Value, client_id: &str, client_seq: i64) {
         let type_name = action_type(&action).unwrap_or_default().to_owned();
         let before = self.chats.get(channel).map(|entry| to_value(&entry.state));
-        if type_name == "chat/truncated" && action.get("turnId").is_some_and(|t| !t.is_null()) {
+        let names_turn = action.get("turnId").is_some_and(|t| !t.is_null());
+        if type_name == "chat/truncated" && names_turn && !self.fault(Fault::TruncateUnloaded) {
             self.load_all_turns(channel);
         }
         if type_name == "chat/turnCancelled" && self.fault(Fault::InputCancelledWithTurn) {
@@ -435,6 +441,9 @@ impl World {
             }
             "chat/turnCancelled" => {
                 self.stop_agent(chat);
+                if self.fault(Fault::CancelKeepsStreaming) {
+                    self.delta_after_cancel(chat, before);
+                }
                 if self.fault(Fault::NoSkipOnTurnEnd) {
                     self.restore_last_turn_parts(chat, before);
                 }
@@ -571,7 +580,10 @@ fn tool_call<'a>(active: Option<&'a Value>, action: &Value) -> Result<&'a Value,
 }
 
 /// The unresolved input request with `request_id` in the active turn.
-fn open_request<'a>(active: Option<&'a Value>, request_id: &Value) -> Result<&'a Value, Rejection> {
+pub(super) fn open_request<'a>(
+    active: Option<&'a Value>,
+    request_id: &Value,
+) -> Result<&'a Value, Rejection> {
     active
         .and_then(|turn| turn["responseParts"].as_array())
         .into_iter()

@@ -150,6 +150,25 @@ faults! {
     InputShownResolved => ("input-shown-resolved", "INPUT-001", "Shows the open input requests of the active turn as declined in chat snapshots (its state and the actions are right)."),
     QueuedTurnUnreferenced => ("queued-turn-unreferenced", "PENDING-007", "Starts the turns of queued messages without queuedMessageId."),
     NewestChatListedTwice => ("newest-chat-listed-twice", "SESSION-001", "Lists the newest chat of a session with several chats twice in session snapshots (its state and the actions are right)."),
+    // Issue 12, chat-channel (faults-a).
+    EchoMissingChat => ("echo-missing-chat", "CHAT-VALIDATE-001", "Answers a dispatch to a nonexistent chat with a rejection echo instead of ignoring it."),
+    ResumeNotResumable => ("resume-not-resumable", "CHAT-VALIDATE-004", "Accepts chat/turnResume of any turn while no turn is active, even a completed one."),
+    AnswerUnknownRequest => ("answer-unknown-request", "CHAT-VALIDATE-005", "Accepts chat/inputAnswerChanged for a requestId no open input request has."),
+    CompleteUnknownRequest => ("complete-unknown-request", "CHAT-VALIDATE-007", "Accepts chat/inputCompleted for a requestId no open input request has."),
+    OutsideDirectoryAccepted => ("outside-directory-accepted", "CHAT-VALIDATE-011", "Accepts chat/workingDirectorySet with a directory outside the session's working directories."),
+    TurnBeforeReady => ("turn-before-ready", "TURN-009", "Accepts chat/turnStarted in a chat whose session is not ready (creating or failed)."),
+    UnknownChatAttached => ("unknown-chat-attached", "TURN-014", "Accepts chat/turnStarted whose message attaches an unknown chat or an unknown endTurn."),
+    UnsupportedSourceAccepted => ("unsupported-source-accepted", "CHAT-FORK-001", "Answers createChat with a fork or side-chat source it does not support by creating a plain chat."),
+    ChatOutsideDirectoryAccepted => ("chat-outside-directory-accepted", "CHAT-007", "Creates chats with working directories outside the session's set."),
+    NoChatRemoved => ("no-chat-removed", "CHAT-006", "Disposes chats other than the session's default chat without publishing session/chatRemoved."),
+    TurnsLoadedNewestFirst => ("turns-loaded-newest-first", "TURN-011", "Answers fetchTurns with a chat/turnsLoaded whose turns are newest first."),
+    ResumeRejected => ("resume-rejected", "TURN-008", "Rejects chat/turnResume even of the latest turn ending in a resumable error."),
+    TruncateUnloaded => ("truncate-unloaded", "TURN-013", "Applies chat/truncated at a turn outside a subscriber's loaded window without loading the older turns first."),
+    CancelKeepsStreaming => ("cancel-keeps-streaming", "TURN-007", "Streams one more chat/delta for a cancelled turn's last markdown part after accepting the cancellation."),
+    BusyUnannounced => ("busy-unannounced", "CHAT-004", "Never announces a chat's in-progress status with session/chatUpdated (the session catalog shows it idle through the turn)."),
+    RootChatsUnpublished => ("root-chats-unpublished", "CHAT-005", "Leaves the chats member out of root/sessionSummaryChanged, so chat status changes never reach root subscribers."),
+    ChatAddedAfterResponse => ("chat-added-after-response", "CHAT-001", "Answers createChat before sending the session/chatAdded that creates the chat."),
+    ChatSnapshotElsewhere => ("chat-snapshot-elsewhere", "CHAT-002", "Names another URI as the resource of chat snapshots."),
 }
 
 impl fmt::Display for Fault {

@@ -95,7 +95,10 @@ impl World {
         let read_only = self.fault(Fault::ReadNotProjected);
         let mut changes = Map::new();
         for (key, value) in &current {
-            if key == "resource" || (drift && key == "modifiedAt") {
+            let busy_unannounced = self.fault(Fault::BusyUnannounced)
+                && key == "status"
+                && value.as_u64().is_some_and(|s| s & ACTIVITY_MASK == 8);
+            if key == "resource" || (drift && key == "modifiedAt") || busy_unannounced {
                 continue;
             }
             if read_only && key == "status" && only_read_flag_differs(&published[key], value) {
@@ -173,6 +176,9 @@ impl World {
             }
         }
         entry.published_summary = summary;
+        if self.fault(Fault::RootChatsUnpublished) {
+            changes.remove("chats");
+        }
         if changes.is_empty() {
             return;
         }

@@ -155,7 +155,7 @@ pub struct World {
     pub subscribed_at: HashMap<String, u64>,
     /// Envelope frames held back instead of sent (connection, frame), for the
     /// cross-channel-reorder fault.
-    held_frames: Option<Vec<(ConnId, Utf8Bytes)>>,
+    pub(super) held_frames: Option<Vec<(ConnId, Utf8Bytes)>>,
     /// Client dispatches held back by the echo-order-swapped fault.
     pub parked: super::swap::ParkedDispatches,
 }
