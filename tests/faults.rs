@@ -56,6 +56,12 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::BadTimestamp => rules.extend(["INV-SCHEMA-1".to_owned()]),
         // ROOT-003 waits for the second page, which never comes.
         Fault::UnansweredRequest => rules.extend(["ROOT-003".to_owned()]),
+        // A root snapshot ahead of serverSeq is ahead of the next root action too.
+        Fault::RootFromSeqAhead => rules.extend(["SUB-002".to_owned()]),
+        // An unanswered ping is an unanswered request.
+        Fault::NegativeIdUnanswered => rules.extend(["TRANSPORT-003".to_owned()]),
+        // name is a required member of Implementation: the result breaks its schema too.
+        Fault::ServerInfoNameless => rules.extend(["INV-SCHEMA-1".to_owned()]),
         _ => {}
     }
     rules
@@ -105,6 +111,8 @@ fn expected_not_testable(fault: Fault) -> BTreeSet<String> {
             "TURN-004".to_owned(),
             "TURN-005".to_owned(),
         ]),
+        // AUTH-001's authenticate is the only request that earns a -32007 in the catalog.
+        Fault::AuthenticateAnything => BTreeSet::from(["ERR-002".to_owned()]),
         _ => BTreeSet::new(),
     }
 }
@@ -307,6 +315,25 @@ fault_tests! {
     listed_chat_title_stale => ListedChatTitleStale,
     modified_at_late => ModifiedAtLate,
     auth_resolved_wrong_turn => AuthResolvedWrongTurn,
+    // Issue 12, lifecycle and transport (faults-b).
+    subscribe_params_internal_error => SubscribeParamsInternalError,
+    rejects_unknown_keys => RejectsUnknownKeys,
+    root_snapshot_twice => RootSnapshotTwice,
+    root_from_seq_ahead => RootFromSeqAhead,
+    mcp_app_unasked => McpAppUnasked,
+    server_info_nameless => ServerInfoNameless,
+    foreign_active_client_ok => ForeignActiveClientOk,
+    disposed_still_listed => DisposedStillListed,
+    chat_in_missing_session_ok => ChatInMissingSessionOk,
+    known_minors_only => KnownMinorsOnly,
+    old_offers_invalid_request => OldOffersInvalidRequest,
+    two_part_version_selected => TwoPartVersionSelected,
+    empty_offer_invalid_params => EmptyOfferInvalidParams,
+    authenticate_anything => AuthenticateAnything,
+    reserved_error_code => ReservedErrorCode,
+    resolve_missing_wrong_code => ResolveMissingWrongCode,
+    negative_id_unanswered => NegativeIdUnanswered,
+    anonymous_dispatch_applied => AnonymousDispatchApplied,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

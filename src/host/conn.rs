@@ -232,6 +232,9 @@ fn request(
     method: &str,
     params: &Value,
 ) -> (Next, bool) {
+    if id.as_i64().is_some_and(|n| n < 0) && world.fault(Fault::NegativeIdUnanswered) {
+        return (Next::Continue, false);
+    }
     if method == "ping" {
         let initialized = world
             .conns

@@ -122,6 +122,25 @@ faults! {
     ListedChatTitleStale => ("listed-chat-title-stale", "INV-SUMMARY-2", "Gives the chats of every listSessions entry a title they do not have."),
     ModifiedAtLate => ("modified-at-late", "INV-CHAT-6", "Moves a chat's modifiedAt one second past its completed turn's end, without an action."),
     AuthResolvedWrongTurn => ("auth-resolved-wrong-turn", "TURN-004", "Sends chat/toolCallAuthResolved with a stale turnId after completing a host tool call."),
+    // Issue 12, lifecycle and transport (faults-b).
+    SubscribeParamsInternalError => ("subscribe-params-internal-error", "TRANSPORT-009", "Answers subscribe without a channel with -32603 instead of -32602."),
+    RejectsUnknownKeys => ("rejects-unknown-keys", "TRANSPORT-013", "Refuses listSessions whose params carry a key it does not know with -32602."),
+    RootSnapshotTwice => ("root-snapshot-twice", "INIT-002", "Answers initialize with the root snapshot twice."),
+    RootFromSeqAhead => ("root-from-seq-ahead", "INIT-004", "Gives the root snapshot of initialize a fromSeq one past the result's serverSeq."),
+    McpAppUnasked => ("mcp-app-unasked", "INIT-006", "Advertises an MCP server customization with an mcpApp on the scripted agent to clients that did not declare mcpApps."),
+    ServerInfoNameless => ("server-info-nameless", "INIT-007", "Answers initialize with a serverInfo that has a version but no name."),
+    ForeignActiveClientOk => ("foreign-active-client-ok", "LIFECYCLE-008", "Accepts createSession whose activeClient names another client's clientId."),
+    DisposedStillListed => ("disposed-still-listed", "LIFECYCLE-009", "Keeps listing a disposed session in listSessions answers to the connection that disposed it."),
+    ChatInMissingSessionOk => ("chat-in-missing-session-ok", "LIFECYCLE-010", "Answers createChat on a nonexistent session with success (and creates nothing)."),
+    KnownMinorsOnly => ("known-minors-only", "VERSION-003", "Accepts 1.x versions only up to 1.2.x, refusing later minors with -32005."),
+    OldOffersInvalidRequest => ("old-offers-invalid-request", "VERSION-004", "Answers an offer of only unsupported 0.x versions with -32600 instead of -32005."),
+    TwoPartVersionSelected => ("two-part-version-selected", "VERSION-007", "Reads a malformed two-part version such as \"1.0\" as 1.0.0 and selects it."),
+    EmptyOfferInvalidParams => ("empty-offer-invalid-params", "VERSION-008", "Answers an empty protocolVersions list with -32602 instead of -32005."),
+    AuthenticateAnything => ("authenticate-anything", "AUTH-001", "Answers authenticate with success for any resource and token."),
+    ReservedErrorCode => ("reserved-error-code", "ERR-001", "Answers createSession on a URI that is not a session URI with the reserved code -32006."),
+    ResolveMissingWrongCode => ("resolve-missing-wrong-code", "RES-001", "Answers resourceResolve on a missing URI with -32602 instead of -32008."),
+    NegativeIdUnanswered => ("negative-id-unanswered", "FUZZ-004", "Never answers a request whose id is a negative number."),
+    AnonymousDispatchApplied => ("anonymous-dispatch-applied", "FUZZ-005", "Applies dispatchAction from a connection that never initialized."),
 }
 
 impl fmt::Display for Fault {
