@@ -60,8 +60,18 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::RootFromSeqAhead => rules.extend(["SUB-002".to_owned()]),
         // An unanswered ping is an unanswered request.
         Fault::NegativeIdUnanswered => rules.extend(["TRANSPORT-003".to_owned()]),
-        // name is a required member of Implementation: the result breaks its schema too.
-        Fault::ServerInfoNameless => rules.extend(["INV-SCHEMA-1".to_owned()]),
+        // serverInfo.name and the root state's agents are required members: the result
+        // breaks its schema too.
+        Fault::ServerInfoNameless | Fault::RootWithoutAgents => {
+            rules.extend(["INV-SCHEMA-1".to_owned()])
+        }
+        // INV-SESSION-1 pairs lifecycle failed with creationError in every session state.
+        Fault::FailedWithoutError => rules.extend(["INV-SESSION-1".to_owned()]),
+        // LIFECYCLE-005 reads the failed session's lifecycle, and INV-SESSION-1 pairs
+        // "failed" with creationError: neither sees "failed".
+        Fault::FailedAsCreationFailed => {
+            rules.extend(["INV-SESSION-1".to_owned(), "LIFECYCLE-005".to_owned()])
+        }
         _ => {}
     }
     rules
@@ -80,6 +90,20 @@ fn blocks(fault: Fault) -> Blocks {
     match fault {
         Fault::SessionsNeverReady | Fault::InitializeError => Blocks::Most,
         Fault::RejectsTruncation => Blocks::Cases(&["PENDING-002", "PENDING-006", "TURN-013"]),
+        // Without the agents array the capabilities that gate these cases are unknown.
+        Fault::RootWithoutAgents => Blocks::Cases(&[
+            "CHAT-001",
+            "CHAT-006",
+            "CHAT-007",
+            "CHAT-FORK-001",
+            "ROOT-008",
+            "SESSION-001",
+            "SESSION-002",
+            "SESSION-011",
+            "TURN-014",
+        ]),
+        // TURN-009 waits for its session's failed lifecycle only on the way to its rule.
+        Fault::FailedAsCreationFailed => Blocks::Cases(&["TURN-009"]),
         _ => Blocks::Nothing,
     }
 }
@@ -334,6 +358,10 @@ fault_tests! {
     resolve_missing_wrong_code => ResolveMissingWrongCode,
     negative_id_unanswered => NegativeIdUnanswered,
     anonymous_dispatch_applied => AnonymousDispatchApplied,
+    root_without_agents => RootWithoutAgents,
+    creating_lifecycle_unknown => CreatingLifecycleUnknown,
+    failed_as_creation_failed => FailedAsCreationFailed,
+    failed_without_error => FailedWithoutError,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

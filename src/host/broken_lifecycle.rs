@@ -30,6 +30,13 @@ impl World {
                 }
             }
         }
+        if self.fault(Fault::RootWithoutAgents) {
+            for snapshot in result["snapshots"].as_array_mut().into_iter().flatten() {
+                if let Some(state) = snapshot["state"].as_object_mut() {
+                    state.remove("agents");
+                }
+            }
+        }
         if self.fault(Fault::ServerInfoNameless) {
             if let Some(info) = result["serverInfo"].as_object_mut() {
                 info.remove("name");
@@ -54,6 +61,22 @@ impl World {
         });
         if let Some(agent) = state["agents"].get_mut(0).and_then(Value::as_object_mut) {
             agent.insert("customizations".to_owned(), json!([app_server]));
+        }
+    }
+
+    /// Breaks the lifecycle members of a session snapshot as the active fault says.
+    pub(super) fn break_session_lifecycle(&self, state: &mut Value) {
+        let failed = state["lifecycle"] == "failed";
+        if state["lifecycle"] == "creating" && self.fault(Fault::CreatingLifecycleUnknown) {
+            state["lifecycle"] = json!("pending");
+        }
+        if failed && self.fault(Fault::FailedAsCreationFailed) {
+            state["lifecycle"] = json!("creationFailed");
+        }
+        if failed && self.fault(Fault::FailedWithoutError) {
+            if let Some(state) = state.as_object_mut() {
+                state.remove("creationError");
+            }
         }
     }
 

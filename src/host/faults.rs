@@ -141,6 +141,10 @@ faults! {
     ResolveMissingWrongCode => ("resolve-missing-wrong-code", "RES-001", "Answers resourceResolve on a missing URI with -32602 instead of -32008."),
     NegativeIdUnanswered => ("negative-id-unanswered", "FUZZ-004", "Never answers a request whose id is a negative number."),
     AnonymousDispatchApplied => ("anonymous-dispatch-applied", "FUZZ-005", "Applies dispatchAction from a connection that never initialized."),
+    RootWithoutAgents => ("root-without-agents", "INIT-003", "Leaves the agents array out of the root snapshot of initialize."),
+    CreatingLifecycleUnknown => ("creating-lifecycle-unknown", "LIFECYCLE-002", "Reports the lifecycle of a session still creating as \"pending\" in snapshots."),
+    FailedAsCreationFailed => ("failed-as-creation-failed", "LIFECYCLE-004", "Reports the lifecycle of a failed session as \"creationFailed\" in snapshots."),
+    FailedWithoutError => ("failed-without-error", "LIFECYCLE-005", "Leaves creationError out of snapshots of failed sessions."),
 }
 
 impl fmt::Display for Fault {

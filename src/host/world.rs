@@ -278,6 +278,7 @@ impl World {
                     }
                 }
                 self.break_session_snapshot(&mut state);
+                self.break_session_lifecycle(&mut state);
                 state
             }
             ChannelKind::Chat => {
