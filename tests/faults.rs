@@ -59,7 +59,9 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         // A root snapshot ahead of serverSeq is ahead of the next root action too.
         Fault::RootFromSeqAhead => rules.extend(["SUB-002".to_owned()]),
         // An unanswered ping is an unanswered request.
-        Fault::NegativeIdUnanswered => rules.extend(["TRANSPORT-003".to_owned()]),
+        Fault::NegativeIdUnanswered | Fault::BinaryWedgesPeers => {
+            rules.extend(["TRANSPORT-003".to_owned()])
+        }
         // serverInfo.name and the root state's agents are required members: the result
         // breaks its schema too.
         Fault::ServerInfoNameless | Fault::RootWithoutAgents => {
@@ -362,6 +364,7 @@ fault_tests! {
     creating_lifecycle_unknown => CreatingLifecycleUnknown,
     failed_as_creation_failed => FailedAsCreationFailed,
     failed_without_error => FailedWithoutError,
+    binary_wedges_peers => BinaryWedgesPeers,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::commands::parse_version;
 use super::faults::Fault;
-use super::world::{Version, World, ROOT};
+use super::world::{ConnId, Version, World, ROOT};
 
 /// The newest 1.x minor the `known-minors-only` fault accepts.
 const NEWEST_KNOWN_MINOR: u64 = 2;
@@ -127,5 +127,42 @@ impl World {
             && offered
                 .iter()
                 .all(|v| matches!(parse_version(v), Some((0, _, _))))
+    }
+}
+
+/// The group of connections a clientId belongs to under `binary-wedges-peers`: everything
+/// before its last '-' (a client application's connections share it).
+fn client_group(client_id: &str) -> &str {
+    client_id
+        .rsplit_once('-')
+        .map_or(client_id, |(group, _)| group)
+}
+
+impl World {
+    /// Under `binary-wedges-peers`: a binary frame from `sender` wedges the other
+    /// connections of its clientId group.
+    pub(super) fn wedge_sibling_connections(&mut self, sender: ConnId) {
+        if !self.fault(Fault::BinaryWedgesPeers) {
+            return;
+        }
+        let group = self
+            .conns
+            .get(&sender)
+            .and_then(|entry| entry.client_id.as_deref())
+            .map(|id| client_group(id).to_owned());
+        if let Some(group) = group {
+            self.wedged_groups.push((sender, group));
+        }
+    }
+
+    /// Whether `conn` was wedged by a binary frame on a sibling connection.
+    pub(super) fn wedged_by_sibling(&self, conn: ConnId) -> bool {
+        let Some(client_id) = self.conns.get(&conn).and_then(|e| e.client_id.as_deref()) else {
+            return false;
+        };
+        let group = client_group(client_id);
+        self.wedged_groups
+            .iter()
+            .any(|(sender, wedged)| *sender != conn && wedged == group)
     }
 }

@@ -127,7 +127,7 @@ faults! {
     RejectsUnknownKeys => ("rejects-unknown-keys", "TRANSPORT-013", "Refuses listSessions whose params carry a key it does not know with -32602."),
     RootSnapshotTwice => ("root-snapshot-twice", "INIT-002", "Answers initialize with the root snapshot twice."),
     RootFromSeqAhead => ("root-from-seq-ahead", "INIT-004", "Gives the root snapshot of initialize a fromSeq one past the result's serverSeq."),
-    McpAppUnasked => ("mcp-app-unasked", "INIT-006", "Advertises an MCP server customization with an mcpApp on the scripted agent to clients that did not declare mcpApps."),
+    McpAppUnasked => ("mcp-app-unasked", "INIT-006", "Advertises an MCP server customization with an mcpApp on the scripted agent to every client, including those that did not declare mcpApps."),
     ServerInfoNameless => ("server-info-nameless", "INIT-007", "Answers initialize with a serverInfo that has a version but no name."),
     ForeignActiveClientOk => ("foreign-active-client-ok", "LIFECYCLE-008", "Accepts createSession whose activeClient names another client's clientId."),
     DisposedStillListed => ("disposed-still-listed", "LIFECYCLE-009", "Keeps listing a disposed session in listSessions answers to the connection that disposed it."),
@@ -145,6 +145,7 @@ faults! {
     CreatingLifecycleUnknown => ("creating-lifecycle-unknown", "LIFECYCLE-002", "Reports the lifecycle of a session still creating as \"pending\" in snapshots."),
     FailedAsCreationFailed => ("failed-as-creation-failed", "LIFECYCLE-004", "Reports the lifecycle of a failed session as \"creationFailed\" in snapshots."),
     FailedWithoutError => ("failed-without-error", "LIFECYCLE-005", "Leaves creationError out of snapshots of failed sessions."),
+    BinaryWedgesPeers => ("binary-wedges-peers", "FUZZ-001", "After a binary frame, stops answering requests on the sender's sibling connections (clientIds equal up to the last '-')."),
 }
 
 impl fmt::Display for Fault {

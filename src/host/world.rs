@@ -161,6 +161,8 @@ pub struct World {
     /// Summaries of disposed sessions still listed to the connection that disposed them,
     /// for the disposed-still-listed fault.
     pub listed_after_dispose: Vec<(ConnId, Value)>,
+    /// (sender, clientId group) of binary frames, for the binary-wedges-peers fault.
+    pub wedged_groups: Vec<(ConnId, String)>,
 }
 
 /// Channel kinds this host serves.
@@ -195,6 +197,7 @@ impl World {
             last_envelope: None,
             subscribed_at: HashMap::new(),
             listed_after_dispose: Vec::new(),
+            wedged_groups: Vec::new(),
         }
     }
 
