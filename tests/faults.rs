@@ -59,7 +59,8 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         // A root snapshot ahead of serverSeq is ahead of the next root action too.
         Fault::RootFromSeqAhead => rules.extend(["SUB-002".to_owned()]),
         // An unanswered ping is an unanswered request.
-        Fault::NegativeIdUnanswered | Fault::BinaryWedgesPeers => {
+        // ... and so is the ping FUZZ-001 sends on a connection the fault left deaf.
+        Fault::NegativeIdUnanswered | Fault::BinaryWedgesPeers | Fault::DiesOnMalformed => {
             rules.extend(["TRANSPORT-003".to_owned()])
         }
         // serverInfo.name and the root state's agents are required members: the result
@@ -106,6 +107,9 @@ fn blocks(fault: Fault) -> Blocks {
         ]),
         // TURN-009 waits for its session's failed lifecycle only on the way to its rule.
         Fault::FailedAsCreationFailed => Blocks::Cases(&["TURN-009"]),
+        // FUZZ-001 knows the host read its hostile frames only when that connection still
+        // answers (or closes).
+        Fault::DiesOnMalformed => Blocks::Cases(&["FUZZ-001"]),
         _ => Blocks::Nothing,
     }
 }

@@ -2,6 +2,8 @@
 //! break INIT-*, version offers read the wrong way (VERSION-*), and request params judged
 //! too strictly (TRANSPORT-013).
 
+use std::time::Duration;
+
 use serde_json::{json, Value};
 
 use super::commands::parse_version;
@@ -10,6 +12,9 @@ use super::world::{ConnId, Version, World, ROOT};
 
 /// The newest 1.x minor the `known-minors-only` fault accepts.
 const NEWEST_KNOWN_MINOR: u64 = 2;
+
+/// Session initialisation time under `creating-lifecycle-unknown`.
+const SLOW_SESSION_INIT: Duration = Duration::from_millis(200);
 
 /// The params members of `listSessions` (ahp-types `ListSessionsParams`).
 const LIST_SESSIONS_KEYS: &[&str] = &["channel", "_meta", "limit", "cursor"];
@@ -77,6 +82,17 @@ impl World {
             if let Some(state) = state.as_object_mut() {
                 state.remove("creationError");
             }
+        }
+    }
+
+    /// How long a session takes to initialise. Under `creating-lifecycle-unknown` at least
+    /// [`SLOW_SESSION_INIT`], so that a subscribe right after createSession reliably meets
+    /// the creating state the fault mislabels, however loaded the machine.
+    pub(super) fn session_init_time(&self) -> Duration {
+        if self.fault(Fault::CreatingLifecycleUnknown) {
+            self.config.session_init.max(SLOW_SESSION_INIT)
+        } else {
+            self.config.session_init
         }
     }
 

@@ -650,7 +650,7 @@ impl World {
         let Some(shared) = self.shared.upgrade() else {
             return;
         };
-        let init = self.config.session_init;
+        let init = self.session_init_time();
         tokio::spawn(async move {
             // Initialising takes a moment, as with a real agent: subscribers see `creating`.
             if init.is_zero() {
