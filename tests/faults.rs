@@ -106,6 +106,25 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::BusyUnannounced => rules.extend(["CHAT-003".to_owned(), "INV-SUMMARY-2".to_owned()]),
         // ROOT-008's case waits for the chats list of a summary change after createChat.
         Fault::RootChatsUnpublished => rules.extend(["ROOT-008".to_owned()]),
+        // A root snapshot ahead of serverSeq is ahead of the next root action too.
+        Fault::RootFromSeqAhead => rules.extend(["SUB-002".to_owned()]),
+        // An unanswered ping is an unanswered request.
+        // ... and so is the ping FUZZ-001 sends on a connection the fault left deaf.
+        Fault::NegativeIdUnanswered | Fault::BinaryWedgesPeers | Fault::DiesOnMalformed => {
+            rules.extend(["TRANSPORT-003".to_owned()])
+        }
+        // serverInfo.name and the root state's agents are required members: the result
+        // breaks its schema too.
+        Fault::ServerInfoNameless | Fault::RootWithoutAgents => {
+            rules.extend(["INV-SCHEMA-1".to_owned()])
+        }
+        // INV-SESSION-1 pairs lifecycle failed with creationError in every session state.
+        Fault::FailedWithoutError => rules.extend(["INV-SESSION-1".to_owned()]),
+        // LIFECYCLE-005 reads the failed session's lifecycle, and INV-SESSION-1 pairs
+        // "failed" with creationError: neither sees "failed".
+        Fault::FailedAsCreationFailed => {
+            rules.extend(["INV-SESSION-1".to_owned(), "LIFECYCLE-005".to_owned()])
+        }
         _ => {}
     }
     rules
@@ -124,6 +143,24 @@ fn blocks(fault: Fault) -> Blocks {
     match fault {
         Fault::SessionsNeverReady | Fault::InitializeError => Blocks::Most,
         Fault::RejectsTruncation => Blocks::Cases(&["PENDING-002", "PENDING-006", "TURN-013"]),
+        // Without the agents array the capabilities that gate these cases are unknown.
+        Fault::RootWithoutAgents => Blocks::Cases(&[
+            "CHAT-001",
+            "CHAT-006",
+            "CHAT-007",
+            "CHAT-FORK-001",
+            "ROOT-008",
+            "SESSION-001",
+            "SESSION-002",
+            "SESSION-003/after-dispose",
+            "SESSION-011",
+            "TURN-014",
+        ]),
+        // TURN-009 waits for its session's failed lifecycle only on the way to its rule.
+        Fault::FailedAsCreationFailed => Blocks::Cases(&["TURN-009"]),
+        // FUZZ-001 knows the host read its hostile frames only when that connection still
+        // answers (or closes).
+        Fault::DiesOnMalformed => Blocks::Cases(&["FUZZ-001"]),
         _ => Blocks::Nothing,
     }
 }
@@ -155,6 +192,8 @@ fn expected_not_testable(fault: Fault) -> BTreeSet<String> {
             "TURN-004".to_owned(),
             "TURN-005".to_owned(),
         ]),
+        // AUTH-001's authenticate is the only request that earns a -32007 in the catalog.
+        Fault::AuthenticateAnything => BTreeSet::from(["ERR-002".to_owned()]),
         _ => BTreeSet::new(),
     }
 }
@@ -404,6 +443,30 @@ fault_tests! {
     root_chats_unpublished => RootChatsUnpublished,
     chat_added_after_response => ChatAddedAfterResponse,
     chat_snapshot_elsewhere => ChatSnapshotElsewhere,
+    // Issue 12, lifecycle and transport (faults-b).
+    subscribe_params_internal_error => SubscribeParamsInternalError,
+    rejects_unknown_keys => RejectsUnknownKeys,
+    root_snapshot_twice => RootSnapshotTwice,
+    root_from_seq_ahead => RootFromSeqAhead,
+    mcp_app_unasked => McpAppUnasked,
+    server_info_nameless => ServerInfoNameless,
+    foreign_active_client_ok => ForeignActiveClientOk,
+    disposed_still_listed => DisposedStillListed,
+    chat_in_missing_session_ok => ChatInMissingSessionOk,
+    known_minors_only => KnownMinorsOnly,
+    old_offers_invalid_request => OldOffersInvalidRequest,
+    two_part_version_selected => TwoPartVersionSelected,
+    empty_offer_invalid_params => EmptyOfferInvalidParams,
+    authenticate_anything => AuthenticateAnything,
+    reserved_error_code => ReservedErrorCode,
+    resolve_missing_wrong_code => ResolveMissingWrongCode,
+    negative_id_unanswered => NegativeIdUnanswered,
+    anonymous_dispatch_applied => AnonymousDispatchApplied,
+    root_without_agents => RootWithoutAgents,
+    creating_lifecycle_unknown => CreatingLifecycleUnknown,
+    failed_as_creation_failed => FailedAsCreationFailed,
+    failed_without_error => FailedWithoutError,
+    binary_wedges_peers => BinaryWedgesPeers,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -140,6 +140,16 @@ pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
                     why.clone(),
                 ));
             }
+            Err(super::AgentsUnread::NoAgents(why)) => {
+                stop = Some(runner.prerequisite(
+                    "INIT-003",
+                    &None,
+                    format!(
+                        "a root snapshot listing the agents (to read capabilities.{capability})"
+                    ),
+                    why.clone(),
+                ));
+            }
             Err(super::AgentsUnread::Harness(why)) => {
                 stop = Some(Stop::Harness(format!(
                     "needs capabilities.{capability}, which could not be read: {why}"

@@ -15,6 +15,9 @@ use crate::verdict::{CaseInfo, CaseResult, Finding, Level, Verdict};
 pub enum AgentsUnread {
     /// The server failed the run's `initialize` (INIT-001).
     Server(String),
+    /// The root snapshot of the run's `initialize` has no `agents` array (INIT-003): what
+    /// the agents advertise is unknown, not absent.
+    NoAgents(String),
     /// The harness could not ask (connection, size limit, interrupted).
     Harness(String),
 }
@@ -224,11 +227,16 @@ pub(super) async fn agent_capabilities(
             )))
         }
     };
-    let agents = init
+    let Some(agents) = init
         .pointer("/result/snapshots/0/state/agents")
         .and_then(Value::as_array)
         .cloned()
-        .unwrap_or_default();
+    else {
+        return Err(AgentsUnread::NoAgents(format!(
+            "initialize answered a root snapshot without an agents array: {}",
+            crate::checks::frame::clip(&init.to_string())
+        )));
+    };
     let agent = agents
         .iter()
         .find(|a| {

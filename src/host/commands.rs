@@ -50,6 +50,8 @@ const SESSION_NOT_FOUND: i64 = -32001;
 const PROVIDER_NOT_FOUND: i64 = -32002;
 const SESSION_ALREADY_EXISTS: i64 = -32003;
 const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32005;
+/// Reserved and unassigned in 1.0.0; only the `reserved-error-code` fault uses it.
+const RESERVED_ERROR: i64 = -32006;
 const AUTH_REQUIRED: i64 = -32007;
 const NOT_FOUND: i64 = -32008;
 const PERMISSION_DENIED: i64 = -32009;
@@ -102,20 +104,24 @@ impl World {
                 "the connection must be initialized first (send initialize or reconnect)",
             ))),
             "subscribe" => Reply::of(self.subscribe(conn, params)),
-            "listSessions" => Reply::of(self.list_sessions(params)),
+            "listSessions" => Reply::of(self.list_sessions(conn, params)),
             "createSession" => Reply::of(self.create_session(conn, params)),
-            "disposeSession" => Reply::of(self.dispose_session(params)),
+            "disposeSession" => Reply::of(self.dispose_session(conn, params)),
             "createChat" if self.fault(Fault::ChatAddedAfterResponse) => {
                 self.create_chat_announced_late(conn, params)
             }
             "createChat" => Reply::of(self.create_chat(conn, params)),
             "disposeChat" => Reply::of(self.dispose_chat(params)),
             "fetchTurns" => self.fetch_turns(params),
+            "authenticate" if self.fault(Fault::AuthenticateAnything) => Reply::of(Ok(json!({}))),
             "authenticate" => Reply::of(Err(self.auth_required())),
             "completions" => Reply::of(self.existing_chat(params).map(|_| json!({ "items": [] }))),
             "resolveSessionConfig" => Reply::of(self.resolve_session_config(params)),
             "sessionConfigCompletions" => Reply::of(Ok(json!({ "items": [] }))),
             "moveChat" => Reply::of(self.move_chat(params)),
+            "resourceResolve" if self.fault(Fault::ResolveMissingWrongCode) => {
+                Reply::of(Err(RpcError::new(INVALID_PARAMS, "no such resource")))
+            }
             "resourceRead" | "resourceList" | "resourceResolve" | "resourceDelete"
             | "resourceCopy" | "resourceMove" => Reply::of(Err(RpcError::new(
                 NOT_FOUND,
@@ -155,13 +161,22 @@ impl World {
             Ok(params) => params,
             Err(error) => return Reply::of(Err(error)),
         };
+        if params.protocol_versions.is_empty() && self.fault(Fault::EmptyOfferInvalidParams) {
+            return Reply::of(Err(RpcError::new(
+                INVALID_PARAMS,
+                "protocolVersions must not be empty",
+            )));
+        }
         let (chosen, version) = match self.negotiate(&params.protocol_versions) {
             Ok(Some(pair)) => pair,
             Ok(None) => {
-                let mut error = RpcError::new(
-                    UNSUPPORTED_PROTOCOL_VERSION,
-                    "none of the offered protocol versions is supported",
-                );
+                let code = if self.refuses_old_offer_as_invalid(&params.protocol_versions) {
+                    INVALID_REQUEST
+                } else {
+                    UNSUPPORTED_PROTOCOL_VERSION
+                };
+                let mut error =
+                    RpcError::new(code, "none of the offered protocol versions is supported");
                 if !self.fault(Fault::NoSupportedVersions) {
                     error.data = Some(json!({ "supportedVersions": SUPPORTED_RANGES }));
                 }
@@ -203,6 +218,7 @@ impl World {
         if self.fault(Fault::LegacyUri) {
             result["defaultDirectory"] = json!("agenthost:/workspace");
         }
+        self.break_initialize_result(&mut result);
         let binary = self.fault(Fault::BinaryFrame);
         let no_channel = self.fault(Fault::NotificationWithoutChannel);
         let after: Option<AfterReply> = (binary || no_channel).then(|| {
@@ -229,6 +245,10 @@ impl World {
     /// Picks the version: (the string answered, the version the connection then speaks).
     /// Faults bend the choice.
     fn negotiate(&self, offered: &[String]) -> Result<Option<(String, Version)>, String> {
+        if let Some(lenient) = self.lenient_two_part_version(offered) {
+            return Ok(Some(lenient));
+        }
+        let offered = &self.considered_offers(offered);
         let Some(best) = negotiate_protocol_version(offered)?.map(str::to_owned) else {
             return Ok(None);
         };
@@ -362,7 +382,12 @@ impl World {
     }
 
     fn subscribe(&mut self, conn: ConnId, params: &Value) -> Result<Value, RpcError> {
-        let params: SubscribeParams = parse(params)?;
+        let params: SubscribeParams = parse(params).map_err(|mut error| {
+            if self.fault(Fault::SubscribeParamsInternalError) {
+                error.code = INTERNAL_ERROR;
+            }
+            error
+        })?;
         let view_turns = params
             .view
             .as_ref()
@@ -463,7 +488,13 @@ impl World {
         }
     }
 
-    fn list_sessions(&self, params: &Value) -> Result<Value, RpcError> {
+    fn list_sessions(&self, conn: ConnId, params: &Value) -> Result<Value, RpcError> {
+        if let Some(key) = self.unknown_list_sessions_key(params) {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                format!("unknown member {key:?}"),
+            ));
+        }
         let params: ListSessionsParams = parse(params)?;
         let mut items: Vec<Value> = self
             .sessions
@@ -478,6 +509,12 @@ impl World {
             }
             self.break_listed_summary(item);
         }
+        items.extend(
+            self.listed_after_dispose
+                .iter()
+                .filter(|(to, _)| *to == conn)
+                .map(|(_, summary)| summary.clone()),
+        );
         items.sort_by(|a, b| {
             instant_key(&b["modifiedAt"])
                 .cmp(&instant_key(&a["modifiedAt"]))
@@ -513,8 +550,13 @@ impl World {
         let params: CreateSessionParams = parse(params)?;
         let uri = params.channel.clone();
         if !uri.starts_with("ahp-session:/") || uri.len() <= "ahp-session:/".len() {
+            let code = if self.fault(Fault::ReservedErrorCode) {
+                RESERVED_ERROR
+            } else {
+                INVALID_PARAMS
+            };
             return Err(RpcError::new(
-                INVALID_PARAMS,
+                code,
                 "a session URI must start with ahp-session:/",
             ));
         }
@@ -539,7 +581,9 @@ impl World {
         };
         let client_id = self.conns.get(&conn).and_then(|c| c.client_id.clone());
         if let Some(active) = &params.active_client {
-            if Some(&active.client_id) != client_id.as_ref() {
+            if Some(&active.client_id) != client_id.as_ref()
+                && !self.fault(Fault::ForeignActiveClientOk)
+            {
                 return Err(RpcError::new(
                     INVALID_PARAMS,
                     "activeClient.clientId must be this connection's clientId",
@@ -617,7 +661,7 @@ impl World {
         let Some(shared) = self.shared.upgrade() else {
             return;
         };
-        let init = self.config.session_init;
+        let init = self.session_init_time();
         tokio::spawn(async move {
             // Initialising takes a moment, as with a real agent: subscribers see `creating`.
             if init.is_zero() {
@@ -662,8 +706,13 @@ impl World {
         );
     }
 
-    fn dispose_session(&mut self, params: &Value) -> Result<Value, RpcError> {
+    fn dispose_session(&mut self, conn: ConnId, params: &Value) -> Result<Value, RpcError> {
         let uri = channel_param(params)?;
+        if self.fault(Fault::DisposedStillListed) {
+            if let Some(summary) = self.session_summary(&uri) {
+                self.listed_after_dispose.push((conn, summary));
+            }
+        }
         let Some(entry) = self.sessions.remove(&uri) else {
             return Err(RpcError::new(
                 SESSION_NOT_FOUND,
@@ -698,6 +747,9 @@ impl World {
         let params: CreateChatParams = parse(params)?;
         let session = params.channel.clone();
         let Some(entry) = self.sessions.get(&session) else {
+            if self.fault(Fault::ChatInMissingSessionOk) {
+                return Ok(Value::Null);
+            }
             return Err(RpcError::new(
                 SESSION_NOT_FOUND,
                 format!("no such session: {session}"),

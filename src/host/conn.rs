@@ -98,6 +98,7 @@ pub async fn serve(
                 next
             }
             Some(Ok(Message::Binary(_))) if !dead => {
+                shared.lock().wedge_sibling_connections(conn);
                 reply_error(&shared, conn, Value::Null, RpcError::new(
                     INVALID_REQUEST,
                     "binary frames are not used by AHP; send one JSON-RPC object per text frame",
@@ -232,6 +233,12 @@ fn request(
     method: &str,
     params: &Value,
 ) -> (Next, bool) {
+    if id.as_i64().is_some_and(|n| n < 0) && world.fault(Fault::NegativeIdUnanswered) {
+        return (Next::Continue, false);
+    }
+    if world.wedged_by_sibling(conn) {
+        return (Next::Continue, false);
+    }
     if method == "ping" {
         let initialized = world
             .conns

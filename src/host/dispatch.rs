@@ -24,9 +24,11 @@ impl World {
 
     /// Validates one client dispatch and applies or rejects it.
     pub fn apply_dispatch(&mut self, conn: ConnId, params: &Value) {
-        let Some(client_id) = self.conns.get(&conn).and_then(|c| c.client_id.clone()) else {
+        let client_id = match self.conns.get(&conn).and_then(|c| c.client_id.clone()) {
+            Some(client_id) => client_id,
+            None if self.fault(Fault::AnonymousDispatchApplied) => "anonymous".to_owned(),
             // Never apply actions from a connection that has not initialised.
-            return;
+            None => return,
         };
         let (Some(channel), Some(client_seq), Some(action)) = (
             params.get("channel").and_then(Value::as_str),

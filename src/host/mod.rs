@@ -10,6 +10,7 @@
 mod agent;
 pub mod agents;
 mod broken;
+mod broken_lifecycle;
 mod broken_session;
 pub mod catalog;
 mod commands;

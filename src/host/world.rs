@@ -158,6 +158,11 @@ pub struct World {
     pub(super) held_frames: Option<Vec<(ConnId, Utf8Bytes)>>,
     /// Client dispatches held back by the echo-order-swapped fault.
     pub parked: super::swap::ParkedDispatches,
+    /// Summaries of disposed sessions still listed to the connection that disposed them,
+    /// for the disposed-still-listed fault.
+    pub listed_after_dispose: Vec<(ConnId, Value)>,
+    /// (sender, clientId group) of binary frames, for the binary-wedges-peers fault.
+    pub wedged_groups: Vec<(ConnId, String)>,
 }
 
 /// Channel kinds this host serves.
@@ -191,6 +196,8 @@ impl World {
             repeat_seq_done: false,
             last_envelope: None,
             subscribed_at: HashMap::new(),
+            listed_after_dispose: Vec::new(),
+            wedged_groups: Vec::new(),
         }
     }
 
@@ -252,7 +259,11 @@ impl World {
     /// The channel's current state as a snapshot, or `None` when it does not exist.
     pub fn snapshot(&mut self, uri: &str, view_turns: Option<i64>) -> Option<Value> {
         let state = match self.channel_kind(uri)? {
-            ChannelKind::Root => to_value(&self.root),
+            ChannelKind::Root => {
+                let mut state = to_value(&self.root);
+                self.break_root_snapshot(&mut state);
+                state
+            }
             ChannelKind::Session => {
                 let mut state = to_value(&self.sessions.get(uri)?.state);
                 let repeated: &[&str] = if self.fault(Fault::ChatListedTwice) {
@@ -271,6 +282,7 @@ impl World {
                 }
                 self.break_session_snapshot(&mut state);
                 self.break_session_catalog(&mut state);
+                self.break_session_lifecycle(&mut state);
                 state
             }
             ChannelKind::Chat => {
