@@ -56,6 +56,8 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::BadTimestamp => rules.extend(["INV-SCHEMA-1".to_owned()]),
         // ROOT-003 waits for the second page, which never comes.
         Fault::UnansweredRequest => rules.extend(["ROOT-003".to_owned()]),
+        // ERR-001 provokes an unknown cursor too, and gets a page instead of -32602.
+        Fault::UnknownCursorRestarts => rules.extend(["ERR-001".to_owned()]),
         _ => {}
     }
     rules
@@ -105,6 +107,8 @@ fn expected_not_testable(fault: Fault) -> BTreeSet<String> {
             "TURN-004".to_owned(),
             "TURN-005".to_owned(),
         ]),
+        // ERR-001 stops at its unknown cursor, before the request whose -32009 ERR-003 reads.
+        Fault::UnknownCursorRestarts => BTreeSet::from(["ERR-003".to_owned()]),
         _ => BTreeSet::new(),
     }
 }
@@ -307,6 +311,15 @@ fault_tests! {
     listed_chat_title_stale => ListedChatTitleStale,
     modified_at_late => ModifiedAtLate,
     auth_resolved_wrong_turn => AuthResolvedWrongTurn,
+    // Issue 12, tools, subscriptions, reconnect, root (faults-d).
+    unsubscribe_keeps_active_client => UnsubscribeKeepsActiveClient,
+    reconnect_keeps_active_client => ReconnectKeepsActiveClient,
+    never_forgets_client => NeverForgetsClient,
+    missing_not_listed => MissingNotListed,
+    unknown_cursor_restarts => UnknownCursorRestarts,
+    sessions_oldest_first => SessionsOldestFirst,
+    no_active_sessions_changed => NoActiveSessionsChanged,
+    archive_chat_rejected => ArchiveChatRejected,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

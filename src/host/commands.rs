@@ -292,6 +292,11 @@ impl World {
                 })
                 .map(|r| r.envelope.clone())
                 .collect();
+            let missing = if self.fault(Fault::MissingNotListed) {
+                Vec::new()
+            } else {
+                missing
+            };
             json!({ "type": "replay", "actions": actions, "missing": missing })
         } else {
             let snapshots: Vec<Value> = present
@@ -303,7 +308,9 @@ impl World {
         let client_id = params.client_id;
         let kept: HashSet<String> = present.into_iter().collect();
         let after: AfterReply = Box::new(move |world: &mut World| {
-            world.drop_active_client_outside(&client_id, &kept);
+            if !world.fault(Fault::ReconnectKeepsActiveClient) {
+                world.drop_active_client_outside(&client_id, &kept);
+            }
             if world.fault(Fault::ReplayNotifications) {
                 let summaries: Vec<Value> = world
                     .sessions
@@ -396,13 +403,14 @@ impl World {
             return;
         };
         let keep_sending = self.fault(Fault::ActionAfterUnsubscribe);
+        let keeps_client = self.fault(Fault::UnsubscribeKeepsActiveClient);
         let Some(entry) = self.conns.get_mut(&conn) else {
             return;
         };
         if !keep_sending {
             entry.subscriptions.remove(channel);
         }
-        let client_id = entry.client_id.clone();
+        let client_id = entry.client_id.clone().filter(|_| !keeps_client);
         if let (Some(client_id), Some(session)) = (client_id, self.sessions.get(channel)) {
             if session
                 .state
@@ -475,15 +483,25 @@ impl World {
                 .cmp(&instant_key(&a["modifiedAt"]))
                 .then_with(|| a["resource"].as_str().cmp(&b["resource"].as_str()))
         });
+        if self.fault(Fault::SessionsOldestFirst) {
+            items.reverse();
+        }
         let start = match params.cursor.as_deref() {
             None => 0,
-            Some(cursor) => cursor
+            Some(cursor) => match cursor
                 .strip_prefix("offset:")
                 .and_then(|n| n.parse::<usize>().ok())
                 .filter(|n| *n <= items.len())
-                .ok_or_else(|| {
-                    RpcError::new(INVALID_PARAMS, format!("unknown cursor {cursor:?}"))
-                })?,
+            {
+                Some(start) => start,
+                None if self.fault(Fault::UnknownCursorRestarts) => 0,
+                None => {
+                    return Err(RpcError::new(
+                        INVALID_PARAMS,
+                        format!("unknown cursor {cursor:?}"),
+                    ))
+                }
+            },
         };
         let limit = match params.limit {
             Some(limit) if limit < 1 => {
@@ -644,6 +662,9 @@ impl World {
     }
 
     fn publish_active_sessions(&mut self) {
+        if self.fault(Fault::NoActiveSessionsChanged) {
+            return;
+        }
         let count = self.sessions.len();
         self.emit_logged(
             ROOT,

@@ -338,6 +338,9 @@ impl World {
                     Err("no pending message with that kind and id".into())
                 }
             }
+            "chat/isArchivedChanged" if self.fault(Fault::ArchiveChatRejected) => {
+                Err("this host keeps every chat in view".into())
+            }
             "chat/workingDirectorySet" => {
                 let allowed = self
                     .sessions

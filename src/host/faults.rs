@@ -122,6 +122,15 @@ faults! {
     ListedChatTitleStale => ("listed-chat-title-stale", "INV-SUMMARY-2", "Gives the chats of every listSessions entry a title they do not have."),
     ModifiedAtLate => ("modified-at-late", "INV-CHAT-6", "Moves a chat's modifiedAt one second past its completed turn's end, without an action."),
     AuthResolvedWrongTurn => ("auth-resolved-wrong-turn", "TURN-004", "Sends chat/toolCallAuthResolved with a stale turnId after completing a host tool call."),
+    // Issue 12, tools, subscriptions, reconnect, root (faults-d).
+    UnsubscribeKeepsActiveClient => ("unsubscribe-keeps-active-client", "SUB-014", "Leaves a client in a session's activeClients after it unsubscribes from the session."),
+    ReconnectKeepsActiveClient => ("reconnect-keeps-active-client", "RECONNECT-008", "Leaves a reconnecting client in the activeClients of sessions its reconnect no longer lists."),
+    NeverForgetsClient => ("never-forgets-client", "RECONNECT-009", "Keeps a client that disconnected and never came back in activeClients forever."),
+    MissingNotListed => ("missing-not-listed", "RECONNECT-004", "Leaves subscriptions it cannot resume (disposed sessions) out of a replay's missing list."),
+    UnknownCursorRestarts => ("unknown-cursor-restarts", "ROOT-004", "Answers listSessions with an unknown cursor with the first page instead of -32602."),
+    SessionsOldestFirst => ("sessions-oldest-first", "ROOT-002", "Orders listSessions items least recently modified first."),
+    NoActiveSessionsChanged => ("no-active-sessions-changed", "ROOT-011", "Never sends root/activeSessionsChanged (its root state keeps the count it started with)."),
+    ArchiveChatRejected => ("archive-chat-rejected", "DISPATCH-008", "Rejects chat/isArchivedChanged, a client-dispatchable action whose preconditions hold."),
 }
 
 impl fmt::Display for Fault {
