@@ -58,6 +58,10 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::UnansweredRequest => rules.extend(["ROOT-003".to_owned()]),
         // ERR-001 provokes an unknown cursor too, and gets a page instead of -32602.
         Fault::UnknownCursorRestarts => rules.extend(["ERR-001".to_owned()]),
+        // SUB-004's c2 unsubscribed from the session but is still on the root channel.
+        Fault::SessionActionsToAll => rules.extend(["SUB-004".to_owned()]),
+        // TURN-011 reads the cursor of the same one-turn window.
+        Fault::WindowWithoutCursor => rules.extend(["TURN-011".to_owned()]),
         _ => {}
     }
     rules
@@ -320,6 +324,12 @@ fault_tests! {
     sessions_oldest_first => SessionsOldestFirst,
     no_active_sessions_changed => NoActiveSessionsChanged,
     archive_chat_rejected => ArchiveChatRejected,
+    session_actions_to_all => SessionActionsToAll,
+    root_snapshot_misnamed => RootSnapshotMisnamed,
+    window_without_cursor => WindowWithoutCursor,
+    foreign_client_completes => ForeignClientCompletes,
+    tool_delta_before_start => ToolDeltaBeforeStart,
+    auto_tool_never_completes => AutoToolNeverCompletes,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -429,6 +429,9 @@ async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep) -> Flo
     let start = json!({ "type": "chat/toolCallStart", "turnId": turn.turn_id, "toolCallId": id,
         "toolName": call.name, "displayName": call.display_name.as_deref().unwrap_or(&call.name),
         "contributor": contributor });
+    with_turn(shared, turn, |world| {
+        world.early_tool_delta(&turn.chat, &turn.turn_id, &id);
+    });
     if emit(shared, turn, strip_nulls(start)).is_none() {
         return Flow::Stop;
     }
@@ -521,7 +524,12 @@ async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep) -> Flo
         "toolCallId": id, "requiresResultConfirmation": call.result_confirmation.then_some(true),
         "result": { "success": result.success, "pastTenseMessage": message, "content": content } }),
     );
-    if emit(shared, turn, complete).is_none() {
+    let withheld = auto
+        && call.input.is_some()
+        && with_turn(shared, turn, |world| {
+            world.fault(Fault::AutoToolNeverCompletes)
+        }) == Some(true);
+    if !withheld && emit(shared, turn, complete).is_none() {
         return Flow::Stop;
     }
     if with_turn(shared, turn, |world| {

@@ -373,7 +373,8 @@ impl World {
             .and_then(|v| v.turns)
             .filter(|_| self.config.turn_windows);
         match self.snapshot(&params.channel, view_turns) {
-            Some(snapshot) => {
+            Some(mut snapshot) => {
+                self.break_subscribe_snapshot(&mut snapshot, view_turns.is_some());
                 self.subscribe_conn(conn, &params.channel);
                 Ok(json!({ "snapshot": snapshot }))
             }

@@ -131,6 +131,12 @@ faults! {
     SessionsOldestFirst => ("sessions-oldest-first", "ROOT-002", "Orders listSessions items least recently modified first."),
     NoActiveSessionsChanged => ("no-active-sessions-changed", "ROOT-011", "Never sends root/activeSessionsChanged (its root state keeps the count it started with)."),
     ArchiveChatRejected => ("archive-chat-rejected", "DISPATCH-008", "Rejects chat/isArchivedChanged, a client-dispatchable action whose preconditions hold."),
+    SessionActionsToAll => ("session-actions-to-all", "SUB-005", "Sends the actions clients dispatch on a session to all connections subscribed to the root channel, subscribed to the session or not."),
+    RootSnapshotMisnamed => ("root-snapshot-misnamed", "SUB-001", "Answers subscribe to ahp-root:// with a snapshot whose resource is ahp-root:/."),
+    WindowWithoutCursor => ("window-without-cursor", "SUB-008", "Leaves turnsNextCursor out of chat snapshots whose view.turns window omits older turns."),
+    ForeignClientCompletes => ("foreign-client-completes", "CHAT-VALIDATE-010", "Accepts chat/toolCallComplete for a client tool from a client that does not own it."),
+    ToolDeltaBeforeStart => ("tool-delta-before-start", "TOOL-002", "Sends an empty chat/toolCallDelta for each host tool call before its chat/toolCallStart."),
+    AutoToolNeverCompletes => ("auto-tool-never-completes", "TOOL-001", "Never completes auto-approved host tool calls that stream input: they stay running until the turn's end skips them."),
 }
 
 impl fmt::Display for Fault {

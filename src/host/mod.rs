@@ -10,6 +10,7 @@
 mod agent;
 pub mod agents;
 mod broken;
+mod broken_routes;
 pub mod catalog;
 mod commands;
 mod conn;

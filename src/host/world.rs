@@ -375,7 +375,9 @@ impl World {
         for (id, conn) in &self.conns {
             let version_ok = may_receive(conn.version, introduced_in)
                 || (self.fault(Fault::NewActionsToOldClient) && conn.version.is_some());
-            if !conn.subscriptions.contains(channel) || !version_ok {
+            let receives = conn.subscriptions.contains(channel)
+                || self.leaks_to(&conn.subscriptions, channel, origin.is_some());
+            if !receives || !version_ok {
                 continue;
             }
             if let Some(sender) = &sender_only {

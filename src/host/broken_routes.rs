@@ -1,0 +1,51 @@
+//! Fault injection for delivery, subscriptions and the tool-call lifecycle (issue 12,
+//! faults-d): who receives a channel's frames, what a `subscribe` answers, and tool-call
+//! actions the scripted agent sends out of order or never sends. Nothing here runs for the
+//! correct host.
+
+use serde_json::{json, Value};
+
+use super::faults::Fault;
+use super::world::{World, ROOT};
+
+impl World {
+    /// Whether a connection that did not subscribe to `channel` still gets an envelope
+    /// with `origin` on it: the `session-actions-to-all` fault sends client-dispatched
+    /// session actions to every connection on the root channel.
+    pub(super) fn leaks_to(
+        &self,
+        subscriptions: &std::collections::HashSet<String>,
+        channel: &str,
+        dispatched: bool,
+    ) -> bool {
+        self.fault(Fault::SessionActionsToAll)
+            && dispatched
+            && channel.starts_with("ahp-session:")
+            && subscriptions.contains(ROOT)
+    }
+
+    /// Breaks the snapshot a `subscribe` answers as the active fault says; `windowed`:
+    /// the request asked for a turn window.
+    pub(super) fn break_subscribe_snapshot(&self, snapshot: &mut Value, windowed: bool) {
+        if self.fault(Fault::RootSnapshotMisnamed) && snapshot["resource"] == ROOT {
+            snapshot["resource"] = json!("ahp-root:/");
+        }
+        if self.fault(Fault::WindowWithoutCursor) && windowed {
+            if let Some(state) = snapshot["state"].as_object_mut() {
+                state.remove("turnsNextCursor");
+            }
+        }
+    }
+
+    /// The `tool-delta-before-start` fault: a first input delta for a tool call the chat
+    /// does not have yet (the reducers ignore it).
+    pub(super) fn early_tool_delta(&mut self, chat: &str, turn_id: &str, tool_call_id: &str) {
+        if self.fault(Fault::ToolDeltaBeforeStart) {
+            self.emit_chat(
+                chat,
+                json!({ "type": "chat/toolCallDelta", "turnId": turn_id,
+                        "toolCallId": tool_call_id, "content": "" }),
+            );
+        }
+    }
+}
