@@ -330,6 +330,11 @@ fault_tests! {
     foreign_client_completes => ForeignClientCompletes,
     tool_delta_before_start => ToolDeltaBeforeStart,
     auto_tool_never_completes => AutoToolNeverCompletes,
+    summary_change_identity => SummaryChangeIdentity,
+    summary_chats_partial => SummaryChatsPartial,
+    tool_input_needed_kept => ToolInputNeededKept,
+    client_tool_stalls => ClientToolStalls,
+    reconfirm_changes_owner => ReconfirmChangesOwner,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -467,7 +467,11 @@ async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep) -> Flo
         }
     }
     if call.reconfirm {
-        if emit(shared, turn, ready(None)).is_none() {
+        let mut again = ready(None);
+        if let Some(Some(owner)) = with_turn(shared, turn, |world| world.reconfirm_contributor()) {
+            again["contributor"] = owner;
+        }
+        if emit(shared, turn, again).is_none() {
             return Flow::Stop;
         }
         match status_after(shared, turn, &id, &["pending-confirmation"])
@@ -496,6 +500,12 @@ async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep) -> Flo
                     .await
                     .map(drop),
             ),
+            Some(_)
+                if with_turn(shared, turn, |world| world.fault(Fault::ClientToolStalls))
+                    == Some(true) =>
+            {
+                Flow::Stop
+            }
             Some(_) => Flow::Next,
             None => Flow::Stop,
         };

@@ -37,6 +37,25 @@ impl World {
         }
     }
 
+    /// Breaks the `changes` of a `root/sessionSummaryChanged` as the active fault says.
+    pub(super) fn break_summary_changes(&self, changes: &mut serde_json::Map<String, Value>) {
+        if !self.fault(Fault::SummaryChatsPartial) {
+            return;
+        }
+        if let Some(chats) = changes.get_mut("chats").and_then(Value::as_array_mut) {
+            if chats.len() > 1 {
+                chats.drain(..chats.len() - 1);
+            }
+        }
+    }
+
+    /// The contributor the `reconfirm-changes-owner` fault gives a tool call with its
+    /// re-confirmation (none for the correct host).
+    pub(super) fn reconfirm_contributor(&self) -> Option<Value> {
+        self.fault(Fault::ReconfirmChangesOwner)
+            .then(|| json!({ "kind": "mcp", "customizationId": "ahpspec-mcp" }))
+    }
+
     /// The `tool-delta-before-start` fault: a first input delta for a tool call the chat
     /// does not have yet (the reducers ignore it).
     pub(super) fn early_tool_delta(&mut self, chat: &str, turn_id: &str, tool_call_id: &str) {

@@ -137,6 +137,11 @@ faults! {
     ForeignClientCompletes => ("foreign-client-completes", "CHAT-VALIDATE-010", "Accepts chat/toolCallComplete for a client tool from a client that does not own it."),
     ToolDeltaBeforeStart => ("tool-delta-before-start", "TOOL-002", "Sends an empty chat/toolCallDelta for each host tool call before its chat/toolCallStart."),
     AutoToolNeverCompletes => ("auto-tool-never-completes", "TOOL-001", "Never completes auto-approved host tool calls that stream input: they stay running until the turn's end skips them."),
+    SummaryChangeIdentity => ("summary-change-identity", "ROOT-007", "Repeats the session's resource, provider and createdAt in every root/sessionSummaryChanged."),
+    SummaryChatsPartial => ("summary-chats-partial", "ROOT-008", "Lists only the newest chat in changes.chats of root/sessionSummaryChanged for sessions with several chats."),
+    ToolInputNeededKept => ("tool-input-needed-kept", "TOOL-011", "Never removes a toolConfirmation entry from the session's inputNeeded once its confirmation is resolved."),
+    ClientToolStalls => ("client-tool-stalls", "TOOL-008", "Stops the turn's agent once the owning client completes its client tool: the turn never goes on."),
+    ReconfirmChangesOwner => ("reconfirm-changes-owner", "TOOL-009", "Gives a host tool call an MCP contributor with its mid-execution re-confirmation chat/toolCallReady."),
 }
 
 impl fmt::Display for Fault {

@@ -127,7 +127,8 @@ impl World {
             .collect();
         let id_of = |entry: &Value| entry.get("id").cloned().unwrap_or(Value::Null);
         for old in &current {
-            if !wanted.iter().any(|new| id_of(new) == id_of(old)) {
+            let kept = self.fault(Fault::ToolInputNeededKept) && old["kind"] == "toolConfirmation";
+            if !kept && !wanted.iter().any(|new| id_of(new) == id_of(old)) {
                 self.emit_logged(
                     session,
                     json!({ "type": "session/inputNeededRemoved", "id": id_of(old) }),
@@ -154,17 +155,22 @@ impl World {
         let mut changes = Map::new();
         if let Some(fields) = summary.as_object() {
             for (key, value) in fields {
-                if !IDENTITY_FIELDS.contains(&key.as_str())
-                    && entry.published_summary.get(key) != Some(value)
-                {
+                let identity = IDENTITY_FIELDS.contains(&key.as_str());
+                let repeated =
+                    identity && self.config.faults.contains(Fault::SummaryChangeIdentity);
+                if (!identity && entry.published_summary.get(key) != Some(value)) || repeated {
                     changes.insert(key.clone(), value.clone());
                 }
             }
         }
         entry.published_summary = summary;
-        if changes.is_empty() {
+        if changes
+            .keys()
+            .all(|key| IDENTITY_FIELDS.contains(&key.as_str()))
+        {
             return;
         }
+        self.break_summary_changes(&mut changes);
         if self.fault(Fault::SummaryStatusBits) {
             if let Some(status) = changes
                 .get("status")
