@@ -62,6 +62,11 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::SessionActionsToAll => rules.extend(["SUB-004".to_owned()]),
         // TURN-011 reads the cursor of the same one-turn window.
         Fault::WindowWithoutCursor => rules.extend(["TURN-011".to_owned()]),
+        // The reconnect result is schema-checked too, and its type is replay or snapshot.
+        Fault::EmptyReplayRenamed => rules.extend(["INV-SCHEMA-1".to_owned()]),
+        // RECONNECT-005 replays from 0 a session whose one envelope (session/ready) c1 has
+        // folded already: sent again after the response, it is behind c1's mirror.
+        Fault::ReplayTailLater => rules.extend(["ENV-003".to_owned(), "SUB-002".to_owned()]),
         _ => {}
     }
     rules
@@ -335,6 +340,10 @@ fault_tests! {
     tool_input_needed_kept => ToolInputNeededKept,
     client_tool_stalls => ClientToolStalls,
     reconfirm_changes_owner => ReconfirmChangesOwner,
+    replay_tail_later => ReplayTailLater,
+    empty_replay_renamed => EmptyReplayRenamed,
+    rejected_still_applied => RejectedStillApplied,
+    malformed_title_applied => MalformedTitleApplied,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -56,6 +56,54 @@ impl World {
             .then(|| json!({ "kind": "mcp", "customizationId": "ahpspec-mcp" }))
     }
 
+    /// Breaks a replay's actions as the active fault says; returns the envelope the
+    /// `replay-tail-later` fault sends after the response instead (only a replay of one:
+    /// the client's mirror is then still at its last seen serverSeq, and the late envelope
+    /// breaks RECONNECT-003 alone, not the order of the channel).
+    pub(super) fn break_replay(&self, actions: &mut Vec<Value>) -> Option<Value> {
+        if self.fault(Fault::ReplayTailLater) && actions.len() == 1 {
+            return actions.pop();
+        }
+        None
+    }
+
+    /// The `type` of a replay response: `current` for an empty one under the
+    /// `empty-replay-renamed` fault.
+    pub(super) fn replay_kind(&self, actions: &[Value], missing: &[String]) -> &'static str {
+        if self.fault(Fault::EmptyReplayRenamed) && actions.is_empty() && missing.is_empty() {
+            "current"
+        } else {
+            "replay"
+        }
+    }
+
+    /// Applies part of a rejected client action behind the reducers' back, as the active
+    /// fault says.
+    pub(super) fn apply_rejected(&mut self, channel: &str, action: &Value) {
+        let session = match action["type"].as_str() {
+            Some("chat/workingDirectorySet") if self.fault(Fault::RejectedStillApplied) => {
+                let (Some(entry), Some(directory)) =
+                    (self.chats.get_mut(channel), action["directory"].as_str())
+                else {
+                    return;
+                };
+                entry.state.working_directories = Some(vec![directory.to_owned()]);
+                entry.session.clone()
+            }
+            Some("session/titleChanged")
+                if self.fault(Fault::MalformedTitleApplied) && !action["title"].is_string() =>
+            {
+                let Some(entry) = self.sessions.get_mut(channel) else {
+                    return;
+                };
+                entry.state.title = action["title"].to_string();
+                channel.to_owned()
+            }
+            _ => return,
+        };
+        self.sync_projections(&session);
+    }
+
     /// The `tool-delta-before-start` fault: a first input delta for a tool call the chat
     /// does not have yet (the reducers ignore it).
     pub(super) fn early_tool_delta(&mut self, chat: &str, turn_id: &str, tool_call_id: &str) {

@@ -278,13 +278,14 @@ impl World {
         let replayable = params.last_seen_server_seq >= 0
             && last_seen >= self.replay_floor
             && last_seen <= self.seq;
+        let mut held_back = None;
         let result = if replayable {
             let from = if self.fault(Fault::ReplayWrongRange) {
                 last_seen
             } else {
                 last_seen + 1
             };
-            let actions: Vec<Value> = self
+            let mut actions: Vec<Value> = self
                 .replay
                 .iter()
                 .filter(|r| {
@@ -292,12 +293,14 @@ impl World {
                 })
                 .map(|r| r.envelope.clone())
                 .collect();
+            held_back = self.break_replay(&mut actions);
             let missing = if self.fault(Fault::MissingNotListed) {
                 Vec::new()
             } else {
                 missing
             };
-            json!({ "type": "replay", "actions": actions, "missing": missing })
+            let kind = self.replay_kind(&actions, &missing);
+            json!({ "type": kind, "actions": actions, "missing": missing })
         } else {
             let snapshots: Vec<Value> = present
                 .iter()
@@ -308,6 +311,9 @@ impl World {
         let client_id = params.client_id;
         let kept: HashSet<String> = present.into_iter().collect();
         let after: AfterReply = Box::new(move |world: &mut World| {
+            if let Some(envelope) = held_back {
+                world.send_to(conn, &notification("action", envelope));
+            }
             if !world.fault(Fault::ReconnectKeepsActiveClient) {
                 world.drop_active_client_outside(&client_id, &kept);
             }

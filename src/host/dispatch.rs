@@ -53,7 +53,10 @@ impl World {
                 self.accept(channel, action.clone(), &client_id, client_seq);
                 self.read_attachments(conn, channel, action);
             }
-            Err(reason) => self.reject(conn, channel, action, &client_id, client_seq, reason),
+            Err(reason) => {
+                self.reject(conn, channel, action, &client_id, client_seq, reason);
+                self.apply_rejected(channel, action);
+            }
         }
     }
 

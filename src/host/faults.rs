@@ -142,6 +142,10 @@ faults! {
     ToolInputNeededKept => ("tool-input-needed-kept", "TOOL-011", "Never removes a toolConfirmation entry from the session's inputNeeded once its confirmation is resolved."),
     ClientToolStalls => ("client-tool-stalls", "TOOL-008", "Stops the turn's agent once the owning client completes its client tool: the turn never goes on."),
     ReconfirmChangesOwner => ("reconfirm-changes-owner", "TOOL-009", "Gives a host tool call an MCP contributor with its mid-execution re-confirmation chat/toolCallReady."),
+    ReplayTailLater => ("replay-tail-later", "RECONNECT-003", "Answers a reconnect with exactly one envelope to replay with an empty replay, and sends the envelope as a notification after the response."),
+    EmptyReplayRenamed => ("empty-replay-renamed", "RECONNECT-001", "Answers a reconnect with nothing to replay and nothing missing with {type: \"current\"}."),
+    RejectedStillApplied => ("rejected-still-applied", "DISPATCH-003", "Sets the chat's working directory from a chat/workingDirectorySet it rejects."),
+    MalformedTitleApplied => ("malformed-title-applied", "DISPATCH-007", "Sets the session's title to the JSON text of the title member of a session/titleChanged it rejects as malformed."),
 }
 
 impl fmt::Display for Fault {
