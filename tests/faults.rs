@@ -344,6 +344,10 @@ fault_tests! {
     empty_replay_renamed => EmptyReplayRenamed,
     rejected_still_applied => RejectedStillApplied,
     malformed_title_applied => MalformedTitleApplied,
+    edited_input_ignored => EditedInputIgnored,
+    selected_option_dropped => SelectedOptionDropped,
+    denial_as_skip => DenialAsSkip,
+    result_denial_as_denial => ResultDenialAsDenial,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

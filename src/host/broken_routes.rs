@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use super::faults::Fault;
-use super::world::{World, ROOT};
+use super::world::{to_value, World, ROOT};
 
 impl World {
     /// Whether a connection that did not subscribe to `channel` still gets an envelope
@@ -104,6 +104,55 @@ impl World {
         self.sync_projections(&session);
     }
 
+    /// Changes the tool call a client just confirmed (or whose result it confirmed) behind
+    /// the reducers' back, as the active fault says; `before`: the chat before the action.
+    pub(super) fn break_confirmed_call(
+        &mut self,
+        chat: &str,
+        action: &Value,
+        before: Option<&Value>,
+    ) {
+        let result = action["type"] == "chat/toolCallResultConfirmed";
+        let denied = action["approved"] == false;
+        let restore_input =
+            self.fault(Fault::EditedInputIgnored) && action.get("editedToolInput").is_some();
+        let drop_option =
+            self.fault(Fault::SelectedOptionDropped) && action.get("selectedOptionId").is_some();
+        let relabel = match (result, denied) {
+            (false, true) if self.fault(Fault::DenialAsSkip) => Some(("denied", "skipped")),
+            (true, true) if self.fault(Fault::ResultDenialAsDenial) => {
+                Some(("result-denied", "denied"))
+            }
+            _ => None,
+        };
+        if !restore_input && !drop_option && relabel.is_none() {
+            return;
+        }
+        let id = &action["toolCallId"];
+        let original_input = before
+            .and_then(|before| active_tool_call(before, id))
+            .map(|call| call["toolInput"].clone());
+        let Some(entry) = self.chats.get_mut(chat) else {
+            return;
+        };
+        let mut state = to_value(&entry.state);
+        let Some(call) = active_tool_call_mut(&mut state, id) else {
+            return;
+        };
+        if let (true, Some(input)) = (restore_input, original_input) {
+            call["toolInput"] = input;
+        }
+        if let (true, Some(call)) = (drop_option, call.as_object_mut()) {
+            call.remove("selectedOption");
+        }
+        if let Some((_, to)) = relabel.filter(|(from, _)| call["reason"] == *from) {
+            call["reason"] = json!(to);
+        }
+        if let Ok(state) = serde_json::from_value(state) {
+            entry.state = state;
+        }
+    }
+
     /// The `tool-delta-before-start` fault: a first input delta for a tool call the chat
     /// does not have yet (the reducers ignore it).
     pub(super) fn early_tool_delta(&mut self, chat: &str, turn_id: &str, tool_call_id: &str) {
@@ -115,4 +164,22 @@ impl World {
             );
         }
     }
+}
+
+/// The tool call `id` of the chat's active turn (chat state as JSON).
+fn active_tool_call<'a>(state: &'a Value, id: &Value) -> Option<&'a Value> {
+    state["activeTurn"]["responseParts"]
+        .as_array()?
+        .iter()
+        .map(|part| &part["toolCall"])
+        .find(|call| call["toolCallId"] == *id)
+}
+
+fn active_tool_call_mut<'a>(state: &'a mut Value, id: &Value) -> Option<&'a mut Value> {
+    state
+        .pointer_mut("/activeTurn/responseParts")?
+        .as_array_mut()?
+        .iter_mut()
+        .map(|part| &mut part["toolCall"])
+        .find(|call| call["toolCallId"] == *id)
 }

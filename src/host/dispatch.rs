@@ -472,6 +472,9 @@ impl World {
                     self.start_agent(chat, &point.turn_id, point.steps, point.client_id);
                 }
             }
+            "chat/toolCallConfirmed" | "chat/toolCallResultConfirmed" => {
+                self.break_confirmed_call(chat, action, before);
+            }
             "chat/pendingMessageSet" if action["kind"] == "queued" => {
                 if self.fault(Fault::QueuedUpdateAppends) {
                     self.append_duplicate_queued(chat, before, action);

@@ -145,6 +145,10 @@ faults! {
     ReplayTailLater => ("replay-tail-later", "RECONNECT-003", "Answers a reconnect with exactly one envelope to replay with an empty replay, and sends the envelope as a notification after the response."),
     EmptyReplayRenamed => ("empty-replay-renamed", "RECONNECT-001", "Answers a reconnect with nothing to replay and nothing missing with {type: \"current\"}."),
     RejectedStillApplied => ("rejected-still-applied", "DISPATCH-003", "Sets the chat's working directory from a chat/workingDirectorySet it rejects."),
+    EditedInputIgnored => ("edited-input-ignored", "TOOL-004", "Puts the original toolInput back on a tool call approved with editedToolInput, so it runs with the unedited input."),
+    SelectedOptionDropped => ("selected-option-dropped", "TOOL-005", "Drops the selectedOption a chat/toolCallConfirmed with selectedOptionId stored on the tool call."),
+    DenialAsSkip => ("denial-as-skip", "TOOL-003", "Records tool calls whose confirmation is denied as cancelled with reason skipped instead of denied."),
+    ResultDenialAsDenial => ("result-denial-as-denial", "TOOL-006", "Records tool calls whose result is denied as cancelled with reason denied instead of result-denied."),
     MalformedTitleApplied => ("malformed-title-applied", "DISPATCH-007", "Sets the session's title to the JSON text of the title member of a session/titleChanged it rejects as malformed."),
 }
 
