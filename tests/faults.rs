@@ -67,6 +67,14 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         // RECONNECT-005 replays from 0 a session whose one envelope (session/ready) c1 has
         // folded already: sent again after the response, it is behind c1's mirror.
         Fault::ReplayTailLater => rules.extend(["ENV-003".to_owned(), "SUB-002".to_owned()]),
+        // Other connections that hold only the chat miss the agent's actions too: SUB-010's
+        // c2 never sees the turn end, nor VERSION-009's old connection, and INPUT-003's c2
+        // folds a turn without its input request (INV-FOLD-1 at the checkpoint).
+        Fault::TurnStreamToStarterOnly => rules.extend([
+            "SUB-010".to_owned(),
+            "VERSION-009".to_owned(),
+            "INV-FOLD-1".to_owned(),
+        ]),
         _ => {}
     }
     rules
@@ -344,6 +352,8 @@ fault_tests! {
     empty_replay_renamed => EmptyReplayRenamed,
     rejected_still_applied => RejectedStillApplied,
     malformed_title_applied => MalformedTitleApplied,
+    root_lists_sessions => RootListsSessions,
+    turn_stream_to_starter_only => TurnStreamToStarterOnly,
     edited_input_ignored => EditedInputIgnored,
     selected_option_dropped => SelectedOptionDropped,
     denial_as_skip => DenialAsSkip,

@@ -231,7 +231,10 @@ fn with_turn<R>(shared: &Shared, turn: &Turn, f: impl FnOnce(&mut World) -> R) -
     if !world.turn_alive(turn) {
         return None;
     }
-    Some(f(&mut world))
+    world.enter_turn(&turn.chat, turn.client_id.as_deref());
+    let result = f(&mut world);
+    world.turn_audience = None;
+    Some(result)
 }
 
 /// Emits one host chat action on the live turn; `None` once the turn has ended.

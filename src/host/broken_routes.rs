@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use super::faults::Fault;
-use super::world::{to_value, World, ROOT};
+use super::world::{to_value, ConnEntry, World, ROOT};
 
 impl World {
     /// Whether a connection that did not subscribe to `channel` still gets an envelope
@@ -150,6 +150,40 @@ impl World {
         }
         if let Ok(state) = serde_json::from_value(state) {
             entry.state = state;
+        }
+    }
+
+    /// The root state of root snapshots; the `root-lists-sessions` fault adds the session
+    /// list that belongs to `listSessions`.
+    pub(super) fn root_state_json(&self) -> Value {
+        let mut state = to_value(&self.root);
+        if self.fault(Fault::RootListsSessions) {
+            state["sessions"] = json!(self.sessions.keys().collect::<Vec<_>>());
+        }
+        state
+    }
+
+    /// Called before the agent of a turn `starter` started in `chat` acts on the world:
+    /// the `turn-stream-to-starter-only` fault restricts who receives what it emits (until
+    /// the agent lets go of the world, which resets `turn_audience`).
+    pub(super) fn enter_turn(&mut self, chat: &str, starter: Option<&str>) {
+        let session = self.chats.get(chat).map(|entry| entry.session.clone());
+        if let (true, Some(starter), Some(session)) =
+            (self.fault(Fault::TurnStreamToStarterOnly), starter, session)
+        {
+            self.turn_audience = Some((starter.to_owned(), session));
+        }
+    }
+
+    /// Whether `conn` may receive the envelope being emitted (always, unless the
+    /// `turn-stream-to-starter-only` fault restricts it).
+    pub(super) fn in_turn_audience(&self, conn: &ConnEntry) -> bool {
+        match &self.turn_audience {
+            Some((starter, session)) => {
+                conn.client_id.as_deref() == Some(starter.as_str())
+                    || conn.subscriptions.contains(session)
+            }
+            None => true,
         }
     }
 

@@ -149,6 +149,8 @@ faults! {
     SelectedOptionDropped => ("selected-option-dropped", "TOOL-005", "Drops the selectedOption a chat/toolCallConfirmed with selectedOptionId stored on the tool call."),
     DenialAsSkip => ("denial-as-skip", "TOOL-003", "Records tool calls whose confirmation is denied as cancelled with reason skipped instead of denied."),
     ResultDenialAsDenial => ("result-denial-as-denial", "TOOL-006", "Records tool calls whose result is denied as cancelled with reason denied instead of result-denied."),
+    RootListsSessions => ("root-lists-sessions", "ROOT-001", "Puts the list of session URIs into the root state of root snapshots."),
+    TurnStreamToStarterOnly => ("turn-stream-to-starter-only", "SUB-003", "Sends the agent's actions of a client's turn only to that client and the session's subscribers, not to the chat's other subscribers."),
     MalformedTitleApplied => ("malformed-title-applied", "DISPATCH-007", "Sets the session's title to the JSON text of the title member of a session/titleChanged it rejects as malformed."),
 }
 

@@ -158,6 +158,9 @@ pub struct World {
     held_frames: Option<Vec<(ConnId, Utf8Bytes)>>,
     /// Client dispatches held back by the echo-order-swapped fault.
     pub parked: super::swap::ParkedDispatches,
+    /// (client, session) the agent action being emitted is restricted to, for the
+    /// turn-stream-to-starter-only fault.
+    pub turn_audience: Option<(String, String)>,
 }
 
 /// Channel kinds this host serves.
@@ -178,6 +181,7 @@ impl World {
             seq: 0,
             held_frames: None,
             parked: Default::default(),
+            turn_audience: None,
             root,
             sessions: BTreeMap::new(),
             chats: HashMap::new(),
@@ -252,7 +256,7 @@ impl World {
     /// The channel's current state as a snapshot, or `None` when it does not exist.
     pub fn snapshot(&mut self, uri: &str, view_turns: Option<i64>) -> Option<Value> {
         let state = match self.channel_kind(uri)? {
-            ChannelKind::Root => to_value(&self.root),
+            ChannelKind::Root => self.root_state_json(),
             ChannelKind::Session => {
                 let mut state = to_value(&self.sessions.get(uri)?.state);
                 let repeated: &[&str] = if self.fault(Fault::ChatListedTwice) {
@@ -378,6 +382,9 @@ impl World {
             let receives = conn.subscriptions.contains(channel)
                 || self.leaks_to(&conn.subscriptions, channel, origin.is_some());
             if !receives || !version_ok {
+                continue;
+            }
+            if !self.in_turn_audience(conn) {
                 continue;
             }
             if let Some(sender) = &sender_only {
