@@ -352,6 +352,7 @@ fault_tests! {
     empty_replay_renamed => EmptyReplayRenamed,
     rejected_still_applied => RejectedStillApplied,
     malformed_title_applied => MalformedTitleApplied,
+    cursor_without_window => CursorWithoutWindow,
     root_lists_sessions => RootListsSessions,
     turn_stream_to_starter_only => TurnStreamToStarterOnly,
     edited_input_ignored => EditedInputIgnored,

@@ -30,6 +30,13 @@ impl World {
         if self.fault(Fault::RootSnapshotMisnamed) && snapshot["resource"] == ROOT {
             snapshot["resource"] = json!("ahp-root:/");
         }
+        let turns = snapshot["state"]["turns"].as_array().map_or(0, Vec::len);
+        if self.fault(Fault::CursorWithoutWindow) && !windowed && turns >= 3 {
+            let first = snapshot["state"]["turns"][0]["id"]
+                .as_str()
+                .unwrap_or_default();
+            snapshot["state"]["turnsNextCursor"] = json!(format!("before:{first}"));
+        }
         if self.fault(Fault::WindowWithoutCursor) && windowed {
             if let Some(state) = snapshot["state"].as_object_mut() {
                 state.remove("turnsNextCursor");

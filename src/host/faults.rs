@@ -151,6 +151,7 @@ faults! {
     ResultDenialAsDenial => ("result-denial-as-denial", "TOOL-006", "Records tool calls whose result is denied as cancelled with reason denied instead of result-denied."),
     RootListsSessions => ("root-lists-sessions", "ROOT-001", "Puts the list of session URIs into the root state of root snapshots."),
     TurnStreamToStarterOnly => ("turn-stream-to-starter-only", "SUB-003", "Sends the agent's actions of a client's turn only to that client and the session's subscribers, not to the chat's other subscribers."),
+    CursorWithoutWindow => ("cursor-without-window", "SUB-007", "Adds a turnsNextCursor to the snapshot of chats with three or more turns subscribed without a view, as if older turns were left out."),
     MalformedTitleApplied => ("malformed-title-applied", "DISPATCH-007", "Sets the session's title to the JSON text of the title member of a session/titleChanged it rejects as malformed."),
 }
 
