@@ -125,6 +125,25 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::FailedAsCreationFailed => {
             rules.extend(["INV-SESSION-1".to_owned(), "LIFECYCLE-005".to_owned()])
         }
+        // ERR-001 provokes an unknown cursor too, and gets a page instead of -32602.
+        Fault::UnknownCursorRestarts => rules.extend(["ERR-001".to_owned()]),
+        // SUB-004's c2 unsubscribed from the session but is still on the root channel.
+        Fault::SessionActionsToAll => rules.extend(["SUB-004".to_owned()]),
+        // TURN-011 reads the cursor of the same one-turn window.
+        Fault::WindowWithoutCursor => rules.extend(["TURN-011".to_owned()]),
+        // The reconnect result is schema-checked too, and its type is replay or snapshot.
+        Fault::EmptyReplayRenamed => rules.extend(["INV-SCHEMA-1".to_owned()]),
+        // RECONNECT-005 replays from 0 a session whose one envelope (session/ready) c1 has
+        // folded already: sent again after the response, it is behind c1's mirror.
+        Fault::ReplayTailLater => rules.extend(["ENV-003".to_owned(), "SUB-002".to_owned()]),
+        // Other connections that hold only the chat miss the agent's actions too: SUB-010's
+        // c2 never sees the turn end, nor VERSION-009's old connection, and INPUT-003's c2
+        // folds a turn without its input request (INV-FOLD-1 at the checkpoint).
+        Fault::TurnStreamToStarterOnly => rules.extend([
+            "SUB-010".to_owned(),
+            "VERSION-009".to_owned(),
+            "INV-FOLD-1".to_owned(),
+        ]),
         _ => {}
     }
     rules
@@ -467,6 +486,37 @@ fault_tests! {
     failed_as_creation_failed => FailedAsCreationFailed,
     failed_without_error => FailedWithoutError,
     binary_wedges_peers => BinaryWedgesPeers,
+    // Issue 12, tools, subscriptions, reconnect, root (faults-d).
+    unsubscribe_keeps_active_client => UnsubscribeKeepsActiveClient,
+    reconnect_keeps_active_client => ReconnectKeepsActiveClient,
+    never_forgets_client => NeverForgetsClient,
+    missing_not_listed => MissingNotListed,
+    unknown_cursor_restarts => UnknownCursorRestarts,
+    sessions_oldest_first => SessionsOldestFirst,
+    no_active_sessions_changed => NoActiveSessionsChanged,
+    archive_chat_rejected => ArchiveChatRejected,
+    session_actions_to_all => SessionActionsToAll,
+    root_snapshot_misnamed => RootSnapshotMisnamed,
+    window_without_cursor => WindowWithoutCursor,
+    foreign_client_completes => ForeignClientCompletes,
+    tool_delta_before_start => ToolDeltaBeforeStart,
+    auto_tool_never_completes => AutoToolNeverCompletes,
+    summary_change_identity => SummaryChangeIdentity,
+    summary_chats_partial => SummaryChatsPartial,
+    tool_input_needed_kept => ToolInputNeededKept,
+    client_tool_stalls => ClientToolStalls,
+    reconfirm_changes_owner => ReconfirmChangesOwner,
+    replay_tail_later => ReplayTailLater,
+    empty_replay_renamed => EmptyReplayRenamed,
+    rejected_still_applied => RejectedStillApplied,
+    malformed_title_applied => MalformedTitleApplied,
+    cursor_without_window => CursorWithoutWindow,
+    root_lists_sessions => RootListsSessions,
+    turn_stream_to_starter_only => TurnStreamToStarterOnly,
+    edited_input_ignored => EditedInputIgnored,
+    selected_option_dropped => SelectedOptionDropped,
+    denial_as_skip => DenialAsSkip,
+    result_denial_as_denial => ResultDenialAsDenial,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

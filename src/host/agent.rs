@@ -236,7 +236,10 @@ fn with_turn<R>(shared: &Shared, turn: &Turn, f: impl FnOnce(&mut World) -> R) -
     if !world.turn_alive(turn) {
         return None;
     }
-    Some(f(&mut world))
+    world.enter_turn(&turn.chat, turn.client_id.as_deref());
+    let result = f(&mut world);
+    world.turn_audience = None;
+    Some(result)
 }
 
 /// Emits one host chat action on the live turn; `None` once the turn has ended.
@@ -437,6 +440,9 @@ async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep) -> Flo
     let start = json!({ "type": "chat/toolCallStart", "turnId": turn.turn_id, "toolCallId": id,
         "toolName": call.name, "displayName": call.display_name.as_deref().unwrap_or(&call.name),
         "contributor": contributor });
+    with_turn(shared, turn, |world| {
+        world.early_tool_delta(&turn.chat, &turn.turn_id, &id);
+    });
     if emit(shared, turn, strip_nulls(start)).is_none() {
         return Flow::Stop;
     }
@@ -472,7 +478,11 @@ async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep) -> Flo
         }
     }
     if call.reconfirm {
-        if emit(shared, turn, ready(None)).is_none() {
+        let mut again = ready(None);
+        if let Some(Some(owner)) = with_turn(shared, turn, |world| world.reconfirm_contributor()) {
+            again["contributor"] = owner;
+        }
+        if emit(shared, turn, again).is_none() {
             return Flow::Stop;
         }
         match status_after(shared, turn, &id, &["pending-confirmation"])
@@ -501,6 +511,12 @@ async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep) -> Flo
                     .await
                     .map(drop),
             ),
+            Some(_)
+                if with_turn(shared, turn, |world| world.fault(Fault::ClientToolStalls))
+                    == Some(true) =>
+            {
+                Flow::Stop
+            }
             Some(_) => Flow::Next,
             None => Flow::Stop,
         };
@@ -529,7 +545,12 @@ async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep) -> Flo
         "toolCallId": id, "requiresResultConfirmation": call.result_confirmation.then_some(true),
         "result": { "success": result.success, "pastTenseMessage": message, "content": content } }),
     );
-    if emit(shared, turn, complete).is_none() {
+    let withheld = auto
+        && call.input.is_some()
+        && with_turn(shared, turn, |world| {
+            world.fault(Fault::AutoToolNeverCompletes)
+        }) == Some(true);
+    if !withheld && emit(shared, turn, complete).is_none() {
         return Flow::Stop;
     }
     if with_turn(shared, turn, |world| {

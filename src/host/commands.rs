@@ -301,13 +301,14 @@ impl World {
         let replayable = params.last_seen_server_seq >= 0
             && last_seen >= self.replay_floor
             && last_seen <= self.seq;
+        let mut held_back = None;
         let result = if replayable {
             let from = if self.fault(Fault::ReplayWrongRange) {
                 last_seen
             } else {
                 last_seen + 1
             };
-            let actions: Vec<Value> = self
+            let mut actions: Vec<Value> = self
                 .replay
                 .iter()
                 .filter(|r| {
@@ -315,7 +316,14 @@ impl World {
                 })
                 .map(|r| r.envelope.clone())
                 .collect();
-            json!({ "type": "replay", "actions": actions, "missing": missing })
+            held_back = self.break_replay(&mut actions);
+            let missing = if self.fault(Fault::MissingNotListed) {
+                Vec::new()
+            } else {
+                missing
+            };
+            let kind = self.replay_kind(&actions, &missing);
+            json!({ "type": kind, "actions": actions, "missing": missing })
         } else {
             let snapshots: Vec<Value> = present
                 .iter()
@@ -326,7 +334,12 @@ impl World {
         let client_id = params.client_id;
         let kept: HashSet<String> = present.into_iter().collect();
         let after: AfterReply = Box::new(move |world: &mut World| {
-            world.drop_active_client_outside(&client_id, &kept);
+            if let Some(envelope) = held_back {
+                world.send_to(conn, &notification("action", envelope));
+            }
+            if !world.fault(Fault::ReconnectKeepsActiveClient) {
+                world.drop_active_client_outside(&client_id, &kept);
+            }
             if world.fault(Fault::ReplayNotifications) {
                 let summaries: Vec<Value> = world
                     .sessions
@@ -394,7 +407,8 @@ impl World {
             .and_then(|v| v.turns)
             .filter(|_| self.config.turn_windows);
         match self.snapshot(&params.channel, view_turns) {
-            Some(snapshot) => {
+            Some(mut snapshot) => {
+                self.break_subscribe_snapshot(&mut snapshot, view_turns.is_some());
                 self.subscribe_conn(conn, &params.channel);
                 Ok(json!({ "snapshot": snapshot }))
             }
@@ -424,13 +438,14 @@ impl World {
             return;
         };
         let keep_sending = self.fault(Fault::ActionAfterUnsubscribe);
+        let keeps_client = self.fault(Fault::UnsubscribeKeepsActiveClient);
         let Some(entry) = self.conns.get_mut(&conn) else {
             return;
         };
         if !keep_sending {
             entry.subscriptions.remove(channel);
         }
-        let client_id = entry.client_id.clone();
+        let client_id = entry.client_id.clone().filter(|_| !keeps_client);
         if let (Some(client_id), Some(session)) = (client_id, self.sessions.get(channel)) {
             if session
                 .state
@@ -520,15 +535,25 @@ impl World {
                 .cmp(&instant_key(&a["modifiedAt"]))
                 .then_with(|| a["resource"].as_str().cmp(&b["resource"].as_str()))
         });
+        if self.fault(Fault::SessionsOldestFirst) {
+            items.reverse();
+        }
         let start = match params.cursor.as_deref() {
             None => 0,
-            Some(cursor) => cursor
+            Some(cursor) => match cursor
                 .strip_prefix("offset:")
                 .and_then(|n| n.parse::<usize>().ok())
                 .filter(|n| *n <= items.len())
-                .ok_or_else(|| {
-                    RpcError::new(INVALID_PARAMS, format!("unknown cursor {cursor:?}"))
-                })?,
+            {
+                Some(start) => start,
+                None if self.fault(Fault::UnknownCursorRestarts) => 0,
+                None => {
+                    return Err(RpcError::new(
+                        INVALID_PARAMS,
+                        format!("unknown cursor {cursor:?}"),
+                    ))
+                }
+            },
         };
         let limit = match params.limit {
             Some(limit) if limit < 1 => {
@@ -699,6 +724,9 @@ impl World {
     }
 
     fn publish_active_sessions(&mut self) {
+        if self.fault(Fault::NoActiveSessionsChanged) {
+            return;
+        }
         let count = self.sessions.len();
         self.emit_logged(
             ROOT,

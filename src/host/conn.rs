@@ -141,7 +141,7 @@ fn forget_client_later(shared: &Arc<Shared>, client_id: String) {
             .conns
             .values()
             .any(|c| c.client_id.as_deref() == Some(client_id.as_str()));
-        if !back {
+        if !back && !world.fault(Fault::NeverForgetsClient) {
             world.drop_active_client_outside(&client_id, &HashSet::new());
         }
     });

@@ -60,7 +60,10 @@ impl World {
                 self.accept(channel, action.clone(), &client_id, client_seq);
                 self.read_attachments(conn, channel, action);
             }
-            Err(reason) => self.reject(conn, channel, action, &client_id, client_seq, reason),
+            Err(reason) => {
+                self.reject(conn, channel, action, &client_id, client_seq, reason);
+                self.apply_rejected(channel, action);
+            }
         }
     }
 
@@ -284,7 +287,9 @@ impl World {
                 if call["contributor"]["kind"] != "client" {
                     return Err("only the host completes or updates its own tools".into());
                 }
-                if call["contributor"]["clientId"] != client_id {
+                if call["contributor"]["clientId"] != client_id
+                    && !self.fault(Fault::ForeignClientCompletes)
+                {
                     return Err("the tool belongs to another client".into());
                 }
                 if call["status"] != "running" {
@@ -357,6 +362,9 @@ impl World {
                 } else {
                     Err("no pending message with that kind and id".into())
                 }
+            }
+            "chat/isArchivedChanged" if self.fault(Fault::ArchiveChatRejected) => {
+                Err("this host keeps every chat in view".into())
             }
             "chat/workingDirectorySet" => {
                 let allowed = self
@@ -491,6 +499,9 @@ impl World {
                 {
                     self.start_agent(chat, &point.turn_id, point.steps, point.client_id);
                 }
+            }
+            "chat/toolCallConfirmed" | "chat/toolCallResultConfirmed" => {
+                self.break_confirmed_call(chat, action, before);
             }
             "chat/pendingMessageSet" if action["kind"] == "queued" => {
                 if self.fault(Fault::QueuedUpdateAppends) {

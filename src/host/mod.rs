@@ -11,6 +11,7 @@ mod agent;
 pub mod agents;
 mod broken;
 mod broken_lifecycle;
+mod broken_routes;
 mod broken_session;
 pub mod catalog;
 mod commands;

@@ -138,7 +138,8 @@ impl World {
             if self.keeps_resolved_entry(old, chats) {
                 continue;
             }
-            if !wanted.iter().any(|new| id_of(new) == id_of(old)) {
+            let kept = self.fault(Fault::ToolInputNeededKept) && old["kind"] == "toolConfirmation";
+            if !kept && !wanted.iter().any(|new| id_of(new) == id_of(old)) {
                 self.emit_logged(
                     session,
                     json!({ "type": "session/inputNeededRemoved", "id": id_of(old) }),
@@ -168,9 +169,10 @@ impl World {
         let mut changes = Map::new();
         if let Some(fields) = summary.as_object() {
             for (key, value) in fields {
-                if !IDENTITY_FIELDS.contains(&key.as_str())
-                    && entry.published_summary.get(key) != Some(value)
-                {
+                let identity = IDENTITY_FIELDS.contains(&key.as_str());
+                let repeated =
+                    identity && self.config.faults.contains(Fault::SummaryChangeIdentity);
+                if (!identity && entry.published_summary.get(key) != Some(value)) || repeated {
                     changes.insert(key.clone(), value.clone());
                 }
             }
@@ -179,9 +181,13 @@ impl World {
         if self.fault(Fault::RootChatsUnpublished) {
             changes.remove("chats");
         }
-        if changes.is_empty() {
+        if changes
+            .keys()
+            .all(|key| IDENTITY_FIELDS.contains(&key.as_str()))
+        {
             return;
         }
+        self.break_summary_changes(&mut changes);
         if self.fault(Fault::SummaryStatusBits) {
             if let Some(status) = changes
                 .get("status")

@@ -163,6 +163,9 @@ pub struct World {
     pub listed_after_dispose: Vec<(ConnId, Value)>,
     /// (sender, clientId group) of binary frames, for the binary-wedges-peers fault.
     pub wedged_groups: Vec<(ConnId, String)>,
+    /// (client, session) the agent action being emitted is restricted to, for the
+    /// turn-stream-to-starter-only fault.
+    pub turn_audience: Option<(String, String)>,
 }
 
 /// Channel kinds this host serves.
@@ -183,6 +186,7 @@ impl World {
             seq: 0,
             held_frames: None,
             parked: Default::default(),
+            turn_audience: None,
             root,
             sessions: BTreeMap::new(),
             chats: HashMap::new(),
@@ -260,7 +264,7 @@ impl World {
     pub fn snapshot(&mut self, uri: &str, view_turns: Option<i64>) -> Option<Value> {
         let state = match self.channel_kind(uri)? {
             ChannelKind::Root => {
-                let mut state = to_value(&self.root);
+                let mut state = self.root_state_json();
                 self.break_root_snapshot(&mut state);
                 state
             }
@@ -389,7 +393,12 @@ impl World {
         for (id, conn) in &self.conns {
             let version_ok = may_receive(conn.version, introduced_in)
                 || (self.fault(Fault::NewActionsToOldClient) && conn.version.is_some());
-            if !conn.subscriptions.contains(channel) || !version_ok {
+            let receives = conn.subscriptions.contains(channel)
+                || self.leaks_to(&conn.subscriptions, channel, origin.is_some());
+            if !receives || !version_ok {
+                continue;
+            }
+            if !self.in_turn_audience(conn) {
                 continue;
             }
             if let Some(sender) = &sender_only {
