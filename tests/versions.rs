@@ -128,6 +128,15 @@ fn two_versions_run_side_by_side_with_a_column_each() {
     assert!(summary.contains("| Case | 1.0.0 | 0.9.0 |"), "{summary}");
     let html = std::fs::read_to_string(Path::new(dir.str()).join("report.html")).expect("html");
     assert!(html.contains("By protocol version"));
+    // Each version's case has its own card, the anchor the failure lists link to.
+    assert!(
+        html.contains("id=\"case-TOOL-001@0.9.0\""),
+        "no card per version"
+    );
+    assert!(
+        html.contains("id=\"case-TOOL-001@1.0.0\""),
+        "no card per version"
+    );
 }
 
 #[test]

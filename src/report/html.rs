@@ -277,17 +277,23 @@ fn count_cell(out: &mut String, n: usize) {
 fn case_card(out: &mut String, case: &CaseResult) {
     let info = &case.info;
     let v = case.verdict.as_str();
+    // In a run of several protocol versions each version's row is `ID@version`, the name
+    // the failure lists link to.
+    let id = match &case.protocol_version {
+        Some(version) => format!("{}@{version}", info.id),
+        None => info.id.clone(),
+    };
     let _ = writeln!(
         out,
         "<article class=\"case v-{v}\" id=\"{}\">",
-        esc(&case_anchor(&info.id))
+        esc(&case_anchor(&id))
     );
     let _ = writeln!(
         out,
         "<div class=\"case-head\"><span class=\"badge\">{}</span><code class=\"id\">{}</code>\
          <span class=\"level\">{}</span><span class=\"req\">{}</span></div>",
         verdict_label(case.verdict),
-        esc(&info.id),
+        esc(&id),
         info.level.as_str(),
         esc(&info.requirement)
     );
