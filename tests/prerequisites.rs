@@ -2,61 +2,12 @@
 //! rule's failure and blocks the case; blocked cases and empty selections never let a run
 //! pass.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod run_support;
 
 use ahpspec::engine::reconcile;
 use ahpspec::verdict::{CaseInfo, CaseResult, Level, RunReport, Tally, Verdict};
+use run_support::{ahpspec, report_json, show, TempDir};
 use serde_json::Value;
-
-fn ahpspec(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ahpspec"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("ahpspec runs")
-}
-
-fn show(out: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// A fresh directory under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(label: &str) -> TempDir {
-        let path =
-            std::env::temp_dir().join(format!("ahpspec-prereq-{label}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).expect("temp dir");
-        TempDir(path)
-    }
-
-    fn str(&self) -> &str {
-        self.0.to_str().expect("utf-8 temp path")
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn report_json(dir: &Path) -> Value {
-    let body = std::fs::read_to_string(dir.join("report.json")).expect("report.json");
-    serde_json::from_str(&body).expect("report.json parses")
-}
 
 fn case<'a>(report: &'a Value, id: &str) -> &'a Value {
     report["cases"]

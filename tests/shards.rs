@@ -1,66 +1,16 @@
 //! Sharded runs: `run --shard I/N` takes a deterministic slice of the catalog, and
 //! `ahpspec merge` of all the shards' reports gives the verdicts of one unsharded run.
 
+mod run_support;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
 
-use serde_json::Value;
+use run_support::{ahpspec, report_json, show, TempDir};
 
-fn ahpspec(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ahpspec"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("ahpspec runs")
-}
-
-fn show(out: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// A fresh directory under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(label: &str) -> TempDir {
-        let path =
-            std::env::temp_dir().join(format!("ahpspec-shards-{label}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).expect("temp dir");
-        TempDir(path)
-    }
-
-    fn sub(&self, name: &str) -> String {
-        self.0.join(name).to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
+/// Every row's verdict in the report a run wrote into `dir`.
 fn verdicts(dir: &str) -> BTreeMap<String, String> {
-    let body = std::fs::read_to_string(Path::new(dir).join("report.json")).expect("report.json");
-    let report: Value = serde_json::from_str(&body).expect("report.json parses");
-    report["cases"]
-        .as_array()
-        .expect("cases")
-        .iter()
-        .map(|c| {
-            (
-                c["info"]["id"].as_str().unwrap_or_default().to_owned(),
-                c["verdict"].as_str().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect()
+    run_support::verdicts(&report_json(Path::new(dir)))
 }
 
 /// Runs the catalog whole and in four shards (with `extra` arguments), merges the shards,

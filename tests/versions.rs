@@ -1,71 +1,15 @@
 //! The version matrix: `run --protocol-version` runs the whole catalog as a client offering
 //! that version (or each of several, side by side), with the negotiated version's schema.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod run_support;
 
+use std::path::Path;
+
+use run_support::{ahpspec, report_json, show, verdicts, TempDir};
 use serde_json::Value;
 
-fn ahpspec(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ahpspec"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("ahpspec runs")
-}
-
-fn show(out: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(label: &str) -> TempDir {
-        let path =
-            std::env::temp_dir().join(format!("ahpspec-versions-{label}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).expect("temp dir");
-        TempDir(path)
-    }
-
-    fn str(&self) -> &str {
-        self.0.to_str().expect("utf-8 temp path")
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn report(dir: &TempDir) -> Value {
-    let text = std::fs::read_to_string(Path::new(dir.str()).join("report.json")).expect("report");
-    serde_json::from_str(&text).expect("report.json parses")
-}
-
-/// Verdicts by `ID` or `ID@version`.
-fn verdicts(report: &Value) -> BTreeMap<String, String> {
-    report["cases"]
-        .as_array()
-        .expect("cases")
-        .iter()
-        .map(|c| {
-            let id = c["info"]["id"].as_str().unwrap_or_default();
-            let key = match c["protocolVersion"].as_str() {
-                Some(v) => format!("{id}@{v}"),
-                None => id.to_owned(),
-            };
-            (key, c["verdict"].as_str().unwrap_or_default().to_owned())
-        })
-        .collect()
+    report_json(dir.path())
 }
 
 #[test]

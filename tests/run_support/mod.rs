@@ -1,0 +1,88 @@
+//! Running the `ahpspec` binary from tests and reading what it wrote: shared by the test
+//! binaries that drive the CLI end to end (not every binary uses every helper).
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::Value;
+
+/// Runs `ahpspec` with `args` (no standard input) and waits for it.
+pub fn ahpspec(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ahpspec"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("ahpspec runs")
+}
+
+/// Exit code, stdout and stderr, for assertion messages.
+pub fn show(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A fresh, empty directory under the system temp dir, removed when dropped.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(label: &str) -> TempDir {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "ahpspec-test-{label}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("temp dir");
+        TempDir(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn str(&self) -> &str {
+        self.0.to_str().expect("utf-8 temp path")
+    }
+
+    /// The path of `name` inside the directory, as a string for command lines.
+    pub fn sub(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The `report.json` a run wrote into `dir`.
+pub fn report_json(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("report.json")).expect("report.json");
+    serde_json::from_str(&text).expect("report.json parses")
+}
+
+/// Every row's verdict by `ID`, or `ID@version` in a run of several protocol versions.
+pub fn verdicts(report: &Value) -> BTreeMap<String, String> {
+    report["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| {
+            let id = c["info"]["id"].as_str().unwrap_or_default();
+            let key = match c["protocolVersion"].as_str() {
+                Some(v) => format!("{id}@{v}"),
+                None => id.to_owned(),
+            };
+            (key, c["verdict"].as_str().unwrap_or_default().to_owned())
+        })
+        .collect()
+}
