@@ -158,21 +158,21 @@ impl StreamChecks {
     /// selects, and flags an action envelope whose type that version does not have (it was
     /// introduced later).
     fn newer_actions(&mut self, message: Node<'_>, schemas: &Schemas, found: &mut Vec<Violation>) {
-        if let Some(version) = message
-            .member("result")
-            .member("protocolVersion")
-            .as_str()
-            .and_then(parse_version)
-        {
-            self.negotiated = Some(version);
-            return;
+        // Most frames are action envelopes: only a response (no method) can select a version.
+        match message.member("method").as_str() {
+            Some("action") => {}
+            Some(_) => return,
+            None => {
+                let selected = message.member("result").member("protocolVersion");
+                if let Some(version) = selected.as_str().and_then(parse_version) {
+                    self.negotiated = Some(version);
+                }
+                return;
+            }
         }
         let Some(negotiated) = self.negotiated else {
             return;
         };
-        if message.member("method").as_str() != Some("action") {
-            return;
-        }
         let action = message.member("params").member("action");
         let Some(kind) = action.member("type").as_str() else {
             return;
