@@ -7,7 +7,17 @@ use serde_json::Value;
 use super::Rejection;
 use crate::host::catalog::action_info;
 use crate::host::faults::Fault;
-use crate::host::world::{action_type, to_value, ChannelKind, World};
+use crate::host::world::{action_type, to_value, ChannelKind, ChatEntry, World};
+
+/// What the chat rules look at besides the action: the chat, its state as JSON, its
+/// active turn and who dispatched.
+#[derive(Clone, Copy)]
+struct ChatContext<'a> {
+    entry: &'a ChatEntry,
+    state: &'a Value,
+    active: Option<&'a Value>,
+    client_id: &'a str,
+}
 
 impl World {
     pub(super) fn check_dispatch(
@@ -88,153 +98,27 @@ impl World {
         if self.accepts_invalid_chat_action(type_name, action, active) {
             return Ok(());
         }
+        let context = ChatContext {
+            entry,
+            state: &state,
+            active,
+            client_id,
+        };
         match type_name {
-            "chat/turnStarted" => {
-                let session_ready = self
-                    .sessions
-                    .get(&entry.session)
-                    .is_some_and(|s| to_value(&s.state.lifecycle) == "ready");
-                if !session_ready && !self.fault(Fault::TurnBeforeReady) {
-                    return Err("the session is not ready".into());
-                }
-                if active.is_some() {
-                    return Err("a turn is already active (TurnInProgress)".into());
-                }
-                require_user_message(&action["message"])?;
-                if !self.fault(Fault::UnknownChatAttached) {
-                    self.check_chat_attachments(&action["message"])?;
-                }
-                let turn_id = action["turnId"].as_str().unwrap_or_default();
-                if turn_id.is_empty() {
-                    return Err("turnId must not be empty".into());
-                }
-                let reused = state["turns"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|turn| turn["id"] == turn_id);
-                if reused {
-                    return Err(format!("turn id {turn_id} is already used in this chat"));
-                }
-                let started = action["startedAt"].as_str().unwrap_or_default();
-                if started.parse::<jiff::Timestamp>().is_err() {
-                    return Err("startedAt is not an RFC 3339 timestamp".into());
-                }
-                Ok(())
-            }
-            "chat/turnCancelled" => {
-                if self.fault(Fault::CancelIdleAccepted) {
-                    return Ok(());
-                }
-                match active {
-                    Some(turn) if turn["id"] == action["turnId"] => Ok(()),
-                    Some(_) => Err("turnId is not the active turn".into()),
-                    None => Err("no turn is active".into()),
-                }
-            }
-            "chat/turnResume" => {
-                if active.is_some() {
-                    return Err("a turn is active".into());
-                }
-                let last = state["turns"].as_array().and_then(|turns| turns.last());
-                let resumable = last.is_some_and(|turn| {
-                    turn["id"] == action["turnId"]
-                        && turn["state"] == "error"
-                        && turn["responseParts"]
-                            .as_array()
-                            .and_then(|parts| parts.last())
-                            .is_some_and(|part| {
-                                part["kind"] == "error" && part["resumable"] == true
-                            })
-                });
-                let has_work = action["turnId"]
-                    .as_str()
-                    .is_some_and(|id| entry.resumes.contains_key(id));
-                if resumable && has_work && !self.fault(Fault::ResumeRejected) {
-                    Ok(())
-                } else {
-                    Err("turnId is not the latest turn ending in a resumable error".into())
-                }
-            }
-            "chat/toolCallConfirmed" => {
-                let call = tool_call(active, action)?;
-                if call["status"] != "pending-confirmation" && !self.fault(Fault::ConfirmNotPending)
-                {
-                    return Err("the tool call is not pending confirmation".into());
-                }
-                if let Some(option) = action["selectedOptionId"].as_str() {
-                    let known = call["options"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .any(|o| o["id"] == option);
-                    if !known {
-                        return Err(format!("no confirmation option {option}"));
-                    }
-                }
-                Ok(())
-            }
-            "chat/toolCallResultConfirmed" => {
-                let call = tool_call(active, action)?;
-                if call["status"] != "pending-result-confirmation" {
-                    return Err("the tool call is not pending result confirmation".into());
-                }
-                Ok(())
-            }
+            "chat/turnStarted" => self.turn_started(&context, action),
+            "chat/turnCancelled" => self.turn_cancelled(&context, action),
+            "chat/turnResume" => self.turn_resume(&context, action),
+            "chat/toolCallConfirmed" => self.tool_call_confirmed(&context, action),
+            "chat/toolCallResultConfirmed" => self.tool_call_result_confirmed(&context, action),
             "chat/toolCallComplete" | "chat/toolCallContentChanged" => {
-                let call = tool_call(active, action)?;
-                if call["contributor"]["kind"] != "client" {
-                    return Err("only the host completes or updates its own tools".into());
-                }
-                if call["contributor"]["clientId"] != client_id
-                    && !self.fault(Fault::ForeignClientCompletes)
-                {
-                    return Err("the tool belongs to another client".into());
-                }
-                if call["status"] != "running" {
-                    return Err("the tool call is not running".into());
-                }
-                Ok(())
+                self.client_tool_update(&context, action)
             }
-            "chat/inputAnswerChanged" => {
-                let request = open_request(active, &action["requestId"])?;
-                let question = action["questionId"].as_str().unwrap_or_default();
-                if let Some(questions) = request["questions"].as_array() {
-                    if !questions.iter().any(|q| q["id"] == question) {
-                        return Err(format!("no question {question} in this request"));
-                    }
-                }
-                match action.get("answer").filter(|a| !a.is_null()) {
-                    Some(_) if self.fault(Fault::AnswerWithoutValue) => Ok(()),
-                    Some(answer) => check_answer(answer),
-                    None => Ok(()),
-                }
-            }
-            "chat/inputCompleted" => {
-                let request = open_request(active, &action["requestId"])?;
-                if let Some(answers) = action["answers"].as_object() {
-                    answers.values().try_for_each(check_answer)?;
-                }
-                if action["response"] == "accept" && !self.fault(Fault::AcceptUnanswered) {
-                    for question in request["questions"].as_array().into_iter().flatten() {
-                        if question["required"] != true {
-                            continue;
-                        }
-                        let id = question["id"].as_str().unwrap_or_default();
-                        let answer = action["answers"]
-                            .get(id)
-                            .or_else(|| request["answers"].get(id));
-                        if answer.is_none_or(|a| a["state"] != "submitted") {
-                            return Err(format!("required question {id} has no submitted answer"));
-                        }
-                    }
-                }
-                Ok(())
-            }
+            "chat/inputAnswerChanged" => self.input_answer_changed(&context, action),
+            "chat/inputCompleted" => self.input_completed(&context, action),
             "chat/truncated" if self.fault(Fault::RejectsTruncation) => {
                 Err("truncation is not supported (injected fault)".into())
             }
-            "chat/pendingMessageSet" if self.steering_slot_taken(&state, action) => {
+            "chat/pendingMessageSet" if self.steering_slot_taken(context.state, action) => {
                 Err("a steering message is already set".into())
             }
             "chat/pendingMessageSet" => require_user_message(&action["message"]),
@@ -242,42 +126,237 @@ impl World {
                 Some(draft) => require_user_message(draft),
                 None => Ok(()),
             },
-            "chat/pendingMessageRemoved" => {
-                if self.fault(Fault::RemoveMissingPending) {
-                    return Ok(());
-                }
-                let id = &action["id"];
-                let found = match action["kind"].as_str() {
-                    Some("steering") => state["steeringMessage"]["id"] == *id,
-                    Some("queued") => state["queuedMessages"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .any(|m| m["id"] == *id),
-                    _ => false,
-                };
-                if found {
-                    Ok(())
-                } else {
-                    Err("no pending message with that kind and id".into())
-                }
-            }
+            "chat/pendingMessageRemoved" => self.pending_message_removed(&context, action),
             "chat/isArchivedChanged" if self.fault(Fault::ArchiveChatRejected) => {
                 Err("this host keeps every chat in view".into())
             }
-            "chat/workingDirectorySet" => {
-                let allowed = self
-                    .sessions
-                    .get(&entry.session)
-                    .and_then(|s| s.state.working_directories.as_ref())
-                    .is_some_and(|dirs| dirs.iter().any(|d| action["directory"] == d.as_str()));
-                if allowed {
-                    Ok(())
-                } else {
-                    Err("the directory is not one of the session's working directories".into())
+            "chat/workingDirectorySet" => self.working_directory_set(&context, action),
+            _ => Ok(()),
+        }
+    }
+
+    /// A new turn needs a ready session, no active turn, a user message and a fresh id.
+    fn turn_started(&self, context: &ChatContext, action: &Value) -> Result<(), Rejection> {
+        let ChatContext {
+            entry,
+            state,
+            active,
+            ..
+        } = *context;
+        let session_ready = self
+            .sessions
+            .get(&entry.session)
+            .is_some_and(|s| to_value(&s.state.lifecycle) == "ready");
+        if !session_ready && !self.fault(Fault::TurnBeforeReady) {
+            return Err("the session is not ready".into());
+        }
+        if active.is_some() {
+            return Err("a turn is already active (TurnInProgress)".into());
+        }
+        require_user_message(&action["message"])?;
+        if !self.fault(Fault::UnknownChatAttached) {
+            self.check_chat_attachments(&action["message"])?;
+        }
+        let turn_id = action["turnId"].as_str().unwrap_or_default();
+        if turn_id.is_empty() {
+            return Err("turnId must not be empty".into());
+        }
+        let reused = state["turns"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|turn| turn["id"] == turn_id);
+        if reused {
+            return Err(format!("turn id {turn_id} is already used in this chat"));
+        }
+        let started = action["startedAt"].as_str().unwrap_or_default();
+        if started.parse::<jiff::Timestamp>().is_err() {
+            return Err("startedAt is not an RFC 3339 timestamp".into());
+        }
+        Ok(())
+    }
+
+    /// Only the active turn can be cancelled.
+    fn turn_cancelled(&self, context: &ChatContext, action: &Value) -> Result<(), Rejection> {
+        let ChatContext { active, .. } = *context;
+        if self.fault(Fault::CancelIdleAccepted) {
+            return Ok(());
+        }
+        match active {
+            Some(turn) if turn["id"] == action["turnId"] => Ok(()),
+            Some(_) => Err("turnId is not the active turn".into()),
+            None => Err("no turn is active".into()),
+        }
+    }
+
+    /// Only the latest turn, ended in a resumable error the agent can pick up, resumes.
+    fn turn_resume(&self, context: &ChatContext, action: &Value) -> Result<(), Rejection> {
+        let ChatContext {
+            entry,
+            state,
+            active,
+            ..
+        } = *context;
+        if active.is_some() {
+            return Err("a turn is active".into());
+        }
+        let last = state["turns"].as_array().and_then(|turns| turns.last());
+        let resumable = last.is_some_and(|turn| {
+            turn["id"] == action["turnId"]
+                && turn["state"] == "error"
+                && turn["responseParts"]
+                    .as_array()
+                    .and_then(|parts| parts.last())
+                    .is_some_and(|part| part["kind"] == "error" && part["resumable"] == true)
+        });
+        let has_work = action["turnId"]
+            .as_str()
+            .is_some_and(|id| entry.resumes.contains_key(id));
+        if resumable && has_work && !self.fault(Fault::ResumeRejected) {
+            Ok(())
+        } else {
+            Err("turnId is not the latest turn ending in a resumable error".into())
+        }
+    }
+
+    /// A confirmation answers a call pending confirmation, with one of its options.
+    fn tool_call_confirmed(&self, context: &ChatContext, action: &Value) -> Result<(), Rejection> {
+        let ChatContext { active, .. } = *context;
+        let call = tool_call(active, action)?;
+        if call["status"] != "pending-confirmation" && !self.fault(Fault::ConfirmNotPending) {
+            return Err("the tool call is not pending confirmation".into());
+        }
+        if let Some(option) = action["selectedOptionId"].as_str() {
+            let known = call["options"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|o| o["id"] == option);
+            if !known {
+                return Err(format!("no confirmation option {option}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// A result confirmation answers a call pending result confirmation.
+    fn tool_call_result_confirmed(
+        &self,
+        context: &ChatContext,
+        action: &Value,
+    ) -> Result<(), Rejection> {
+        let ChatContext { active, .. } = *context;
+        let call = tool_call(active, action)?;
+        if call["status"] != "pending-result-confirmation" {
+            return Err("the tool call is not pending result confirmation".into());
+        }
+        Ok(())
+    }
+
+    /// A client completes or updates only its own running client tool.
+    fn client_tool_update(&self, context: &ChatContext, action: &Value) -> Result<(), Rejection> {
+        let ChatContext {
+            active, client_id, ..
+        } = *context;
+        let call = tool_call(active, action)?;
+        if call["contributor"]["kind"] != "client" {
+            return Err("only the host completes or updates its own tools".into());
+        }
+        if call["contributor"]["clientId"] != client_id
+            && !self.fault(Fault::ForeignClientCompletes)
+        {
+            return Err("the tool belongs to another client".into());
+        }
+        if call["status"] != "running" {
+            return Err("the tool call is not running".into());
+        }
+        Ok(())
+    }
+
+    /// A draft answer names a question of an open request and carries a valid value.
+    fn input_answer_changed(&self, context: &ChatContext, action: &Value) -> Result<(), Rejection> {
+        let ChatContext { active, .. } = *context;
+        let request = open_request(active, &action["requestId"])?;
+        let question = action["questionId"].as_str().unwrap_or_default();
+        if let Some(questions) = request["questions"].as_array() {
+            if !questions.iter().any(|q| q["id"] == question) {
+                return Err(format!("no question {question} in this request"));
+            }
+        }
+        match action.get("answer").filter(|a| !a.is_null()) {
+            Some(_) if self.fault(Fault::AnswerWithoutValue) => Ok(()),
+            Some(answer) => check_answer(answer),
+            None => Ok(()),
+        }
+    }
+
+    /// Completing a request: valid answers, and every required one submitted on accept.
+    fn input_completed(&self, context: &ChatContext, action: &Value) -> Result<(), Rejection> {
+        let ChatContext { active, .. } = *context;
+        let request = open_request(active, &action["requestId"])?;
+        if let Some(answers) = action["answers"].as_object() {
+            answers.values().try_for_each(check_answer)?;
+        }
+        if action["response"] == "accept" && !self.fault(Fault::AcceptUnanswered) {
+            for question in request["questions"].as_array().into_iter().flatten() {
+                if question["required"] != true {
+                    continue;
+                }
+                let id = question["id"].as_str().unwrap_or_default();
+                let answer = action["answers"]
+                    .get(id)
+                    .or_else(|| request["answers"].get(id));
+                if answer.is_none_or(|a| a["state"] != "submitted") {
+                    return Err(format!("required question {id} has no submitted answer"));
                 }
             }
-            _ => Ok(()),
+        }
+        Ok(())
+    }
+
+    /// Removing a pending message names one that is there.
+    fn pending_message_removed(
+        &self,
+        context: &ChatContext,
+        action: &Value,
+    ) -> Result<(), Rejection> {
+        let ChatContext { state, .. } = *context;
+        if self.fault(Fault::RemoveMissingPending) {
+            return Ok(());
+        }
+        let id = &action["id"];
+        let found = match action["kind"].as_str() {
+            Some("steering") => state["steeringMessage"]["id"] == *id,
+            Some("queued") => state["queuedMessages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|m| m["id"] == *id),
+            _ => false,
+        };
+        if found {
+            Ok(())
+        } else {
+            Err("no pending message with that kind and id".into())
+        }
+    }
+
+    /// A chat's directory must be one of its session's.
+    fn working_directory_set(
+        &self,
+        context: &ChatContext,
+        action: &Value,
+    ) -> Result<(), Rejection> {
+        let ChatContext { entry, .. } = *context;
+        let allowed = self
+            .sessions
+            .get(&entry.session)
+            .and_then(|s| s.state.working_directories.as_ref())
+            .is_some_and(|dirs| dirs.iter().any(|d| action["directory"] == d.as_str()));
+        if allowed {
+            Ok(())
+        } else {
+            Err("the directory is not one of the session's working directories".into())
         }
     }
 
