@@ -35,31 +35,11 @@ async fn status_after(
     }
 }
 
+/// Runs one scripted tool call: start and streamed input, `toolCallReady` and the
+/// confirmations it waits for, progress, then the client's or the host's completion.
 pub(super) async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep) -> Flow {
     let id = call.id.clone().unwrap_or_else(|| random_id("call_"));
     let options = call.options.clone().map(with_option_ids);
-    let owner = call.client_id.clone().or_else(|| turn.client_id.clone());
-    let contributor = if call.client {
-        json!({ "kind": "client", "clientId": owner })
-    } else {
-        Value::Null
-    };
-    let start = json!({ "type": "chat/toolCallStart", "turnId": turn.turn_id, "toolCallId": id,
-        "toolName": call.name, "displayName": call.display_name.as_deref().unwrap_or(&call.name),
-        "contributor": contributor });
-    with_turn(shared, turn, |world| {
-        world.early_tool_delta(&turn.chat, &turn.turn_id, &id);
-    });
-    if emit(shared, turn, strip_nulls(start)).is_none() {
-        return Flow::Stop;
-    }
-    for chunk in split_text(call.input.as_deref().unwrap_or_default(), call.input_chunks) {
-        let delta = json!({ "type": "chat/toolCallDelta", "turnId": turn.turn_id,
-                            "toolCallId": id, "content": chunk });
-        if emit(shared, turn, delta).is_none() {
-            return Flow::Stop;
-        }
-    }
     let ready = |confirmed: Option<&str>| {
         strip_nulls(
             json!({ "type": "chat/toolCallReady", "turnId": turn.turn_id, "toolCallId": id,
@@ -67,6 +47,9 @@ pub(super) async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallS
             "confirmed": confirmed, "options": options, "editable": call.editable }),
         )
     };
+    if start_tool_call(shared, turn, call, &id).is_none() {
+        return Flow::Stop;
+    }
     let auto = call.confirmation == Confirmation::Auto;
     let maybe = call.result_confirmation
         && with_turn(shared, turn, |world| world.fault(Fault::ConfirmedMaybe)) == Some(true);
@@ -75,13 +58,8 @@ pub(super) async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallS
         return Flow::Stop;
     }
     if !auto {
-        match status_after(shared, turn, &id, &["pending-confirmation"])
-            .await
-            .as_deref()
-        {
-            Some("running") => {}
-            Some(_) => return Flow::Next,
-            None => return Flow::Stop,
+        if let Some(ended) = until_running(shared, turn, &id).await {
+            return ended;
         }
     }
     if call.reconfirm {
@@ -92,13 +70,8 @@ pub(super) async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallS
         if emit(shared, turn, again).is_none() {
             return Flow::Stop;
         }
-        match status_after(shared, turn, &id, &["pending-confirmation"])
-            .await
-            .as_deref()
-        {
-            Some("running") => {}
-            Some(_) => return Flow::Next,
-            None => return Flow::Stop,
+        if let Some(ended) = until_running(shared, turn, &id).await {
+            return ended;
         }
     }
     for update in 0..call.content_updates {
@@ -109,52 +82,9 @@ pub(super) async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallS
         }
     }
     if call.client {
-        // The owning client completes the call; a result confirmation it asks for is the
-        // user's business too.
-        let settled = status_after(shared, turn, &id, &["running"]).await;
-        return match settled.as_deref() {
-            Some("pending-result-confirmation") => flow_of(
-                status_after(shared, turn, &id, &["pending-result-confirmation"])
-                    .await
-                    .map(drop),
-            ),
-            Some(_)
-                if with_turn(shared, turn, |world| world.fault(Fault::ClientToolStalls))
-                    == Some(true) =>
-            {
-                Flow::Stop
-            }
-            Some(_) => Flow::Next,
-            None => Flow::Stop,
-        };
+        return client_settles(shared, turn, &id).await;
     }
-    let result = call.result.clone().unwrap_or(ToolResultStep {
-        success: true,
-        message: None,
-        text: None,
-    });
-    let content = result
-        .text
-        .as_ref()
-        .map(|text| json!([{ "type": "text", "text": text }]));
-    let message = result.message.clone().unwrap_or_else(|| {
-        if result.success {
-            format!("Ran {}", call.name)
-        } else {
-            format!("{} failed", call.name)
-        }
-    });
-    let complete = strip_nulls(
-        json!({ "type": "chat/toolCallComplete", "turnId": turn.turn_id,
-        "toolCallId": id, "requiresResultConfirmation": call.result_confirmation.then_some(true),
-        "result": { "success": result.success, "pastTenseMessage": message, "content": content } }),
-    );
-    let withheld = auto
-        && call.input.is_some()
-        && with_turn(shared, turn, |world| {
-            world.fault(Fault::AutoToolNeverCompletes)
-        }) == Some(true);
-    if !withheld && emit(shared, turn, complete).is_none() {
+    if host_completes(shared, turn, call, &id, auto).is_none() {
         return Flow::Stop;
     }
     if with_turn(shared, turn, |world| {
@@ -182,6 +112,103 @@ pub(super) async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallS
         );
     }
     Flow::Next
+}
+
+/// `toolCallStart` and the streamed input deltas; `None` once the turn has ended.
+fn start_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep, id: &str) -> Option<()> {
+    let owner = call.client_id.clone().or_else(|| turn.client_id.clone());
+    let contributor = if call.client {
+        json!({ "kind": "client", "clientId": owner })
+    } else {
+        Value::Null
+    };
+    let start = json!({ "type": "chat/toolCallStart", "turnId": turn.turn_id, "toolCallId": id,
+        "toolName": call.name, "displayName": call.display_name.as_deref().unwrap_or(&call.name),
+        "contributor": contributor });
+    with_turn(shared, turn, |world| {
+        world.early_tool_delta(&turn.chat, &turn.turn_id, id);
+    });
+    emit(shared, turn, strip_nulls(start))?;
+    for chunk in split_text(call.input.as_deref().unwrap_or_default(), call.input_chunks) {
+        let delta = json!({ "type": "chat/toolCallDelta", "turnId": turn.turn_id,
+                            "toolCallId": id, "content": chunk });
+        emit(shared, turn, delta)?;
+    }
+    Some(())
+}
+
+/// Waits for the user's confirmation: `None` when the call runs (go on), else how the
+/// step ends (denied: next step; turn gone or no answer: stop).
+async fn until_running(shared: &Shared, turn: &Turn, id: &str) -> Option<Flow> {
+    match status_after(shared, turn, id, &["pending-confirmation"])
+        .await
+        .as_deref()
+    {
+        Some("running") => None,
+        Some(_) => Some(Flow::Next),
+        None => Some(Flow::Stop),
+    }
+}
+
+/// The owning client completes a client tool; a result confirmation it asks for is the
+/// user's business too.
+async fn client_settles(shared: &Shared, turn: &Turn, id: &str) -> Flow {
+    let settled = status_after(shared, turn, id, &["running"]).await;
+    match settled.as_deref() {
+        Some("pending-result-confirmation") => flow_of(
+            status_after(shared, turn, id, &["pending-result-confirmation"])
+                .await
+                .map(drop),
+        ),
+        Some(_)
+            if with_turn(shared, turn, |world| world.fault(Fault::ClientToolStalls))
+                == Some(true) =>
+        {
+            Flow::Stop
+        }
+        Some(_) => Flow::Next,
+        None => Flow::Stop,
+    }
+}
+
+/// The host's own `toolCallComplete` (withheld by a fault); `None` once the turn has ended.
+fn host_completes(
+    shared: &Shared,
+    turn: &Turn,
+    call: &ToolCallStep,
+    id: &str,
+    auto: bool,
+) -> Option<()> {
+    let result = call.result.clone().unwrap_or(ToolResultStep {
+        success: true,
+        message: None,
+        text: None,
+    });
+    let content = result
+        .text
+        .as_ref()
+        .map(|text| json!([{ "type": "text", "text": text }]));
+    let message = result.message.clone().unwrap_or_else(|| {
+        if result.success {
+            format!("Ran {}", call.name)
+        } else {
+            format!("{} failed", call.name)
+        }
+    });
+    let complete = strip_nulls(
+        json!({ "type": "chat/toolCallComplete", "turnId": turn.turn_id,
+        "toolCallId": id, "requiresResultConfirmation": call.result_confirmation.then_some(true),
+        "result": { "success": result.success, "pastTenseMessage": message, "content": content } }),
+    );
+    let withheld = auto
+        && call.input.is_some()
+        && with_turn(shared, turn, |world| {
+            world.fault(Fault::AutoToolNeverCompletes)
+        }) == Some(true);
+    if !withheld {
+        emit(shared, turn, complete)?;
+    }
+    Some(())
 }
 
 pub(super) async fn run_input_request(
