@@ -137,32 +137,7 @@ impl World {
                 ));
             }
         }
-        let now = now_iso();
-        let chat_uri = self.fresh_id("ahp-chat:/chat-");
-        let mut chat_state = new_chat(&chat_uri, "Chat", &now, None)?;
-        if self.fault(Fault::DefaultChatMovable) {
-            chat_state.movable = Some(true);
-        }
-        let session_state: SessionState = serde_json::from_value(json!({
-            "provider": provider_name(agent),
-            "title": "New session",
-            "status": 1,
-            "workingDirectories": params.working_directories,
-            "lifecycle": "creating",
-            "activeClients": params.active_client.iter().map(to_value).collect::<Vec<_>>(),
-            "chats": [chat_summary(&chat_state)],
-            "defaultChat": chat_uri,
-        }))
-        .map_err(|e| RpcError::new(INTERNAL_ERROR, format!("building session state: {e}")))?;
-        self.sessions.insert(
-            uri.clone(),
-            SessionEntry {
-                state: session_state,
-                created_at: now,
-                published_summary: Value::Null,
-            },
-        );
-        self.insert_chat(&uri, chat_state);
+        self.insert_new_session(&uri, agent, &params)?;
         let summary = self.session_summary(&uri).unwrap_or(Value::Null);
         if let Some(entry) = self.sessions.get_mut(&uri) {
             entry.published_summary = summary.clone();
@@ -185,6 +160,42 @@ impl World {
         }
         self.finish_creation_later(uri, agent, params.progress_token);
         Ok(Value::Null)
+    }
+
+    /// Stores a new session (`creating`) with its default chat.
+    fn insert_new_session(
+        &mut self,
+        uri: &str,
+        agent: AgentKind,
+        params: &CreateSessionParams,
+    ) -> Result<(), RpcError> {
+        let now = now_iso();
+        let chat_uri = self.fresh_id("ahp-chat:/chat-");
+        let mut chat_state = new_chat(&chat_uri, "Chat", &now, None)?;
+        if self.fault(Fault::DefaultChatMovable) {
+            chat_state.movable = Some(true);
+        }
+        let session_state: SessionState = serde_json::from_value(json!({
+            "provider": provider_name(agent),
+            "title": "New session",
+            "status": 1,
+            "workingDirectories": params.working_directories,
+            "lifecycle": "creating",
+            "activeClients": params.active_client.iter().map(to_value).collect::<Vec<_>>(),
+            "chats": [chat_summary(&chat_state)],
+            "defaultChat": chat_uri,
+        }))
+        .map_err(|e| RpcError::new(INTERNAL_ERROR, format!("building session state: {e}")))?;
+        self.sessions.insert(
+            uri.to_owned(),
+            SessionEntry {
+                state: session_state,
+                created_at: now,
+                published_summary: Value::Null,
+            },
+        );
+        self.insert_chat(uri, chat_state);
+        Ok(())
     }
 
     pub(super) fn insert_chat(&mut self, session: &str, state: ChatState) {
