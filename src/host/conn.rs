@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::stream::SplitSink;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio::net::TcpStream;
@@ -15,6 +16,7 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 /// Bytes tungstenite reads from the socket at a time.
 const READ_BUFFER_BYTES: usize = 8 * 1024;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use tokio_tungstenite::WebSocketStream;
 
 use super::commands::{RpcError, INVALID_REQUEST};
 use super::faults::Fault;
@@ -46,8 +48,8 @@ pub async fn serve(
     let Ok(socket) = tokio_tungstenite::accept_async_with_config(stream, Some(config)).await else {
         return;
     };
-    let (mut sink, mut source) = socket.split();
-    let (tx, mut rx) = mpsc::unbounded_channel::<Outbound>();
+    let (sink, mut source) = socket.split();
+    let (tx, rx) = mpsc::unbounded_channel::<Outbound>();
     shared.lock().conns.insert(
         conn,
         ConnEntry {
@@ -57,31 +59,7 @@ pub async fn serve(
             subscriptions: HashSet::new(),
         },
     );
-    let writer = tokio::spawn(async move {
-        while let Some(out) = rx.recv().await {
-            match out {
-                Outbound::Text(text) => {
-                    if sink.send(Message::Text(text)).await.is_err() {
-                        break;
-                    }
-                }
-                Outbound::Binary(bytes) => {
-                    if sink.send(Message::binary(bytes)).await.is_err() {
-                        break;
-                    }
-                }
-                Outbound::Close(code, reason) => {
-                    let frame = CloseFrame {
-                        code: CloseCode::from(code),
-                        reason: reason.into(),
-                    };
-                    let _ = sink.send(Message::Close(Some(frame))).await;
-                    break;
-                }
-            }
-        }
-        let _ = sink.close().await;
-    });
+    let writer = tokio::spawn(write_outbound(sink, rx));
     let mut dead = false;
     loop {
         let frame = tokio::select! {
@@ -127,6 +105,36 @@ pub async fn serve(
     if let Some(client_id) = client_id {
         forget_client_later(&shared, client_id);
     }
+}
+
+/// The writer task: sends the connection's queued frames until a close or a send fails.
+async fn write_outbound(
+    mut sink: SplitSink<WebSocketStream<TcpStream>, Message>,
+    mut rx: mpsc::UnboundedReceiver<Outbound>,
+) {
+    while let Some(out) = rx.recv().await {
+        match out {
+            Outbound::Text(text) => {
+                if sink.send(Message::Text(text)).await.is_err() {
+                    break;
+                }
+            }
+            Outbound::Binary(bytes) => {
+                if sink.send(Message::binary(bytes)).await.is_err() {
+                    break;
+                }
+            }
+            Outbound::Close(code, reason) => {
+                let frame = CloseFrame {
+                    code: CloseCode::from(code),
+                    reason: reason.into(),
+                };
+                let _ = sink.send(Message::Close(Some(frame))).await;
+                break;
+            }
+        }
+    }
+    let _ = sink.close().await;
 }
 
 /// After a grace period without a reconnect, removes the client from every session's
