@@ -50,7 +50,7 @@ impl Default for Options {
             timeout: Duration::from_secs(5),
             jobs: 8,
             strict: false,
-            protocol_versions: vec![crate::engine::checkpoint::DEFAULT_OFFER.to_owned()],
+            protocol_versions: vec![crate::client::checkpoint::DEFAULT_OFFER.to_owned()],
         }
     }
 }
@@ -126,7 +126,7 @@ pub fn prepare(options: &Options, url: String, label: String) -> Result<RunConfi
         strict: options.strict,
         baseline,
         rerun_prefix: rerun,
-        protocol_version: crate::engine::checkpoint::DEFAULT_OFFER.to_owned(),
+        protocol_version: crate::client::checkpoint::DEFAULT_OFFER.to_owned(),
     })
 }
 
@@ -144,7 +144,7 @@ async fn run_versions(
     for version in &options.protocol_versions {
         let mut config = config.clone();
         config.protocol_version = version.clone();
-        if several || version != crate::engine::checkpoint::DEFAULT_OFFER {
+        if several || version != crate::client::checkpoint::DEFAULT_OFFER {
             config
                 .rerun_prefix
                 .push_str(&format!(" --protocol-version {version}"));

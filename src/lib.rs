@@ -7,6 +7,7 @@
 
 pub mod certify;
 pub mod checks;
+pub mod client;
 pub mod embed;
 pub mod engine;
 pub mod fuzz;

@@ -18,10 +18,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::conn::{json_equal as json_eq, Conn, Located};
 use super::profile::Profile;
 use super::vars::Vars;
 use crate::checks::frame::{Counts, Schemas};
+use crate::client::{json_equal as json_eq, Conn, Located};
 use crate::suite::*;
 use crate::transport::{Connection, Incoming, TransportError};
 use crate::verdict::{CaseResult, Finding, Level, ReportedFrame, Verdict};

@@ -4,8 +4,6 @@
 
 pub mod baseline;
 mod case;
-pub mod checkpoint;
-pub mod conn;
 mod prerequisite;
 pub mod profile;
 mod selection;
@@ -19,6 +17,10 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::watch;
 
 pub use case::{run_case, CaseContext, CaseOutcome};
+// compat: old path, removed after the parallel branches merge
+pub use crate::client::checkpoint;
+// compat: old path, removed after the parallel branches merge
+pub use crate::client as conn;
 pub use prerequisite::AgentsUnread;
 pub use profile::Profile;
 pub use selection::{glob, Selection, Shard, ShardError};

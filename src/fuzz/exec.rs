@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 use super::model::{judge, plan, rest, Channel, Expect, Planned, Rest};
 use super::ops::{Behaviour, Op};
 use crate::checks::frame::Schemas;
-use crate::engine::checkpoint;
-use crate::engine::conn::{Conn, Located};
+use crate::client::checkpoint;
+use crate::client::{Conn, Located};
 use crate::engine::profile::Profile;
 use crate::host::{self, FaultSet, HostConfig};
 use crate::transport::{Connection, Incoming};
@@ -555,7 +555,7 @@ impl Run<'_> {
                 Incoming::Message(m) => {
                     (m["method"] == "action"
                         && m["params"]["origin"]["clientId"] == client_id.as_str()
-                        && crate::engine::conn::json_equal(&m["params"]["action"], &action))
+                        && crate::client::json_equal(&m["params"]["action"], &action))
                         || ping.is_some_and(|id| crate::transport::is_response_to(m, id))
                 }
                 _ => false,

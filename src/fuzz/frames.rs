@@ -12,8 +12,8 @@ use tokio::sync::watch;
 
 use super::exec::{ExecConfig, ExecError, Execution, Failure, Target};
 use super::{search, FuzzOptions, FuzzOutcome};
-use crate::engine::checkpoint;
-use crate::engine::conn::Conn;
+use crate::client::checkpoint;
+use crate::client::Conn;
 use crate::transport::{Connection, Incoming};
 
 const ROOT: &str = "ahp-root://";
@@ -500,7 +500,7 @@ async fn frames_run(
         url,
         cfg.timeout,
         &client_id,
-        crate::engine::checkpoint::DEFAULT_OFFER,
+        checkpoint::DEFAULT_OFFER,
     )
     .await;
     match compared {

@@ -162,11 +162,11 @@ impl Runner<'_> {
                 .iter()
                 .map(|c| self.subst_str(c))
                 .collect::<Result<_, _>>()?,
-            None => crate::engine::checkpoint::mirrored_channels(self.conns.values()),
+            None => crate::client::checkpoint::mirrored_channels(self.conns.values()),
         };
         let mut conns: Vec<&mut Conn> = self.conns.values_mut().collect();
         let client_id = format!("ahpspec-{}-observer", self.ctx.token);
-        let checked = crate::engine::checkpoint::compare_once(
+        let checked = crate::client::checkpoint::compare_once(
             &mut conns,
             channels,
             &self.ctx.url,

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::conn::Conn;
+use super::Conn;
 use crate::checks::compare::{catalog_matches, fold_matches, instant, summary_matches, Kind};
 use crate::checks::invariants;
 use crate::checks::{Skips, Violation};
