@@ -10,16 +10,14 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::Conn;
+use super::{initialize, initialize_params, subscribe_params, Conn, HandshakeError, ROOT};
 use crate::checks::compare::{catalog_matches, fold_matches, instant, summary_matches, Kind};
 use crate::checks::invariants;
 use crate::checks::{Skips, Violation};
 use crate::transport::Connection;
 
-const ROOT: &str = "ahp-root://";
-
-/// The protocol version a connection offers unless told otherwise.
-pub const DEFAULT_OFFER: &str = "1.0.0";
+// compat: old path, removed after the parallel branches merge
+pub use super::DEFAULT_OFFER;
 
 /// What a checkpoint found and how much it compared.
 #[derive(Debug, Default)]
@@ -92,18 +90,19 @@ pub async fn observer(
     let mut observer = Connection::connect(url, timeout)
         .await
         .map_err(|e| format!("checkpoint observer: {e}"))?;
-    let init = observer
-        .request(
-            "initialize",
-            json!({ "channel": ROOT, "protocolVersions": [offer], "clientId": client_id }),
-            timeout,
-        )
-        .await
-        .map_err(|e| format!("checkpoint observer: {e}"))?;
-    if init.get("result").is_none() {
-        return Err(format!("checkpoint observer could not initialize: {init}"));
+    match initialize(
+        &mut observer,
+        initialize_params([offer], client_id),
+        timeout,
+    )
+    .await
+    {
+        Ok(_) => Ok(observer),
+        Err(HandshakeError::Refused(init)) => {
+            Err(format!("checkpoint observer could not initialize: {init}"))
+        }
+        Err(error) => Err(format!("checkpoint observer: {error}")),
     }
-    Ok(observer)
 }
 
 /// [`compare`] on an observer connection of its own, closed afterwards.
@@ -144,7 +143,7 @@ pub async fn compare(
         let mut ids = Vec::new();
         for channel in &channels[asked..] {
             let id = observer
-                .send_request("subscribe", json!({ "channel": channel.as_str() }))
+                .send_request("subscribe", subscribe_params(channel))
                 .await
                 .map_err(|e| format!("checkpoint subscribe {channel}: {e}"))?;
             ids.push((channel.clone(), id));

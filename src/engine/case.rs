@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use super::profile::Profile;
 use super::vars::Vars;
 use crate::checks::frame::{Counts, Schemas};
-use crate::client::{json_equal as json_eq, Conn, Located};
+use crate::client::{json_equal as json_eq, Conn, Located, ROOT};
 use crate::suite::*;
 use crate::transport::{Connection, Incoming, TransportError};
 use crate::verdict::{CaseResult, Finding, Level, ReportedFrame, Verdict};
@@ -80,7 +80,6 @@ enum Stop {
 type StepResult = Result<(), Stop>;
 
 const DEFAULT_CONN: &str = "c1";
-const ROOT: &str = "ahp-root://";
 const CONTEXT_FRAMES: usize = 8;
 
 struct Runner<'a> {

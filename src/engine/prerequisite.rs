@@ -186,6 +186,7 @@ fn clip_list(ids: &[&str]) -> String {
 pub(super) async fn agent_capabilities(
     config: &RunConfig,
 ) -> Result<serde_json::Value, AgentsUnread> {
+    use crate::client::{initialize_params, ROOT};
     use serde_json::{json, Value};
     let mut link = crate::transport::Connection::connect(&config.url, config.timeout)
         .await
@@ -193,8 +194,12 @@ pub(super) async fn agent_capabilities(
     let init = link
         .request(
             "initialize",
-            json!({ "channel": "ahp-root://", "protocolVersions": [config.protocol_version], "clientId": format!("ahpspec-probe-{}", std::process::id()),
-                    "initialSubscriptions": ["ahp-root://"] }),
+            {
+                let client_id = format!("ahpspec-probe-{}", std::process::id());
+                let mut params = initialize_params([&config.protocol_version], &client_id);
+                params["initialSubscriptions"] = json!([ROOT]);
+                params
+            },
             config.timeout,
         )
         .await;

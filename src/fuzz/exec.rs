@@ -12,7 +12,10 @@ use super::model::{judge, plan, rest, Channel, Expect, Planned, Rest};
 use super::ops::{Behaviour, Op};
 use crate::checks::frame::Schemas;
 use crate::client::checkpoint;
-use crate::client::{Conn, Located};
+use crate::client::{
+    immediate_subscribe_params, initialize, initialize_params, reconnect_params, Conn,
+    HandshakeError, Located, DEFAULT_OFFER, ROOT,
+};
 use crate::engine::profile::Profile;
 use crate::host::{self, FaultSet, HostConfig};
 use crate::transport::{Connection, Incoming};
@@ -20,8 +23,6 @@ use crate::verdict::ReportedFrame;
 
 #[path = "probes.rs"]
 mod probes;
-
-const ROOT: &str = "ahp-root://";
 
 /// Where the sequence runs.
 #[derive(Debug, Clone)]
@@ -105,6 +106,16 @@ pub enum ExecError {
     Host(std::io::Error),
     #[error("{0}")]
     Setup(String),
+}
+
+impl ExecError {
+    /// A failed `initialize` of a sequence's client: the sequence cannot start.
+    pub(super) fn initialize(error: HandshakeError) -> ExecError {
+        match error {
+            HandshakeError::Refused(init) => ExecError::Setup(format!("initialize failed: {init}")),
+            HandshakeError::Transport(e) => ExecError::Setup(format!("initialize: {e}")),
+        }
+    }
 }
 
 struct Run<'a> {
@@ -232,19 +243,11 @@ impl Run<'_> {
 
     async fn open_client(&mut self, index: usize) -> Result<(), ExecError> {
         let mut conn = self.connect(index).await?;
-        let init = conn
-            .link
-            .request(
-                "initialize",
-                json!({ "channel": ROOT, "protocolVersions": ["1.0.0"], "clientId": conn.checks.client_id,
-                        "initialSubscriptions": if index == 0 { json!([ROOT]) } else { json!([]) } }),
-                self.cfg.timeout,
-            )
+        let mut params = initialize_params([DEFAULT_OFFER], &conn.checks.client_id);
+        params["initialSubscriptions"] = if index == 0 { json!([ROOT]) } else { json!([]) };
+        initialize(&mut conn.link, params, self.cfg.timeout)
             .await
-            .map_err(|e| ExecError::Setup(format!("initialize: {e}")))?;
-        if init.get("result").is_none() {
-            return Err(ExecError::Setup(format!("initialize failed: {init}")));
-        }
+            .map_err(ExecError::initialize)?;
         self.conns.push(conn);
         Ok(())
     }
@@ -263,10 +266,7 @@ impl Run<'_> {
             .await
             .map_err(setup)?;
         let subscribe = link
-            .send_request(
-                "subscribe",
-                json!({ "channel": self.session, "delivery": { "maxLatencyMs": 0 } }),
-            )
+            .send_request("subscribe", immediate_subscribe_params(&self.session))
             .await
             .map_err(setup)?;
         let created = link.response(create, timeout).await.map_err(setup)?;
@@ -324,11 +324,7 @@ impl Run<'_> {
         let timeout = self.cfg.timeout;
         let response = self.conns[index]
             .link
-            .request(
-                "subscribe",
-                json!({ "channel": channel, "delivery": { "maxLatencyMs": 0 } }),
-                timeout,
-            )
+            .request("subscribe", immediate_subscribe_params(channel), timeout)
             .await
             .map_err(|e| ExecError::Setup(format!("subscribe {channel}: {e}")))?;
         Ok(response
@@ -654,8 +650,11 @@ impl Run<'_> {
         if client == 0 {
             channels.insert(0, ROOT.to_owned());
         }
-        let params = json!({ "channel": ROOT, "clientId": old.checks.client_id, "lastSeenServerSeq": old.checks.checker.highest_seq(),
-                             "subscriptions": channels });
+        let params = reconnect_params(
+            &old.checks.client_id,
+            old.checks.checker.highest_seq(),
+            channels,
+        );
         let timeout = self.cfg.timeout;
         let answer = conn.link.request("reconnect", params, timeout).await;
         match answer {
@@ -712,13 +711,7 @@ impl Run<'_> {
         }
         if self.observer.is_none() {
             let client_id = format!("ahpspec-{}-observer", self.token);
-            match checkpoint::observer(
-                &self.url,
-                self.cfg.timeout,
-                &client_id,
-                checkpoint::DEFAULT_OFFER,
-            )
-            .await
+            match checkpoint::observer(&self.url, self.cfg.timeout, &client_id, DEFAULT_OFFER).await
             {
                 Ok(observer) => self.observer = Some(observer),
                 Err(error) => {

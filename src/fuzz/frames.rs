@@ -13,10 +13,10 @@ use tokio::sync::watch;
 use super::exec::{ExecConfig, ExecError, Execution, Failure, Target};
 use super::{search, FuzzOptions, FuzzOutcome};
 use crate::client::checkpoint;
-use crate::client::Conn;
+use crate::client::{
+    immediate_subscribe_params, initialize, initialize_params, Conn, DEFAULT_OFFER, ROOT,
+};
 use crate::transport::{Connection, Incoming};
-
-const ROOT: &str = "ahp-root://";
 
 /// One malformed frame, described by what was done to which valid frame.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -256,18 +256,10 @@ async fn open(url: &str, name: &str, client_id: &str, cfg: &ExecConfig) -> Resul
         .await
         .map_err(|e| ExecError::Setup(e.to_string()))?;
     let mut conn = Conn::new(name, client_id, link);
-    let init = conn
-        .link
-        .request(
-            "initialize",
-            json!({ "channel": ROOT, "protocolVersions": ["1.0.0"], "clientId": client_id }),
-            cfg.timeout,
-        )
+    let params = initialize_params([DEFAULT_OFFER], client_id);
+    initialize(&mut conn.link, params, cfg.timeout)
         .await
-        .map_err(|e| ExecError::Setup(format!("initialize: {e}")))?;
-    if init.get("result").is_none() {
-        return Err(ExecError::Setup(format!("initialize failed: {init}")));
-    }
+        .map_err(ExecError::initialize)?;
     Ok(conn)
 }
 
@@ -336,7 +328,7 @@ async fn frames_run(
         .link
         .request(
             "subscribe",
-            json!({ "channel": session, "delivery": { "maxLatencyMs": 0 } }),
+            immediate_subscribe_params(&session),
             cfg.timeout,
         )
         .await
@@ -500,7 +492,7 @@ async fn frames_run(
         url,
         cfg.timeout,
         &client_id,
-        checkpoint::DEFAULT_OFFER,
+        DEFAULT_OFFER,
     )
     .await;
     match compared {

@@ -5,8 +5,9 @@
 
 use serde_json::{json, Value};
 
-use super::{Failure, Run, ROOT};
+use super::{Failure, Run};
 use crate::checks::frame::clip;
+use crate::client::{immediate_subscribe_params, initialize_params, subscribe_params, ROOT};
 use crate::fuzz::ops::Probe;
 use crate::transport::{Connection, Incoming, TransportError};
 
@@ -74,7 +75,7 @@ impl Run<'_> {
         let timeout = self.cfg.timeout;
         let answer = self.conns[client]
             .link
-            .request("subscribe", json!({ "channel": channel }), timeout)
+            .request("subscribe", subscribe_params(&channel), timeout)
             .await;
         match &answer {
             Ok(message) if message.get("error").is_some() => None,
@@ -230,7 +231,7 @@ impl Run<'_> {
         let deadline = tokio::time::Instant::now() + timeout;
         let lifecycle = loop {
             let state = link
-                .request("subscribe", json!({ "channel": uri }), timeout)
+                .request("subscribe", subscribe_params(&uri), timeout)
                 .await;
             let lifecycle = state
                 .as_ref()
@@ -297,7 +298,7 @@ impl Run<'_> {
         let answer = link
             .request(
                 "initialize",
-                json!({ "channel": ROOT, "protocolVersions": versions, "clientId": client_id }),
+                initialize_params(versions, &client_id),
                 self.cfg.timeout,
             )
             .await;
@@ -425,11 +426,7 @@ impl Run<'_> {
             );
         }
         let again = link
-            .request(
-                "subscribe",
-                json!({ "channel": session, "delivery": { "maxLatencyMs": 0 } }),
-                timeout,
-            )
+            .request("subscribe", immediate_subscribe_params(&session), timeout)
             .await;
         match &again {
             Ok(m) if m.get("result").is_some() => None,

@@ -2,6 +2,7 @@
 //! frames, dispatches, and resuming with `reconnect`.
 
 use super::*;
+use crate::client;
 
 impl Runner<'_> {
     pub(super) async fn open(&mut self, name: &str) -> Result<(), Stop> {
@@ -66,9 +67,9 @@ impl Runner<'_> {
         };
         let conn = self.conn(&s.on)?;
         conn.checks.client_id = client_id.clone();
-        let params = json!({ "channel": ROOT, "protocolVersions": versions, "clientId": client_id,
-                             "clientInfo": { "name": "ahpspec", "version": env!("CARGO_PKG_VERSION") },
-                             "initialSubscriptions": subscriptions });
+        let mut params = client::initialize_params(&versions, &client_id);
+        params["clientInfo"] = json!({ "name": "ahpspec", "version": env!("CARGO_PKG_VERSION") });
+        params["initialSubscriptions"] = json!(subscriptions);
         let id = conn
             .link
             .send_request("initialize", params)
@@ -147,8 +148,7 @@ impl Runner<'_> {
             .await
             .map_err(|e| Stop::Harness(format!("{}: {e}", self.at)))?;
         let mut conn = Conn::resuming(&old, link);
-        let params = json!({ "channel": ROOT, "clientId": old.checks.client_id, "lastSeenServerSeq": last_seen,
-                             "subscriptions": subscriptions });
+        let params = client::reconnect_params(&old.checks.client_id, last_seen, subscriptions);
         let id = conn
             .link
             .send_request("reconnect", params)
