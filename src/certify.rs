@@ -12,9 +12,10 @@ use crate::checks::frame::{SchemaMap, Schemas};
 use crate::engine::baseline::{Baseline, BaselineError};
 use crate::engine::profile::{Profile, ProfileError};
 use crate::engine::{run, EventSink, RunConfig, Selection};
-use crate::host::{self, FaultSet, HostConfig};
+use crate::host::FaultSet;
 use crate::schema::{SchemaError, SchemaSet};
 use crate::suite::{Catalog, SuiteError};
+use crate::target::{start_builtin, Purpose};
 use crate::verdict::RunReport;
 
 /// What to certify and how.
@@ -234,12 +235,9 @@ pub async fn certify(
             run_versions(options, config, sink, interrupt).await
         }
         None => {
-            // A short grace period keeps RECONNECT-009 (removal after a disconnect) quick.
-            let config = HostConfig {
-                client_grace: Duration::from_millis(300),
-                ..HostConfig::with_fault(options.faults.clone())
-            };
-            let host = host::spawn(config).await.map_err(HarnessError::Host)?;
+            let host = start_builtin(options.faults.clone(), Purpose::Run)
+                .await
+                .map_err(HarnessError::Host)?;
             let config = prepare(options, host.url().to_owned(), "builtin".to_owned());
             let report = match config {
                 Ok(config) => run_versions(options, config, sink, interrupt).await,

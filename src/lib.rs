@@ -18,5 +18,6 @@ pub mod schema;
 pub mod schemagen;
 pub mod suite;
 pub mod tape;
+pub mod target;
 pub mod transport;
 pub mod verdict;

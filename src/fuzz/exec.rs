@@ -17,40 +17,12 @@ use crate::client::{
     HandshakeError, Located, DEFAULT_OFFER, ROOT,
 };
 use crate::engine::profile::Profile;
-use crate::host::{self, FaultSet, HostConfig};
+pub use crate::target::Target;
 use crate::transport::{Connection, Incoming};
 use crate::verdict::ReportedFrame;
 
 #[path = "probes.rs"]
 mod probes;
-
-/// Where the sequence runs.
-#[derive(Debug, Clone)]
-pub struct Target {
-    /// Server URL; `None`: a fresh built-in host per execution (so every run starts clean).
-    pub url: Option<String>,
-    /// Faults of the built-in host (with a URL: none).
-    pub faults: FaultSet,
-}
-
-impl Target {
-    /// The URL to connect to, and the fresh built-in host behind it when there is no URL
-    /// (every execution gets its own, so each starts clean).
-    pub async fn start(&self) -> Result<(String, Option<host::HostHandle>), ExecError> {
-        match &self.url {
-            Some(url) => Ok((url.clone(), None)),
-            None => {
-                // Every sequence waits for its session to be ready anyway: no timer.
-                let config = HostConfig {
-                    session_init: Duration::ZERO,
-                    ..HostConfig::with_fault(self.faults.clone())
-                };
-                let host = host::spawn(config).await.map_err(ExecError::Host)?;
-                Ok((host.url().to_owned(), Some(host)))
-            }
-        }
-    }
-}
 
 /// How a sequence runs.
 #[derive(Debug, Clone)]
@@ -143,7 +115,7 @@ pub async fn execute(
     target: &Target,
     cfg: &ExecConfig,
 ) -> Result<Execution, ExecError> {
-    let (url, builtin) = target.start().await?;
+    let (url, builtin) = target.start().await.map_err(ExecError::Host)?;
     let token = crate::engine::vars::unique_token("fz");
     let mut run = Run {
         cfg,

@@ -278,7 +278,7 @@ pub async fn execute_frames(
     target: &Target,
     cfg: &ExecConfig,
 ) -> Result<Execution, ExecError> {
-    let (url, builtin) = target.start().await?;
+    let (url, builtin) = target.start().await.map_err(ExecError::Host)?;
     let token = crate::engine::vars::unique_token("ff");
     let mut execution = Execution::default();
     let mut conns: Vec<Conn> = Vec::new();
