@@ -22,6 +22,14 @@ pub const ROOT: &str = "ahp-root://";
 /// The protocol version a connection offers unless told otherwise.
 pub const DEFAULT_OFFER: &str = "1.0.0";
 
+/// A short token unique to this moment, for URIs and client ids of one run.
+pub fn unique_token(prefix: &str) -> String {
+    format!(
+        "{prefix}{:x}",
+        jiff::Timestamp::now().as_nanosecond() as u64 & 0xffff_ffff
+    )
+}
+
 /// Why a handshake did not give a result.
 #[derive(Debug, thiserror::Error)]
 pub enum HandshakeError {

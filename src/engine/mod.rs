@@ -7,6 +7,8 @@ mod case;
 mod prerequisite;
 pub mod profile;
 mod selection;
+// compat: `pub` only for the old path engine::vars::unique_token, private after the
+// parallel branches merge
 pub mod vars;
 
 use std::collections::HashMap;
@@ -96,7 +98,7 @@ pub async fn run(
     sink.event(&Event::RunStarted {
         cases: cases.len() + always_on.len(),
     });
-    let nonce = vars::unique_token("");
+    let nonce = crate::client::unique_token("");
     let total = cases.len() + always_on.len();
     let mut results: Vec<CaseResult> = Vec::new();
     let mut findings: HashMap<&'static str, Vec<Finding>> = HashMap::new();

@@ -16,13 +16,8 @@ pub fn now_iso() -> String {
     format!("{:.3}", jiff::Timestamp::now())
 }
 
-/// A short token unique to this moment, for URIs and client ids of one run.
-pub fn unique_token(prefix: &str) -> String {
-    format!(
-        "{prefix}{:x}",
-        jiff::Timestamp::now().as_nanosecond() as u64 & 0xffff_ffff
-    )
-}
+// compat: old path, removed after the parallel branches merge
+pub use crate::client::unique_token;
 
 #[derive(Debug, Clone)]
 pub struct Vars {

@@ -116,7 +116,7 @@ pub async fn execute(
     cfg: &ExecConfig,
 ) -> Result<Execution, ExecError> {
     let (url, builtin) = target.start().await.map_err(ExecError::Host)?;
-    let token = crate::engine::vars::unique_token("fz");
+    let token = crate::client::unique_token("fz");
     let mut run = Run {
         cfg,
         url,

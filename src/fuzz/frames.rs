@@ -279,7 +279,7 @@ pub async fn execute_frames(
     cfg: &ExecConfig,
 ) -> Result<Execution, ExecError> {
     let (url, builtin) = target.start().await.map_err(ExecError::Host)?;
-    let token = crate::engine::vars::unique_token("ff");
+    let token = crate::client::unique_token("ff");
     let mut execution = Execution::default();
     let mut conns: Vec<Conn> = Vec::new();
     let result = frames_run(mutations, &url, &token, cfg, &mut conns, &mut execution).await;
