@@ -21,7 +21,6 @@ pub use crate::target::Target;
 use crate::transport::{Connection, Incoming};
 use crate::verdict::ReportedFrame;
 
-#[path = "probes.rs"]
 mod probes;
 
 /// How a sequence runs.
