@@ -1,0 +1,274 @@
+//! The dispatch step (planned on the observed state, judged against each client's fold
+//! at its echo) and the reconnect step (resume with replay, RECONNECT-001).
+
+use serde_json::{json, Value};
+
+use super::{Failure, Performed, Run};
+use crate::client::{reconnect_params, Conn, ROOT};
+use crate::fuzz::model::{judge, plan, Channel, Expect};
+use crate::fuzz::ops::Op;
+use crate::transport::{Connection, Incoming};
+
+impl Run<'_> {
+    /// Plans `ops` on the state the first client observed, sends them all at once (each on
+    /// its client), then judges each against the state its client folded just before the
+    /// echo — the order the host chose.
+    pub(super) async fn dispatch(&mut self, index: usize, ops: &[&Op]) -> Option<Failure> {
+        let chat = self.conns[0]
+            .checks
+            .mirror
+            .state(&self.chat)
+            .unwrap_or(Value::Null);
+        let mut sent = Vec::new();
+        for op in ops {
+            let client = op.client() % self.conns.len();
+            self.next_turn += 1;
+            let fresh = format!("fz-{}", self.next_turn);
+            let now = self.tick();
+            let client_id = self.conns[client].checks.client_id.clone();
+            let Some(planned) = plan(op, &chat, &client_id, &fresh, &now, &self.cfg.profile) else {
+                continue;
+            };
+            if let Op::StartTurn { behaviour, .. } = op {
+                self.behaviours.insert(fresh.clone(), *behaviour);
+            }
+            let channel = match planned.channel {
+                Channel::Session => self.session.clone(),
+                Channel::Chat => self.chat.clone(),
+            };
+            let conn = &mut self.conns[client];
+            let seq = match conn.dispatch(&channel, &planned.action).await {
+                Ok(seq) => seq,
+                Err(error) => {
+                    return Some(Failure {
+                        rule: "FUZZ-001".into(),
+                        expected: "the connection stays open".into(),
+                        actual: error.to_string(),
+                        op_index: Some(index),
+                    })
+                }
+            };
+            // The echo has not been read yet: its pre-state is recorded when it is.
+            conn.checks.watched.insert(seq);
+            // A dispatch the host may ignore is followed by a ping: the host answers it
+            // after whatever it does with the dispatch, so the pong ends the wait.
+            let ping = match planned.expect {
+                Expect::RejectOrIgnore => conn
+                    .link
+                    .send_request("ping", json!({ "channel": ROOT }))
+                    .await
+                    .ok(),
+                _ => None,
+            };
+            self.exec.operations += 1;
+            sent.push((self.exec.performed.len(), seq, ping));
+            self.exec.performed.push(Performed {
+                op_index: index,
+                client,
+                planned,
+            });
+        }
+        if sent.is_empty() {
+            return None;
+        }
+        for (done, (slot, seq, ping)) in sent.iter().enumerate() {
+            if let Some(failure) = self.judge_echo(index, *slot, *seq, *ping).await {
+                // Dispatches the run stopped before judging keep no claim about their answer
+                // (a regression case then expects nothing of them).
+                for (later, _, _) in &sent[done + 1..] {
+                    self.exec.performed[*later].planned.expect = Expect::Either;
+                }
+                return Some(failure);
+            }
+        }
+        // The first client is caught up if it dispatched (the echo it read flushed it);
+        // the others' frames are checked as they come.
+        let pinged = sent
+            .iter()
+            .any(|(slot, _, _)| self.exec.performed[*slot].client != 0);
+        self.catch_up(pinged).await;
+        for conn in self.conns.iter_mut().skip(1) {
+            conn.link.take_arrived();
+        }
+        self.checks(Some(index))
+    }
+
+    /// Waits for the echo of the dispatch recorded in `performed[slot]` and judges it
+    /// against the state its client had folded just before it (or, when the host ignored
+    /// it, the state now).
+    pub(super) async fn judge_echo(
+        &mut self,
+        index: usize,
+        slot: usize,
+        seq: i64,
+        ping: Option<u64>,
+    ) -> Option<Failure> {
+        let performed = &self.exec.performed[slot];
+        let (client, action) = (performed.client, performed.planned.action.clone());
+        let channel = match performed.planned.channel {
+            Channel::Session => self.session.clone(),
+            Channel::Chat => self.chat.clone(),
+        };
+        let schemas = self.cfg.schemas.clone();
+        let wait = self.cfg.timeout;
+        let conn = &mut self.conns[client];
+        let client_id = conn.checks.client_id.clone();
+        let echo = conn
+            .link
+            .wait_for(wait, |item| match item {
+                Incoming::Message(m) => {
+                    (m["method"] == "action"
+                        && m["params"]["origin"]["clientId"] == client_id.as_str()
+                        && crate::client::json_equal(&m["params"]["action"], &action))
+                        || ping.is_some_and(|id| crate::transport::is_response_to(m, id))
+                }
+                _ => false,
+            })
+            .await;
+        let rejected = match &echo {
+            Ok(Incoming::Message(m)) if m["method"] == "action" => Some(
+                m["params"]
+                    .get("rejectionReason")
+                    .is_some_and(|r| !r.is_null()),
+            ),
+            _ => None,
+        };
+        // Folding up to the echo records the state the host judged it in.
+        let found = conn.process(&schemas);
+        let before = conn.checks.prestates.remove(&seq);
+        conn.checks.watched.remove(&seq);
+        let before =
+            before.unwrap_or_else(|| conn.checks.mirror.state(&channel).unwrap_or(Value::Null));
+        let (expect, rule) = judge(&action, &before, &client_id);
+        let planned = &mut self.exec.performed[slot].planned;
+        (planned.expect, planned.rule) = (expect, rule.to_owned());
+        // A broken always-on rule is the better explanation of anything that follows
+        // (unless every one found is excluded: then the echo is judged as usual).
+        if !found.is_empty() {
+            self.pending.extend(found);
+            if let Some(failure) = self.checks(Some(index)) {
+                return Some(failure);
+            }
+        }
+        let kind = action["type"].as_str().unwrap_or("?").to_owned();
+        let failure = match (expect, rejected) {
+            (Expect::Accept, Some(false))
+            | (Expect::Reject, Some(true))
+            | (Expect::Either, Some(_))
+            | (Expect::RejectOrIgnore, Some(true) | None) => None,
+            (Expect::Accept, Some(true)) => {
+                Some(("accepted".to_owned(), format!("{kind} rejected")))
+            }
+            (Expect::Reject | Expect::RejectOrIgnore, Some(false)) => {
+                Some(("rejected".to_owned(), format!("{kind} accepted")))
+            }
+            (_, None) => Some((
+                format!("an echo of {kind}"),
+                format!("nothing within {} ms", wait.as_millis()),
+            )),
+        };
+        failure
+            .filter(|_| self.cfg.exclude.judges(rule))
+            .map(|(expected, actual)| Failure {
+                rule: rule.to_owned(),
+                expected: format!("{kind} {expected}"),
+                actual,
+                op_index: Some(index),
+            })
+    }
+
+    pub(super) async fn reconnect(&mut self, index: usize, client: usize) -> Option<Failure> {
+        let link = match Connection::connect(&self.url, self.cfg.timeout).await {
+            Ok(link) => link,
+            Err(error) => {
+                return Some(Failure {
+                    rule: "FUZZ-001".into(),
+                    expected: "a new connection for reconnect".into(),
+                    actual: error.to_string(),
+                    op_index: Some(index),
+                })
+            }
+        };
+        self.conns[client].link.close().await;
+        // The old connection's last frames are judged like every other frame.
+        if let Some(failure) = self.checks(Some(index)) {
+            return Some(failure);
+        }
+        // While the root subscriber is away, another client creates a session: its
+        // root/sessionAdded must not be replayed (RECONNECT-006).
+        let uri = self.missing("away", index);
+        let params = self.create_params(&uri);
+        let away = match (client, self.conns.get_mut(1)) {
+            (0, Some(other)) => {
+                let created = other
+                    .link
+                    .request("createSession", params, self.cfg.timeout)
+                    .await;
+                created
+                    .is_ok_and(|m| m.get("result").is_some())
+                    .then_some(uri)
+            }
+            _ => None,
+        };
+        let resumed = Conn::resuming(&self.conns[client], link);
+        let old = std::mem::replace(&mut self.conns[client], resumed);
+        let conn = &mut self.conns[client];
+        // The first client also listens to the root channel (it subscribed at initialize).
+        let mut channels = vec![self.session.clone(), self.chat.clone()];
+        if client == 0 {
+            channels.insert(0, ROOT.to_owned());
+        }
+        let params = reconnect_params(
+            &old.checks.client_id,
+            old.checks.checker.highest_seq(),
+            channels,
+        );
+        let timeout = self.cfg.timeout;
+        let answer = conn.link.request("reconnect", params, timeout).await;
+        match answer {
+            Ok(response) if response.get("result").is_some() => {}
+            Ok(response) => {
+                return Some(Failure {
+                    rule: "RECONNECT-001".into(),
+                    expected: "a reconnect result".into(),
+                    actual: response.to_string(),
+                    op_index: Some(index),
+                })
+            }
+            Err(error) => {
+                return Some(Failure {
+                    rule: "RECONNECT-001".into(),
+                    expected: "a reconnect result".into(),
+                    actual: error.to_string(),
+                    op_index: Some(index),
+                })
+            }
+        }
+        self.settle().await;
+        if let Some(uri) = away {
+            // The new connection's transcript starts at the reconnect.
+            let replayed = self.conns[0].link.received_since(0).find(|m| {
+                m["method"] == "root/sessionAdded"
+                    && m["params"]["summary"]["resource"] == uri.as_str()
+            });
+            if let Some(message) = replayed {
+                return Some(Failure {
+                    rule: "RECONNECT-006".into(),
+                    expected: "no root/sessionAdded replayed for a session created while away"
+                        .into(),
+                    actual: crate::checks::frame::clip(&message.to_string()),
+                    op_index: Some(index),
+                });
+            }
+            let _ = self.conns[1]
+                .link
+                .request(
+                    "disposeSession",
+                    json!({ "channel": uri }),
+                    self.cfg.timeout,
+                )
+                .await;
+        }
+        self.checks(Some(index))
+    }
+}

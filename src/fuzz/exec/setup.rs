@@ -1,0 +1,146 @@
+//! Opening a sequence: its clients (initialized, the first on the root channel), its
+//! session and default chat, every client subscribed to both.
+
+use serde_json::{json, Value};
+
+use super::{ExecError, Run};
+use crate::client::{
+    immediate_subscribe_params, initialize, initialize_params, Conn, DEFAULT_OFFER, ROOT,
+};
+use crate::transport::{Connection, Incoming};
+
+impl Run<'_> {
+    pub(super) async fn connect(&self, index: usize) -> Result<Conn, ExecError> {
+        let link = Connection::connect(&self.url, self.cfg.timeout)
+            .await
+            .map_err(|e| ExecError::Setup(e.to_string()))?;
+        Ok(Conn::new(
+            &format!("c{}", index + 1),
+            &format!("ahpspec-{}-c{}", self.token, index + 1),
+            link,
+        ))
+    }
+
+    /// A timestamp for the next dispatch: a second ahead of the wall clock and at least a
+    /// millisecond after the previous one, so every turn the fuzzer starts changes the
+    /// chat's modifiedAt (at millisecond resolution a fast sequence would otherwise leave
+    /// it unchanged, and whether a missing announcement shows would depend on timing).
+    pub(super) fn tick(&mut self) -> String {
+        let ahead = jiff::Timestamp::now()
+            .checked_add(jiff::SignedDuration::from_secs(1))
+            .unwrap_or_else(|_| jiff::Timestamp::now());
+        let next = match self.clock {
+            Some(last) => last
+                .checked_add(jiff::SignedDuration::from_millis(1))
+                .map_or(ahead, |after| after.max(ahead)),
+            None => ahead,
+        };
+        self.clock = Some(next);
+        format!("{next:.3}")
+    }
+
+    /// createSession params for `uri` with the target profile's provider.
+    pub(super) fn create_params(&self, uri: &str) -> Value {
+        let mut params = json!({ "channel": uri });
+        if let Some(provider) = &self.cfg.profile.provider {
+            params["provider"] = json!(provider);
+        }
+        params
+    }
+
+    pub(super) async fn open_client(&mut self, index: usize) -> Result<(), ExecError> {
+        let mut conn = self.connect(index).await?;
+        let mut params = initialize_params([DEFAULT_OFFER], &conn.checks.client_id);
+        params["initialSubscriptions"] = if index == 0 { json!([ROOT]) } else { json!([]) };
+        initialize(&mut conn.link, params, self.cfg.timeout)
+            .await
+            .map_err(ExecError::initialize)?;
+        self.conns.push(conn);
+        Ok(())
+    }
+
+    pub(super) async fn setup(&mut self) -> Result<(), ExecError> {
+        self.open_client(0).await?;
+        self.session = format!("ahp-session:/{}", self.token);
+        let params = self.create_params(&self.session);
+        let timeout = self.cfg.timeout;
+        // Subscribing in the same breath sees the session while it is still `creating`, so
+        // the envelope that ends it is checked too.
+        let link = &mut self.conns[0].link;
+        let setup = |e: crate::transport::TransportError| ExecError::Setup(e.to_string());
+        let create = link
+            .send_request("createSession", params)
+            .await
+            .map_err(setup)?;
+        let subscribe = link
+            .send_request("subscribe", immediate_subscribe_params(&self.session))
+            .await
+            .map_err(setup)?;
+        let created = link.response(create, timeout).await.map_err(setup)?;
+        if created.get("error").is_some() {
+            return Err(ExecError::Setup(format!("createSession failed: {created}")));
+        }
+        let subscribed = link.response(subscribe, timeout).await.map_err(setup)?;
+        let state = subscribed
+            .pointer("/result/snapshot/state")
+            .cloned()
+            .unwrap_or(Value::Null);
+        // The other clients connect while the session initialises.
+        for index in 1..self.cfg.clients.max(1) {
+            self.open_client(index).await?;
+        }
+        // A session may still be `creating`: wait for the envelope that ends it.
+        if state["lifecycle"] == "creating" {
+            let session = self.session.clone();
+            let ended = self.conns[0]
+                .link
+                .wait_for(timeout, |item| {
+                    matches!(item, Incoming::Message(m) if m["method"] == "action"
+                        && m["params"]["channel"] == session.as_str()
+                        && matches!(m["params"]["action"]["type"].as_str(),
+                                    Some("session/ready" | "session/creationFailed")))
+                })
+                .await;
+            match ended {
+                Ok(Incoming::Message(m)) if m["params"]["action"]["type"] == "session/ready" => {}
+                other => {
+                    return Err(ExecError::Setup(format!(
+                        "the session did not become ready: {other:?}"
+                    )))
+                }
+            }
+        } else if state["lifecycle"] != "ready" {
+            return Err(ExecError::Setup(format!(
+                "the session did not become ready: {}",
+                state["lifecycle"]
+            )));
+        }
+        self.chat = state["defaultChat"].as_str().unwrap_or_default().to_owned();
+        for index in 0..self.conns.len() {
+            let (session, chat) = (self.session.clone(), self.chat.clone());
+            if index > 0 {
+                self.subscribe(index, &session).await?;
+            }
+            self.subscribe(index, &chat).await?;
+        }
+        self.settle().await;
+        Ok(())
+    }
+
+    pub(super) async fn subscribe(
+        &mut self,
+        index: usize,
+        channel: &str,
+    ) -> Result<Value, ExecError> {
+        let timeout = self.cfg.timeout;
+        let response = self.conns[index]
+            .link
+            .request("subscribe", immediate_subscribe_params(channel), timeout)
+            .await
+            .map_err(|e| ExecError::Setup(format!("subscribe {channel}: {e}")))?;
+        Ok(response
+            .pointer("/result/snapshot/state")
+            .cloned()
+            .unwrap_or(Value::Null))
+    }
+}
