@@ -3,7 +3,14 @@
 use ahp_types::state::RootState;
 use serde_json::json;
 
-use super::world::AgentKind;
+/// Which agent runs a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentKind {
+    /// The scripted test agent (`ahpspec-scripted`).
+    Scripted,
+    /// An agent whose sessions always fail to initialise (`ahpspec-unavailable`).
+    Unavailable,
+}
 
 /// Provider id of the scripted test agent (the opt-in contract documented in README.md).
 pub const SCRIPTED_PROVIDER: &str = "ahpspec-scripted";

@@ -288,16 +288,6 @@ impl World {
     }
 }
 
-/// Whether a chat action can change a projection. Text streaming only grows a markdown or
-/// reasoning part, which no summary field and no `inputNeeded` entry reads (the parts
-/// [`World::live_chat_json`] leaves out).
-pub(super) fn changes_projections(action: &Value) -> bool {
-    const TEXT_ONLY: &[&str] = &["chat/delta", "chat/reasoning"];
-    !action["type"]
-        .as_str()
-        .is_some_and(|kind| TEXT_ONLY.contains(&kind))
-}
-
 /// The summary members of a chat state.
 pub(super) fn chat_summary(chat: &Value) -> Map<String, Value> {
     CHAT_SUMMARY_FIELDS

@@ -56,15 +56,6 @@ impl ConnEntry {
     }
 }
 
-/// Which agent runs a session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AgentKind {
-    /// The scripted test agent (`ahpspec-scripted`).
-    Scripted,
-    /// An agent whose sessions always fail to initialise (`ahpspec-unavailable`).
-    Unavailable,
-}
-
 #[derive(Debug)]
 pub struct SessionEntry {
     pub state: SessionState,
@@ -475,7 +466,7 @@ impl World {
     /// Emits a host-originated chat action and refreshes the owning session's projections
     /// (unless the action changes nothing they read: most of a turn).
     pub fn emit_chat(&mut self, chat: &str, action: Value) -> Option<u64> {
-        let refresh = super::projection::changes_projections(&action);
+        let refresh = changes_projections(&action);
         if self.fault(Fault::CrossChannelReorder) && action["type"] == "chat/turnComplete" {
             self.held_frames = Some(Vec::new());
         }
@@ -553,4 +544,14 @@ pub fn to_value<T: serde::Serialize + ?Sized>(value: &T) -> Value {
 pub fn now_iso() -> String {
     let now = jiff::Timestamp::now();
     format!("{:.3}", now)
+}
+
+/// Whether a chat action can change a projection. Text streaming only grows a markdown or
+/// reasoning part, which no summary field and no `inputNeeded` entry reads (the parts
+/// [`World::live_chat_json`] leaves out).
+fn changes_projections(action: &Value) -> bool {
+    const TEXT_ONLY: &[&str] = &["chat/delta", "chat/reasoning"];
+    !action["type"]
+        .as_str()
+        .is_some_and(|kind| TEXT_ONLY.contains(&kind))
 }

@@ -13,12 +13,10 @@ use super::{
     channel_param, parse, RpcError, INTERNAL_ERROR, INVALID_PARAMS, PROVIDER_NOT_FOUND,
     RESERVED_ERROR, SESSION_ALREADY_EXISTS, SESSION_NOT_FOUND,
 };
-use crate::host::agents::{agent_for, provider_name};
+use crate::host::agents::{agent_for, provider_name, AgentKind};
 use crate::host::faults::Fault;
 use crate::host::projection::instant_key;
-use crate::host::world::{
-    now_iso, to_value, AgentKind, ChatEntry, ConnId, SessionEntry, World, ROOT,
-};
+use crate::host::world::{now_iso, to_value, ChatEntry, ConnId, SessionEntry, World, ROOT};
 
 impl World {
     pub(super) fn list_sessions(&self, conn: ConnId, params: &Value) -> Result<Value, RpcError> {
