@@ -10,6 +10,7 @@ pub mod checks;
 pub mod client;
 pub mod embed;
 pub mod engine;
+pub mod fasthash;
 pub mod fuzz;
 pub mod host;
 pub mod merge;

@@ -16,7 +16,7 @@ use jsonschema::json::Json;
 use jsonschema::{Draft, Registry, Validator};
 use serde_json::{json, Value};
 
-use crate::checks::FastMap;
+use crate::fasthash::FastMap;
 use crate::tape::TapeJson;
 
 /// The generated AHP 1.0.0 schema files, embedded at compile time (file name, text).
