@@ -1,27 +1,26 @@
 //! The `ahpspec` command line: parses arguments and calls the library. Library errors are
 //! `thiserror` types; only this edge uses `anyhow`.
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ahpspec::certify::{self, Options};
-use ahpspec::engine::{Event, EventSink, Selection, Shard};
-use ahpspec::host::{self, faults, FaultSet, HostConfig};
-use ahpspec::report;
-use ahpspec::suite::Catalog;
-use ahpspec::verdict::{Level, Verdict};
+use ahpspec::engine::{Selection, Shard};
+use ahpspec::host::{self, FaultSet};
+use ahpspec::verdict::Level;
 use clap::{Args, Parser, Subcommand};
 
 /// Subcommands with enough options to want a file of their own (src/cli/).
 mod cli {
     pub mod fuzz;
+    pub mod run;
+    pub mod serve;
 }
 use cli::fuzz::{fuzz_command, replay_command, FuzzArgs, ReplayArgs};
+use cli::run::{list, merge, run};
+use cli::serve::serve_command;
 
 // Checks and the built-in host allocate many short-lived JSON values; mimalloc makes the fuzzer
 // about a fifth faster end to end than the system allocator (benches/README.md).
@@ -235,29 +234,7 @@ fn main() -> ExitCode {
             fault,
             replay_buffer,
             max_message_bytes,
-        } => {
-            if fault.as_deref() == Some("list") {
-                return list_faults();
-            }
-            let faults = match parse_faults(fault.as_deref()) {
-                Ok(faults) => faults,
-                Err(error) => return usage_error(&error),
-            };
-            let config = HostConfig {
-                listen,
-                faults,
-                replay_capacity: replay_buffer.max(1),
-                max_message_bytes,
-                ..HostConfig::default()
-            };
-            match serve(config) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(error) => {
-                    eprintln!("ahpspec: {error:#}");
-                    ExitCode::from(2)
-                }
-            }
-        }
+        } => serve_command(listen, fault.as_deref(), replay_buffer, max_message_bytes),
     }
 }
 
@@ -266,33 +243,6 @@ fn parse_faults(names: Option<&str>) -> Result<FaultSet, String> {
     names.map_or(Ok(FaultSet::default()), |names| {
         names.parse::<FaultSet>().map_err(|e| e.to_string())
     })
-}
-
-/// `serve --fault list`: one line per fault (name, rule, what it breaks), grouped under a
-/// `# area` line by the spec area of the rule it breaks (the catalog's), so the list stays
-/// readable as it grows.
-fn list_faults() -> ExitCode {
-    let catalog = Catalog::embedded().unwrap_or_default();
-    let mut areas: Vec<(String, Vec<String>)> = Vec::new();
-    for (fault, line) in ahpspec::host::Fault::ALL
-        .iter()
-        .zip(faults::catalog_lines())
-    {
-        let area = catalog
-            .rule(fault.rule())
-            .map_or_else(|| "other".to_owned(), |info| info.area);
-        match areas.iter_mut().find(|(name, _)| *name == area) {
-            Some((_, lines)) => lines.push(line),
-            None => areas.push((area, vec![line])),
-        }
-    }
-    for (area, lines) in areas {
-        println!("# {area} ({})", lines.len());
-        for line in lines {
-            println!("{line}");
-        }
-    }
-    ExitCode::SUCCESS
 }
 
 fn usage_error(message: &str) -> ExitCode {
@@ -322,259 +272,4 @@ where
         });
         work(interrupt).await
     }))
-}
-
-/// Serves until SIGINT or SIGTERM. A current-thread runtime: loopback round trips are
-/// several times faster than on the multi-thread one.
-fn serve(config: HostConfig) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
-        let handle = host::spawn(config.clone())
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
-        println!("{}", handle.url());
-        std::io::stdout().flush()?;
-        if !config.faults.is_empty() {
-            let faults: Vec<String> = config
-                .faults
-                .iter()
-                .map(|fault| format!("{fault} (breaks {})", fault.rule()))
-                .collect();
-            eprintln!("ahpspec: serving with fault {}", faults.join(", "));
-        }
-        wait_for_signal().await;
-        handle.shutdown().await;
-        Ok(())
-    })
-}
-
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
-fn list(args: &ListArgs) -> ExitCode {
-    let catalog = match &args.select.suites {
-        Some(dir) => Catalog::from_dir(dir),
-        None => Catalog::embedded(),
-    };
-    let catalog = match catalog {
-        Ok(catalog) => catalog,
-        Err(error) => return usage_error(&error.to_string()),
-    };
-    let selection = args.select.selection();
-    if !selection.matches_any(&catalog) {
-        return usage_error(&format!(
-            "the selection {} matches no case",
-            selection.describe()
-        ));
-    }
-    for case in catalog
-        .cases
-        .iter()
-        .filter(|c| selection.includes(&c.info.id, c.info.level))
-    {
-        println!(
-            "{}\t{}\t{}\t{}",
-            case.info.id,
-            case.info.level.as_str(),
-            case.info.area,
-            case.info.does
-        );
-    }
-    for rule in ahpspec::checks::ALWAYS_ON
-        .iter()
-        .filter(|r| selection.includes(r.id, r.level))
-    {
-        println!(
-            "{}\t{}\t{}\tChecked on every frame of every case ({})",
-            rule.id,
-            rule.level.as_str(),
-            rule.area,
-            rule.unit
-        );
-    }
-    ExitCode::SUCCESS
-}
-
-/// Terminal output while cases finish: failures in full; on a terminal, once the run has
-/// taken a second, a progress line (cases done, failing so far, cases per second).
-struct Console {
-    progress: bool,
-    started: std::time::Instant,
-    failing: usize,
-}
-
-impl Console {
-    fn new() -> Console {
-        Console {
-            progress: std::io::stderr().is_terminal(),
-            started: std::time::Instant::now(),
-            failing: 0,
-        }
-    }
-}
-
-impl EventSink for Console {
-    fn event(&mut self, event: &Event) {
-        match event {
-            Event::CaseFinished {
-                result,
-                done,
-                total,
-            } => {
-                let broken = matches!(
-                    result.verdict,
-                    Verdict::Fail | Verdict::Warn | Verdict::Blocked | Verdict::HarnessError
-                );
-                self.failing += usize::from(broken);
-                let elapsed = self.started.elapsed().as_secs_f64();
-                if self.progress && elapsed >= 1.0 {
-                    eprint!(
-                        "\r\x1b[2K[{done}/{total}] {} failing, {:.0} cases/s · {}",
-                        self.failing,
-                        *done as f64 / elapsed,
-                        report::terminal_safe(&result.info.id)
-                    );
-                }
-                if broken {
-                    if self.progress {
-                        eprint!("\r\x1b[2K");
-                    }
-                    println!("{}", report::render_failure(result));
-                }
-            }
-            Event::Notice(text) => {
-                if self.progress {
-                    eprint!("\r\x1b[2K");
-                }
-                eprintln!("ahpspec: {text}");
-            }
-            Event::RunFinished if self.progress => eprint!("\r\x1b[2K"),
-            _ => {}
-        }
-    }
-}
-
-fn run(args: RunArgs) -> ExitCode {
-    if let Err(error) = args.tls.apply() {
-        return usage_error(&error);
-    }
-    let faults = match parse_faults(args.fault.as_deref()) {
-        Ok(faults) => faults,
-        Err(error) => return usage_error(&error),
-    };
-    if !faults.is_empty() && args.url.is_some() {
-        return usage_error("--fault applies to the built-in host only (omit the URL)");
-    }
-    if let Some(url) = &args.url {
-        if !(url.starts_with("ws://") || url.starts_with("wss://")) {
-            return usage_error(&format!(
-                "not a WebSocket URL: {url} (expected ws://… or wss://…)"
-            ));
-        }
-    }
-    let options = Options {
-        url: args.url.clone(),
-        faults,
-        suites: args.select.suites.clone(),
-        schemas: args.schemas.clone(),
-        profile: args.target_profile.clone(),
-        baseline: args.baseline.clone(),
-        selection: args.select.selection(),
-        timeout: args.timeout,
-        jobs: args.jobs.max(1),
-        strict: args.strict,
-        protocol_versions: args.protocol_version.clone(),
-    };
-    let outcome = with_runtime(|interrupt| async move {
-        let mut console = Console::new();
-        certify::certify(&options, &mut console, interrupt).await
-    });
-    let report = match outcome {
-        Ok(Ok(report)) => report,
-        Ok(Err(error)) => return usage_error(&error.to_string()),
-        Err(exit) => return exit,
-    };
-    finish(&report, &args.report_dir)
-}
-
-/// Writes the four reports, prints the summary, and maps the verdicts to the exit code:
-/// 1 for failures, blocked cases or an interrupted run, 2 when only harness errors stand
-/// in the way of a verdict, 0 for a conforming run.
-fn finish(report: &ahpspec::verdict::RunReport, report_dir: &std::path::Path) -> ExitCode {
-    let written = report::write_all(report, report_dir);
-    println!("{}", report::render_summary_line(report));
-    match written {
-        Ok(files) => println!(
-            "reports: {} (also {}, {}, {})",
-            files.html.display(),
-            files.json.display(),
-            files.junit.display(),
-            files.markdown.display()
-        ),
-        Err(error) => {
-            eprintln!("ahpspec: {error}");
-            return ExitCode::from(2);
-        }
-    }
-    for id in &report.stale_baseline {
-        println!("stale baseline entry: {id} now passes (remove it from the baseline)");
-    }
-    if !report.conforming() || report.interrupted {
-        ExitCode::from(1)
-    } else if report.tally.harness_error > 0 {
-        // No failures, but some cases could not be judged: not a conforming verdict.
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
-fn merge(args: MergeArgs) -> ExitCode {
-    let baseline = match args
-        .baseline
-        .as_deref()
-        .map(ahpspec::engine::baseline::Baseline::load)
-        .transpose()
-    {
-        Ok(baseline) => baseline,
-        Err(error) => return usage_error(&error.to_string()),
-    };
-    let reports: Result<Vec<_>, _> = args
-        .reports
-        .iter()
-        .map(|p| ahpspec::merge::load(p))
-        .collect();
-    let merged = reports.and_then(|mut reports| {
-        if args.strict {
-            for report in &mut reports {
-                report.strict = true;
-            }
-        }
-        ahpspec::merge::merge(reports, baseline.as_ref())
-    });
-    match merged {
-        Ok(report) => finish(&report, &args.report_dir),
-        Err(error) => usage_error(&error.to_string()),
-    }
 }

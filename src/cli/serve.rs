@@ -1,0 +1,115 @@
+//! `ahpspec serve`: the built-in reference host as a server, and `serve --fault list`.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+use ahpspec::host::{self, faults, HostConfig};
+use ahpspec::suite::Catalog;
+
+use crate::{parse_faults, usage_error};
+
+/// `ahpspec serve`: the built-in host on `listen` until SIGINT or SIGTERM.
+pub fn serve_command(
+    listen: SocketAddr,
+    fault: Option<&str>,
+    replay_buffer: usize,
+    max_message_bytes: usize,
+) -> ExitCode {
+    if fault == Some("list") {
+        return list_faults();
+    }
+    let faults = match parse_faults(fault) {
+        Ok(faults) => faults,
+        Err(error) => return usage_error(&error),
+    };
+    let config = HostConfig {
+        listen,
+        faults,
+        replay_capacity: replay_buffer.max(1),
+        max_message_bytes,
+        ..HostConfig::default()
+    };
+    match serve(config) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("ahpspec: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `serve --fault list`: one line per fault (name, rule, what it breaks), grouped under a
+/// `# area` line by the spec area of the rule it breaks (the catalog's), so the list stays
+/// readable as it grows.
+fn list_faults() -> ExitCode {
+    let catalog = Catalog::embedded().unwrap_or_default();
+    let mut areas: Vec<(String, Vec<String>)> = Vec::new();
+    for (fault, line) in ahpspec::host::Fault::ALL
+        .iter()
+        .zip(faults::catalog_lines())
+    {
+        let area = catalog
+            .rule(fault.rule())
+            .map_or_else(|| "other".to_owned(), |info| info.area);
+        match areas.iter_mut().find(|(name, _)| *name == area) {
+            Some((_, lines)) => lines.push(line),
+            None => areas.push((area, vec![line])),
+        }
+    }
+    for (area, lines) in areas {
+        println!("# {area} ({})", lines.len());
+        for line in lines {
+            println!("{line}");
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Serves until SIGINT or SIGTERM. A current-thread runtime: loopback round trips are
+/// several times faster than on the multi-thread one.
+fn serve(config: HostConfig) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let handle = host::spawn(config.clone())
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
+        println!("{}", handle.url());
+        std::io::stdout().flush()?;
+        if !config.faults.is_empty() {
+            let faults: Vec<String> = config
+                .faults
+                .iter()
+                .map(|fault| format!("{fault} (breaks {})", fault.rule()))
+                .collect();
+            eprintln!("ahpspec: serving with fault {}", faults.join(", "));
+        }
+        wait_for_signal().await;
+        handle.shutdown().await;
+        Ok(())
+    })
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
