@@ -7,7 +7,9 @@ use std::process::ExitCode;
 use ahpspec::host::{self, faults, HostConfig};
 use ahpspec::suite::Catalog;
 
-use crate::{parse_faults, usage_error};
+use tokio::sync::watch;
+
+use crate::{parse_faults, usage_error, with_runtime};
 
 /// `ahpspec serve`: the built-in host on `listen` until SIGINT or SIGTERM.
 pub fn serve_command(
@@ -31,11 +33,12 @@ pub fn serve_command(
         ..HostConfig::default()
     };
     match serve(config) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(error)) => {
             eprintln!("ahpspec: {error:#}");
             ExitCode::from(2)
         }
+        Err(exit) => exit,
     }
 }
 
@@ -66,13 +69,9 @@ fn list_faults() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Serves until SIGINT or SIGTERM. A current-thread runtime: loopback round trips are
-/// several times faster than on the multi-thread one.
-fn serve(config: HostConfig) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
+/// Serves until SIGINT or SIGTERM, on the runtime every command uses.
+fn serve(config: HostConfig) -> Result<anyhow::Result<()>, ExitCode> {
+    with_runtime(|mut interrupt| async move {
         let handle = host::spawn(config.clone())
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
@@ -86,30 +85,32 @@ fn serve(config: HostConfig) -> anyhow::Result<()> {
                 .collect();
             eprintln!("ahpspec: serving with fault {}", faults.join(", "));
         }
-        wait_for_signal().await;
+        wait_for_signal(&mut interrupt).await;
         handle.shutdown().await;
         Ok(())
     })
 }
 
-async fn wait_for_signal() {
+/// Waits for Ctrl-C (the runtime's interrupt watch) or SIGTERM (how service managers stop
+/// a server).
+async fn wait_for_signal(interrupt: &mut watch::Receiver<bool>) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
         match signal(SignalKind::terminate()) {
             Ok(mut term) => {
                 tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
+                    _ = interrupt.wait_for(|stopped| *stopped) => {}
                     _ = term.recv() => {}
                 }
             }
             Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+                let _ = interrupt.wait_for(|stopped| *stopped).await;
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        let _ = interrupt.wait_for(|stopped| *stopped).await;
     }
 }
