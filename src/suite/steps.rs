@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::verdict::Level;
+
 /// JSON pointer → expected value.
 pub type Matches = BTreeMap<String, Value>;
 
@@ -219,7 +221,7 @@ pub struct ExpectResponse {
     pub or_close: bool,
     /// Level of this expectation when lower than the case's (e.g. the SHOULD part of a
     /// MUST case): a miss is reported at this level and the case continues.
-    pub level: Option<String>,
+    pub level: Option<Level>,
     #[serde(rename = "as")]
     pub name: Option<String>,
 }
@@ -239,7 +241,7 @@ pub struct ExpectEcho {
     /// A missing echo is also acceptable for a rejection (host ignores instead).
     #[serde(default)]
     pub or_ignored: bool,
-    pub level: Option<String>,
+    pub level: Option<Level>,
     #[serde(rename = "as")]
     pub name: Option<String>,
 }
@@ -263,7 +265,7 @@ pub struct ExpectAction {
     #[serde(default)]
     pub next: bool,
     pub within_ms: Option<u64>,
-    pub level: Option<String>,
+    pub level: Option<Level>,
     #[serde(rename = "as")]
     pub name: Option<String>,
 }
@@ -285,7 +287,7 @@ pub struct ExpectNotification {
     #[serde(default, rename = "where")]
     pub matching: Matches,
     pub within_ms: Option<u64>,
-    pub level: Option<String>,
+    pub level: Option<Level>,
     #[serde(rename = "as")]
     pub name: Option<String>,
 }
@@ -315,7 +317,7 @@ pub struct ExpectSilence {
     /// Pointer → value filters.
     #[serde(default, rename = "where")]
     pub matching: Matches,
-    pub level: Option<String>,
+    pub level: Option<Level>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -327,7 +329,7 @@ pub struct ExpectClosed {
     /// blocked by it instead of failing.
     pub relies_on: Option<String>,
     pub within_ms: Option<u64>,
-    pub level: Option<String>,
+    pub level: Option<Level>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -365,7 +367,7 @@ pub struct ExpectState {
     /// Pointer to an array → an element it must not contain (partial object match).
     #[serde(default)]
     pub excludes: Matches,
-    pub level: Option<String>,
+    pub level: Option<Level>,
     #[serde(rename = "as")]
     pub name: Option<String>,
 }
@@ -483,7 +485,7 @@ pub struct ExpectCheck {
     /// Pointer to an array → an element it must not contain (partial object match).
     #[serde(default)]
     pub excludes: Matches,
-    pub level: Option<String>,
+    pub level: Option<Level>,
     /// The rule this check exercises when it is not the case's own (see `relies_on`).
     pub relies_on: Option<String>,
 }
@@ -510,7 +512,7 @@ pub struct ExpectProgress {
     pub token: String,
     /// How long nothing more may arrive for the token after its final frame (default 100).
     pub after_ms: Option<u64>,
-    pub level: Option<String>,
+    pub level: Option<Level>,
     /// The rule this step exercises when it is not the case's own (see `relies_on`).
     pub relies_on: Option<String>,
 }

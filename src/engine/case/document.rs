@@ -9,7 +9,7 @@ impl Runner<'_> {
         &mut self,
         document: &Value,
         checks: &DocChecks<'_>,
-        level: &Option<String>,
+        level: &Option<Level>,
         on: &Option<String>,
     ) -> StepResult {
         match self.evaluate(document, checks)? {

@@ -9,7 +9,7 @@ impl Runner<'_> {
         &mut self,
         found: Option<Value>,
         name: &Option<String>,
-        level: &Option<String>,
+        level: &Option<Level>,
         on: &Option<String>,
         expected: String,
         within: Duration,

@@ -8,14 +8,14 @@ impl Runner<'_> {
     /// step level and the case goes on.
     pub(super) fn broken(
         &mut self,
-        level: &Option<String>,
+        level: &Option<Level>,
         on: &Option<String>,
         expected: String,
         actual: String,
     ) -> StepResult {
-        let step_level = match level.as_deref() {
-            Some("SHOULD") => Level::Should,
-            Some("MAY") => Level::May,
+        // A step may only lower its case's level (the SHOULD part of a MUST case).
+        let step_level = match level {
+            Some(lower @ (Level::Should | Level::May)) => *lower,
             _ => self.level(),
         };
         let name = Self::conn_name(on);

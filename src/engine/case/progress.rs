@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::{Runner, StepResult};
 use crate::suite::ExpectProgress;
+use crate::verdict::Level;
 
 /// Default quiet time after the final frame.
 const AFTER_FINAL_MS: u64 = 100;
@@ -56,7 +57,7 @@ impl Runner<'_> {
             let Some(frame) = self.wait_message(&s.on, within, &is_ours).await? else {
                 return match previous {
                     None => self.broken(
-                        &Some("MAY".into()),
+                        &Some(Level::May),
                         &s.on,
                         "root/progress frames for the token (optional: nothing to check without them)".into(),
                         format!("none within {} ms", within.as_millis()),
