@@ -238,6 +238,19 @@ fn main() -> ExitCode {
     }
 }
 
+/// What `run` and `fuzz` share before they touch a server: the TLS options applied, the
+/// faults parsed, and faults only for the built-in host (`has_url`: a server was named).
+fn target_faults(tls: &TlsArgs, fault: Option<&str>, has_url: bool) -> Result<FaultSet, ExitCode> {
+    tls.apply().map_err(|error| usage_error(&error))?;
+    let faults = parse_faults(fault).map_err(|error| usage_error(&error))?;
+    if !faults.is_empty() && has_url {
+        return Err(usage_error(
+            "--fault applies to the built-in host only (omit the URL)",
+        ));
+    }
+    Ok(faults)
+}
+
 /// `--fault a,b`; absent: none.
 fn parse_faults(names: Option<&str>) -> Result<FaultSet, String> {
     names.map_or(Ok(FaultSet::default()), |names| {

@@ -10,7 +10,7 @@ use ahpspec::fuzz::{self, trace::Trace, Excluded, ExecConfig, FuzzOptions, FuzzO
 use ahpspec::report;
 use clap::Args;
 
-use crate::{parse_duration, parse_faults, usage_error, with_runtime, TlsArgs};
+use crate::{parse_duration, parse_faults, target_faults, usage_error, with_runtime, TlsArgs};
 
 #[derive(Debug, Args)]
 pub struct FuzzArgs {
@@ -108,16 +108,10 @@ fn exec_config(
 }
 
 pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
-    if let Err(error) = args.tls.apply() {
-        return usage_error(&error);
-    }
-    let faults = match parse_faults(args.fault.as_deref()) {
+    let faults = match target_faults(&args.tls, args.fault.as_deref(), args.url.is_some()) {
         Ok(faults) => faults,
-        Err(error) => return usage_error(&error),
+        Err(exit) => return exit,
     };
-    if !faults.is_empty() && args.url.is_some() {
-        return usage_error("--fault applies to the built-in host only (omit the URL)");
-    }
     let baseline = match args.baseline.as_deref().map(Baseline::load).transpose() {
         Ok(baseline) => baseline.unwrap_or_default(),
         Err(error) => return usage_error(&error.to_string()),

@@ -10,7 +10,7 @@ use ahpspec::report;
 use ahpspec::suite::Catalog;
 use ahpspec::verdict::Verdict;
 
-use crate::{parse_faults, usage_error, with_runtime, ListArgs, MergeArgs, RunArgs};
+use crate::{target_faults, usage_error, with_runtime, ListArgs, MergeArgs, RunArgs};
 
 pub fn list(args: &ListArgs) -> ExitCode {
     let catalog = match &args.select.suites {
@@ -116,16 +116,10 @@ impl EventSink for Console {
 }
 
 pub fn run(args: RunArgs) -> ExitCode {
-    if let Err(error) = args.tls.apply() {
-        return usage_error(&error);
-    }
-    let faults = match parse_faults(args.fault.as_deref()) {
+    let faults = match target_faults(&args.tls, args.fault.as_deref(), args.url.is_some()) {
         Ok(faults) => faults,
-        Err(error) => return usage_error(&error),
+        Err(exit) => return exit,
     };
-    if !faults.is_empty() && args.url.is_some() {
-        return usage_error("--fault applies to the built-in host only (omit the URL)");
-    }
     if let Some(url) = &args.url {
         if !(url.starts_with("ws://") || url.starts_with("wss://")) {
             return usage_error(&format!(
