@@ -1,0 +1,468 @@
+//! Running one AAP case: its steps in order on one HTTP client, every exchange through the
+//! always-on checks, and the session models that the history check compares against.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use super::checks::{Observer, Seen};
+use super::expect::{check_expect, Miss};
+use super::http::{Auth, Client, Request, Response};
+use super::model::{self, Item};
+use super::suite::{AapCase, AuthText, HttpStep, LocatedStep, SessionStep, Step, TurnStep};
+use super::Agent;
+use crate::verdict::{CaseResult, Finding, Verdict};
+
+/// Everything a case needs from the run.
+pub struct CaseContext {
+    pub client: Client,
+    pub agent: Arc<Agent>,
+    pub vars: HashMap<String, String>,
+    pub observer: Observer,
+    pub rerun: String,
+}
+
+/// A turn as the cross-mode check needs it.
+#[derive(Debug, Clone)]
+pub struct TurnRecord {
+    /// The session's creation and every turn request so far, without `stream`.
+    pub key: String,
+    pub mode: String,
+    pub items: Vec<Item>,
+    pub stop: Option<String>,
+    pub case: String,
+}
+
+/// What the harness expects a session's full history to be.
+#[derive(Debug, Clone, Default)]
+struct SessionModel {
+    history: Vec<Item>,
+    /// False once a turn's output could not be read completely.
+    exact: bool,
+    deleted: bool,
+    key: String,
+    client_tools: HashSet<String>,
+}
+
+/// What a case leaves behind.
+pub struct CaseOutcome {
+    pub result: CaseResult,
+    pub observer: Observer,
+    pub turns: Vec<TurnRecord>,
+}
+
+struct Run<'a> {
+    case: &'a AapCase,
+    ctx: CaseContext,
+    stored: HashMap<String, Response>,
+    sessions: HashMap<String, SessionModel>,
+    findings: Vec<Finding>,
+    blocked_by: Option<String>,
+    turns: Vec<TurnRecord>,
+    requests: usize,
+}
+
+/// Why a step could not go on.
+enum Stop {
+    /// The case's own rule (or a `relies_on` rule) failed; the finding is recorded.
+    Failed,
+    /// The harness could not do the step (bad suite reference).
+    Harness(String),
+}
+
+pub async fn run_case(case: &AapCase, ctx: CaseContext) -> CaseOutcome {
+    let started = Instant::now();
+    let mut run = Run {
+        case,
+        ctx,
+        stored: HashMap::new(),
+        sessions: HashMap::new(),
+        findings: Vec::new(),
+        blocked_by: None,
+        turns: Vec::new(),
+        requests: 0,
+    };
+    let mut harness = None;
+    for step in &case.steps {
+        match run.step(step).await {
+            Ok(()) => {}
+            Err(Stop::Failed) => break,
+            Err(Stop::Harness(why)) => {
+                harness = Some(why);
+                break;
+            }
+        }
+    }
+    run.check_histories().await;
+    let verdict = match (&harness, &run.blocked_by) {
+        (Some(_), _) => Verdict::HarnessError,
+        (None, Some(_)) => Verdict::Blocked,
+        _ => run
+            .findings
+            .iter()
+            .filter(|f| f.rule == case.info.id)
+            .fold(Verdict::Pass, |v, f| v.worst(f.verdict)),
+    };
+    let summary = match (&harness, run.findings.first()) {
+        (Some(why), _) => format!("harness error: {why}"),
+        (None, Some(f)) if verdict != Verdict::Pass => format!("expected {}; got {}", f.expected, f.actual),
+        _ => format!("{} requests; every expectation held", run.requests),
+    };
+    let transcript = run.ctx.client.transcript().to_vec();
+    CaseOutcome {
+        result: CaseResult {
+            info: case.info.clone(),
+            verdict,
+            summary,
+            findings: run.findings,
+            blocked_by: run.blocked_by,
+            protocol_version: None,
+            transcript,
+            duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+            rerun: run.ctx.rerun,
+        },
+        observer: run.ctx.observer,
+        turns: run.turns,
+    }
+}
+
+impl Run<'_> {
+    async fn step(&mut self, located: &LocatedStep) -> Result<(), Stop> {
+        match &located.step {
+            Step::Http(step) => self.http(step, located).await,
+            Step::Session(step) => self.session(step, located).await,
+            Step::Turn(step) => self.turn(step, located).await,
+            Step::List(step) => super::list::walk(self, step, located).await,
+            Step::Expect(expect) => {
+                let Some(response) = self.stored.get(&expect.of) else {
+                    return Err(Stop::Harness(format!("{}: nothing stored as {:?}", located.at, expect.of)));
+                };
+                let mut misses = check_expect(expect, response, &self.ctx.vars);
+                let captured = super::expect::captures(expect, response);
+                match captured {
+                    Ok(values) => self.ctx.vars.extend(values),
+                    Err(miss) => misses.push(miss),
+                }
+                self.misses(misses, expect.level.as_deref(), expect.relies_on.as_deref(), &located.at)
+            }
+        }
+    }
+
+    /// Records the misses of one step; stops the case when one is at the case's level.
+    fn misses(&mut self, misses: Vec<Miss>, level: Option<&str>, relies_on: Option<&str>, at: &str) -> Result<(), Stop> {
+        if misses.is_empty() {
+            return Ok(());
+        }
+        let level = level
+            .and_then(super::suite::parse_level)
+            .unwrap_or(self.case.info.level);
+        let rule = relies_on.unwrap_or(&self.case.info.id).to_owned();
+        let context: Vec<_> = self.ctx.client.transcript().iter().rev().take(6).rev().cloned().collect();
+        for miss in misses {
+            self.findings.push(Finding {
+                rule: rule.clone(),
+                verdict: if relies_on.is_some() { Verdict::Fail } else { level.broken() },
+                expected: miss.expected,
+                actual: miss.actual,
+                step: Some(at.to_owned()),
+                context: context.clone(),
+            });
+        }
+        if relies_on.is_some() && rule != self.case.info.id {
+            self.blocked_by = Some(rule);
+            return Err(Stop::Failed);
+        }
+        if level < self.case.info.level {
+            return Ok(());
+        }
+        Err(Stop::Failed)
+    }
+
+    fn subst(&self, text: &str) -> Result<String, Stop> {
+        super::vars::substitute(text, &self.ctx.vars).map_err(Stop::Harness)
+    }
+
+    fn subst_value(&self, value: &Value) -> Result<Value, Stop> {
+        super::vars::substitute_value(value, &self.ctx.vars).map_err(Stop::Harness)
+    }
+
+    /// Sends a request, runs the always-on checks, and stores the response.
+    pub(super) async fn exchange(&mut self, request: Request, json_body: Option<&Value>, name: Option<&str>, at: &str) -> Result<Response, Stop> {
+        self.requests += 1;
+        let response = match self.ctx.client.send(&request).await {
+            Ok(response) => response,
+            Err(error) => {
+                let miss = Miss::new(format!("a response to {} {}", request.method, request.path), format!("none: {error}"));
+                self.misses(vec![miss], None, None, at)?;
+                return Err(Stop::Failed);
+            }
+        };
+        let session = session_of(&request.path);
+        let no_tools = HashSet::new();
+        let client_tools = session
+            .and_then(|id| self.sessions.get(id))
+            .map_or(&no_tools, |s| &s.client_tools);
+        self.ctx.observer.observe(&Seen {
+            method: &request.method,
+            path: &request.path,
+            request: json_body,
+            response: &response,
+            client_tools,
+        });
+        self.follow(&request, json_body, &response);
+        if let Some(name) = name {
+            self.stored.insert(name.to_owned(), response.clone());
+        }
+        Ok(response)
+    }
+
+    async fn http(&mut self, step: &HttpStep, located: &LocatedStep) -> Result<(), Stop> {
+        let body = step.body.as_ref().map(|b| self.subst_value(b)).transpose()?;
+        let bytes = match (&body, &step.raw) {
+            (_, Some(raw)) => Some(self.subst(raw)?.into_bytes()),
+            (Some(value), None) => Some(value.to_string().into_bytes()),
+            (None, None) => None,
+        };
+        let request = Request {
+            method: step.method.clone(),
+            path: self.subst(&step.path)?,
+            body: bytes,
+            content_type: step.content_type.clone(),
+            auth: match step.auth {
+                AuthText::Configured => Auth::Configured,
+                AuthText::Omitted => Auth::Omitted,
+                AuthText::Wrong => Auth::Wrong,
+            },
+        };
+        self.exchange(request, body.as_ref(), step.name.as_deref(), &located.at).await.map(|_| ())
+    }
+
+    async fn session(&mut self, step: &SessionStep, located: &LocatedStep) -> Result<(), Stop> {
+        let mut agent = json!({ "name": self.ctx.agent.name });
+        if let Some(options) = &step.options {
+            agent["options"] = self.subst_value(options)?;
+        }
+        if let Some(tools) = &step.agent_tools {
+            agent["tools"] = self.subst_value(tools)?;
+        }
+        let mut body = json!({ "agent": agent });
+        if let Some(tools) = &step.tools {
+            body["tools"] = self.subst_value(tools)?;
+        }
+        if let Some(messages) = &step.messages {
+            body["messages"] = self.subst_value(messages)?;
+        }
+        let request = Request {
+            method: "POST".into(),
+            path: "/sessions".into(),
+            body: Some(body.to_string().into_bytes()),
+            ..Request::default()
+        };
+        let response = self.exchange(request, Some(&body), Some(&step.name), &located.at).await?;
+        let id = response
+            .json()
+            .and_then(|b| b.get("sessionId"))
+            .and_then(Value::as_str)
+            .filter(|_| response.status == 201);
+        let Some(id) = id else {
+            let miss = Miss::new("201 with a sessionId", format!("{} {:?}", response.status, response.json()));
+            let relies = (self.case.info.id != "AAP-SESSION-001").then_some("AAP-SESSION-001");
+            self.misses(vec![miss], None, relies, &located.at)?;
+            return Err(Stop::Failed);
+        };
+        self.ctx.vars.insert(step.name.clone(), id.to_owned());
+        Ok(())
+    }
+
+    async fn turn(&mut self, step: &TurnStep, located: &LocatedStep) -> Result<(), Stop> {
+        let session = self
+            .ctx
+            .vars
+            .get(&step.session)
+            .cloned()
+            .ok_or_else(|| Stop::Harness(format!("{}: no session {:?}", located.at, step.session)))?;
+        let messages = match (&step.script, &step.text, &step.messages) {
+            (Some(script), _, _) => {
+                let script = self.subst_value(script)?;
+                json!([{ "role": "user", "content": format!("ahpspec-script:{script}") }])
+            }
+            (None, Some(text), _) => json!([{ "role": "user", "content": self.subst(text)? }]),
+            (None, None, Some(messages)) => self.subst_value(messages)?,
+            (None, None, None) => return Err(Stop::Harness(format!("{}: a turn needs script, text or messages", located.at))),
+        };
+        let mut body = json!({ "messages": messages });
+        if let Some(stream) = &step.stream {
+            body["stream"] = json!(stream);
+        }
+        if let Some(agent) = &step.agent {
+            body["agent"] = self.subst_value(agent)?;
+        }
+        if let Some(tools) = &step.tools {
+            body["tools"] = self.subst_value(tools)?;
+        }
+        let request = Request {
+            method: "POST".into(),
+            path: format!("/sessions/{session}/turns"),
+            body: Some(body.to_string().into_bytes()),
+            ..Request::default()
+        };
+        self.exchange(request, Some(&body), step.name.as_deref(), &located.at).await.map(|_| ())
+    }
+
+    /// Updates the session models after an exchange (creation, turns, deletion).
+    fn follow(&mut self, request: &Request, body: Option<&Value>, response: &Response) {
+        let endpoint = super::checks::Endpoint::of(&request.method, &request.path);
+        let ok = (200..300).contains(&response.status);
+        match (endpoint, ok) {
+            (Some(super::checks::Endpoint::Create), true) => {
+                let Some(id) = response.json().and_then(|b| b.get("sessionId")).and_then(Value::as_str) else {
+                    return;
+                };
+                let body = body.cloned().unwrap_or(Value::Null);
+                let seed = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+                self.sessions.insert(
+                    id.to_owned(),
+                    SessionModel {
+                        history: model::items_of_messages(&seed),
+                        exact: true,
+                        deleted: false,
+                        key: canonical_without_stream(&body),
+                        client_tools: tool_names(body.get("tools")),
+                    },
+                );
+            }
+            (Some(super::checks::Endpoint::Delete), true) => {
+                if let Some(model) = session_of(&request.path).and_then(|id| self.sessions.get_mut(id)) {
+                    model.deleted = true;
+                }
+            }
+            (Some(super::checks::Endpoint::Turn), true) => self.follow_turn(request, body, response),
+            _ => {}
+        }
+    }
+
+    fn follow_turn(&mut self, request: &Request, body: Option<&Value>, response: &Response) {
+        let Some(model) = session_of(&request.path).and_then(|id| self.sessions.get_mut(id)) else {
+            return;
+        };
+        let body = body.cloned().unwrap_or(Value::Null);
+        if body.get("tools").is_some() {
+            model.client_tools = tool_names(body.get("tools"));
+        }
+        let submitted = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+        model.history.extend(model::items_of_request(&submitted));
+        let mode = body.get("stream").and_then(Value::as_str).unwrap_or("none").to_owned();
+        let (items, stop, complete) = match &response.body {
+            super::http::Body::Json(value) => {
+                let messages = value.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+                let stop = value.get("stopReason").and_then(Value::as_str).map(str::to_owned);
+                (model::items_of_messages(&messages), stop, true)
+            }
+            super::http::Body::Events(read) => {
+                let events: Vec<(String, Value)> = read
+                    .events
+                    .iter()
+                    .map(|e| (e.name.clone(), serde_json::from_str(&e.data).unwrap_or(Value::Null)))
+                    .collect();
+                let (items, stop) = model::items_of_events(&events);
+                let complete = stop.is_some() && read.end == super::sse::StreamEnd::Closed;
+                (items, stop, complete)
+            }
+            _ => (Vec::new(), None, false),
+        };
+        model.exact &= complete;
+        model.history.extend(items.iter().cloned());
+        model.key = format!("{}|{}", model.key, canonical_without_stream(&body));
+        if complete {
+            self.turns.push(TurnRecord {
+                key: model.key.clone(),
+                mode,
+                items,
+                stop,
+                case: self.case.info.id.clone(),
+            });
+        }
+    }
+
+    /// AAP-HISTORY-004: every live session's full history against its model.
+    async fn check_histories(&mut self) {
+        if !self.ctx.agent.declares("history.full") {
+            return;
+        }
+        let mut ids: Vec<String> = self.sessions.iter().filter(|(_, m)| !m.deleted).map(|(id, _)| id.clone()).collect();
+        ids.sort();
+        for id in ids {
+            let exact = self.sessions.get(&id).is_some_and(|m| m.exact);
+            if !exact {
+                self.ctx.observer.skips.add("AAP-HISTORY-004", "a turn's output was not read completely", 1);
+                continue;
+            }
+            let request = Request {
+                method: "GET".into(),
+                path: format!("/sessions/{id}/history?type=full"),
+                ..Request::default()
+            };
+            let Ok(response) = self.exchange(request, None, None, "history check").await else {
+                continue;
+            };
+            let Some(full) = response.json().and_then(|b| b.pointer("/history/full")).and_then(Value::as_array) else {
+                self.ctx.observer.skips.add("AAP-HISTORY-004", "no full history returned", 1);
+                continue;
+            };
+            let actual = model::items_of_messages(full);
+            let expected = self.sessions.get(&id).map(|m| m.history.clone()).unwrap_or_default();
+            self.ctx.observer.count("AAP-HISTORY-004");
+            if let Some((want, got)) = model::first_difference(&expected, &actual) {
+                self.ctx.observer.violate("AAP-HISTORY-004", format!("session {id} {want}"), got);
+            }
+        }
+    }
+}
+
+impl Run<'_> {
+    pub(super) async fn get(&mut self, path: String, at: &str) -> Result<Response, Stop> {
+        let request = Request {
+            method: "GET".into(),
+            path,
+            ..Request::default()
+        };
+        self.exchange(request, None, None, at).await
+    }
+
+    pub(super) fn var(&self, name: &str) -> Option<&String> {
+        self.ctx.vars.get(name)
+    }
+
+    pub(super) fn fail(&mut self, miss: Miss, relies_on: Option<&str>, at: &str) -> Result<(), Stop> {
+        self.misses(vec![miss], None, relies_on, at)
+    }
+}
+
+pub(super) use Run as CaseRun;
+pub(super) use Stop as StepStop;
+
+/// The session id in `/sessions/:id…`.
+fn session_of(path: &str) -> Option<&str> {
+    let path = path.split('?').next()?;
+    let mut parts = path.trim_matches('/').split('/');
+    (parts.next() == Some("sessions")).then(|| parts.next()).flatten()
+}
+
+fn tool_names(tools: Option<&Value>) -> HashSet<String> {
+    tools
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
+        .collect()
+}
+
+fn canonical_without_stream(body: &Value) -> String {
+    let mut body = body.clone();
+    if let Some(object) = body.as_object_mut() {
+        object.remove("stream");
+    }
+    body.to_string()
+}
