@@ -53,7 +53,7 @@ pub struct CaseOutcome {
     pub turns: Vec<TurnRecord>,
 }
 
-struct Run<'a> {
+pub(super) struct Run<'a> {
     case: &'a AapCase,
     ctx: CaseContext,
     stored: HashMap<String, Response>,
@@ -65,7 +65,7 @@ struct Run<'a> {
 }
 
 /// Why a step could not go on.
-enum Stop {
+pub(super) enum Stop {
     /// The case's own rule (or a `relies_on` rule) failed; the finding is recorded.
     Failed,
     /// The harness could not do the step (bad suite reference).
@@ -440,8 +440,6 @@ impl Run<'_> {
     }
 }
 
-pub(super) use Run as CaseRun;
-pub(super) use Stop as StepStop;
 
 /// The session id in `/sessions/:id…`.
 fn session_of(path: &str) -> Option<&str> {

@@ -32,6 +32,12 @@ aap_rules! {
         "A JSON body is sent as application/json."),
     ("AAP-HTTP-007", Must, "aap/http", "HTTP semantics (derived, MUST*)", "responses",
         "No request of the harness makes the server answer 5xx."),
+    ("AAP-META-003", Must, "aap/meta", "docs/endpoints.md § GET /meta (Agent fields: name)", "meta responses",
+        "Agent names are unique on the server."),
+    ("AAP-META-004", Must, "aap/meta", "docs/endpoints.md § GET /meta (Agent fields: version)", "agents",
+        "An agent's version is a semantic version."),
+    ("AAP-META-005", Must, "aap/meta", "docs/endpoints.md § GET /meta (Option fields) (derived, MUST*)", "agents",
+        "Option names are unique within an agent; a select option's default is one of its options."),
     ("AAP-OPTION-003", Must, "aap/options", "docs/endpoints.md § GET /sessions/:id", "response bodies",
         "A secret option's value is never returned in plaintext."),
     ("AAP-SSE-001", Must, "aap/sse", "docs/response.md § SSE Events; docs/schema.md § SSEEvent", "events",
@@ -156,6 +162,9 @@ impl Observer {
         if let Body::Json(body) = &response.body {
             if (200..300).contains(&response.status) {
                 self.check_json(endpoint, body, response, seen);
+            }
+            if endpoint == Some(Endpoint::Meta) && response.status == 200 {
+                super::meta::check_meta(self, body);
             }
             if endpoint == Some(Endpoint::History) {
                 self.check_no_permissions(body);

@@ -76,6 +76,9 @@ pub fn check_expect(expect: &Expect, response: &Response, vars: &HashMap<String,
             misses.push(Miss::new(format!("Content-Type {media}"), format!("{:?}", response.content_type)));
         }
     }
+    if expect.empty_body && response.body != Body::Empty {
+        misses.push(Miss::new("no body", shown(response)));
+    }
     let body = response.json();
     let needs_json = !expect.json.is_empty() || !expect.present.is_empty() || !expect.differs.is_empty();
     if needs_json && body.is_none() {

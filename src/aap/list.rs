@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::case::{CaseRun, StepStop};
+use super::case::{Run as CaseRun, Stop as StepStop};
 use super::expect::Miss;
 use super::suite::{ListStep, LocatedStep};
 

@@ -161,6 +161,9 @@ pub struct Expect {
     /// JSON pointer → value the body must NOT hold there (e.g. a secret).
     #[serde(default)]
     pub differs: BTreeMap<String, Value>,
+    /// The response has no body at all.
+    #[serde(default)]
+    pub empty_body: bool,
     /// The SSE event names, exactly, in order.
     pub events: Option<Vec<String>>,
     /// The stop reason (JSON `stopReason` or the `turn_stop` event's).
