@@ -128,3 +128,85 @@ impl Agent {
         }
     }
 }
+
+/// The command that re-runs an AAP run (a case's `--filter ID` is appended).
+pub fn rerun_prefix(url: Option<&str>, fault: Option<&str>) -> String {
+    let mut prefix = match url {
+        Some(url) => format!("ahpspec run {url}"),
+        None => "ahpspec run --protocol aap".to_owned(),
+    };
+    if let Some(fault) = fault {
+        prefix.push_str(&format!(" --fault {fault}"));
+    }
+    prefix
+}
+
+/// The protocol a `run` speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    Ahp,
+    Aap,
+}
+
+/// Decides the protocol from `--protocol` and the URL's scheme (`ws`/`wss` AHP,
+/// `http`/`https` AAP; no URL and no `--protocol`: AHP). A contradiction is an error.
+pub fn protocol_of(url: Option<&str>, named: Option<&str>) -> Result<Protocol, String> {
+    let named = match named {
+        None => None,
+        Some("ahp") => Some(Protocol::Ahp),
+        Some("aap") => Some(Protocol::Aap),
+        Some(other) => return Err(format!("unknown protocol {other:?} (ahp or aap)")),
+    };
+    let by_scheme = match url {
+        None => None,
+        Some(u) if u.starts_with("ws://") || u.starts_with("wss://") => Some(Protocol::Ahp),
+        Some(u) if u.starts_with("http://") || u.starts_with("https://") => Some(Protocol::Aap),
+        Some(u) => {
+            return Err(format!(
+                "not a server URL: {u} (ws://… or wss://… for AHP, http://… or https://… for AAP)"
+            ))
+        }
+    };
+    match (named, by_scheme) {
+        (Some(named), Some(scheme)) if named != scheme => Err(format!(
+            "--protocol {} does not match the URL's scheme",
+            if named == Protocol::Aap { "aap" } else { "ahp" }
+        )),
+        (named, scheme) => Ok(named.or(scheme).unwrap_or(Protocol::Ahp)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scheme_or_the_flag_picks_the_protocol() {
+        assert_eq!(protocol_of(Some("http://h:1/v1"), None), Ok(Protocol::Aap));
+        assert_eq!(protocol_of(Some("https://h"), None), Ok(Protocol::Aap));
+        assert_eq!(protocol_of(Some("ws://h:1"), None), Ok(Protocol::Ahp));
+        assert_eq!(protocol_of(None, None), Ok(Protocol::Ahp));
+        assert_eq!(protocol_of(None, Some("aap")), Ok(Protocol::Aap));
+        assert!(protocol_of(Some("ws://h"), Some("aap")).is_err());
+        assert!(protocol_of(Some("ftp://h"), None).is_err());
+        assert!(protocol_of(None, Some("xmpp")).is_err());
+    }
+
+    #[test]
+    fn capabilities_and_vars_come_from_meta() {
+        let meta = serde_json::json!({"version": 3, "agents": [
+            {"name": "other", "version": "1.0.0"},
+            {"name": SCRIPTED_AGENT, "version": "1.0.0", "tools": [{"name": "lookup"}],
+             "options": [{"type": "select", "name": "model", "options": ["a", "b"], "default": "a"},
+                         {"type": "secret", "name": "key", "default": ""}],
+             "capabilities": {"history": {"full": {}}}}]});
+        let agent = Agent::choose(&meta).unwrap();
+        assert!(agent.scripted());
+        assert!(agent.declares("history.full") && !agent.declares("history.compacted"));
+        assert!(agent.declares("stream.none") && !agent.declares("stream.delta"));
+        let vars = agent.vars();
+        assert!(vars.contains(&("select_value".into(), "b".into())));
+        assert!(vars.contains(&("secret_option".into(), "key".into())));
+        assert!(!agent.offers("two_server_tools", &vars, false));
+    }
+}

@@ -28,10 +28,11 @@ pub const SCHEMA: &str = include_str!("../../schemas/aap/aap.schema.json");
 /// What to certify and how.
 #[derive(Debug, Clone)]
 pub struct AapOptions {
-    /// Base URL (`http://host:port/base`).
-    pub url: String,
+    /// Base URL (`http://host:port/base`); `None`: the built-in AAP server.
+    pub url: Option<String>,
     /// Shown in reports (`builtin` for the in-process server).
     pub target_label: String,
+    /// Faults to inject into the built-in server (`a,b`).
     pub fault: Option<String>,
     /// API key sent as `Authorization: Bearer`.
     pub token: Option<String>,
@@ -39,7 +40,8 @@ pub struct AapOptions {
     pub timeout: Duration,
     pub jobs: usize,
     pub strict: bool,
-    pub baseline: Option<Baseline>,
+    /// Known failures file (one case ID per line).
+    pub baseline: Option<std::path::PathBuf>,
     /// The command prefix that re-runs a case (`--filter ID` is appended).
     pub rerun_prefix: String,
 }
@@ -59,6 +61,8 @@ pub enum AapError {
     Host(#[source] std::io::Error),
     #[error("{0}")]
     Usage(String),
+    #[error(transparent)]
+    Baseline(#[from] crate::engine::baseline::BaselineError),
 }
 
 /// The embedded AAP schema set.
@@ -109,7 +113,8 @@ async fn read_meta(target: &Target, options: &AapOptions) -> Result<Result<Agent
 pub async fn run(options: &AapOptions, sink: &mut dyn EventSink, mut interrupt: watch::Receiver<bool>) -> Result<RunReport, AapError> {
     let started = Instant::now();
     let started_at = format!("{:.0}", jiff::Timestamp::now());
-    let target = Target::parse(&options.url).map_err(|e| AapError::Usage(e.to_string()))?;
+    let url = options.url.as_deref().ok_or_else(|| AapError::Usage("no server URL".into()))?;
+    let target = Target::parse(url).map_err(|e| AapError::Usage(e.to_string()))?;
     let all = suite::embedded()?;
     let catalog = catalog(&all);
     let selected: Vec<&Case> = options.selection.cases(&catalog);
@@ -117,6 +122,7 @@ pub async fn run(options: &AapOptions, sink: &mut dyn EventSink, mut interrupt: 
     if selected.is_empty() && always_on.is_empty() {
         return Err(AapError::EmptySelection(options.selection.describe()));
     }
+    let baseline = options.baseline.as_deref().map(Baseline::load).transpose()?;
     let schemas = Arc::new(schemas()?);
     let agent = read_meta(&target, options).await?;
     let total = selected.len() + always_on.len();
@@ -186,7 +192,7 @@ pub async fn run(options: &AapOptions, sink: &mut dyn EventSink, mut interrupt: 
         stale_baseline: Vec::new(),
         unexpected_failures: Vec::new(),
     };
-    reconcile(&mut report, options.baseline.as_ref());
+    reconcile(&mut report, baseline.as_ref());
     sink.event(&Event::RunFinished);
     Ok(report)
 }
