@@ -109,6 +109,9 @@ struct MergeArgs {
 struct ListArgs {
     #[command(flatten)]
     select: SelectArgs,
+    /// The catalog of this protocol: ahp (default) or aap.
+    #[arg(long)]
+    protocol: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -380,6 +383,19 @@ async fn wait_for_signal() {
 }
 
 fn list(args: &ListArgs) -> ExitCode {
+    match ahpspec::aap::protocol_of(None, args.protocol.as_deref()) {
+        Ok(ahpspec::aap::Protocol::Aap) => {
+            return match ahpspec::aap::runner::catalog_lines(&args.select.selection()) {
+                Ok(lines) => {
+                    lines.iter().for_each(|line| println!("{line}"));
+                    ExitCode::SUCCESS
+                }
+                Err(error) => usage_error(&error.to_string()),
+            }
+        }
+        Ok(ahpspec::aap::Protocol::Ahp) => {}
+        Err(error) => return usage_error(&error),
+    }
     let catalog = match &args.select.suites {
         Some(dir) => Catalog::from_dir(dir),
         None => Catalog::embedded(),

@@ -91,6 +91,27 @@ pub fn catalog(cases: &[AapCase]) -> Catalog {
     }
 }
 
+/// The AAP catalog as `ahpspec list` prints it: ID, level, area, what it does (tab-separated),
+/// cases then always-on rules, as selected.
+pub fn catalog_lines(selection: &Selection) -> Result<Vec<String>, AapError> {
+    let all = suite::embedded()?;
+    let mut lines: Vec<String> = all
+        .iter()
+        .filter(|c| selection.includes(&c.info.id, c.info.level))
+        .map(|c| format!("{}\t{}\t{}\t{}", c.info.id, c.info.level.as_str(), c.info.area, c.info.does))
+        .collect();
+    lines.extend(
+        AAP_ALWAYS_ON
+            .iter()
+            .filter(|r| selection.includes(r.id, r.level))
+            .map(|r| format!("{}\t{}\t{}\tChecked on every response of every case ({})", r.id, r.level.as_str(), r.area, r.unit)),
+    );
+    if lines.is_empty() {
+        return Err(AapError::EmptySelection(selection.describe()));
+    }
+    Ok(lines)
+}
+
 /// Reads `GET /meta`: the chosen agent, or why none could be.
 async fn read_meta(target: &Target, options: &AapOptions) -> Result<Result<Agent, String>, AapError> {
     let mut client = Client::new(target.clone(), options.token.clone(), options.timeout);
