@@ -6,6 +6,7 @@
 //! checks.
 
 pub mod aap;
+pub mod aaphost;
 pub mod certify;
 pub mod checks;
 pub mod embed;

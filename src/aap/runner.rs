@@ -380,7 +380,37 @@ impl Rows {
     }
 }
 
-/// Certifies `url`, or (without one) the built-in AAP server with `faults`.
+/// The API key the built-in server is started with, so the authentication cases run.
+pub const BUILTIN_TOKEN: &str = "ahpspec-builtin-key";
+
+/// Certifies `options.url`, or (without one) the built-in AAP server with `options.fault`
+/// injected (started with an API key, so the authentication cases run too).
 pub async fn certify(options: &AapOptions, sink: &mut dyn EventSink, interrupt: watch::Receiver<bool>) -> Result<RunReport, AapError> {
-    run(options, sink, interrupt).await
+    if options.url.is_some() {
+        if options.fault.is_some() {
+            return Err(AapError::Usage("--fault applies to the built-in server only (omit the URL)".into()));
+        }
+        return run(options, sink, interrupt).await;
+    }
+    let faults = match options.fault.as_deref() {
+        Some(names) => names.parse::<crate::aaphost::AapFaultSet>().map_err(|e| AapError::Usage(e.to_string()))?,
+        None => crate::aaphost::AapFaultSet::default(),
+    };
+    let token = options.token.clone().unwrap_or_else(|| BUILTIN_TOKEN.to_owned());
+    let server = crate::aaphost::spawn(crate::aaphost::AapHostConfig {
+        faults,
+        token: Some(token.clone()),
+        ..crate::aaphost::AapHostConfig::default()
+    })
+    .await
+    .map_err(AapError::Host)?;
+    let builtin = AapOptions {
+        url: Some(server.base_url()),
+        target_label: "builtin".to_owned(),
+        token: Some(token),
+        ..options.clone()
+    };
+    let report = run(&builtin, sink, interrupt).await;
+    server.shutdown().await;
+    report
 }
