@@ -33,9 +33,27 @@ async fn broken_rules(fault: AapFault) -> (BTreeSet<String>, String) {
     let mut broken = BTreeSet::new();
     let mut detail = String::new();
     for case in &report.cases {
-        if matches!(case.verdict, Verdict::Fail | Verdict::Warn | Verdict::Info | Verdict::Blocked | Verdict::HarnessError) {
-            let rule = case.info.id.split('/').next().unwrap_or_default().to_owned();
-            detail.push_str(&format!("  {} {}: {}\n", case.info.id, case.verdict.as_str(), case.summary));
+        if matches!(
+            case.verdict,
+            Verdict::Fail
+                | Verdict::Warn
+                | Verdict::Info
+                | Verdict::Blocked
+                | Verdict::HarnessError
+        ) {
+            let rule = case
+                .info
+                .id
+                .split('/')
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            detail.push_str(&format!(
+                "  {} {}: {}\n",
+                case.info.id,
+                case.verdict.as_str(),
+                case.summary
+            ));
             broken.insert(rule);
         }
     }
@@ -49,7 +67,11 @@ async fn every_aap_fault_fails_its_rule_and_only_that() {
     for &fault in AapFault::ALL {
         let (broken, detail) = broken_rules(fault).await;
         if !broken.contains(fault.rule()) {
-            problems.push(format!("{} does not fail {}:\n{detail}", fault.name(), fault.rule()));
+            problems.push(format!(
+                "{} does not fail {}:\n{detail}",
+                fault.name(),
+                fault.rule()
+            ));
         }
         let allowed = also_breaks(fault);
         let stray: Vec<&String> = broken

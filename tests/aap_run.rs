@@ -23,8 +23,18 @@ fn the_built_in_aap_server_conforms() {
         );
     }
     // The streams, the cross-mode comparison and the history check looked at something.
-    for rule in ["AAP-SSE-003", "AAP-SSE-007", "AAP-HISTORY-004", "AAP-AUTH-002", "AAP-TOOL-005"] {
-        assert_eq!(verdicts.get(rule).map(String::as_str), Some("pass"), "{rule}");
+    for rule in [
+        "AAP-SSE-003",
+        "AAP-SSE-007",
+        "AAP-HISTORY-004",
+        "AAP-AUTH-002",
+        "AAP-TOOL-005",
+    ] {
+        assert_eq!(
+            verdicts.get(rule).map(String::as_str),
+            Some("pass"),
+            "{rule}"
+        );
     }
     for file in ["report.html", "junit.xml", "summary.md"] {
         assert!(dir.path().join(file).exists(), "{file} written");
@@ -48,13 +58,32 @@ fn an_aap_server_at_a_url_is_certified_with_its_key() {
     let url = server.base_url();
     assert!(url.starts_with("http://") && url.ends_with("/v1"), "{url}");
     let dir = TempDir::new("aap-url");
-    let out = ahpspec(&["run", &url, "--token", "k3y", "--filter", "AAP-SESSION-*,AAP-SSE-*", "--report-dir", dir.str()]);
+    let out = ahpspec(&[
+        "run",
+        &url,
+        "--token",
+        "k3y",
+        "--filter",
+        "AAP-SESSION-*,AAP-SSE-*",
+        "--report-dir",
+        dir.str(),
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     let report = report_json(dir.path());
     assert_eq!(report["target"], url.as_str());
-    assert_eq!(verdicts(&report).get("AAP-SESSION-005").map(String::as_str), Some("pass"));
+    assert_eq!(
+        verdicts(&report).get("AAP-SESSION-005").map(String::as_str),
+        Some("pass")
+    );
     // Without the key every session endpoint is refused: the run fails, it does not pass.
-    let out = ahpspec(&["run", &url, "--filter", "AAP-SESSION-001", "--report-dir", dir.str()]);
+    let out = ahpspec(&[
+        "run",
+        &url,
+        "--filter",
+        "AAP-SESSION-001",
+        "--report-dir",
+        dir.str(),
+    ]);
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     drop(server);
 }
@@ -82,6 +111,12 @@ fn list_shows_the_aap_catalog() {
     let out = ahpspec(&["list", "--protocol", "aap"]);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.lines().any(|l| l.starts_with("AAP-SSE-003\tMUST")), "{text}");
-    assert!(text.lines().any(|l| l.starts_with("AAP-TOOL-005\tMUST")), "{text}");
+    assert!(
+        text.lines().any(|l| l.starts_with("AAP-SSE-003\tMUST")),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|l| l.starts_with("AAP-TOOL-005\tMUST")),
+        "{text}"
+    );
 }

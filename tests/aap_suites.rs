@@ -42,7 +42,10 @@ fn every_aap_suite_matches_its_schema_and_parses() {
     for (name, text) in EMBEDDED {
         let table: toml::Table = toml::from_str(text).expect("TOML");
         let instance = serde_json::to_value(table).expect("TOML as JSON");
-        let errors: Vec<String> = validator.iter_errors(&instance).map(|e| format!("{e} at {}", e.instance_path())).collect();
+        let errors: Vec<String> = validator
+            .iter_errors(&instance)
+            .map(|e| format!("{e} at {}", e.instance_path()))
+            .collect();
         assert!(errors.is_empty(), "{name}: {errors:#?}");
         parse_suite(name, text).expect("parses");
     }
@@ -51,13 +54,25 @@ fn every_aap_suite_matches_its_schema_and_parses() {
 #[test]
 fn every_case_names_a_rule_of_the_catalog() {
     let rules = rule_ids();
-    assert!(rules.len() > 50, "aap/RULES.md parsed into only {} IDs", rules.len());
+    assert!(
+        rules.len() > 50,
+        "aap/RULES.md parsed into only {} IDs",
+        rules.len()
+    );
     for case in embedded().expect("suites") {
         let rule = case.info.id.split('/').next().unwrap_or_default();
-        assert!(rules.contains(rule), "{} names no rule of aap/RULES.md", case.info.id);
+        assert!(
+            rules.contains(rule),
+            "{} names no rule of aap/RULES.md",
+            case.info.id
+        );
     }
     for rule in AAP_ALWAYS_ON {
-        assert!(rules.contains(rule.id), "always-on {} is not in aap/RULES.md", rule.id);
+        assert!(
+            rules.contains(rule.id),
+            "always-on {} is not in aap/RULES.md",
+            rule.id
+        );
     }
 }
 
@@ -70,17 +85,32 @@ fn every_rule_is_covered_or_excluded_with_a_reason() {
         .map(|c| c.info.id.split('/').next().unwrap_or_default().to_owned())
         .collect();
     proven.extend(AAP_ALWAYS_ON.iter().map(|r| r.id.to_owned()));
-    let ledger: toml::Table = toml::from_str(include_str!("../aap/coverage.toml")).expect("coverage");
+    let ledger: toml::Table =
+        toml::from_str(include_str!("../aap/coverage.toml")).expect("coverage");
     let listed = |section: &str| -> BTreeSet<String> {
-        ledger.get(section).and_then(|v| v.as_table()).map(|t| t.keys().cloned().collect()).unwrap_or_default()
+        ledger
+            .get(section)
+            .and_then(|v| v.as_table())
+            .map(|t| t.keys().cloned().collect())
+            .unwrap_or_default()
     };
     let (covered_by, not_covered) = (listed("covered_by"), listed("not_covered"));
     for rule in &rules {
-        let accounted = proven.contains(rule) || covered_by.contains(rule) || not_covered.contains(rule);
-        assert!(accounted, "{rule} has no case, always-on check or coverage entry");
+        let accounted =
+            proven.contains(rule) || covered_by.contains(rule) || not_covered.contains(rule);
+        assert!(
+            accounted,
+            "{rule} has no case, always-on check or coverage entry"
+        );
     }
     for rule in not_covered.iter().chain(&covered_by) {
-        assert!(rules.contains(rule), "coverage lists {rule}, which aap/RULES.md does not have");
-        assert!(!proven.contains(rule), "coverage lists {rule}, but a case or check now proves it");
+        assert!(
+            rules.contains(rule),
+            "coverage lists {rule}, which aap/RULES.md does not have"
+        );
+        assert!(
+            !proven.contains(rule),
+            "coverage lists {rule}, but a case or check now proves it"
+        );
     }
 }

@@ -107,7 +107,9 @@ pub async fn run_case(case: &AapCase, ctx: CaseContext) -> CaseOutcome {
     };
     let summary = match (&harness, run.findings.first()) {
         (Some(why), _) => format!("harness error: {why}"),
-        (None, Some(f)) if verdict != Verdict::Pass => format!("expected {}; got {}", f.expected, f.actual),
+        (None, Some(f)) if verdict != Verdict::Pass => {
+            format!("expected {}; got {}", f.expected, f.actual)
+        }
         _ => format!("{} requests; every expectation held", run.requests),
     };
     let transcript = run.ctx.client.transcript().to_vec();
@@ -137,7 +139,10 @@ impl Run<'_> {
             Step::List(step) => super::list::walk(self, step, located).await,
             Step::Expect(expect) => {
                 let Some(response) = self.stored.get(&expect.of) else {
-                    return Err(Stop::Harness(format!("{}: nothing stored as {:?}", located.at, expect.of)));
+                    return Err(Stop::Harness(format!(
+                        "{}: nothing stored as {:?}",
+                        located.at, expect.of
+                    )));
                 };
                 let mut misses = check_expect(expect, response, &self.ctx.vars);
                 let captured = super::expect::captures(expect, response);
@@ -145,13 +150,24 @@ impl Run<'_> {
                     Ok(values) => self.ctx.vars.extend(values),
                     Err(miss) => misses.push(miss),
                 }
-                self.misses(misses, expect.level.as_deref(), expect.relies_on.as_deref(), &located.at)
+                self.misses(
+                    misses,
+                    expect.level.as_deref(),
+                    expect.relies_on.as_deref(),
+                    &located.at,
+                )
             }
         }
     }
 
     /// Records the misses of one step; stops the case when one is at the case's level.
-    fn misses(&mut self, misses: Vec<Miss>, level: Option<&str>, relies_on: Option<&str>, at: &str) -> Result<(), Stop> {
+    fn misses(
+        &mut self,
+        misses: Vec<Miss>,
+        level: Option<&str>,
+        relies_on: Option<&str>,
+        at: &str,
+    ) -> Result<(), Stop> {
         if misses.is_empty() {
             return Ok(());
         }
@@ -159,11 +175,24 @@ impl Run<'_> {
             .and_then(super::suite::parse_level)
             .unwrap_or(self.case.info.level);
         let rule = relies_on.unwrap_or(&self.case.info.id).to_owned();
-        let context: Vec<_> = self.ctx.client.transcript().iter().rev().take(6).rev().cloned().collect();
+        let context: Vec<_> = self
+            .ctx
+            .client
+            .transcript()
+            .iter()
+            .rev()
+            .take(6)
+            .rev()
+            .cloned()
+            .collect();
         for miss in misses {
             self.findings.push(Finding {
                 rule: rule.clone(),
-                verdict: if relies_on.is_some() { Verdict::Fail } else { level.broken() },
+                verdict: if relies_on.is_some() {
+                    Verdict::Fail
+                } else {
+                    level.broken()
+                },
                 expected: miss.expected,
                 actual: miss.actual,
                 step: Some(at.to_owned()),
@@ -189,12 +218,21 @@ impl Run<'_> {
     }
 
     /// Sends a request, runs the always-on checks, and stores the response.
-    pub(super) async fn exchange(&mut self, request: Request, json_body: Option<&Value>, name: Option<&str>, at: &str) -> Result<Response, Stop> {
+    pub(super) async fn exchange(
+        &mut self,
+        request: Request,
+        json_body: Option<&Value>,
+        name: Option<&str>,
+        at: &str,
+    ) -> Result<Response, Stop> {
         self.requests += 1;
         let response = match self.ctx.client.send(&request).await {
             Ok(response) => response,
             Err(error) => {
-                let miss = Miss::new(format!("a response to {} {}", request.method, request.path), format!("none: {error}"));
+                let miss = Miss::new(
+                    format!("a response to {} {}", request.method, request.path),
+                    format!("none: {error}"),
+                );
                 self.misses(vec![miss], None, None, at)?;
                 return Err(Stop::Failed);
             }
@@ -219,7 +257,11 @@ impl Run<'_> {
     }
 
     async fn http(&mut self, step: &HttpStep, located: &LocatedStep) -> Result<(), Stop> {
-        let body = step.body.as_ref().map(|b| self.subst_value(b)).transpose()?;
+        let body = step
+            .body
+            .as_ref()
+            .map(|b| self.subst_value(b))
+            .transpose()?;
         let bytes = match (&body, &step.raw) {
             (_, Some(raw)) => Some(self.subst(raw)?.into_bytes()),
             (Some(value), None) => Some(value.to_string().into_bytes()),
@@ -236,7 +278,9 @@ impl Run<'_> {
                 AuthText::Wrong => Auth::Wrong,
             },
         };
-        self.exchange(request, body.as_ref(), step.name.as_deref(), &located.at).await.map(|_| ())
+        self.exchange(request, body.as_ref(), step.name.as_deref(), &located.at)
+            .await
+            .map(|_| ())
     }
 
     async fn session(&mut self, step: &SessionStep, located: &LocatedStep) -> Result<(), Stop> {
@@ -260,14 +304,19 @@ impl Run<'_> {
             body: Some(body.to_string().into_bytes()),
             ..Request::default()
         };
-        let response = self.exchange(request, Some(&body), Some(&step.name), &located.at).await?;
+        let response = self
+            .exchange(request, Some(&body), Some(&step.name), &located.at)
+            .await?;
         let id = response
             .json()
             .and_then(|b| b.get("sessionId"))
             .and_then(Value::as_str)
             .filter(|_| response.status == 201);
         let Some(id) = id else {
-            let miss = Miss::new("201 with a sessionId", format!("{} {:?}", response.status, response.json()));
+            let miss = Miss::new(
+                "201 with a sessionId",
+                format!("{} {:?}", response.status, response.json()),
+            );
             let relies = (self.case.info.id != "AAP-SESSION-001").then_some("AAP-SESSION-001");
             self.misses(vec![miss], None, relies, &located.at)?;
             return Err(Stop::Failed);
@@ -277,12 +326,9 @@ impl Run<'_> {
     }
 
     async fn turn(&mut self, step: &TurnStep, located: &LocatedStep) -> Result<(), Stop> {
-        let session = self
-            .ctx
-            .vars
-            .get(&step.session)
-            .cloned()
-            .ok_or_else(|| Stop::Harness(format!("{}: no session {:?}", located.at, step.session)))?;
+        let session = self.ctx.vars.get(&step.session).cloned().ok_or_else(|| {
+            Stop::Harness(format!("{}: no session {:?}", located.at, step.session))
+        })?;
         let messages = match (&step.script, &step.text, &step.messages) {
             (Some(script), _, _) => {
                 let script = self.subst_value(script)?;
@@ -290,7 +336,12 @@ impl Run<'_> {
             }
             (None, Some(text), _) => json!([{ "role": "user", "content": self.subst(text)? }]),
             (None, None, Some(messages)) => self.subst_value(messages)?,
-            (None, None, None) => return Err(Stop::Harness(format!("{}: a turn needs script, text or messages", located.at))),
+            (None, None, None) => {
+                return Err(Stop::Harness(format!(
+                    "{}: a turn needs script, text or messages",
+                    located.at
+                )))
+            }
         };
         let mut body = json!({ "messages": messages });
         if let Some(stream) = &step.stream {
@@ -308,7 +359,9 @@ impl Run<'_> {
             body: Some(body.to_string().into_bytes()),
             ..Request::default()
         };
-        self.exchange(request, Some(&body), step.name.as_deref(), &located.at).await.map(|_| ())
+        self.exchange(request, Some(&body), step.name.as_deref(), &located.at)
+            .await
+            .map(|_| ())
     }
 
     /// Updates the session models after an exchange (creation, turns, deletion).
@@ -317,11 +370,19 @@ impl Run<'_> {
         let ok = (200..300).contains(&response.status);
         match (endpoint, ok) {
             (Some(super::checks::Endpoint::Create), true) => {
-                let Some(id) = response.json().and_then(|b| b.get("sessionId")).and_then(Value::as_str) else {
+                let Some(id) = response
+                    .json()
+                    .and_then(|b| b.get("sessionId"))
+                    .and_then(Value::as_str)
+                else {
                     return;
                 };
                 let body = body.cloned().unwrap_or(Value::Null);
-                let seed = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+                let seed = body
+                    .get("messages")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
                 self.sessions.insert(
                     id.to_owned(),
                     SessionModel {
@@ -334,11 +395,15 @@ impl Run<'_> {
                 );
             }
             (Some(super::checks::Endpoint::Delete), true) => {
-                if let Some(model) = session_of(&request.path).and_then(|id| self.sessions.get_mut(id)) {
+                if let Some(model) =
+                    session_of(&request.path).and_then(|id| self.sessions.get_mut(id))
+                {
                     model.deleted = true;
                 }
             }
-            (Some(super::checks::Endpoint::Turn), true) => self.follow_turn(request, body, response),
+            (Some(super::checks::Endpoint::Turn), true) => {
+                self.follow_turn(request, body, response)
+            }
             _ => {}
         }
     }
@@ -351,20 +416,40 @@ impl Run<'_> {
         if body.get("tools").is_some() {
             model.client_tools = tool_names(body.get("tools"));
         }
-        let submitted = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+        let submitted = body
+            .get("messages")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         model.history.extend(model::items_of_request(&submitted));
-        let mode = body.get("stream").and_then(Value::as_str).unwrap_or("none").to_owned();
+        let mode = body
+            .get("stream")
+            .and_then(Value::as_str)
+            .unwrap_or("none")
+            .to_owned();
         let (items, stop, complete) = match &response.body {
             super::http::Body::Json(value) => {
-                let messages = value.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
-                let stop = value.get("stopReason").and_then(Value::as_str).map(str::to_owned);
+                let messages = value
+                    .get("messages")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                let stop = value
+                    .get("stopReason")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
                 (model::items_of_messages(&messages), stop, true)
             }
             super::http::Body::Events(read) => {
                 let events: Vec<(String, Value)> = read
                     .events
                     .iter()
-                    .map(|e| (e.name.clone(), serde_json::from_str(&e.data).unwrap_or(Value::Null)))
+                    .map(|e| {
+                        (
+                            e.name.clone(),
+                            serde_json::from_str(&e.data).unwrap_or(Value::Null),
+                        )
+                    })
                     .collect();
                 let (items, stop) = model::items_of_events(&events);
                 let complete = stop.is_some() && read.end == super::sse::StreamEnd::Closed;
@@ -391,12 +476,21 @@ impl Run<'_> {
         if !self.ctx.agent.declares("history.full") {
             return;
         }
-        let mut ids: Vec<String> = self.sessions.iter().filter(|(_, m)| !m.deleted).map(|(id, _)| id.clone()).collect();
+        let mut ids: Vec<String> = self
+            .sessions
+            .iter()
+            .filter(|(_, m)| !m.deleted)
+            .map(|(id, _)| id.clone())
+            .collect();
         ids.sort();
         for id in ids {
             let exact = self.sessions.get(&id).is_some_and(|m| m.exact);
             if !exact {
-                self.ctx.observer.skips.add("AAP-HISTORY-004", "a turn's output was not read completely", 1);
+                self.ctx.observer.skips.add(
+                    "AAP-HISTORY-004",
+                    "a turn's output was not read completely",
+                    1,
+                );
                 continue;
             }
             let request = Request {
@@ -407,15 +501,28 @@ impl Run<'_> {
             let Ok(response) = self.exchange(request, None, None, "history check").await else {
                 continue;
             };
-            let Some(full) = response.json().and_then(|b| b.pointer("/history/full")).and_then(Value::as_array) else {
-                self.ctx.observer.skips.add("AAP-HISTORY-004", "no full history returned", 1);
+            let Some(full) = response
+                .json()
+                .and_then(|b| b.pointer("/history/full"))
+                .and_then(Value::as_array)
+            else {
+                self.ctx
+                    .observer
+                    .skips
+                    .add("AAP-HISTORY-004", "no full history returned", 1);
                 continue;
             };
             let actual = model::items_of_messages(full);
-            let expected = self.sessions.get(&id).map(|m| m.history.clone()).unwrap_or_default();
+            let expected = self
+                .sessions
+                .get(&id)
+                .map(|m| m.history.clone())
+                .unwrap_or_default();
             self.ctx.observer.count("AAP-HISTORY-004");
             if let Some((want, got)) = model::first_difference(&expected, &actual) {
-                self.ctx.observer.violate("AAP-HISTORY-004", format!("session {id} {want}"), got);
+                self.ctx
+                    .observer
+                    .violate("AAP-HISTORY-004", format!("session {id} {want}"), got);
             }
         }
     }
@@ -435,17 +542,23 @@ impl Run<'_> {
         self.ctx.vars.get(name)
     }
 
-    pub(super) fn fail(&mut self, miss: Miss, relies_on: Option<&str>, at: &str) -> Result<(), Stop> {
+    pub(super) fn fail(
+        &mut self,
+        miss: Miss,
+        relies_on: Option<&str>,
+        at: &str,
+    ) -> Result<(), Stop> {
         self.misses(vec![miss], None, relies_on, at)
     }
 }
-
 
 /// The session id in `/sessions/:id…`.
 fn session_of(path: &str) -> Option<&str> {
     let path = path.split('?').next()?;
     let mut parts = path.trim_matches('/').split('/');
-    (parts.next() == Some("sessions")).then(|| parts.next()).flatten()
+    (parts.next() == Some("sessions"))
+        .then(|| parts.next())
+        .flatten()
 }
 
 fn tool_names(tools: Option<&Value>) -> HashSet<String> {

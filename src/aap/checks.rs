@@ -146,7 +146,12 @@ impl Observer {
         *self.counts.entry(rule).or_insert(0) += 1;
     }
 
-    pub fn violate(&mut self, rule: &'static str, expected: impl Into<String>, actual: impl Into<String>) {
+    pub fn violate(
+        &mut self,
+        rule: &'static str,
+        expected: impl Into<String>,
+        actual: impl Into<String>,
+    ) {
         self.violations.push(Violation::new(rule, expected, actual));
     }
 
@@ -156,7 +161,11 @@ impl Observer {
         let endpoint = Endpoint::of(seen.method, seen.path);
         self.count("AAP-HTTP-007");
         if response.status >= 500 {
-            self.violate("AAP-HTTP-007", "no 5xx status", format!("{} to {} {}", response.status, seen.method, seen.path));
+            self.violate(
+                "AAP-HTTP-007",
+                "no 5xx status",
+                format!("{} to {} {}", response.status, seen.method, seen.path),
+            );
         }
         self.check_secrets(response);
         if let Body::Json(body) = &response.body {
@@ -175,30 +184,41 @@ impl Observer {
         }
     }
 
-    fn check_json(&mut self, endpoint: Option<Endpoint>, body: &Value, response: &Response, seen: &Seen<'_>) {
+    fn check_json(
+        &mut self,
+        endpoint: Option<Endpoint>,
+        body: &Value,
+        response: &Response,
+        seen: &Seen<'_>,
+    ) {
         self.count("AAP-HTTP-002");
         if !response.is_media("application/json") {
             self.violate(
                 "AAP-HTTP-002",
                 "Content-Type: application/json",
-                format!("{:?} on {} {}", response.content_type, seen.method, seen.path),
+                format!(
+                    "{:?} on {} {}",
+                    response.content_type, seen.method, seen.path
+                ),
             );
         }
         let Some(def) = endpoint.and_then(Endpoint::success_def) else {
             self.skips.add("AAP-HTTP-001", "no AAP endpoint", 1);
             return;
         };
-        self.validate("AAP-HTTP-001", def, body, &format!("{} {}", seen.method, seen.path));
+        self.validate(
+            "AAP-HTTP-001",
+            def,
+            body,
+            &format!("{} {}", seen.method, seen.path),
+        );
     }
 
     /// Validates `value` against `def`, reporting a violation of `rule`.
     pub fn validate(&mut self, rule: &'static str, def: &str, value: &Value, what: &str) {
         self.count(rule);
         if let Err(errors) = self.schemas.validate(def, value) {
-            let first = errors
-                .first()
-                .map(ToString::to_string)
-                .unwrap_or_default();
+            let first = errors.first().map(ToString::to_string).unwrap_or_default();
             self.violate(rule, format!("{what} to match {def}"), first);
         }
     }
@@ -207,13 +227,22 @@ impl Observer {
         let text = match &response.body {
             Body::Json(value) => value.to_string(),
             Body::Text(text) => text.clone(),
-            Body::Events(read) => read.events.iter().map(|e| e.data.as_str()).collect::<Vec<_>>().join("\n"),
+            Body::Events(read) => read
+                .events
+                .iter()
+                .map(|e| e.data.as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
             Body::Empty => return,
         };
         self.count("AAP-OPTION-003");
         if let Some(at) = text.find(SECRET_PREFIX) {
             let shown: String = text[at..].chars().take(40).collect();
-            self.violate("AAP-OPTION-003", "no secret value in any response", format!("the body holds {shown}…"));
+            self.violate(
+                "AAP-OPTION-003",
+                "no secret value in any response",
+                format!("the body holds {shown}…"),
+            );
         }
     }
 
@@ -230,7 +259,11 @@ impl Observer {
                 .filter(|m| m.get("role").and_then(Value::as_str) == Some("tool_permission"))
                 .count();
             if stored > 0 {
-                self.violate("AAP-HISTORY-005", format!("no tool_permission message in {kind} history"), format!("{stored} stored"));
+                self.violate(
+                    "AAP-HISTORY-005",
+                    format!("no tool_permission message in {kind} history"),
+                    format!("{stored} stored"),
+                );
             }
         }
     }
@@ -239,7 +272,9 @@ impl Observer {
 /// Describes how a stream ended, for findings.
 pub fn ending(end: &StreamEnd, unterminated: bool) -> String {
     match end {
-        StreamEnd::Closed if unterminated => "the body ended inside an unterminated event".to_owned(),
+        StreamEnd::Closed if unterminated => {
+            "the body ended inside an unterminated event".to_owned()
+        }
         StreamEnd::Closed => "the body ended".to_owned(),
         StreamEnd::TimedOut(after) => format!("the body stayed open for {after:?}"),
         StreamEnd::Broken(why) => format!("the body broke off ({why})"),

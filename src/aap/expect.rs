@@ -39,48 +39,76 @@ fn shown(response: &Response) -> String {
 /// The stop reason of a JSON turn response or of an SSE stream's `turn_stop`.
 pub fn stop_reason(response: &Response) -> Option<String> {
     match &response.body {
-        Body::Json(value) => value.get("stopReason").and_then(Value::as_str).map(str::to_owned),
+        Body::Json(value) => value
+            .get("stopReason")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         Body::Events(read) => read
             .events
             .iter()
             .rev()
             .find(|e| e.name == "turn_stop")
             .and_then(|e| serde_json::from_str::<Value>(&e.data).ok())
-            .and_then(|d| d.get("stopReason").and_then(Value::as_str).map(str::to_owned)),
+            .and_then(|d| {
+                d.get("stopReason")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            }),
         _ => None,
     }
 }
 
 /// Every miss of `expect` on `response` (variables substituted in pointers and values).
-pub fn check_expect(expect: &Expect, response: &Response, vars: &HashMap<String, String>) -> Vec<Miss> {
+pub fn check_expect(
+    expect: &Expect,
+    response: &Response,
+    vars: &HashMap<String, String>,
+) -> Vec<Miss> {
     let mut misses = Vec::new();
     let status = response.status;
     if let Some(want) = expect.status {
         if status != want {
-            misses.push(Miss::new(format!("status {want}"), format!("{status}: {}", shown(response))));
+            misses.push(Miss::new(
+                format!("status {want}"),
+                format!("{status}: {}", shown(response)),
+            ));
         }
     }
     if let Some(list) = &expect.status_in {
         if !list.contains(&status) {
-            misses.push(Miss::new(format!("a status in {list:?}"), format!("{status}: {}", shown(response))));
+            misses.push(Miss::new(
+                format!("a status in {list:?}"),
+                format!("{status}: {}", shown(response)),
+            ));
         }
     }
     if let Some(class) = &expect.class {
-        let first = class.chars().next().and_then(|c| c.to_digit(10)).unwrap_or(0) as u16;
+        let first = class
+            .chars()
+            .next()
+            .and_then(|c| c.to_digit(10))
+            .unwrap_or(0) as u16;
         if status / 100 != first {
-            misses.push(Miss::new(format!("a {class} status"), format!("{status}: {}", shown(response))));
+            misses.push(Miss::new(
+                format!("a {class} status"),
+                format!("{status}: {}", shown(response)),
+            ));
         }
     }
     if let Some(media) = &expect.content_type {
         if !response.is_media(media) {
-            misses.push(Miss::new(format!("Content-Type {media}"), format!("{:?}", response.content_type)));
+            misses.push(Miss::new(
+                format!("Content-Type {media}"),
+                format!("{:?}", response.content_type),
+            ));
         }
     }
     if expect.empty_body && response.body != Body::Empty {
         misses.push(Miss::new("no body", shown(response)));
     }
     let body = response.json();
-    let needs_json = !expect.json.is_empty() || !expect.present.is_empty() || !expect.differs.is_empty();
+    let needs_json =
+        !expect.json.is_empty() || !expect.present.is_empty() || !expect.differs.is_empty();
     if needs_json && body.is_none() {
         misses.push(Miss::new("a JSON body", shown(response)));
     }
@@ -93,7 +121,10 @@ pub fn check_expect(expect: &Expect, response: &Response, vars: &HashMap<String,
             .map(|r| r.events.iter().map(|e| e.name.as_str()).collect())
             .unwrap_or_default();
         if got != names.iter().map(String::as_str).collect::<Vec<_>>() {
-            misses.push(Miss::new(format!("events [{}]", names.join(", ")), format!("[{}] ({})", got.join(", "), shown(response))));
+            misses.push(Miss::new(
+                format!("events [{}]", names.join(", ")),
+                format!("[{}] ({})", got.join(", "), shown(response)),
+            ));
         }
     }
     if let Some(want) = &expect.stop_reason {
@@ -105,7 +136,12 @@ pub fn check_expect(expect: &Expect, response: &Response, vars: &HashMap<String,
     misses
 }
 
-fn json_misses(expect: &Expect, body: &Value, vars: &HashMap<String, String>, misses: &mut Vec<Miss>) {
+fn json_misses(
+    expect: &Expect,
+    body: &Value,
+    vars: &HashMap<String, String>,
+    misses: &mut Vec<Miss>,
+) {
     let resolve = |pointer: &str| substitute(pointer, vars).unwrap_or_else(|_| pointer.to_owned());
     let value_of = |value: &Value| substitute_value(value, vars).unwrap_or_else(|_| value.clone());
     for (pointer, want) in &expect.json {
@@ -113,7 +149,10 @@ fn json_misses(expect: &Expect, body: &Value, vars: &HashMap<String, String>, mi
         let want = value_of(want);
         match body.pointer(&pointer) {
             Some(got) if *got == want => {}
-            got => misses.push(Miss::new(format!("{pointer} = {want}"), format!("{}", got.map_or("absent".to_owned(), Value::to_string)))),
+            got => misses.push(Miss::new(
+                format!("{pointer} = {want}"),
+                got.map_or("absent".to_owned(), Value::to_string),
+            )),
         }
     }
     for pointer in &expect.present {
@@ -132,7 +171,10 @@ fn json_misses(expect: &Expect, body: &Value, vars: &HashMap<String, String>, mi
         let pointer = resolve(pointer);
         let not = value_of(not);
         if body.pointer(&pointer) == Some(&not) {
-            misses.push(Miss::new(format!("{pointer} other than {not}"), not.to_string()));
+            misses.push(Miss::new(
+                format!("{pointer} other than {not}"),
+                not.to_string(),
+            ));
         }
     }
 }
@@ -145,7 +187,12 @@ pub fn captures(expect: &Expect, response: &Response) -> Result<Vec<(String, Str
         match value {
             Some(Value::String(text)) => out.push((name.clone(), text.clone())),
             Some(other) => out.push((name.clone(), other.to_string())),
-            None => return Err(Miss::new(format!("{pointer} present (to capture as {name})"), shown(response))),
+            None => {
+                return Err(Miss::new(
+                    format!("{pointer} present (to capture as {name})"),
+                    shown(response),
+                ))
+            }
         }
     }
     Ok(out)

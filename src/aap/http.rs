@@ -64,7 +64,10 @@ impl Target {
         }
         Ok(Target {
             tls,
-            host: host.trim_start_matches('[').trim_end_matches(']').to_owned(),
+            host: host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned(),
             port,
             base_path: path.trim_end_matches('/').to_owned(),
         })
@@ -217,7 +220,8 @@ impl Client {
         if !self.target.tls {
             return Ok(Box::new(tcp));
         }
-        let config = crate::transport::tls::client_config().map_err(|e| connect_error(e.to_string()))?;
+        let config =
+            crate::transport::tls::client_config().map_err(|e| connect_error(e.to_string()))?;
         let name = rustls_pki_types::ServerName::try_from(self.target.host.clone())
             .map_err(|e| connect_error(e.to_string()))?;
         let tls = tokio::time::timeout(
@@ -268,7 +272,10 @@ impl Client {
             let chunks = response.into_body().into_data_stream();
             let read = sse::read(chunks, self.timeout, |_| {}).await;
             for event in &read.events {
-                self.record("received", format!("event: {}\ndata: {}", event.name, event.data));
+                self.record(
+                    "received",
+                    format!("event: {}\ndata: {}", event.name, event.data),
+                );
             }
             self.record("received", describe_end(&read));
             result.body = Body::Events(read);
@@ -349,7 +356,10 @@ mod tests {
     #[test]
     fn targets_parse_with_and_without_base_path() {
         let t = Target::parse("http://127.0.0.1:8080/v1/").unwrap();
-        assert_eq!((t.tls, t.host.as_str(), t.port, t.base_path.as_str()), (false, "127.0.0.1", 8080, "/v1"));
+        assert_eq!(
+            (t.tls, t.host.as_str(), t.port, t.base_path.as_str()),
+            (false, "127.0.0.1", 8080, "/v1")
+        );
         let t = Target::parse("https://example.com").unwrap();
         assert_eq!((t.tls, t.port, t.base_path.as_str()), (true, 443, ""));
         let t = Target::parse("http://[::1]:9/").unwrap();

@@ -41,7 +41,11 @@ impl Agent {
     pub fn choose(meta: &Value) -> Option<Agent> {
         let agents = meta.get("agents")?.as_array()?;
         let named = |a: &&Value| a.get("name").and_then(Value::as_str) == Some(SCRIPTED_AGENT);
-        let info = agents.iter().find(named).or_else(|| agents.first())?.clone();
+        let info = agents
+            .iter()
+            .find(named)
+            .or_else(|| agents.first())?
+            .clone();
         Some(Agent {
             name: info.get("name")?.as_str()?.to_owned(),
             info,
@@ -87,7 +91,11 @@ impl Agent {
             .filter_map(name)
             .collect();
         for (index, tool) in tools.iter().take(2).enumerate() {
-            let key = if index == 0 { "server_tool" } else { "server_tool2" };
+            let key = if index == 0 {
+                "server_tool"
+            } else {
+                "server_tool2"
+            };
             vars.push((key.to_owned(), tool.clone()));
         }
         if let Some(text) = self.options_of("text").first().and_then(|o| name(o)) {

@@ -15,11 +15,18 @@ pub enum Item {
     User(Value),
     Text(String),
     Thinking(String),
-    ToolUse { id: String, name: String, input: Value },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
     Image(String),
     /// A tool message; `content: None` = any content (a denial whose wording the server
     /// chooses).
-    Tool { id: String, content: Option<Value> },
+    Tool {
+        id: String,
+        content: Option<Value>,
+    },
 }
 
 impl Item {
@@ -31,7 +38,10 @@ impl Item {
             Item::Thinking(text) => format!("thinking {text:?}"),
             Item::ToolUse { id, name, input } => format!("tool_use {id} {name} {input}"),
             Item::Image(url) => format!("image {url}"),
-            Item::Tool { id, content: Some(c) } => format!("tool {id} {c}"),
+            Item::Tool {
+                id,
+                content: Some(c),
+            } => format!("tool {id} {c}"),
             Item::Tool { id, content: None } => format!("tool {id} (any content)"),
         }
     }
@@ -119,7 +129,12 @@ pub fn items_of_events(events: &[(String, Value)]) -> (Vec<Item>, Option<String>
                     data.get("content").unwrap_or(&Value::Null),
                 ))),
             }),
-            "turn_stop" => stop = data.get("stopReason").and_then(Value::as_str).map(str::to_owned),
+            "turn_stop" => {
+                stop = data
+                    .get("stopReason")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            }
             _ => {}
         }
     }
@@ -186,7 +201,9 @@ pub fn first_difference(expected: &[Item], actual: &[Item]) -> Option<(String, S
     for (index, want) in normalized.iter().enumerate() {
         match actual.get(index) {
             Some(got) if want.matches(got) => {}
-            Some(got) => return Some((format!("item {index}: {}", want.describe()), got.describe())),
+            Some(got) => {
+                return Some((format!("item {index}: {}", want.describe()), got.describe()))
+            }
             None => {
                 return Some((
                     format!("item {index}: {}", want.describe()),
@@ -213,8 +230,14 @@ mod tests {
             ("turn_start".to_owned(), json!({})),
             ("text_delta".to_owned(), json!({"delta": "Hel"})),
             ("text_delta".to_owned(), json!({"delta": "lo"})),
-            ("tool_call".to_owned(), json!({"toolCallId": "c", "name": "n", "input": {}})),
-            ("tool_result".to_owned(), json!({"toolCallId": "c", "content": "r"})),
+            (
+                "tool_call".to_owned(),
+                json!({"toolCallId": "c", "name": "n", "input": {}}),
+            ),
+            (
+                "tool_result".to_owned(),
+                json!({"toolCallId": "c", "content": "r"}),
+            ),
             ("turn_stop".to_owned(), json!({"stopReason": "end_turn"})),
         ];
         let (from_events, stop) = items_of_events(&deltas);
@@ -237,7 +260,8 @@ mod tests {
             json!({"role": "tool", "toolCallId": "b", "content": "Tool call denied"}),
         ]);
         assert_eq!(first_difference(&expected, &actual), None);
-        let missing = items_of_messages(&[json!({"role": "tool", "toolCallId": "a", "content": "x"})]);
+        let missing =
+            items_of_messages(&[json!({"role": "tool", "toolCallId": "a", "content": "x"})]);
         assert!(first_difference(&expected, &missing).is_some());
     }
 

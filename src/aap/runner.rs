@@ -55,7 +55,9 @@ pub enum AapError {
     Schema(#[from] SchemaError),
     #[error("{0}")]
     Unreachable(String),
-    #[error("the selection {0} matches no AAP case (`ahpspec list --protocol aap` shows the catalog)")]
+    #[error(
+        "the selection {0} matches no AAP case (`ahpspec list --protocol aap` shows the catalog)"
+    )]
     EmptySelection(String),
     #[error("cannot start the built-in AAP server: {0}")]
     Host(#[source] std::io::Error),
@@ -98,13 +100,29 @@ pub fn catalog_lines(selection: &Selection) -> Result<Vec<String>, AapError> {
     let mut lines: Vec<String> = all
         .iter()
         .filter(|c| selection.includes(&c.info.id, c.info.level))
-        .map(|c| format!("{}\t{}\t{}\t{}", c.info.id, c.info.level.as_str(), c.info.area, c.info.does))
+        .map(|c| {
+            format!(
+                "{}\t{}\t{}\t{}",
+                c.info.id,
+                c.info.level.as_str(),
+                c.info.area,
+                c.info.does
+            )
+        })
         .collect();
     lines.extend(
         AAP_ALWAYS_ON
             .iter()
             .filter(|r| selection.includes(r.id, r.level))
-            .map(|r| format!("{}\t{}\t{}\tChecked on every response of every case ({})", r.id, r.level.as_str(), r.area, r.unit)),
+            .map(|r| {
+                format!(
+                    "{}\t{}\t{}\tChecked on every response of every case ({})",
+                    r.id,
+                    r.level.as_str(),
+                    r.area,
+                    r.unit
+                )
+            }),
     );
     if lines.is_empty() {
         return Err(AapError::EmptySelection(selection.describe()));
@@ -113,7 +131,10 @@ pub fn catalog_lines(selection: &Selection) -> Result<Vec<String>, AapError> {
 }
 
 /// Reads `GET /meta`: the chosen agent, or why none could be.
-async fn read_meta(target: &Target, options: &AapOptions) -> Result<Result<Agent, String>, AapError> {
+async fn read_meta(
+    target: &Target,
+    options: &AapOptions,
+) -> Result<Result<Agent, String>, AapError> {
     let mut client = Client::new(target.clone(), options.token.clone(), options.timeout);
     let request = Request {
         method: "GET".into(),
@@ -125,25 +146,41 @@ async fn read_meta(target: &Target, options: &AapOptions) -> Result<Result<Agent
         .await
         .map_err(|e| AapError::Unreachable(e.to_string()))?;
     Ok(match response.json() {
-        Some(meta) if response.status == 200 => Agent::choose(meta).ok_or_else(|| "GET /meta lists no agent".to_owned()),
+        Some(meta) if response.status == 200 => {
+            Agent::choose(meta).ok_or_else(|| "GET /meta lists no agent".to_owned())
+        }
         _ => Err(format!("GET /meta answered {}", response.status)),
     })
 }
 
 /// Runs the AAP catalog against `options.url`.
-pub async fn run(options: &AapOptions, sink: &mut dyn EventSink, mut interrupt: watch::Receiver<bool>) -> Result<RunReport, AapError> {
+pub async fn run(
+    options: &AapOptions,
+    sink: &mut dyn EventSink,
+    mut interrupt: watch::Receiver<bool>,
+) -> Result<RunReport, AapError> {
     let started = Instant::now();
     let started_at = format!("{:.0}", jiff::Timestamp::now());
-    let url = options.url.as_deref().ok_or_else(|| AapError::Usage("no server URL".into()))?;
+    let url = options
+        .url
+        .as_deref()
+        .ok_or_else(|| AapError::Usage("no server URL".into()))?;
     let target = Target::parse(url).map_err(|e| AapError::Usage(e.to_string()))?;
     let all = suite::embedded()?;
     let catalog = catalog(&all);
     let selected: Vec<&Case> = options.selection.cases(&catalog);
-    let always_on: Vec<&AlwaysOnRule> = AAP_ALWAYS_ON.iter().filter(|r| options.selection.includes(r.id, r.level)).collect();
+    let always_on: Vec<&AlwaysOnRule> = AAP_ALWAYS_ON
+        .iter()
+        .filter(|r| options.selection.includes(r.id, r.level))
+        .collect();
     if selected.is_empty() && always_on.is_empty() {
         return Err(AapError::EmptySelection(options.selection.describe()));
     }
-    let baseline = options.baseline.as_deref().map(Baseline::load).transpose()?;
+    let baseline = options
+        .baseline
+        .as_deref()
+        .map(Baseline::load)
+        .transpose()?;
     let schemas = Arc::new(schemas()?);
     let agent = read_meta(&target, options).await?;
     let total = selected.len() + always_on.len();
@@ -157,14 +194,30 @@ pub async fn run(options: &AapOptions, sink: &mut dyn EventSink, mut interrupt: 
     let mut queue = selected.iter().enumerate();
     loop {
         while !interrupted && pending.len() < options.jobs.max(1) {
-            let Some((index, case)) = queue.next() else { break };
-            let Some(aap_case) = by_id.get(case.info.id.as_str()).copied() else { continue };
+            let Some((index, case)) = queue.next() else {
+                break;
+            };
+            let Some(aap_case) = by_id.get(case.info.id.as_str()).copied() else {
+                continue;
+            };
             let rerun = format!("{} --filter {}", options.rerun_prefix, case.info.id);
-            match prepare(aap_case, &agent, options, &target, &schemas, format!("{token}-{index}"), rerun) {
+            match prepare(
+                aap_case,
+                &agent,
+                options,
+                &target,
+                &schemas,
+                format!("{token}-{index}"),
+                rerun,
+            ) {
                 Ok(ctx) => pending.push(run_case(aap_case, ctx)),
                 Err(result) => {
                     results.push(*result);
-                    sink.event(&Event::CaseFinished { result: Box::new(results[results.len() - 1].clone()), done: results.len(), total });
+                    sink.event(&Event::CaseFinished {
+                        result: Box::new(results[results.len() - 1].clone()),
+                        done: results.len(),
+                        total,
+                    });
                 }
             }
         }
@@ -186,14 +239,22 @@ pub async fn run(options: &AapOptions, sink: &mut dyn EventSink, mut interrupt: 
             }
         }
     }
-    let order: HashMap<&str, usize> = selected.iter().enumerate().map(|(i, c)| (c.info.id.as_str(), i)).collect();
+    let order: HashMap<&str, usize> = selected
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.info.id.as_str(), i))
+        .collect();
     results.sort_by_key(|r| order.get(r.info.id.as_str()).copied().unwrap_or(usize::MAX));
     if !interrupted {
         rows.cross_mode();
         for rule in always_on {
             let result = rows.row(rule, &options.rerun_prefix);
             results.push(result.clone());
-            sink.event(&Event::CaseFinished { result: Box::new(result), done: results.len(), total });
+            sink.event(&Event::CaseFinished {
+                result: Box::new(result),
+                done: results.len(),
+                total,
+            });
         }
     }
     let mut report = RunReport {
@@ -246,9 +307,18 @@ fn prepare(
         Err(why) if case.info.id.starts_with("AAP-META-") => {
             // Meta cases judge the meta response themselves; give them a placeholder agent.
             let _ = why;
-            &Agent { name: String::new(), info: serde_json::Value::Null }
+            &Agent {
+                name: String::new(),
+                info: serde_json::Value::Null,
+            }
         }
-        Err(why) => return Err(without(Verdict::Blocked, format!("blocked: {why}"), Some("AAP-META-001".into()))),
+        Err(why) => {
+            return Err(without(
+                Verdict::Blocked,
+                format!("blocked: {why}"),
+                Some("AAP-META-001".into()),
+            ))
+        }
     };
     for capability in &case.capabilities {
         let (negated, path) = match capability.strip_prefix('!') {
@@ -256,14 +326,26 @@ fn prepare(
             None => (false, capability.as_str()),
         };
         if agent.declares(path) == negated {
-            let how = if negated { "declares" } else { "does not declare" };
-            return Err(without(Verdict::NotApplicable, format!("not applicable: agent {} {how} {path}", agent.name), None));
+            let how = if negated {
+                "declares"
+            } else {
+                "does not declare"
+            };
+            return Err(without(
+                Verdict::NotApplicable,
+                format!("not applicable: agent {} {how} {path}", agent.name),
+                None,
+            ));
         }
     }
     let mut vars = agent.vars();
     for need in &case.needs {
         if !agent.offers(need, &vars, options.token.is_some()) {
-            return Err(without(Verdict::NotTestable, format!("not testable: the target does not offer `{need}`"), None));
+            return Err(without(
+                Verdict::NotTestable,
+                format!("not testable: the target does not offer `{need}`"),
+                None,
+            ));
         }
     }
     vars.push(("run".into(), token.clone()));
@@ -292,22 +374,38 @@ impl Rows {
             *self.counts.entry(rule).or_insert(0) += n;
         }
         self.skips.merge(&outcome.observer.skips);
-        let context: Vec<_> = outcome.result.transcript.iter().rev().take(6).rev().cloned().collect();
+        let context: Vec<_> = outcome
+            .result
+            .transcript
+            .iter()
+            .rev()
+            .take(6)
+            .rev()
+            .cloned()
+            .collect();
         for violation in &outcome.observer.violations {
             self.add(violation, &outcome.result.info.id, context.clone());
         }
         self.turns.extend(outcome.turns.iter().cloned());
     }
 
-    fn add(&mut self, violation: &Violation, case: &str, context: Vec<crate::verdict::ReportedFrame>) {
-        self.findings.entry(violation.rule).or_default().push(Finding {
-            rule: violation.rule.to_owned(),
-            verdict: Verdict::Fail,
-            expected: violation.expected.clone(),
-            actual: format!("{} (in case {case})", violation.actual),
-            step: None,
-            context,
-        });
+    fn add(
+        &mut self,
+        violation: &Violation,
+        case: &str,
+        context: Vec<crate::verdict::ReportedFrame>,
+    ) {
+        self.findings
+            .entry(violation.rule)
+            .or_default()
+            .push(Finding {
+                rule: violation.rule.to_owned(),
+                verdict: Verdict::Fail,
+                expected: violation.expected.clone(),
+                actual: format!("{} (in case {case})", violation.actual),
+                step: None,
+                context,
+            });
     }
 
     /// AAP-SSE-007: turns with the same session set-up and requests, run in different
@@ -327,7 +425,14 @@ impl Rows {
             compared += 1;
             for other in group.iter().skip(1).filter(|t| t.mode != first.mode) {
                 let difference = super::model::first_difference(&first.items, &other.items)
-                    .or_else(|| (first.stop != other.stop).then(|| (format!("stop {:?}", first.stop), format!("stop {:?}", other.stop))));
+                    .or_else(|| {
+                        (first.stop != other.stop).then(|| {
+                            (
+                                format!("stop {:?}", first.stop),
+                                format!("stop {:?}", other.stop),
+                            )
+                        })
+                    });
                 if let Some((want, got)) = difference {
                     let violation = Violation::new(
                         "AAP-SSE-007",
@@ -347,8 +452,16 @@ impl Rows {
     fn row(&mut self, rule: &AlwaysOnRule, rerun_prefix: &str) -> CaseResult {
         let mut findings = self.findings.remove(rule.id).unwrap_or_default();
         let looked_at = self.counts.get(rule.id).copied().unwrap_or(0);
-        let first = findings.first().map(|f| (f.expected.as_str(), f.actual.as_str()));
-        let (outcome, summary) = row_summary(rule.unit, findings.len(), looked_at, &self.skips.of(rule.id), first);
+        let first = findings
+            .first()
+            .map(|f| (f.expected.as_str(), f.actual.as_str()));
+        let (outcome, summary) = row_summary(
+            rule.unit,
+            findings.len(),
+            looked_at,
+            &self.skips.of(rule.id),
+            first,
+        );
         let verdict = match outcome {
             RowOutcome::Broken => rule.level.broken(),
             RowOutcome::NotTestable => Verdict::NotTestable,
@@ -385,18 +498,29 @@ pub const BUILTIN_TOKEN: &str = "ahpspec-builtin-key";
 
 /// Certifies `options.url`, or (without one) the built-in AAP server with `options.fault`
 /// injected (started with an API key, so the authentication cases run too).
-pub async fn certify(options: &AapOptions, sink: &mut dyn EventSink, interrupt: watch::Receiver<bool>) -> Result<RunReport, AapError> {
+pub async fn certify(
+    options: &AapOptions,
+    sink: &mut dyn EventSink,
+    interrupt: watch::Receiver<bool>,
+) -> Result<RunReport, AapError> {
     if options.url.is_some() {
         if options.fault.is_some() {
-            return Err(AapError::Usage("--fault applies to the built-in server only (omit the URL)".into()));
+            return Err(AapError::Usage(
+                "--fault applies to the built-in server only (omit the URL)".into(),
+            ));
         }
         return run(options, sink, interrupt).await;
     }
     let faults = match options.fault.as_deref() {
-        Some(names) => names.parse::<crate::aaphost::AapFaultSet>().map_err(|e| AapError::Usage(e.to_string()))?,
+        Some(names) => names
+            .parse::<crate::aaphost::AapFaultSet>()
+            .map_err(|e| AapError::Usage(e.to_string()))?,
         None => crate::aaphost::AapFaultSet::default(),
     };
-    let token = options.token.clone().unwrap_or_else(|| BUILTIN_TOKEN.to_owned());
+    let token = options
+        .token
+        .clone()
+        .unwrap_or_else(|| BUILTIN_TOKEN.to_owned());
     let server = crate::aaphost::spawn(crate::aaphost::AapHostConfig {
         faults,
         token: Some(token.clone()),

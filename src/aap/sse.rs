@@ -153,7 +153,14 @@ mod tests {
 
     #[tokio::test]
     async fn an_event_split_across_chunks_is_one_event() {
-        let read = parse(&["ev", "ent: text_de", "lta\nda", "ta: {\"delta\":\"x\"}\n", "\n"]).await;
+        let read = parse(&[
+            "ev",
+            "ent: text_de",
+            "lta\nda",
+            "ta: {\"delta\":\"x\"}\n",
+            "\n",
+        ])
+        .await;
         assert_eq!(read.events, vec![event("text_delta", "{\"delta\":\"x\"}")]);
         assert!(!read.unterminated);
     }

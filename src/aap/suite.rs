@@ -16,11 +16,23 @@ use crate::verdict::{CaseInfo, Level};
 /// The AAP suites compiled into the binary.
 pub const EMBEDDED: &[(&str, &str)] = &[
     ("meta.toml", include_str!("../../suites/aap/meta.toml")),
-    ("sessions.toml", include_str!("../../suites/aap/sessions.toml")),
-    ("options.toml", include_str!("../../suites/aap/options.toml")),
-    ("history.toml", include_str!("../../suites/aap/history.toml")),
+    (
+        "sessions.toml",
+        include_str!("../../suites/aap/sessions.toml"),
+    ),
+    (
+        "options.toml",
+        include_str!("../../suites/aap/options.toml"),
+    ),
+    (
+        "history.toml",
+        include_str!("../../suites/aap/history.toml"),
+    ),
     ("turns.toml", include_str!("../../suites/aap/turns.toml")),
-    ("tool-calls.toml", include_str!("../../suites/aap/tool-calls.toml")),
+    (
+        "tool-calls.toml",
+        include_str!("../../suites/aap/tool-calls.toml"),
+    ),
     ("errors.toml", include_str!("../../suites/aap/errors.toml")),
 ];
 

@@ -53,9 +53,15 @@ mod tests {
     #[test]
     fn references_are_replaced_and_unknown_ones_named() {
         let vars = HashMap::from([("s".to_owned(), "sess_1".to_owned())]);
-        assert_eq!(substitute("/sessions/${s}/turns", &vars).unwrap(), "/sessions/sess_1/turns");
+        assert_eq!(
+            substitute("/sessions/${s}/turns", &vars).unwrap(),
+            "/sessions/sess_1/turns"
+        );
         assert!(substitute("${nope}", &vars).unwrap_err().contains("nope"));
         let value = serde_json::json!({"${s}": ["${s}", 1]});
-        assert_eq!(substitute_value(&value, &vars).unwrap(), serde_json::json!({"sess_1": ["sess_1", 1]}));
+        assert_eq!(
+            substitute_value(&value, &vars).unwrap(),
+            serde_json::json!({"sess_1": ["sess_1", 1]})
+        );
     }
 }
