@@ -602,8 +602,8 @@ fn run(args: RunArgs) -> ExitCode {
 
 /// `run` against an AAP server (or the built-in one): the library does the work.
 fn run_aap(args: RunArgs) -> ExitCode {
-    if args.select.suites.is_some() || args.schemas.is_some() || args.target_profile.is_some() {
-        return usage_error("--suites, --schemas and --target-profile apply to AHP runs only");
+    if args.schemas.is_some() || args.target_profile.is_some() {
+        return usage_error("--schemas and --target-profile apply to AHP runs only");
     }
     let options = ahpspec::aap::AapOptions {
         url: args.url.clone(),
@@ -614,6 +614,7 @@ fn run_aap(args: RunArgs) -> ExitCode {
         timeout: args.timeout,
         jobs: args.jobs.max(1),
         strict: args.strict,
+        suites: args.select.suites.clone(),
         baseline: args.baseline.clone(),
         rerun_prefix: ahpspec::aap::rerun_prefix(args.url.as_deref(), args.fault.as_deref()),
     };

@@ -25,6 +25,7 @@ async fn broken_rules(fault: AapFault) -> (BTreeSet<String>, String) {
         timeout: std::time::Duration::from_secs(5),
         jobs: 8,
         strict: false,
+        suites: None,
         baseline: None,
         rerun_prefix: "ahpspec run --protocol aap".into(),
     };

@@ -9,6 +9,7 @@
 pub mod case;
 pub mod checks;
 pub mod expect;
+pub mod fuzz;
 pub mod http;
 mod list;
 mod meta;

@@ -40,6 +40,8 @@ pub struct AapOptions {
     pub timeout: Duration,
     pub jobs: usize,
     pub strict: bool,
+    /// Suite files to run instead of the built-in ones (e.g. a fuzz trace).
+    pub suites: Option<std::path::PathBuf>,
     /// Known failures file (one case ID per line).
     pub baseline: Option<std::path::PathBuf>,
     /// The command prefix that re-runs a case (`--filter ID` is appended).
@@ -166,7 +168,10 @@ pub async fn run(
         .as_deref()
         .ok_or_else(|| AapError::Usage("no server URL".into()))?;
     let target = Target::parse(url).map_err(|e| AapError::Usage(e.to_string()))?;
-    let all = suite::embedded()?;
+    let all = match &options.suites {
+        Some(dir) => suite::from_dir(dir)?,
+        None => suite::embedded()?,
+    };
     let catalog = catalog(&all);
     let selected: Vec<&Case> = options.selection.cases(&catalog);
     let always_on: Vec<&AlwaysOnRule> = AAP_ALWAYS_ON

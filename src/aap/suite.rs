@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toml::Spanned;
 
@@ -61,7 +61,7 @@ struct CaseFile {
 }
 
 /// One step: a table with exactly one key, the step kind.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Step {
     /// Any request.
@@ -76,8 +76,22 @@ pub enum Step {
     Expect(Expect),
 }
 
+/// `skip_serializing_if` for collections.
+fn is_empty<T>(collection: &T) -> bool
+where
+    for<'a> &'a T: IntoIterator,
+{
+    collection.into_iter().next().is_none()
+}
+
+impl AuthText {
+    fn is_configured(&self) -> bool {
+        *self == AuthText::Configured
+    }
+}
+
 /// Which `Authorization` header a step sends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum AuthText {
     #[default]
@@ -86,7 +100,7 @@ pub enum AuthText {
     Wrong,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HttpStep {
     pub method: String,
@@ -97,13 +111,13 @@ pub struct HttpStep {
     /// A body sent verbatim (deliberately broken input).
     pub raw: Option<String>,
     pub content_type: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "AuthText::is_configured")]
     pub auth: AuthText,
     #[serde(rename = "as")]
     pub name: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SessionStep {
     /// The variable (and stored response) the session id goes to.
@@ -119,7 +133,7 @@ pub struct SessionStep {
     pub messages: Option<Value>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TurnStep {
     /// The session variable.
@@ -137,19 +151,19 @@ pub struct TurnStep {
     pub name: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ListStep {
     /// Session variables that must be listed.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub contains: Vec<String>,
     /// Session variables that must not be listed.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub lacks: Vec<String>,
 }
 
 /// What a stored response must show. Every field is optional; all given must hold.
-#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
     /// The stored response (`as` of an earlier step).
@@ -162,26 +176,26 @@ pub struct Expect {
     /// Media type without parameters.
     pub content_type: Option<String>,
     /// JSON pointer → value the body must hold there.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub json: BTreeMap<String, Value>,
     /// JSON pointers that must exist.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub present: Vec<String>,
     /// JSON pointers that must not exist.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub absent: Vec<String>,
     /// JSON pointer → value the body must NOT hold there (e.g. a secret).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub differs: BTreeMap<String, Value>,
     /// The response has no body at all.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub empty_body: bool,
     /// The SSE event names, exactly, in order.
     pub events: Option<Vec<String>>,
     /// The stop reason (JSON `stopReason` or the `turn_stop` event's).
     pub stop_reason: Option<String>,
     /// `${var}` ← value at JSON pointer.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub capture: BTreeMap<String, String>,
     /// Report a miss at this lower level and go on.
     pub level: Option<String>,
@@ -282,11 +296,43 @@ pub fn parse_suite(file: &str, text: &str) -> Result<Vec<AapCase>, SuiteError> {
 
 /// Every embedded AAP case, ids unique across files.
 pub fn embedded() -> Result<Vec<AapCase>, SuiteError> {
+    let files = EMBEDDED
+        .iter()
+        .map(|(file, text)| (format!("suites/aap/{file}"), (*text).to_owned()));
+    collect(files)
+}
+
+/// Every case of the `*.toml` files in `dir` (e.g. a fuzz trace), ids unique across files.
+pub fn from_dir(dir: &Path) -> Result<Vec<AapCase>, SuiteError> {
+    let io = |source| SuiteError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .map_err(io)?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    paths.sort();
+    if paths.is_empty() {
+        return Err(SuiteError::Empty(dir.to_path_buf()));
+    }
+    let mut files = Vec::new();
+    for path in paths {
+        let text = std::fs::read_to_string(&path).map_err(|source| SuiteError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        files.push((path.display().to_string(), text));
+    }
+    collect(files.into_iter())
+}
+
+fn collect(files: impl Iterator<Item = (String, String)>) -> Result<Vec<AapCase>, SuiteError> {
     let mut all = Vec::new();
     let mut seen = HashSet::new();
-    for (file, text) in EMBEDDED {
-        let name = format!("suites/aap/{file}");
-        for case in parse_suite(&name, text)? {
+    for (name, text) in files {
+        for case in parse_suite(&name, &text)? {
             if !seen.insert(case.info.id.clone()) {
                 return Err(SuiteError::DuplicateId {
                     file: name.clone(),
