@@ -101,21 +101,34 @@ pub fn sse_response(frames: Vec<Bytes>) -> Response<Body> {
     response
 }
 
-/// Reads a POST body as JSON: `Content-Type: application/json` (parameters allowed) or
-/// 415, at most `limit` bytes or 413, valid JSON or 400.
-pub async fn read_json(request: Request<Incoming>, limit: usize) -> Result<Value, Refusal> {
-    let is_json = request
+/// Whether the request says `Content-Type: application/json` (parameters allowed).
+pub fn is_json_request(request: &Request<Incoming>) -> bool {
+    request
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.split(';').next())
-        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"));
-    if !is_json {
+        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// Reads a POST body as JSON: `Content-Type: application/json` or 415, then as
+/// [`read_json_any_type`].
+pub async fn read_json(request: Request<Incoming>, limit: usize) -> Result<Value, Refusal> {
+    if !is_json_request(&request) {
         return Err(Refusal::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "the request body must be Content-Type: application/json",
         ));
     }
+    read_json_any_type(request, limit).await
+}
+
+/// Reads a body of at most `limit` bytes (else 413) that must be valid JSON (else 400),
+/// whatever its `Content-Type`.
+pub async fn read_json_any_type(
+    request: Request<Incoming>,
+    limit: usize,
+) -> Result<Value, Refusal> {
     let bytes = match Limited::new(request.into_body(), limit).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(error) if error.is::<http_body_util::LengthLimitError>() => {

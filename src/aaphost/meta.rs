@@ -4,7 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{AapHostConfig, HistoryKinds};
+use super::{AapFault, AapFaultSet, AapHostConfig, HistoryKinds};
 
 /// The AAP protocol version this server implements (docs/endpoints.md, GET /meta).
 pub const PROTOCOL_VERSION: u64 = 3;
@@ -62,25 +62,49 @@ const OPTIONS: &[OptionSpec] = &[
 
 /// The `GET /meta` body.
 pub fn meta_body(config: &AapHostConfig) -> Value {
-    json!({
-        "version": PROTOCOL_VERSION,
-        "agents": [agent_info(&config.history)],
-    })
+    let faults = &config.faults;
+    let version = if faults.contains(AapFault::MetaVersion2) {
+        2
+    } else {
+        PROTOCOL_VERSION
+    };
+    let agent = agent_info(&config.history, faults);
+    let agents = if faults.contains(AapFault::DuplicateAgent) {
+        vec![agent.clone(), agent]
+    } else {
+        vec![agent]
+    };
+    json!({"version": version, "agents": agents})
 }
 
-fn agent_info(history: &HistoryKinds) -> Value {
+fn agent_info(history: &HistoryKinds, faults: &AapFaultSet) -> Value {
     let tools: Vec<Value> = SERVER_TOOLS
         .iter()
         .map(|(name, description)| {
-            json!({
+            let mut tool = json!({
                 "name": name,
                 "title": name,
                 "description": description,
                 "inputSchema": {"type": "object"},
-            })
+            });
+            if let (true, Some(tool)) = (
+                faults.contains(AapFault::ToolSpecNoDescription),
+                tool.as_object_mut(),
+            ) {
+                tool.remove("description");
+            }
+            tool
         })
         .collect();
-    let options: Vec<Value> = OPTIONS.iter().map(option_info).collect();
+    let mut options: Vec<Value> = OPTIONS.iter().map(option_info).collect();
+    if faults.contains(AapFault::SelectDefaultNotOption) {
+        options[0]["default"] = json!("scripted-none");
+    }
+    let version = if faults.contains(AapFault::VersionNotSemver) {
+        "1.0"
+    } else {
+        "1.0.0"
+    };
     let mut history_caps = Map::new();
     if history.compacted {
         history_caps.insert("compacted".into(), json!({}));
@@ -91,7 +115,7 @@ fn agent_info(history: &HistoryKinds) -> Value {
     json!({
         "name": AGENT_NAME,
         "title": "ahpspec scripted agent",
-        "version": "1.0.0",
+        "version": version,
         "description": "Deterministic test agent: a user message starting with \
                         `ahpspec-script:` scripts the turn, anything else is echoed.",
         "tools": tools,

@@ -4,7 +4,7 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, LOCATION};
+use hyper::header::{HeaderValue, CONTENT_TYPE, LOCATION};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 
@@ -13,7 +13,7 @@ use super::messages;
 use super::meta;
 use super::sessions::{self, Settings, Store};
 use super::turn::{self, StreamMode, TurnDone};
-use super::AapHostConfig;
+use super::{AapFault, AapHostConfig};
 
 /// One server's configuration and sessions.
 pub struct Server {
@@ -51,6 +51,10 @@ impl Server {
         }
     }
 
+    fn has(&self, fault: AapFault) -> bool {
+        self.config.faults.contains(fault)
+    }
+
     fn store(&self) -> MutexGuard<'_, Store> {
         self.store.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -79,18 +83,15 @@ impl Server {
     async fn respond(&self, request: Request<Incoming>) -> Result<Response<Body>, Refusal> {
         let path = request.uri().path().to_owned();
         let query = request.uri().query().map(str::to_owned);
-        let route = self
-            .route(&path)
-            .ok_or_else(|| Refusal::not_found(format!("no endpoint at {path}")))?;
-        // GET /meta stays public for capability discovery (endpoints.md, Authentication).
-        if let (Some(token), false) = (&self.config.token, matches!(route, Route::Meta)) {
-            if !http::has_bearer(&request, token) {
-                return Err(Refusal::new(
-                    StatusCode::UNAUTHORIZED,
-                    "missing or wrong Authorization: Bearer token",
-                ));
-            }
-        }
+        let Some(route) = self.route(&path) else {
+            let status = if self.has(AapFault::UnknownPath400) {
+                StatusCode::BAD_REQUEST
+            } else {
+                StatusCode::NOT_FOUND
+            };
+            return Err(Refusal::new(status, format!("no endpoint at {path}")));
+        };
+        self.authorize(&request, route)?;
         let limit = self.config.max_body_bytes;
         match (route, request.method().clone()) {
             (Route::Meta, Method::GET) => Ok(http::json_response(
@@ -98,7 +99,7 @@ impl Server {
                 &meta::meta_body(&self.config),
             )),
             (Route::Sessions, Method::GET) => self.list(query.as_deref()),
-            (Route::Sessions, Method::POST) => self.create(&http::read_json(request, limit).await?),
+            (Route::Sessions, Method::POST) => self.create_request(request).await,
             (Route::Session(id), Method::GET) => self.get(id),
             (Route::Session(id), Method::DELETE) => self.delete(id),
             (Route::History(id), Method::GET) => self.history(id, query.as_deref()),
@@ -116,19 +117,81 @@ impl Server {
         }
     }
 
+    /// The bearer check of a configured token; GET /meta stays public for capability
+    /// discovery (endpoints.md, Authentication).
+    fn authorize(&self, request: &Request<Incoming>, route: Route<'_>) -> Result<(), Refusal> {
+        let Some(token) = &self.config.token else {
+            return Ok(());
+        };
+        let listing = matches!(route, Route::Sessions) && request.method() == Method::GET;
+        let allowed = match route {
+            Route::Meta => true,
+            _ if listing && self.has(AapFault::ListWithoutKey) => true,
+            _ if listing && self.has(AapFault::ListRefusesBearer) => false,
+            _ => http::has_bearer(request, token),
+        };
+        if allowed {
+            Ok(())
+        } else {
+            Err(Refusal::new(
+                StatusCode::UNAUTHORIZED,
+                "missing or wrong Authorization: Bearer token",
+            ))
+        }
+    }
+
+    /// `POST /sessions`: the body read as JSON (the seams of the faults that take a body
+    /// that is not JSON, or not sent as JSON), then [`Server::create`].
+    async fn create_request(&self, request: Request<Incoming>) -> Result<Response<Body>, Refusal> {
+        let limit = self.config.max_body_bytes;
+        let plain_ok = !http::is_json_request(&request) && self.has(AapFault::TextPlainOk200);
+        let body = if plain_ok {
+            http::read_json_any_type(request, limit).await?
+        } else {
+            match http::read_json(request, limit).await {
+                Err(refusal)
+                    if refusal.status == StatusCode::BAD_REQUEST
+                        && self.has(AapFault::MalformedJsonCreates) =>
+                {
+                    json!({"agent": {"name": meta::AGENT_NAME}})
+                }
+                read => read?,
+            }
+        };
+        let mut response = self.create(&body)?;
+        if plain_ok {
+            *response.status_mut() = StatusCode::OK;
+        }
+        Ok(response)
+    }
+
     fn list(&self, query: Option<&str>) -> Result<Response<Body>, Refusal> {
         let store = self.store();
         let cursor = http::query_param(query, "after");
-        let (page, next) = store.page(cursor, self.config.page_size)?;
+        let (page, next) = store.page(
+            cursor,
+            self.config.page_size,
+            self.has(AapFault::PagesOverlap),
+        )?;
+        let newest = store.newest_id();
         let sessions: Vec<Value> = page
             .into_iter()
-            .map(|session| sessions::session_body(session, false))
+            .filter(|session| {
+                !(self.has(AapFault::ListSkipsNewest) && Some(session.id.as_str()) == newest)
+            })
+            .map(|session| sessions::session_body(session, &self.config.faults))
             .collect();
         let mut body = json!({"sessions": sessions});
         if let Some(next) = next {
             body["next"] = json!(next);
         }
-        Ok(http::json_response(StatusCode::OK, &body))
+        let mut response = http::json_response(StatusCode::OK, &body);
+        if self.has(AapFault::ListTextPlain) {
+            response
+                .headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        }
+        Ok(response)
     }
 
     fn create(&self, body: &Value) -> Result<Response<Body>, Refusal> {
@@ -137,11 +200,15 @@ impl Server {
             .ok_or_else(|| Refusal::bad_request("agent is required"))?;
         match agent.get("name").and_then(Value::as_str) {
             Some(meta::AGENT_NAME) => {}
+            Some(_) if self.has(AapFault::UnknownAgentAccepted) => {}
             Some(other) => return Err(Refusal::bad_request(format!("no agent named {other:?}"))),
             None => return Err(Refusal::bad_request("agent.name is required")),
         }
         let mut settings = Settings::default();
         settings.apply(Some(agent), body.get("tools"))?;
+        if self.has(AapFault::CreateOptionsDropped) {
+            settings.options.clear();
+        }
         let seed = match body.get("messages") {
             None => Vec::new(),
             Some(Value::Array(seed)) => seed.clone(),
@@ -151,9 +218,21 @@ impl Server {
             messages::check_history_message(message, &format!("messages[{index}]"))
                 .map_err(Refusal::bad_request)?;
         }
+        let mut seed = seed;
+        if self.has(AapFault::CreateRunsAgent) {
+            if let Some(user) = seed.iter().rev().find(|message| message["role"] == "user") {
+                let echo = format!("echo: {}", messages::user_text(user));
+                seed.push(json!({"role": "assistant", "content": echo}));
+            }
+        }
         let mut store = self.store();
         let id = store.create(settings, seed).id.clone();
-        let mut response = http::json_response(StatusCode::CREATED, &json!({"sessionId": id}));
+        let status = if self.has(AapFault::CreateAnswers200) {
+            StatusCode::OK
+        } else {
+            StatusCode::CREATED
+        };
+        let mut response = http::json_response(status, &json!({"sessionId": id}));
         let location = format!(
             "{}/sessions/{id}",
             self.config.base_path.trim_end_matches('/')
@@ -166,64 +245,116 @@ impl Server {
 
     fn get(&self, id: &str) -> Result<Response<Body>, Refusal> {
         let store = self.store();
-        let session = store.get(id).ok_or_else(|| unknown_session(id))?;
-        Ok(http::json_response(
-            StatusCode::OK,
-            &sessions::session_body(session, false),
-        ))
+        let body = match store.get(id) {
+            Some(session) => sessions::session_body(session, &self.config.faults),
+            None if self.has(AapFault::UnknownSessionMadeUp) => {
+                json!({"sessionId": id, "agent": {"name": meta::AGENT_NAME}})
+            }
+            None => return Err(unknown_session(id)),
+        };
+        Ok(http::json_response(StatusCode::OK, &body))
     }
 
     fn delete(&self, id: &str) -> Result<Response<Body>, Refusal> {
-        if self.store().remove(id) {
-            Ok(http::empty_response(StatusCode::NO_CONTENT))
+        let mut store = self.store();
+        let known = if self.has(AapFault::DeleteKeepsSession) {
+            store.get(id).is_some()
         } else {
-            Err(unknown_session(id))
+            store.remove(id)
+        };
+        match known {
+            true => Ok(http::empty_response(StatusCode::NO_CONTENT)),
+            false if self.has(AapFault::Redelete500) && store.was_created(id) => Err(Refusal::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the session is gone",
+            )),
+            false => Err(unknown_session(id)),
         }
     }
 
     fn history(&self, id: &str, query: Option<&str>) -> Result<Response<Body>, Refusal> {
         let store = self.store();
-        let session = store.get(id).ok_or_else(|| unknown_session(id))?;
-        let kind = http::query_param(query, "type")
-            .ok_or_else(|| Refusal::bad_request("type is required: compacted or full"))?;
-        let declared = match kind {
-            "compacted" => self.config.history.compacted,
-            "full" => self.config.history.full,
-            other => {
+        let Some(session) = store.get(id) else {
+            if self.has(AapFault::HistoryUnknownSession200) {
+                let body = json!({"history": {"full": []}});
+                return Ok(http::json_response(StatusCode::OK, &body));
+            }
+            return Err(unknown_session(id));
+        };
+        let kind = match http::query_param(query, "type") {
+            Some(kind @ ("compacted" | "full")) => kind,
+            _ if self.has(AapFault::HistoryDefaultFull) => "full",
+            None => return Err(Refusal::bad_request("type is required: compacted or full")),
+            Some(other) => {
                 return Err(Refusal::bad_request(format!(
                     "type {other:?} is neither compacted nor full"
                 )))
             }
         };
-        if !declared {
+        let declared = match kind {
+            "compacted" => self.config.history.compacted,
+            _ => self.config.history.full,
+        };
+        if !declared && !self.has(AapFault::UndeclaredHistoryServed) {
             return Err(Refusal::not_found(format!(
                 "{kind} history is not declared in capabilities.history"
             )));
         }
         // This agent never compacts: its compacted history is the full one.
-        let body = json!({"history": {kind: session.history}});
-        Ok(http::json_response(StatusCode::OK, &body))
+        let mut history = session.history.clone();
+        if self.has(AapFault::HistoryDropsLast) {
+            history.pop();
+        }
+        let key = if self.has(AapFault::HistoryWrongKind) && kind == "full" {
+            "compacted"
+        } else {
+            kind
+        };
+        Ok(http::json_response(
+            StatusCode::OK,
+            &json!({"history": {key: history}}),
+        ))
     }
 
     fn turn(&self, id: &str, body: &Value) -> Result<Response<Body>, Refusal> {
         let done = {
             let mut store = self.store();
-            let session = store.get_mut(id).ok_or_else(|| unknown_session(id))?;
-            turn::run_turn(session, body)?
+            let Some(session) = store.get_mut(id) else {
+                return Err(match self.has(AapFault::TurnUnknownSession400) {
+                    true => Refusal::bad_request(format!("no session {id:?}")),
+                    false => unknown_session(id),
+                });
+            };
+            turn::run_turn(session, body, &self.config.faults)?
         };
         Ok(self.render(&done))
     }
 
     /// The response of a turn in its mode (response.md).
     fn render(&self, done: &TurnDone) -> Response<Body> {
+        let faults = &self.config.faults;
         if done.mode == StreamMode::None {
-            return http::json_response(StatusCode::OK, &turn::none_body(done));
+            let mut response = http::json_response(StatusCode::OK, &turn::none_body(done, faults));
+            if self.has(AapFault::NoneAnswers202) {
+                *response.status_mut() = StatusCode::ACCEPTED;
+            }
+            return response;
         }
-        let frames = turn::sse_events(done)
+        let frames = turn::sse_events(done, faults)
             .iter()
             .map(|(name, data)| http::sse_frame(name, data))
             .collect();
-        http::sse_response(frames)
+        let mut response = http::sse_response(frames);
+        let wrong_type = match done.mode {
+            StreamMode::Delta => self.has(AapFault::DeltaWrongContentType),
+            _ => self.has(AapFault::MessageWrongContentType),
+        };
+        if wrong_type {
+            response
+                .headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        }
+        response
     }
 }
 

@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::sessions::{PendingCall, Settings, ToolKind};
+use super::{AapFault, AapFaultSet};
 
 /// The prefix that turns a user message into a script.
 pub const SCRIPT_PREFIX: &str = "ahpspec-script:";
@@ -132,7 +133,12 @@ pub fn text_plan(text: &str) -> Plan {
 }
 
 /// The plan of `script` as turn number `turn` of a session configured by `settings`.
-pub fn plan(script: &Script, settings: &Settings, turn: u32) -> Result<Plan, String> {
+pub fn plan(
+    script: &Script,
+    settings: &Settings,
+    turn: u32,
+    faults: &AapFaultSet,
+) -> Result<Plan, String> {
     if script.stop == Some(StopReason::ToolUse) {
         return Err(
             "a script cannot ask for stop \"tool_use\": it follows from pending calls".into(),
@@ -141,6 +147,7 @@ pub fn plan(script: &Script, settings: &Settings, turn: u32) -> Result<Plan, Str
     let mut outputs = Vec::new();
     let mut pending = Vec::new();
     let mut ids: Vec<String> = Vec::new();
+    let mut ran_inline = false;
     for step in &script.steps {
         match step {
             Step::Thinking(pieces) => outputs.push(Output::Thinking(pieces.pieces())),
@@ -166,9 +173,18 @@ pub fn plan(script: &Script, settings: &Settings, turn: u32) -> Result<Plan, Str
                     name: call.name.clone(),
                     input: input.clone(),
                 });
-                if kind == (ToolKind::Server { trusted: true }) {
-                    let content = run_server_tool(&call.name, &input);
-                    outputs.push(Output::ToolResult { id, content });
+                let inline = match kind {
+                    ToolKind::Server { trusted } => {
+                        trusted || faults.contains(AapFault::UntrustedRunsInline)
+                    }
+                    ToolKind::Client => false,
+                };
+                if inline {
+                    ran_inline = true;
+                    if !faults.contains(AapFault::TrustedResultMissing) {
+                        let content = run_server_tool(&call.name, &input);
+                        outputs.push(Output::ToolResult { id, content });
+                    }
                 } else {
                     pending.push(PendingCall {
                         id,
@@ -180,8 +196,18 @@ pub fn plan(script: &Script, settings: &Settings, turn: u32) -> Result<Plan, Str
             }
         }
     }
-    let stop = if pending.is_empty() {
-        script.stop.unwrap_or(StopReason::EndTurn)
+    let scripted = match script.stop.unwrap_or(StopReason::EndTurn) {
+        StopReason::Refusal if faults.contains(AapFault::RefusalAsEndTurn) => StopReason::EndTurn,
+        stop => stop,
+    };
+    let stop = if ran_inline && pending.is_empty() && faults.contains(AapFault::TrustedStopsToolUse)
+    {
+        StopReason::ToolUse
+    } else if pending.is_empty()
+        || (faults.contains(AapFault::ClientCallEndsTurn)
+            && pending.iter().all(|call| call.kind == ToolKind::Client))
+    {
+        scripted
     } else {
         StopReason::ToolUse
     };
@@ -227,7 +253,8 @@ mod tests {
             parse_user_text(r#"ahpspec-script: {"steps":[{"text":["a","b"]}],"stop":"refusal"}"#)
                 .expect("valid")
                 .expect("scripted");
-        let plan = plan(&script, &Settings::default(), 1).expect("no tools");
+        let none = AapFaultSet::default();
+        let plan = plan(&script, &Settings::default(), 1, &none).expect("no tools");
         assert_eq!(plan.outputs, [Output::Text(vec!["a".into(), "b".into()])]);
         assert_eq!(plan.stop, StopReason::Refusal);
         assert!(parse_user_text("hello").expect("plain").is_none());
@@ -237,6 +264,6 @@ mod tests {
             parse_user_text(r#"ahpspec-script: {"steps":[{"tool_call":{"name":"x"}}]}"#)
                 .expect("valid")
                 .expect("scripted");
-        assert!(super::plan(&unknown_tool, &Settings::default(), 1).is_err());
+        assert!(super::plan(&unknown_tool, &Settings::default(), 1, &none).is_err());
     }
 }

@@ -8,6 +8,7 @@ use serde_json::{json, Map, Value};
 use super::http::Refusal;
 use super::meta;
 use super::script::Script;
+use super::{AapFault, AapFaultSet};
 
 /// What the client configured for a session (docs/endpoints.md, POST /sessions and turns).
 #[derive(Debug, Clone, Default)]
@@ -170,6 +171,8 @@ pub struct Pending {
 #[derive(Debug)]
 pub struct Session {
     pub id: String,
+    /// The agent's name (fixed at creation, but for the `agent-renamed` fault).
+    pub agent_name: String,
     pub settings: Settings,
     /// The full history (seed, user messages, agent output, tool results; never
     /// `tool_permission` messages).
@@ -193,6 +196,7 @@ impl Store {
         let seq = self.created;
         self.sessions.entry(seq).or_insert(Session {
             id: format!("sess_{seq}"),
+            agent_name: meta::AGENT_NAME.to_owned(),
             settings,
             history,
             turns: 0,
@@ -212,17 +216,32 @@ impl Store {
         self.sessions.get_mut(&Self::seq_of(id)?)
     }
 
+    /// Whether `id` names a session this store created (live or deleted).
+    pub fn was_created(&self, id: &str) -> bool {
+        Self::seq_of(id).is_some_and(|seq| (1..=self.created).contains(&seq))
+    }
+
+    /// The ID of the most recently created live session.
+    pub fn newest_id(&self) -> Option<&str> {
+        self.sessions
+            .values()
+            .next_back()
+            .map(|session| session.id.as_str())
+    }
+
     pub fn remove(&mut self, id: &str) -> bool {
         Self::seq_of(id).is_some_and(|seq| self.sessions.remove(&seq).is_some())
     }
 
     /// One page of at most `size` sessions after `cursor` (a `next` value of an earlier
     /// page: opaque to clients, `pN` = after the session created N-th), and the cursor of
-    /// the following page when there is one.
+    /// the following page when there is one. `overlap` (a fault's seam) points the cursor
+    /// one session early, so the last session of a page opens the next one too.
     pub fn page(
         &self,
         cursor: Option<&str>,
         size: usize,
+        overlap: bool,
     ) -> Result<(Vec<&Session>, Option<String>), Refusal> {
         let after = match cursor {
             None => 0,
@@ -238,6 +257,9 @@ impl Store {
         let mut rest = self.sessions.range(after + 1..);
         let page: Vec<(&u64, &Session)> = rest.by_ref().take(size.max(1)).collect();
         let next = match (page.last(), rest.next()) {
+            (Some((seq, _)), Some(_)) if overlap && page.len() > 1 => {
+                Some(format!("p{}", *seq - 1))
+            }
             (Some((seq, _)), Some(_)) => Some(format!("p{seq}")),
             _ => None,
         };
@@ -246,32 +268,44 @@ impl Store {
 }
 
 /// The SessionResponse of `session`: secret option values as `"***"` (endpoints.md,
-/// GET /sessions/:id), fields the client never set left out; `reveal_secrets` is the seam
-/// of the fault that leaks them.
-pub fn session_body(session: &Session, reveal_secrets: bool) -> Value {
-    let mut agent = json!({"name": meta::AGENT_NAME});
+/// GET /sessions/:id), fields the client never set left out.
+pub fn session_body(session: &Session, faults: &AapFaultSet) -> Value {
+    let mut agent = json!({"name": session.agent_name});
     if let Some(tools) = &session.settings.agent_tools {
+        let mut tools = tools.clone();
+        if faults.contains(AapFault::TrustDropped) {
+            tools
+                .iter_mut()
+                .filter_map(Value::as_object_mut)
+                .for_each(|tool| {
+                    tool.remove("trust");
+                });
+        }
         agent["tools"] = json!(tools);
     }
-    if !session.settings.options.is_empty() {
-        let options: Map<String, Value> = session
-            .settings
-            .options
-            .iter()
-            .map(|(name, value)| {
-                let shown = if meta::is_secret_option(name) && !reveal_secrets {
-                    json!("***")
-                } else {
-                    value.clone()
-                };
-                (name.clone(), shown)
-            })
-            .collect();
+    let options: Map<String, Value> = session
+        .settings
+        .options
+        .iter()
+        .filter_map(|(name, value)| {
+            if !meta::is_secret_option(name) || faults.contains(AapFault::SecretPlaintext) {
+                Some((name.clone(), value.clone()))
+            } else if faults.contains(AapFault::SecretDropped) {
+                None
+            } else {
+                Some((name.clone(), json!("***")))
+            }
+        })
+        .collect();
+    if !options.is_empty() {
         agent["options"] = Value::Object(options);
     }
     let mut body = json!({"sessionId": session.id, "agent": agent});
-    if let Some(tools) = &session.settings.client_tools {
-        body["tools"] = json!(tools);
+    match &session.settings.client_tools {
+        Some(tools) if !faults.contains(AapFault::GetDropsClientTools) => {
+            body["tools"] = json!(tools)
+        }
+        _ => {}
     }
     body
 }
