@@ -62,6 +62,8 @@ pub(super) struct Run<'a> {
     blocked_by: Option<String>,
     turns: Vec<TurnRecord>,
     requests: usize,
+    /// Set once the steps are done: the history check's requests judge no prerequisite.
+    after_steps: bool,
 }
 
 /// Why a step could not go on.
@@ -83,6 +85,7 @@ pub async fn run_case(case: &AapCase, ctx: CaseContext) -> CaseOutcome {
         blocked_by: None,
         turns: Vec::new(),
         requests: 0,
+        after_steps: false,
     };
     let mut harness = None;
     for step in &case.steps {
@@ -95,6 +98,7 @@ pub async fn run_case(case: &AapCase, ctx: CaseContext) -> CaseOutcome {
             }
         }
     }
+    run.after_steps = true;
     run.check_histories().await;
     let verdict = match (&harness, &run.blocked_by) {
         (Some(_), _) => Verdict::HarnessError,
@@ -174,7 +178,13 @@ impl Run<'_> {
         let level = level
             .and_then(super::suite::parse_level)
             .unwrap_or(self.case.info.level);
-        let rule = relies_on.unwrap_or(&self.case.info.id).to_owned();
+        // A rule relied on that is the case's own (its ID without the slug) is judged as
+        // the case's; any other one blocks the case.
+        let own = relies_on.is_none_or(|r| r == base_rule(&self.case.info.id));
+        let rule = match relies_on {
+            Some(other) if !own => other.to_owned(),
+            _ => self.case.info.id.clone(),
+        };
         let context: Vec<_> = self
             .ctx
             .client
@@ -188,18 +198,14 @@ impl Run<'_> {
         for miss in misses {
             self.findings.push(Finding {
                 rule: rule.clone(),
-                verdict: if relies_on.is_some() {
-                    Verdict::Fail
-                } else {
-                    level.broken()
-                },
+                verdict: if own { level.broken() } else { Verdict::Fail },
                 expected: miss.expected,
                 actual: miss.actual,
                 step: Some(at.to_owned()),
                 context: context.clone(),
             });
         }
-        if relies_on.is_some() && rule != self.case.info.id {
+        if !own {
             self.blocked_by = Some(rule);
             return Err(Stop::Failed);
         }
@@ -242,6 +248,7 @@ impl Run<'_> {
         let client_tools = session
             .and_then(|id| self.sessions.get(id))
             .map_or(&no_tools, |s| &s.client_tools);
+        let before = self.ctx.observer.violations.len();
         self.ctx.observer.observe(&Seen {
             method: &request.method,
             path: &request.path,
@@ -249,11 +256,73 @@ impl Run<'_> {
             response: &response,
             client_tools,
         });
-        self.follow(&request, json_body, &response);
+        let broken: Vec<&'static str> = self.ctx.observer.violations[before..]
+            .iter()
+            .map(|v| v.rule)
+            .collect();
+        self.follow(&request, json_body, &response, broken.is_empty());
+        let broke = broken.into_iter().find(|rule| is_framing(rule));
         if let Some(name) = name {
             self.stored.insert(name.to_owned(), response.clone());
         }
+        if let Some((miss, rule)) = self.prerequisite(&request, json_body, &response, broke) {
+            self.misses(vec![miss], None, Some(rule), at)?;
+        }
         Ok(response)
+    }
+
+    /// What the case needs from an exchange before it can judge its own rule: the key
+    /// accepted, no always-on rule broken by it, and a successful turn answered in the
+    /// shape of its mode. A miss blocks the case (or is its own failure, for its own rule).
+    fn prerequisite(
+        &self,
+        request: &Request,
+        body: Option<&Value>,
+        response: &Response,
+        broke: Option<&'static str>,
+    ) -> Option<(Miss, &'static str)> {
+        if self.after_steps {
+            return None;
+        }
+        let what = format!("{} {}", request.method, request.path);
+        if request.auth == Auth::Configured
+            && self.ctx.client.has_token()
+            && matches!(response.status, 401 | 403)
+        {
+            let miss = Miss::new(
+                format!("{what} served with the configured key"),
+                response.status.to_string(),
+            );
+            return Some((miss, "AAP-AUTH-001"));
+        }
+        if let Some(rule) = broke.filter(|rule| *rule != base_rule(&self.case.info.id)) {
+            let miss = Miss::new(
+                format!("{what} to keep {rule} (always-on row)"),
+                "it broke it",
+            );
+            return Some((miss, rule));
+        }
+        let turn = super::checks::Endpoint::of(&request.method, &request.path)
+            == Some(super::checks::Endpoint::Turn);
+        if !turn || !(200..300).contains(&response.status) {
+            return None;
+        }
+        let mode = body.and_then(|b| b.get("stream")).and_then(Value::as_str);
+        let (rule, media) = match mode {
+            Some("delta") => ("AAP-TURN-003", "text/event-stream"),
+            Some("message") => ("AAP-TURN-004", "text/event-stream"),
+            // Without `stream`, a stream answer breaks the default; any other shape is the
+            // none mode's.
+            None if response.is_media("text/event-stream") => ("AAP-TURN-002", "application/json"),
+            _ => ("AAP-TURN-001", "application/json"),
+        };
+        (response.status != 200 || !response.is_media(media)).then(|| {
+            let miss = Miss::new(
+                format!("{what}: 200 with {media}"),
+                format!("{} {:?}", response.status, response.content_type),
+            );
+            (miss, rule)
+        })
     }
 
     async fn http(&mut self, step: &HttpStep, located: &LocatedStep) -> Result<(), Stop> {
@@ -365,7 +434,13 @@ impl Run<'_> {
     }
 
     /// Updates the session models after an exchange (creation, turns, deletion).
-    fn follow(&mut self, request: &Request, body: Option<&Value>, response: &Response) {
+    fn follow(
+        &mut self,
+        request: &Request,
+        body: Option<&Value>,
+        response: &Response,
+        clean: bool,
+    ) {
         let endpoint = super::checks::Endpoint::of(&request.method, &request.path);
         let ok = (200..300).contains(&response.status);
         match (endpoint, ok) {
@@ -402,13 +477,19 @@ impl Run<'_> {
                 }
             }
             (Some(super::checks::Endpoint::Turn), true) => {
-                self.follow_turn(request, body, response)
+                self.follow_turn(request, body, response, clean)
             }
             _ => {}
         }
     }
 
-    fn follow_turn(&mut self, request: &Request, body: Option<&Value>, response: &Response) {
+    fn follow_turn(
+        &mut self,
+        request: &Request,
+        body: Option<&Value>,
+        response: &Response,
+        clean: bool,
+    ) {
         let Some(model) = session_of(&request.path).and_then(|id| self.sessions.get_mut(id)) else {
             return;
         };
@@ -457,10 +538,19 @@ impl Run<'_> {
             }
             _ => (Vec::new(), None, false),
         };
+        // A response that broke another rule is not judged again by the history and
+        // cross-mode checks (they skip it, counted).
+        let complete = complete && clean;
         model.exact &= complete;
         model.history.extend(items.iter().cloned());
         model.key = format!("{}|{}", model.key, canonical_without_stream(&body));
-        if complete {
+        if !complete {
+            self.ctx.observer.skips.add(
+                "AAP-SSE-007",
+                "a turn's response broke another rule or was incomplete",
+                1,
+            );
+        } else {
             self.turns.push(TurnRecord {
                 key: model.key.clone(),
                 mode,
@@ -488,7 +578,7 @@ impl Run<'_> {
             if !exact {
                 self.ctx.observer.skips.add(
                     "AAP-HISTORY-004",
-                    "a turn's output was not read completely",
+                    "a turn's response broke another rule or was incomplete",
                     1,
                 );
                 continue;
@@ -550,6 +640,18 @@ impl Run<'_> {
     ) -> Result<(), Stop> {
         self.misses(vec![miss], None, relies_on, at)
     }
+}
+
+/// Framing rules (body schema and type, status, stream shape) decide whether a response can
+/// be read at all; the semantic ones (tool bookkeeping, secrets, history) leave a case able
+/// to judge its own rule.
+fn is_framing(rule: &str) -> bool {
+    rule.starts_with("AAP-SSE-00") || rule.starts_with("AAP-HTTP-00")
+}
+
+/// A case ID without its `/slug`: the rule it proves.
+fn base_rule(id: &str) -> &str {
+    id.split('/').next().unwrap_or(id)
 }
 
 /// The session id in `/sessions/:id…`.

@@ -127,6 +127,24 @@ pub fn check_expect(
             ));
         }
     }
+    if let Some(names) = &expect.tool_events {
+        let got: Vec<&str> = response
+            .events()
+            .map(|r| {
+                r.events
+                    .iter()
+                    .map(|e| e.name.as_str())
+                    .filter(|n| n.starts_with("tool_"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if got != names.iter().map(String::as_str).collect::<Vec<_>>() {
+            misses.push(Miss::new(
+                format!("tool events [{}]", names.join(", ")),
+                format!("[{}] ({})", got.join(", "), shown(response)),
+            ));
+        }
+    }
     if let Some(want) = &expect.stop_reason {
         let got = stop_reason(response);
         if got.as_deref() != Some(want.as_str()) {

@@ -176,6 +176,11 @@ impl Client {
         &self.transcript
     }
 
+    /// Whether an API key is configured.
+    pub fn has_token(&self) -> bool {
+        self.token.is_some()
+    }
+
     pub fn target(&self) -> &Target {
         &self.target
     }

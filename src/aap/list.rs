@@ -44,7 +44,7 @@ pub(super) async fn walk(
         let Some(page) = response.json().filter(|_| response.status == 200) else {
             return run.fail(
                 Miss::new("200 with a session list", format!("{}", response.status)),
-                None,
+                Some("AAP-SESSION-006"),
                 at,
             );
         };

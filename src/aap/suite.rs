@@ -192,6 +192,9 @@ pub struct Expect {
     pub empty_body: bool,
     /// The SSE event names, exactly, in order.
     pub events: Option<Vec<String>>,
+    /// The `tool_call`/`tool_result` events alone, in order (what a tool rule is about,
+    /// whatever text comes around them).
+    pub tool_events: Option<Vec<String>>,
     /// The stop reason (JSON `stopReason` or the `turn_stop` event's).
     pub stop_reason: Option<String>,
     /// `${var}` ← value at JSON pointer.

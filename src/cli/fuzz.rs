@@ -411,7 +411,10 @@ fn aap_fuzz(args: FuzzArgs) -> ExitCode {
     println!(
         "ahpspec fuzz: protocol aap, seed {seed}, target {}{}",
         args.url.as_deref().unwrap_or("builtin"),
-        args.fault.as_deref().map(|f| format!(" (fault {f})")).unwrap_or_default()
+        args.fault
+            .as_deref()
+            .map(|f| format!(" (fault {f})"))
+            .unwrap_or_default()
     );
     let started = std::time::Instant::now();
     let outcome = match with_runtime(|_| async { fuzz::campaign(&options).await }) {
@@ -426,7 +429,13 @@ fn aap_fuzz(args: FuzzArgs) -> ExitCode {
     };
     let report = fuzz::report(&outcome, &options, &traces, started.elapsed());
     for row in &report.cases {
-        println!("{} {}: {}\n  replay: {}", row.info.id, row.verdict.as_str(), row.summary, row.rerun);
+        println!(
+            "{} {}: {}\n  replay: {}",
+            row.info.id,
+            row.verdict.as_str(),
+            row.summary,
+            row.rerun
+        );
     }
     println!(
         "{} sequences, {} operations, {} rule(s) failing",

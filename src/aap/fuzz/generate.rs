@@ -45,7 +45,16 @@ impl Rng {
 pub type Op = Vec<Step>;
 
 const CLIENT_TOOL: &str = "fz_client";
-const WORDS: &[&str] = &["alpha ", "beta", " gamma ", "δέλτα ", "", "e\nf", "quote\" ", "tab\t"];
+const WORDS: &[&str] = &[
+    "alpha ",
+    "beta",
+    " gamma ",
+    "δέλτα ",
+    "",
+    "e\nf",
+    "quote\" ",
+    "tab\t",
+];
 
 #[derive(Debug, Clone)]
 struct Session {
@@ -115,7 +124,9 @@ impl<'a> Generator<'a> {
 
     fn operation(&mut self, rng: &mut Rng) -> Op {
         self.op += 1;
-        let live: Vec<usize> = (0..self.sessions.len()).filter(|i| self.sessions[*i].live).collect();
+        let live: Vec<usize> = (0..self.sessions.len())
+            .filter(|i| self.sessions[*i].live)
+            .collect();
         if live.is_empty() || rng.chance(15) {
             return self.create(rng);
         }
@@ -127,7 +138,13 @@ impl<'a> Generator<'a> {
             0..=3 => self.turn(rng, index),
             4 => self.read(index),
             5 => self.history(index),
-            6 => vec![Step::List(ListStep { contains: live.iter().map(|i| self.sessions[*i].name.clone()).collect(), lacks: Vec::new() })],
+            6 => vec![Step::List(ListStep {
+                contains: live
+                    .iter()
+                    .map(|i| self.sessions[*i].name.clone())
+                    .collect(),
+                lacks: Vec::new(),
+            })],
             7 => self.delete(index),
             _ => self.malformed(rng, index),
         }
@@ -140,11 +157,29 @@ impl<'a> Generator<'a> {
     fn create(&mut self, rng: &mut Rng) -> Op {
         let name = format!("s{}", self.sessions.len());
         let client_tool = self.agent.declares("application.tools") && rng.chance(50);
-        let server_tool = self.server_tool.clone().filter(|_| rng.chance(60)).map(|t| (t, rng.chance(50)));
+        let server_tool = self
+            .server_tool
+            .clone()
+            .filter(|_| rng.chance(60))
+            .map(|t| (t, rng.chance(50)));
         let tools = client_tool.then(|| json!([{ "name": CLIENT_TOOL, "description": "fuzz", "inputSchema": { "type": "object" } }]));
-        let agent_tools = server_tool.as_ref().map(|(t, trust)| json!([{ "name": t, "trust": trust }]));
-        self.sessions.push(Session { name: name.clone(), live: true, client_tool, server_tool, pending: Vec::new() });
-        vec![Step::Session(SessionStep { name, options: None, agent_tools, tools, messages: None })]
+        let agent_tools = server_tool
+            .as_ref()
+            .map(|(t, trust)| json!([{ "name": t, "trust": trust }]));
+        self.sessions.push(Session {
+            name: name.clone(),
+            live: true,
+            client_tool,
+            server_tool,
+            pending: Vec::new(),
+        });
+        vec![Step::Session(SessionStep {
+            name,
+            options: None,
+            agent_tools,
+            tools,
+            messages: None,
+        })]
     }
 
     fn mode(&self, rng: &mut Rng) -> Option<String> {
@@ -169,7 +204,16 @@ impl<'a> Generator<'a> {
         } else {
             (None, Some(format!("hello {}", rng.pick(WORDS))), None)
         };
-        let turn = Step::Turn(TurnStep { session: session.name, stream: mode, script, text, messages: None, agent: None, tools: None, name: Some(name.clone()) });
+        let turn = Step::Turn(TurnStep {
+            session: session.name,
+            stream: mode,
+            script,
+            text,
+            messages: None,
+            agent: None,
+            tools: None,
+            name: Some(name.clone()),
+        });
         let mut ok = expect(&name, rule);
         ok.status = Some(200);
         let mut steps = vec![turn, Step::Expect(ok)];
@@ -183,7 +227,11 @@ impl<'a> Generator<'a> {
 
     /// A script for the session's tools: its JSON, the calls it leaves pending, and the stop
     /// reason it must end with (with the rule a wrong one breaks).
-    fn script(&mut self, rng: &mut Rng, session: &Session) -> (Value, Vec<(String, bool)>, Option<(String, &'static str)>) {
+    fn script(
+        &mut self,
+        rng: &mut Rng,
+        session: &Session,
+    ) -> (Value, Vec<(String, bool)>, Option<(String, &'static str)>) {
         let mut steps = Vec::new();
         let mut pending = Vec::new();
         for k in 0..rng.below(4) {
@@ -201,7 +249,9 @@ impl<'a> Generator<'a> {
                 _ => {
                     if let Some((tool, trust)) = &session.server_tool {
                         let id = format!("fz_{}_{k}", self.op);
-                        steps.push(json!({ "tool_call": { "name": tool, "input": { "k": k }, "id": id } }));
+                        steps.push(
+                            json!({ "tool_call": { "name": tool, "input": { "k": k }, "id": id } }),
+                        );
                         if !trust {
                             pending.push((id, false));
                         }
@@ -211,11 +261,14 @@ impl<'a> Generator<'a> {
         }
         let stops = ["end_turn", "max_tokens", "refusal", "error"];
         let stop = *rng.pick(&stops);
-        let script = json!({ "steps": steps, "stop": stop, "then": { "steps": [{ "text": "resumed" }] } });
+        let script =
+            json!({ "steps": steps, "stop": stop, "then": { "steps": [{ "text": "resumed" }] } });
         let expected = match pending.first() {
             Some((_, true)) => ("tool_use".to_owned(), "AAP-TOOL-001"),
             Some((_, false)) => ("tool_use".to_owned(), "AAP-TOOL-004"),
-            None if session.server_tool.as_ref().is_some_and(|(_, t)| *t) && steps.iter().any(|s| s.get("tool_call").is_some()) => {
+            None if session.server_tool.as_ref().is_some_and(|(_, t)| *t)
+                && steps.iter().any(|s| s.get("tool_call").is_some()) =>
+            {
                 (stop.to_owned(), "AAP-TOOL-007")
             }
             None => (stop.to_owned(), "AAP-TURN-006"),
@@ -234,7 +287,16 @@ impl<'a> Generator<'a> {
             })
             .collect();
         let mode = self.mode(rng);
-        let turn = Step::Turn(TurnStep { session: self.sessions[index].name.clone(), stream: mode, script: None, text: None, messages: Some(Value::Array(messages)), agent: None, tools: None, name: Some(name.clone()) });
+        let turn = Step::Turn(TurnStep {
+            session: self.sessions[index].name.clone(),
+            stream: mode,
+            script: None,
+            text: None,
+            messages: Some(Value::Array(messages)),
+            agent: None,
+            tools: None,
+            name: Some(name.clone()),
+        });
         let mut ok = expect(&name, "AAP-TOOL-002");
         ok.status = Some(200);
         vec![turn, Step::Expect(ok)]
@@ -245,17 +307,41 @@ impl<'a> Generator<'a> {
         let session = &self.sessions[index];
         let mut got = expect(&name, "AAP-SESSION-003");
         got.status = Some(200);
-        got.json.insert("/sessionId".into(), json!(format!("${{{}}}", session.name)));
-        vec![http("GET", format!("/sessions/${{{}}}", session.name), None, &name), Step::Expect(got)]
+        got.json
+            .insert("/sessionId".into(), json!(format!("${{{}}}", session.name)));
+        vec![
+            http(
+                "GET",
+                format!("/sessions/${{{}}}", session.name),
+                None,
+                &name,
+            ),
+            Step::Expect(got),
+        ]
     }
 
     fn history(&mut self, index: usize) -> Op {
         let name = self.name("h");
         let session = self.sessions[index].name.clone();
         let declared = self.agent.declares("history.full");
-        let mut got = expect(&name, if declared { "AAP-HISTORY-001" } else { "AAP-HISTORY-002" });
+        let mut got = expect(
+            &name,
+            if declared {
+                "AAP-HISTORY-001"
+            } else {
+                "AAP-HISTORY-002"
+            },
+        );
         got.status = Some(if declared { 200 } else { 404 });
-        vec![http("GET", format!("/sessions/${{{session}}}/history?type=full"), None, &name), Step::Expect(got)]
+        vec![
+            http(
+                "GET",
+                format!("/sessions/${{{session}}}/history?type=full"),
+                None,
+                &name,
+            ),
+            Step::Expect(got),
+        ]
     }
 
     fn delete(&mut self, index: usize) -> Op {
@@ -282,13 +368,45 @@ impl<'a> Generator<'a> {
         let session = self.sessions[index].name.clone();
         let turns = format!("/sessions/${{{session}}}/turns");
         let (step, rule, statuses): (Step, &str, Option<Vec<u16>>) = match rng.below(5) {
-            0 => (raw("POST", "/sessions".into(), "{\"agent\":", None, &name), "AAP-HTTP-003", None),
-            1 => (raw("POST", turns, "{\"messages\": [", None, &name), "AAP-HTTP-003", None),
-            2 => (http("POST", turns, Some(json!({ "stream": "sideways", "messages": [{ "role": "user", "content": "x" }] })), &name), "AAP-HTTP-004", None),
-            3 => (http("POST", format!("/sessions/fz-missing-{}/turns", self.op), Some(json!({ "messages": [{ "role": "user", "content": "x" }] })), &name), "AAP-TURN-005", Some(vec![404])),
+            0 => (
+                raw("POST", "/sessions".into(), "{\"agent\":", None, &name),
+                "AAP-HTTP-003",
+                None,
+            ),
+            1 => (
+                raw("POST", turns, "{\"messages\": [", None, &name),
+                "AAP-HTTP-003",
+                None,
+            ),
+            2 => (
+                http(
+                    "POST",
+                    turns,
+                    Some(
+                        json!({ "stream": "sideways", "messages": [{ "role": "user", "content": "x" }] }),
+                    ),
+                    &name,
+                ),
+                "AAP-HTTP-004",
+                None,
+            ),
+            3 => (
+                http(
+                    "POST",
+                    format!("/sessions/fz-missing-{}/turns", self.op),
+                    Some(json!({ "messages": [{ "role": "user", "content": "x" }] })),
+                    &name,
+                ),
+                "AAP-TURN-005",
+                Some(vec![404]),
+            ),
             _ => {
                 let body = json!({ "agent": { "name": self.agent.name } }).to_string();
-                (raw("POST", "/sessions".into(), &body, Some("text/plain"), &name), "AAP-HTTP-005", Some(vec![201, 400, 415]))
+                (
+                    raw("POST", "/sessions".into(), &body, Some("text/plain"), &name),
+                    "AAP-HTTP-005",
+                    Some(vec![201, 400, 415]),
+                )
             }
         };
         let mut refused = expect(&name, rule);

@@ -73,7 +73,10 @@ struct Runner {
 type Broken = BTreeMap<String, (String, String)>;
 
 impl Runner {
-    async fn with_target<T>(&self, work: impl AsyncFnOnce(Target, Option<String>) -> Result<T, AapError>) -> Result<T, AapError> {
+    async fn with_target<T>(
+        &self,
+        work: impl AsyncFnOnce(Target, Option<String>) -> Result<T, AapError>,
+    ) -> Result<T, AapError> {
         if let Some(url) = &self.options.url {
             let target = Target::parse(url).map_err(|e| AapError::Usage(e.to_string()))?;
             return work(target, self.options.token.clone()).await;
@@ -91,7 +94,8 @@ impl Runner {
         })
         .await
         .map_err(AapError::Host)?;
-        let target = Target::parse(&server.base_url()).map_err(|e| AapError::Usage(e.to_string()))?;
+        let target =
+            Target::parse(&server.base_url()).map_err(|e| AapError::Usage(e.to_string()))?;
         let out = work(target, Some(BUILTIN_TOKEN.to_owned())).await;
         server.shutdown().await;
         out
@@ -100,18 +104,32 @@ impl Runner {
     async fn agent(&self) -> Result<Agent, AapError> {
         self.with_target(async |target, token| {
             let mut client = Client::new(target, token, self.options.timeout);
-            let request = super::http::Request { method: "GET".into(), path: "/meta".into(), ..Default::default() };
-            let response = client.send(&request).await.map_err(|e| AapError::Unreachable(e.to_string()))?;
-            response
-                .json()
-                .and_then(Agent::choose)
-                .ok_or_else(|| AapError::Unreachable(format!("GET /meta answered {} without an agent", response.status)))
+            let request = super::http::Request {
+                method: "GET".into(),
+                path: "/meta".into(),
+                ..Default::default()
+            };
+            let response = client
+                .send(&request)
+                .await
+                .map_err(|e| AapError::Unreachable(e.to_string()))?;
+            response.json().and_then(Agent::choose).ok_or_else(|| {
+                AapError::Unreachable(format!(
+                    "GET /meta answered {} without an agent",
+                    response.status
+                ))
+            })
         })
         .await
     }
 
     /// Runs `ops` as one case; the rules it broke (excluded ones left out).
-    async fn execute(&self, agent: &Agent, ops: &[Op], seed: u64) -> Result<(Broken, CaseResult), AapError> {
+    async fn execute(
+        &self,
+        agent: &Agent,
+        ops: &[Op],
+        seed: u64,
+    ) -> Result<(Broken, CaseResult), AapError> {
         let case = as_case(ops, "AAP-SESSION-006/fuzz", Level::Must);
         self.with_target(async |target, token| {
             let mut vars: HashMap<String, String> = agent.vars().into_iter().collect();
@@ -127,10 +145,14 @@ impl Runner {
             let outcome = run_case(&case, ctx).await;
             let mut broken = Broken::new();
             for finding in &outcome.result.findings {
-                broken.entry(finding.rule.clone()).or_insert((finding.expected.clone(), finding.actual.clone()));
+                broken
+                    .entry(finding.rule.clone())
+                    .or_insert((finding.expected.clone(), finding.actual.clone()));
             }
             for violation in &outcome.observer.violations {
-                broken.entry(violation.rule.to_owned()).or_insert((violation.expected.clone(), violation.actual.clone()));
+                broken
+                    .entry(violation.rule.to_owned())
+                    .or_insert((violation.expected.clone(), violation.actual.clone()));
             }
             if outcome.result.verdict == Verdict::HarnessError {
                 return Err(AapError::Usage(outcome.result.summary.clone()));
@@ -143,7 +165,13 @@ impl Runner {
 
     /// Removes whole operations while `rule` still fails, until nothing more goes or the
     /// time is up.
-    async fn shrink(&self, agent: &Agent, mut ops: Vec<Op>, rule: &str, seed: u64) -> Result<Vec<Op>, AapError> {
+    async fn shrink(
+        &self,
+        agent: &Agent,
+        mut ops: Vec<Op>,
+        rule: &str,
+        seed: u64,
+    ) -> Result<Vec<Op>, AapError> {
         let started = Instant::now();
         let mut changed = true;
         while changed && started.elapsed() < self.options.shrink_time {
@@ -171,7 +199,12 @@ pub fn as_case(ops: &[Op], id: &str, level: Level) -> AapCase {
     let steps = ops
         .iter()
         .enumerate()
-        .flat_map(|(n, op)| op.iter().map(move |step| LocatedStep { step: step.clone(), at: format!("operation {}", n + 1) }))
+        .flat_map(|(n, op)| {
+            op.iter().map(move |step| LocatedStep {
+                step: step.clone(),
+                at: format!("operation {}", n + 1),
+            })
+        })
         .collect();
     AapCase {
         info: CaseInfo {
@@ -192,7 +225,12 @@ pub fn as_case(ops: &[Op], id: &str, level: Level) -> AapCase {
 fn levels() -> Result<HashMap<String, Level>, AapError> {
     let mut levels: HashMap<String, Level> = super::suite::embedded()?
         .into_iter()
-        .map(|c| (c.info.id.split('/').next().unwrap_or_default().to_owned(), c.info.level))
+        .map(|c| {
+            (
+                c.info.id.split('/').next().unwrap_or_default().to_owned(),
+                c.info.level,
+            )
+        })
         .collect();
     levels.extend(AAP_ALWAYS_ON.iter().map(|r| (r.id.to_owned(), r.level)));
     Ok(levels)
@@ -207,20 +245,50 @@ pub async fn campaign(options: &AapFuzzOptions) -> Result<AapFuzzOutcome, AapErr
     let agent = runner.agent().await?;
     let started = Instant::now();
     let mut rng = Rng::new(options.seed);
-    let mut outcome = AapFuzzOutcome { seed: options.seed, sequences: 0, operations: 0, found: Vec::new() };
+    let mut outcome = AapFuzzOutcome {
+        seed: options.seed,
+        sequences: 0,
+        operations: 0,
+        found: Vec::new(),
+    };
     let mut seen = BTreeSet::new();
-    while options.cases.is_none_or(|n| outcome.sequences < n) && started.elapsed() < options.duration {
+    while options.cases.is_none_or(|n| outcome.sequences < n)
+        && started.elapsed() < options.duration
+    {
         let ops = Generator::new(&agent).sequence(&mut rng, options.max_len);
         let sequence = outcome.sequences;
         outcome.sequences += 1;
         outcome.operations += ops.len();
-        let (broken, _) = runner.execute(&agent, &ops, options.seed ^ sequence).await?;
-        for rule in broken.keys().filter(|r| !seen.contains(*r)).cloned().collect::<Vec<_>>() {
+        let (broken, _) = runner
+            .execute(&agent, &ops, options.seed ^ sequence)
+            .await?;
+        for rule in broken
+            .keys()
+            .filter(|r| !seen.contains(*r))
+            .cloned()
+            .collect::<Vec<_>>()
+        {
             seen.insert(rule.clone());
-            let shrunk = runner.shrink(&agent, ops.clone(), &rule, options.seed ^ sequence).await?;
-            let (again, result) = runner.execute(&agent, &shrunk, options.seed ^ sequence).await?;
-            let (expected, actual) = again.get(&rule).or_else(|| broken.get(&rule)).cloned().unwrap_or_default();
-            outcome.found.push(AapFound { rule, sequence, original_len: ops.len(), ops: shrunk, result, expected, actual });
+            let shrunk = runner
+                .shrink(&agent, ops.clone(), &rule, options.seed ^ sequence)
+                .await?;
+            let (again, result) = runner
+                .execute(&agent, &shrunk, options.seed ^ sequence)
+                .await?;
+            let (expected, actual) = again
+                .get(&rule)
+                .or_else(|| broken.get(&rule))
+                .cloned()
+                .unwrap_or_default();
+            outcome.found.push(AapFound {
+                rule,
+                sequence,
+                original_len: ops.len(),
+                ops: shrunk,
+                result,
+                expected,
+                actual,
+            });
         }
     }
     Ok(outcome)
@@ -245,7 +313,10 @@ struct TraceCase<'a> {
 /// The shrunk sequence of `found` as a suite file: `ahpspec run --protocol aap --suites DIR`
 /// replays it (exit 1 while the rule still fails).
 pub fn trace_toml(found: &AapFound, seed: u64) -> Result<String, toml::ser::Error> {
-    let level = levels().ok().and_then(|l| l.get(&found.rule).copied()).unwrap_or(Level::Must);
+    let level = levels()
+        .ok()
+        .and_then(|l| l.get(&found.rule).copied())
+        .unwrap_or(Level::Must);
     let file = TraceFile {
         page: "aap/RULES.md",
         case: vec![TraceCase {
@@ -253,7 +324,12 @@ pub fn trace_toml(found: &AapFound, seed: u64) -> Result<String, toml::ser::Erro
             level: level.as_str(),
             spec: "§ (fuzz trace)",
             requirement: "The shrunk fuzz sequence breaks no rule.",
-            does: format!("Replays sequence {} of seed {seed}, shrunk from {} to {} operations.", found.sequence, found.original_len, found.ops.len()),
+            does: format!(
+                "Replays sequence {} of seed {seed}, shrunk from {} to {} operations.",
+                found.sequence,
+                found.original_len,
+                found.ops.len()
+            ),
             steps: found.ops.iter().flatten().collect(),
         }],
     };
@@ -272,7 +348,12 @@ pub fn rows(outcome: &AapFuzzOutcome, rerun: impl Fn(&AapFound) -> String) -> Ve
             let mut result = found.result.clone();
             result.info.id = found.rule.clone();
             result.info.level = level;
-            result.info.does = format!("Fuzz sequence {} of seed {}, shrunk to {} operations", found.sequence, outcome.seed, found.ops.len());
+            result.info.does = format!(
+                "Fuzz sequence {} of seed {}, shrunk to {} operations",
+                found.sequence,
+                outcome.seed,
+                found.ops.len()
+            );
             result.verdict = level.broken();
             result.summary = format!("expected {}; got {}", found.expected, found.actual);
             result.blocked_by = None;
@@ -284,7 +365,10 @@ pub fn rows(outcome: &AapFuzzOutcome, rerun: impl Fn(&AapFound) -> String) -> Ve
 
 /// Writes each finding's trace to `dir/aap-<seed>-<rule>/trace.toml`; the directories, in
 /// finding order.
-pub fn write_traces(outcome: &AapFuzzOutcome, dir: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+pub fn write_traces(
+    outcome: &AapFuzzOutcome,
+    dir: &std::path::Path,
+) -> std::io::Result<Vec<std::path::PathBuf>> {
     let mut written = Vec::new();
     for found in &outcome.found {
         let folder = dir.join(format!("aap-{}-{}", outcome.seed, found.rule));
@@ -297,11 +381,24 @@ pub fn write_traces(outcome: &AapFuzzOutcome, dir: &std::path::Path) -> std::io:
 }
 
 /// The campaign as a run report (the same four reports as `run`).
-pub fn report(outcome: &AapFuzzOutcome, options: &AapFuzzOptions, traces: &[std::path::PathBuf], elapsed: Duration) -> crate::verdict::RunReport {
+pub fn report(
+    outcome: &AapFuzzOutcome,
+    options: &AapFuzzOptions,
+    traces: &[std::path::PathBuf],
+    elapsed: Duration,
+) -> crate::verdict::RunReport {
     let replay = |found: &AapFound| {
-        let index = outcome.found.iter().position(|f| f.rule == found.rule).unwrap_or(0);
-        let dir = traces.get(index).map(|p| p.display().to_string()).unwrap_or_default();
-        super::rerun_prefix(options.url.as_deref(), options.fault.as_deref()) + &format!(" --suites {dir}")
+        let index = outcome
+            .found
+            .iter()
+            .position(|f| f.rule == found.rule)
+            .unwrap_or(0);
+        let dir = traces
+            .get(index)
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        super::rerun_prefix(options.url.as_deref(), options.fault.as_deref())
+            + &format!(" --suites {dir}")
     };
     let mut report = crate::verdict::RunReport {
         format: 1,
