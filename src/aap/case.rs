@@ -256,12 +256,10 @@ impl Run<'_> {
             response: &response,
             client_tools,
         });
-        let broken: Vec<&'static str> = self.ctx.observer.violations[before..]
-            .iter()
-            .map(|v| v.rule)
-            .collect();
-        self.follow(&request, json_body, &response, broken.is_empty());
-        let broke = broken.into_iter().find(|rule| is_framing(rule));
+        let fresh = &self.ctx.observer.violations[before..];
+        let clean = fresh.is_empty();
+        let broke = fresh.iter().find(|v| is_framing(v.rule)).cloned();
+        self.follow(&request, json_body, &response, clean);
         if let Some(name) = name {
             self.stored.insert(name.to_owned(), response.clone());
         }
@@ -279,7 +277,7 @@ impl Run<'_> {
         request: &Request,
         body: Option<&Value>,
         response: &Response,
-        broke: Option<&'static str>,
+        broke: Option<crate::checks::Violation>,
     ) -> Option<(Miss, &'static str)> {
         if self.after_steps {
             return None;
@@ -295,12 +293,9 @@ impl Run<'_> {
             );
             return Some((miss, "AAP-AUTH-001"));
         }
-        if let Some(rule) = broke.filter(|rule| *rule != base_rule(&self.case.info.id)) {
-            let miss = Miss::new(
-                format!("{what} to keep {rule} (always-on row)"),
-                "it broke it",
-            );
-            return Some((miss, rule));
+        if let Some(violation) = broke.filter(|v| v.rule != base_rule(&self.case.info.id)) {
+            let miss = Miss::new(format!("{what}: {}", violation.expected), violation.actual);
+            return Some((miss, violation.rule));
         }
         let turn = super::checks::Endpoint::of(&request.method, &request.path)
             == Some(super::checks::Endpoint::Turn);

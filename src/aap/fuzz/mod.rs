@@ -144,15 +144,16 @@ impl Runner {
             };
             let outcome = run_case(&case, ctx).await;
             let mut broken = Broken::new();
-            for finding in &outcome.result.findings {
-                broken
-                    .entry(finding.rule.clone())
-                    .or_insert((finding.expected.clone(), finding.actual.clone()));
-            }
+            // The always-on rows' own words first: they say more than "blocked by".
             for violation in &outcome.observer.violations {
                 broken
                     .entry(violation.rule.to_owned())
                     .or_insert((violation.expected.clone(), violation.actual.clone()));
+            }
+            for finding in &outcome.result.findings {
+                broken
+                    .entry(finding.rule.clone())
+                    .or_insert((finding.expected.clone(), finding.actual.clone()));
             }
             if outcome.result.verdict == Verdict::HarnessError {
                 return Err(AapError::Usage(outcome.result.summary.clone()));
