@@ -190,60 +190,16 @@ pub async fn run(
     let agent = read_meta(&target, options).await?;
     let total = selected.len() + always_on.len();
     sink.event(&Event::RunStarted { cases: total });
-    let by_id: HashMap<&str, &AapCase> = all.iter().map(|c| (c.info.id.as_str(), c)).collect();
-    let token = crate::engine::vars::unique_token("");
-    let mut results: Vec<CaseResult> = Vec::new();
-    let mut pending = FuturesUnordered::new();
-    let mut rows = Rows::default();
-    let mut interrupted = *interrupt.borrow();
-    let mut queue = selected.iter().enumerate();
-    loop {
-        while !interrupted && pending.len() < options.jobs.max(1) {
-            let Some((index, case)) = queue.next() else {
-                break;
-            };
-            let Some(aap_case) = by_id.get(case.info.id.as_str()).copied() else {
-                continue;
-            };
-            let rerun = format!("{} --filter {}", options.rerun_prefix, case.info.id);
-            match prepare(
-                aap_case,
-                &agent,
-                options,
-                &target,
-                &schemas,
-                format!("{token}-{index}"),
-                rerun,
-            ) {
-                Ok(ctx) => pending.push(run_case(aap_case, ctx)),
-                Err(result) => {
-                    results.push(*result);
-                    sink.event(&Event::CaseFinished {
-                        result: Box::new(results[results.len() - 1].clone()),
-                        done: results.len(),
-                        total,
-                    });
-                }
-            }
-        }
-        if pending.is_empty() {
-            break;
-        }
-        tokio::select! {
-            Some(outcome) = pending.next() => {
-                let outcome: CaseOutcome = outcome;
-                rows.absorb(&outcome);
-                results.push(outcome.result);
-                sink.event(&Event::CaseFinished { result: Box::new(results[results.len() - 1].clone()), done: results.len(), total });
-            }
-            changed = interrupt.changed() => {
-                if changed.is_err() || *interrupt.borrow() {
-                    interrupted = true;
-                    break;
-                }
-            }
-        }
-    }
+    let plan = Plan {
+        options,
+        target: &target,
+        agent: &agent,
+        schemas: &schemas,
+        cases: all.iter().map(|c| (c.info.id.as_str(), c)).collect(),
+        token: crate::engine::vars::unique_token(""),
+    };
+    let (mut results, mut rows, interrupted) =
+        run_cases(&plan, &selected, total, sink, &mut interrupt).await;
     let order: HashMap<&str, usize> = selected
         .iter()
         .enumerate()
@@ -262,38 +218,118 @@ pub async fn run(
             });
         }
     }
-    let mut report = RunReport {
-        format: 1,
-        tool: "ahpspec".into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        target: options.target_label.clone(),
-        fault: options.fault.clone(),
-        protocol_version: format!("AAP {}", super::AAP_VERSION),
-        started_at,
-        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
-        interrupted,
-        shard: options.selection.shard.map(|s| s.to_string()),
-        strict: options.strict,
-        tally: Tally::default(),
-        cases: results,
-        stale_baseline: Vec::new(),
-        unexpected_failures: Vec::new(),
-    };
+    let mut report = new_report(
+        options.target_label.clone(),
+        options.fault.clone(),
+        started.elapsed(),
+        results,
+    );
+    report.started_at = started_at;
+    report.interrupted = interrupted;
+    report.shard = options.selection.shard.map(|s| s.to_string());
+    report.strict = options.strict;
     reconcile(&mut report, baseline.as_ref());
     sink.event(&Event::RunFinished);
     Ok(report)
 }
 
-/// A ready case context, or the result of a case that cannot run here.
-fn prepare(
-    case: &AapCase,
-    agent: &Result<Agent, String>,
-    options: &AapOptions,
-    target: &Target,
-    schemas: &Arc<SchemaSet>,
+/// What every case of a run shares.
+struct Plan<'a> {
+    options: &'a AapOptions,
+    target: &'a Target,
+    agent: &'a Result<Agent, String>,
+    schemas: &'a Arc<SchemaSet>,
+    cases: HashMap<&'a str, &'a AapCase>,
+    /// Makes the run's names (`${run}`, secrets) unique.
     token: String,
-    rerun: String,
-) -> Result<CaseContext, Box<CaseResult>> {
+}
+
+/// Runs the selected cases, up to `jobs` at a time; their results (in completion order),
+/// what the always-on rows gathered, and whether the run was interrupted.
+async fn run_cases(
+    plan: &Plan<'_>,
+    selected: &[&Case],
+    total: usize,
+    sink: &mut dyn EventSink,
+    interrupt: &mut watch::Receiver<bool>,
+) -> (Vec<CaseResult>, Rows, bool) {
+    let mut results: Vec<CaseResult> = Vec::new();
+    let mut pending = FuturesUnordered::new();
+    let mut rows = Rows::default();
+    let mut interrupted = *interrupt.borrow();
+    let mut queue = selected.iter().enumerate();
+    let mut finished = |result: CaseResult, results: &mut Vec<CaseResult>| {
+        sink.event(&Event::CaseFinished {
+            result: Box::new(result.clone()),
+            done: results.len() + 1,
+            total,
+        });
+        results.push(result);
+    };
+    loop {
+        while !interrupted && pending.len() < plan.options.jobs.max(1) {
+            let Some((index, case)) = queue.next() else {
+                break;
+            };
+            let Some(aap_case) = plan.cases.get(case.info.id.as_str()).copied() else {
+                continue;
+            };
+            match prepare(aap_case, plan, index) {
+                Ok(ctx) => pending.push(run_case(aap_case, ctx)),
+                Err(result) => finished(*result, &mut results),
+            }
+        }
+        if pending.is_empty() {
+            break;
+        }
+        tokio::select! {
+            Some(outcome) = pending.next() => {
+                let outcome: CaseOutcome = outcome;
+                rows.absorb(&outcome);
+                finished(outcome.result, &mut results);
+            }
+            changed = interrupt.changed() => {
+                if changed.is_err() || *interrupt.borrow() {
+                    interrupted = true;
+                    break;
+                }
+            }
+        }
+    }
+    (results, rows, interrupted)
+}
+
+/// An AAP run report with the given rows (baseline not applied yet).
+pub(super) fn new_report(
+    target: String,
+    fault: Option<String>,
+    took: Duration,
+    cases: Vec<CaseResult>,
+) -> RunReport {
+    RunReport {
+        format: 1,
+        tool: "ahpspec".into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        target,
+        fault,
+        protocol_version: format!("AAP {}", super::AAP_VERSION),
+        started_at: format!("{:.0}", jiff::Timestamp::now()),
+        duration_ms: took.as_secs_f64() * 1000.0,
+        interrupted: false,
+        shard: None,
+        strict: false,
+        tally: Tally::default(),
+        cases,
+        stale_baseline: Vec::new(),
+        unexpected_failures: Vec::new(),
+    }
+}
+
+/// A ready case context, or the result of a case that cannot run here.
+fn prepare(case: &AapCase, plan: &Plan<'_>, index: usize) -> Result<CaseContext, Box<CaseResult>> {
+    let (options, target, schemas) = (plan.options, plan.target, plan.schemas);
+    let token = format!("{}-{index}", plan.token);
+    let rerun = format!("{} --filter {}", options.rerun_prefix, case.info.id);
     let without = |verdict: Verdict, summary: String, blocked_by: Option<String>| {
         Box::new(CaseResult {
             info: case.info.clone(),
@@ -307,7 +343,7 @@ fn prepare(
             rerun: rerun.clone(),
         })
     };
-    let agent = match agent {
+    let agent = match plan.agent {
         Ok(agent) => agent,
         Err(why) if case.info.id.starts_with("AAP-META-") => {
             // Meta cases judge the meta response themselves; give them a placeholder agent.

@@ -19,7 +19,7 @@ impl Rng {
         Rng(seed)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -29,17 +29,21 @@ impl Rng {
 
     /// A number in `0..n` (`n > 0`).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        (self.next_u64() % n.max(1) as u64) as usize
     }
 
     pub fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
+        self.next_u64() % 100 < percent
     }
 
     fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
 }
+
+/// A generated script: its JSON, the calls it leaves pending (id, whether a client call),
+/// and the stop reason it must end with, with the rule a wrong one breaks.
+type Scripted = (Value, Vec<(String, bool)>, Option<(String, &'static str)>);
 
 /// One operation: its steps (a request and its expectations).
 pub type Op = Vec<Step>;
@@ -227,11 +231,7 @@ impl<'a> Generator<'a> {
 
     /// A script for the session's tools: its JSON, the calls it leaves pending, and the stop
     /// reason it must end with (with the rule a wrong one breaks).
-    fn script(
-        &mut self,
-        rng: &mut Rng,
-        session: &Session,
-    ) -> (Value, Vec<(String, bool)>, Option<(String, &'static str)>) {
+    fn script(&mut self, rng: &mut Rng, session: &Session) -> Scripted {
         let mut steps = Vec::new();
         let mut pending = Vec::new();
         for k in 0..rng.below(4) {

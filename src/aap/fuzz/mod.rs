@@ -151,8 +151,10 @@ impl Runner {
                     .or_insert((violation.expected.clone(), violation.actual.clone()));
             }
             for finding in &outcome.result.findings {
+                // A miss of the sequence's own (placeholder) case is its rule's, slug dropped.
+                let rule = finding.rule.split('/').next().unwrap_or_default();
                 broken
-                    .entry(finding.rule.clone())
+                    .entry(rule.to_owned())
                     .or_insert((finding.expected.clone(), finding.actual.clone()));
             }
             if outcome.result.verdict == Verdict::HarnessError {
@@ -401,23 +403,13 @@ pub fn report(
         super::rerun_prefix(options.url.as_deref(), options.fault.as_deref())
             + &format!(" --suites {dir}")
     };
-    let mut report = crate::verdict::RunReport {
-        format: 1,
-        tool: "ahpspec".into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        target: options.url.clone().unwrap_or_else(|| "builtin".into()),
-        fault: options.fault.clone(),
-        protocol_version: format!("AAP {}", super::AAP_VERSION),
-        started_at: format!("{:.0}", jiff::Timestamp::now()),
-        duration_ms: elapsed.as_secs_f64() * 1000.0,
-        interrupted: false,
-        shard: None,
-        strict: false,
-        tally: Default::default(),
-        cases: rows(outcome, replay),
-        stale_baseline: Vec::new(),
-        unexpected_failures: Vec::new(),
-    };
+    let target = options.url.clone().unwrap_or_else(|| "builtin".into());
+    let mut report = super::runner::new_report(
+        target,
+        options.fault.clone(),
+        elapsed,
+        rows(outcome, replay),
+    );
     crate::engine::reconcile(&mut report, None);
     report
 }
