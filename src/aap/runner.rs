@@ -187,7 +187,10 @@ pub async fn run(
         .map(Baseline::load)
         .transpose()?;
     let schemas = Arc::new(schemas()?);
-    let agent = read_meta(&target, options).await?;
+    let agent = read_meta(&target, options).await.map_err(|error| match error {
+        AapError::Unreachable(why) => AapError::Unreachable(format!("{url}: {why}")),
+        other => other,
+    })?;
     let total = selected.len() + always_on.len();
     sink.event(&Event::RunStarted { cases: total });
     let plan = Plan {
