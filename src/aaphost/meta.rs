@@ -160,6 +160,13 @@ pub fn is_secret_option(name: &str) -> bool {
         .any(|option| option.name == name && option.kind == OptionKind::Secret)
 }
 
+/// Whether option `name` is declared with type `text`.
+pub fn is_text_option(name: &str) -> bool {
+    OPTIONS
+        .iter()
+        .any(|option| option.name == name && option.kind == OptionKind::Text)
+}
+
 /// Checks one `agent.options` entry against the declarations: the key is declared, the
 /// value is a string, and a select's value is one of its options.
 pub fn check_option(name: &str, value: &Value) -> Result<(), String> {
