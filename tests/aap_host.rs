@@ -208,7 +208,14 @@ async fn client_and_server_tools_stop_run_inline_and_resume() {
     assert!(history
         .contains(&json!({"role": "tool", "toolCallId": "p", "content": "Tool call denied: no"})));
     assert!(history.contains(&result));
+}
 
+#[tokio::test(flavor = "current_thread")]
+async fn a_granted_permission_runs_the_tool_and_unknown_tools_are_refused() {
+    let (_server, c) = correct().await;
+    let id = c
+        .session_with(json!({"agent": {"tools": [{"name": "publish"}]}}))
+        .await;
     let again = c
         .script(
             &id,
