@@ -168,7 +168,9 @@ pub fn is_text_option(name: &str) -> bool {
 }
 
 /// Checks one `agent.options` entry against the declarations: the key is declared, the
-/// value is a string, and a select's value is one of its options.
+/// value is a string, and a select's value is one of its options. endpoints.md asks for
+/// "key-value pairs matching the agent's declared options" without saying what happens
+/// otherwise; refusing (400) keeps a typo from being silently ignored.
 pub fn check_option(name: &str, value: &Value) -> Result<(), String> {
     let Some(option) = OPTIONS.iter().find(|option| option.name == name) else {
         return Err(format!(

@@ -182,6 +182,9 @@ fn user_turn(
             "a user turn is exactly one user message",
         ));
     }
+    // The client answers every waiting call in one request (response.md § tool_call); a new
+    // user message meanwhile is refused as a conflict rather than dropping the calls (the
+    // spec does not say; our choice).
     if let Some(pending) = &session.pending {
         let ids: Vec<&str> = pending.calls.iter().map(|call| call.id.as_str()).collect();
         return Err(Refusal::new(
@@ -292,7 +295,9 @@ fn answer_turn(
     Ok((stored, plan))
 }
 
-/// The tool message a denied permission leaves in history (tool-call.md, step 4).
+/// The tool message a denied permission leaves in history (tool-call.md, step 4). No
+/// `tool_result` event reports it: response.md emits `tool_result` "after the server
+/// executes a server-side tool", and a denied tool never runs (our reading).
 fn denial(id: &str, reason: Option<&str>) -> Value {
     let content = match reason {
         Some(reason) => format!("Tool call denied: {reason}"),
@@ -303,7 +308,9 @@ fn denial(id: &str, reason: Option<&str>) -> Value {
 
 /// The SSE events of a turn, in order (response.md): `turn_start`, the outputs (deltas in
 /// delta mode, whole texts in message mode), `turn_stop`. Each is `(name, data)`, the data
-/// carrying its `event` member as schema.md's SSEEvent does.
+/// carrying its `event` member as schema.md's SSEEvent does. The spec is split here:
+/// response.md's examples leave `event` out of `data`, schema.txt calls the union with it
+/// "SSE event data"; keeping it satisfies the schema and costs a name-keyed reader nothing.
 pub fn sse_events(done: &TurnDone, faults: &AapFaultSet) -> Vec<(&'static str, Value)> {
     let plain_fault = |fault| done.plain && faults.contains(fault);
     let text_mode = match done.mode {
