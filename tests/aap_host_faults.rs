@@ -28,6 +28,48 @@ async fn every_fault_breaks_its_rule_and_the_correct_server_keeps_it() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+/// The two stream cuts seen in the wild, exactly: a delta stream that loses only its final
+/// `turn_stop`, and a message stream that stops right after `turn_start`.
+#[tokio::test(flavor = "current_thread")]
+async fn the_truncated_stream_faults_cut_exactly_where_they_claim() {
+    let script = json!({"steps": [{"text": "one two"}]});
+    let (_correct, c) = serve(AapFaultSet::default(), None).await;
+    let id = c.session().await;
+    let whole = c.script(&id, "delta", script.clone()).await.event_names();
+    assert_eq!(
+        whole,
+        ["turn_start", "text_delta", "text_delta", "turn_stop"]
+    );
+
+    let (_delta, c) = serve(AapFaultSet::from(AapFault::DeltaDropsTurnStop), None).await;
+    let id = c.session().await;
+    let cut = c.script(&id, "delta", script.clone()).await;
+    assert_eq!((cut.status, cut.event_names()), (200, whole[..3].to_vec()));
+    let message = c.script(&id, "message", script.clone()).await.event_names();
+    assert_eq!(
+        message,
+        ["turn_start", "text", "turn_stop"],
+        "message mode is untouched"
+    );
+
+    let (_message, c) = serve(
+        AapFaultSet::from(AapFault::MessageDropsAfterTurnStart),
+        None,
+    )
+    .await;
+    let id = c.session().await;
+    let cut = c.script(&id, "message", script.clone()).await;
+    assert_eq!(
+        (cut.status, cut.event_names()),
+        (200, vec!["turn_start".to_owned()])
+    );
+    assert_eq!(
+        c.script(&id, "delta", script).await.event_names(),
+        whole,
+        "delta mode is untouched"
+    );
+}
+
 /// Whether the server keeps `rule`, as far as one probe sees.
 async fn rule_holds(rule: &str, c: &Client) -> bool {
     let area = rule.split('-').nth(1).unwrap_or_default();
