@@ -463,3 +463,27 @@ fn the_cli_serves_aap_and_lists_its_faults() {
         "the fault given on the command line is served"
     );
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn garbage_on_the_socket_ends_only_that_connection() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (_server, c) = correct().await;
+    for junk in [
+        &b"\x00\xff\x13garbage\r\n\r\n"[..],
+        b"GET /meta HTTP/9.9\r\n\r\n",
+        b"POST /sessions HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n",
+    ] {
+        let mut stream = tokio::net::TcpStream::connect(c.addr)
+            .await
+            .expect("connect");
+        stream.write_all(junk).await.expect("write");
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer).await;
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(
+            answer.is_empty() || answer.starts_with("HTTP/1.1 4"),
+            "{answer}"
+        );
+    }
+    assert_eq!(c.get("/meta").await.status, 200, "the server still answers");
+}
