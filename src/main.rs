@@ -408,7 +408,12 @@ fn serve_aap(listen: SocketAddr, token: Option<String>, fault: Option<&str>) -> 
         println!("{}", handle.base_url());
         std::io::stdout().flush()?;
         if !config.faults.is_empty() {
-            eprintln!("ahpspec: serving AAP with fault {}", config.faults);
+            let faults: Vec<String> = config
+                .faults
+                .iter()
+                .map(|fault| format!("{fault} (breaks {})", fault.rule()))
+                .collect();
+            eprintln!("ahpspec: serving AAP with fault {}", faults.join(", "));
         }
         wait_for_signal().await;
         handle.shutdown().await;

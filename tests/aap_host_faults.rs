@@ -5,7 +5,7 @@
 
 mod aap_host_support;
 
-use aap_host_support::{serve, Client};
+use aap_host_support::{serve, Client, Reply};
 use ahpspec::aaphost::{AapFault, AapFaultSet};
 use serde_json::{json, Value};
 
@@ -26,6 +26,48 @@ async fn every_fault_breaks_its_rule_and_the_correct_server_keeps_it() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The two stream cuts seen in the wild, exactly: a delta stream that loses only its final
+/// `turn_stop`, and a message stream that stops right after `turn_start`.
+#[tokio::test(flavor = "current_thread")]
+async fn the_truncated_stream_faults_cut_exactly_where_they_claim() {
+    let script = json!({"steps": [{"text": "one two"}]});
+    let (_correct, c) = serve(AapFaultSet::default(), None).await;
+    let id = c.session().await;
+    let whole = c.script(&id, "delta", script.clone()).await.event_names();
+    assert_eq!(
+        whole,
+        ["turn_start", "text_delta", "text_delta", "turn_stop"]
+    );
+
+    let (_delta, c) = serve(AapFaultSet::from(AapFault::DeltaDropsTurnStop), None).await;
+    let id = c.session().await;
+    let cut = c.script(&id, "delta", script.clone()).await;
+    assert_eq!((cut.status, cut.event_names()), (200, whole[..3].to_vec()));
+    let message = c.script(&id, "message", script.clone()).await.event_names();
+    assert_eq!(
+        message,
+        ["turn_start", "text", "turn_stop"],
+        "message mode is untouched"
+    );
+
+    let (_message, c) = serve(
+        AapFaultSet::from(AapFault::MessageDropsAfterTurnStart),
+        None,
+    )
+    .await;
+    let id = c.session().await;
+    let cut = c.script(&id, "message", script.clone()).await;
+    assert_eq!(
+        (cut.status, cut.event_names()),
+        (200, vec!["turn_start".to_owned()])
+    );
+    assert_eq!(
+        c.script(&id, "delta", script).await.event_names(),
+        whole,
+        "delta mode is untouched"
+    );
 }
 
 /// Whether the server keeps `rule`, as far as one probe sees.
@@ -287,36 +329,58 @@ async fn turn_rule(rule: &str, c: &Client) -> bool {
 
 async fn sse_rule(rule: &str, c: &Client) -> bool {
     let id = c.session().await;
-    let script = json!({"steps": [{"thinking": "hm"}, {"text": "a b"}, {"text": "c"}]});
-    let delta = c.script(&id, "delta", script.clone()).await;
-    let message = c.script(&id, "message", script.clone()).await;
-    let names = |reply: &aap_host_support::Reply| reply.event_names();
-    let ends_well = |names: Vec<String>| {
-        names.last().map(String::as_str) == Some("turn_stop")
-            && names.iter().filter(|name| *name == "turn_stop").count() == 1
+    let script = json!({"steps": [{"thinking": "hm"}, {"text": "a b"}, {"text": "c d"}]});
+    let plain =
+        |mode: &str| json!({"stream": mode, "messages": [{"role": "user", "content": "hi there"}]});
+    // Stream shape is probed on a scripted and on a plain (echoed) turn in each mode.
+    let delta = [
+        c.script(&id, "delta", script.clone()).await,
+        c.turn(&id, plain("delta")).await,
+    ];
+    let message = [
+        c.script(&id, "message", script.clone()).await,
+        c.turn(&id, plain("message")).await,
+    ];
+    let all_names = |replies: &[Reply]| replies.iter().map(Reply::event_names).collect::<Vec<_>>();
+    let once_at = |names: &[String], event: &str, at_end: bool| {
+        let place = if at_end { names.last() } else { names.first() };
+        place.map(String::as_str) == Some(event)
+            && names.iter().filter(|n| *n == event).count() == 1
     };
     match rule {
-        "AAP-SSE-001" => delta
-            .events()
+        "AAP-SSE-001" => delta.iter().chain(&message).all(|reply| {
+            reply
+                .events()
+                .iter()
+                .all(|(name, data)| data["event"] == name.as_str())
+        }),
+        "AAP-SSE-002" => all_names(&delta)
             .iter()
-            .all(|(name, data)| data["event"] == name.as_str()),
-        "AAP-SSE-002" => {
-            let names = names(&delta);
-            names.first().map(String::as_str) == Some("turn_start")
-                && names.iter().filter(|name| *name == "turn_start").count() == 1
-        }
-        "AAP-SSE-003" => ends_well(names(&delta)) && ends_well(names(&message)),
-        "AAP-SSE-004" => names(&delta)
+            .chain(&all_names(&message))
+            .all(|names| once_at(names, "turn_start", false)),
+        "AAP-SSE-003" => all_names(&delta)
+            .iter()
+            .chain(&all_names(&message))
+            .all(|names| once_at(names, "turn_stop", true)),
+        "AAP-SSE-004" => all_names(&delta)
+            .concat()
             .iter()
             .all(|name| name != "text" && name != "thinking"),
-        "AAP-SSE-005" => names(&message).iter().all(|name| !name.ends_with("_delta")),
-        "AAP-SSE-006" => names(&delta).iter().all(|name| name != "session_start"),
+        "AAP-SSE-005" => all_names(&message)
+            .concat()
+            .iter()
+            .all(|name| !name.ends_with("_delta")),
+        "AAP-SSE-006" => all_names(&delta)
+            .concat()
+            .iter()
+            .all(|name| name != "session_start"),
         "AAP-SSE-007" => {
             let none = c.script(&id, "none", script).await;
-            delta.text() == none.text() && message.text() == none.text()
+            delta[0].text() == none.text() && message[0].text() == none.text()
         }
         "AAP-SSE-008" => {
-            names(&message)
+            message[0]
+                .event_names()
                 .iter()
                 .filter(|name| *name == "text")
                 .count()
@@ -339,7 +403,7 @@ fn call(name: &str, id: &str) -> Value {
     json!({"steps": [{"tool_call": {"name": name, "id": id, "input": {"q": 1}}}]})
 }
 
-fn tool_result_ids(reply: &aap_host_support::Reply) -> Vec<String> {
+fn tool_result_ids(reply: &Reply) -> Vec<String> {
     let events = reply
         .events()
         .into_iter()

@@ -160,8 +160,17 @@ pub fn is_secret_option(name: &str) -> bool {
         .any(|option| option.name == name && option.kind == OptionKind::Secret)
 }
 
+/// Whether option `name` is declared with type `text`.
+pub fn is_text_option(name: &str) -> bool {
+    OPTIONS
+        .iter()
+        .any(|option| option.name == name && option.kind == OptionKind::Text)
+}
+
 /// Checks one `agent.options` entry against the declarations: the key is declared, the
-/// value is a string, and a select's value is one of its options.
+/// value is a string, and a select's value is one of its options. endpoints.md asks for
+/// "key-value pairs matching the agent's declared options" without saying what happens
+/// otherwise; refusing (400) keeps a typo from being silently ignored.
 pub fn check_option(name: &str, value: &Value) -> Result<(), String> {
     let Some(option) = OPTIONS.iter().find(|option| option.name == name) else {
         return Err(format!(

@@ -173,12 +173,9 @@ impl Server {
             self.config.page_size,
             self.has(AapFault::PagesOverlap),
         )?;
-        let newest = store.newest_id();
         let sessions: Vec<Value> = page
             .into_iter()
-            .filter(|session| {
-                !(self.has(AapFault::ListSkipsNewest) && Some(session.id.as_str()) == newest)
-            })
+            .filter(|session| !(self.has(AapFault::ListSkipsTurnless) && session.turns == 0))
             .map(|session| sessions::session_body(session, &self.config.faults))
             .collect();
         let mut body = json!({"sessions": sessions});
@@ -207,7 +204,9 @@ impl Server {
         let mut settings = Settings::default();
         settings.apply(Some(agent), body.get("tools"))?;
         if self.has(AapFault::CreateOptionsDropped) {
-            settings.options.clear();
+            settings
+                .options
+                .retain(|name, _| !meta::is_text_option(name));
         }
         let seed = match body.get("messages") {
             None => Vec::new(),
@@ -247,7 +246,7 @@ impl Server {
         let store = self.store();
         let body = match store.get(id) {
             Some(session) => sessions::session_body(session, &self.config.faults),
-            None if self.has(AapFault::UnknownSessionMadeUp) => {
+            None if self.has(AapFault::UnknownSessionMadeUp) && !store.was_created(id) => {
                 json!({"sessionId": id, "agent": {"name": meta::AGENT_NAME}})
             }
             None => return Err(unknown_session(id)),
@@ -275,7 +274,7 @@ impl Server {
     fn history(&self, id: &str, query: Option<&str>) -> Result<Response<Body>, Refusal> {
         let store = self.store();
         let Some(session) = store.get(id) else {
-            if self.has(AapFault::HistoryUnknownSession200) {
+            if self.has(AapFault::HistoryUnknownSession200) && !store.was_created(id) {
                 let body = json!({"history": {"full": []}});
                 return Ok(http::json_response(StatusCode::OK, &body));
             }
@@ -320,7 +319,8 @@ impl Server {
         let done = {
             let mut store = self.store();
             let Some(session) = store.get_mut(id) else {
-                return Err(match self.has(AapFault::TurnUnknownSession400) {
+                let never = !store.was_created(id);
+                return Err(match never && self.has(AapFault::TurnUnknownSession400) {
                     true => Refusal::bad_request(format!("no session {id:?}")),
                     false => unknown_session(id),
                 });
@@ -335,7 +335,7 @@ impl Server {
         let faults = &self.config.faults;
         if done.mode == StreamMode::None {
             let mut response = http::json_response(StatusCode::OK, &turn::none_body(done, faults));
-            if self.has(AapFault::NoneAnswers202) {
+            if done.plain && done.explicit_mode && self.has(AapFault::NoneAnswers202) {
                 *response.status_mut() = StatusCode::ACCEPTED;
             }
             return response;
@@ -345,10 +345,11 @@ impl Server {
             .map(|(name, data)| http::sse_frame(name, data))
             .collect();
         let mut response = http::sse_response(frames);
-        let wrong_type = match done.mode {
-            StreamMode::Delta => self.has(AapFault::DeltaWrongContentType),
-            _ => self.has(AapFault::MessageWrongContentType),
-        };
+        let wrong_type = done.plain
+            && match done.mode {
+                StreamMode::Delta => self.has(AapFault::DeltaWrongContentType),
+                _ => self.has(AapFault::MessageWrongContentType),
+            };
         if wrong_type {
             response
                 .headers_mut()

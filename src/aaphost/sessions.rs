@@ -221,14 +221,6 @@ impl Store {
         Self::seq_of(id).is_some_and(|seq| (1..=self.created).contains(&seq))
     }
 
-    /// The ID of the most recently created live session.
-    pub fn newest_id(&self) -> Option<&str> {
-        self.sessions
-            .values()
-            .next_back()
-            .map(|session| session.id.as_str())
-    }
-
     pub fn remove(&mut self, id: &str) -> bool {
         Self::seq_of(id).is_some_and(|seq| self.sessions.remove(&seq).is_some())
     }

@@ -27,6 +27,11 @@ pub struct TurnDone {
     pub outputs: Vec<Output>,
     pub stop: script::StopReason,
     pub session_id: String,
+    /// Whether the turn answered a plain (unscripted) user message: the seam that keeps
+    /// some faults to the harness's plain-message cases, so each breaks one rule.
+    pub plain: bool,
+    /// Whether the request named its `stream` mode.
+    pub explicit_mode: bool,
     /// The request's user message (none when it answered tool calls).
     pub submitted: Vec<Value>,
     /// Client results sent back as `tool_result` events (the `client-result-echoed` fault).
@@ -77,6 +82,8 @@ pub fn run_turn(
     };
     let turn = session.turns + 1;
     let first_role = messages::role_of(&sent[0], "messages[0]").map_err(Refusal::bad_request)?;
+    let plain =
+        first_role == "user" && !messages::user_text(&sent[0]).starts_with(script::SCRIPT_PREFIX);
     let (stored, mut plan) = if first_role == "user" {
         user_turn(session, &settings, sent, turn, faults)?
     } else {
@@ -89,7 +96,9 @@ pub fn run_turn(
             .rev()
             .find(|output| matches!(output, Output::Text(_)))
         {
-            pieces.pop();
+            if pieces.len() > 1 {
+                pieces.pop();
+            }
         }
     }
     let echoed = if faults.contains(AapFault::ClientResultEchoed) {
@@ -113,6 +122,8 @@ pub fn run_turn(
         outputs: plan.outputs,
         stop: plan.stop,
         session_id: session.id.clone(),
+        plain,
+        explicit_mode: body.contains_key("stream"),
         submitted: sent
             .iter()
             .filter(|message| message["role"] == "user")
@@ -171,6 +182,9 @@ fn user_turn(
             "a user turn is exactly one user message",
         ));
     }
+    // The client answers every waiting call in one request (response.md § tool_call); a new
+    // user message meanwhile is refused as a conflict rather than dropping the calls (the
+    // spec does not say; our choice).
     if let Some(pending) = &session.pending {
         let ids: Vec<&str> = pending.calls.iter().map(|call| call.id.as_str()).collect();
         return Err(Refusal::new(
@@ -281,7 +295,9 @@ fn answer_turn(
     Ok((stored, plan))
 }
 
-/// The tool message a denied permission leaves in history (tool-call.md, step 4).
+/// The tool message a denied permission leaves in history (tool-call.md, step 4). No
+/// `tool_result` event reports it: response.md emits `tool_result` "after the server
+/// executes a server-side tool", and a denied tool never runs (our reading).
 fn denial(id: &str, reason: Option<&str>) -> Value {
     let content = match reason {
         Some(reason) => format!("Tool call denied: {reason}"),
@@ -292,11 +308,14 @@ fn denial(id: &str, reason: Option<&str>) -> Value {
 
 /// The SSE events of a turn, in order (response.md): `turn_start`, the outputs (deltas in
 /// delta mode, whole texts in message mode), `turn_stop`. Each is `(name, data)`, the data
-/// carrying its `event` member as schema.md's SSEEvent does.
+/// carrying its `event` member as schema.md's SSEEvent does. The spec is split here:
+/// response.md's examples leave `event` out of `data`, schema.txt calls the union with it
+/// "SSE event data"; keeping it satisfies the schema and costs a name-keyed reader nothing.
 pub fn sse_events(done: &TurnDone, faults: &AapFaultSet) -> Vec<(&'static str, Value)> {
+    let plain_fault = |fault| done.plain && faults.contains(fault);
     let text_mode = match done.mode {
-        StreamMode::Delta if faults.contains(AapFault::DeltaSendsText) => StreamMode::Message,
-        StreamMode::Message if faults.contains(AapFault::MessageSendsDeltas) => StreamMode::Delta,
+        StreamMode::Delta if plain_fault(AapFault::DeltaSendsText) => StreamMode::Message,
+        StreamMode::Message if plain_fault(AapFault::MessageSendsDeltas) => StreamMode::Delta,
         mode => mode,
     };
     let mut outputs = done.outputs.clone();
@@ -304,7 +323,7 @@ pub fn sse_events(done: &TurnDone, faults: &AapFaultSet) -> Vec<(&'static str, V
         outputs = join_texts(outputs);
     }
     let mut events = vec![("turn_start", json!({"event": "turn_start"}))];
-    if faults.contains(AapFault::SessionStartInTurn) {
+    if plain_fault(AapFault::SessionStartInTurn) {
         events.push((
             "session_start",
             json!({"event": "session_start", "sessionId": done.session_id}),
@@ -324,7 +343,7 @@ pub fn sse_events(done: &TurnDone, faults: &AapFaultSet) -> Vec<(&'static str, V
             }
         }
     }
-    if faults.contains(AapFault::TurnStartLate) && events.len() > 2 {
+    if plain_fault(AapFault::TurnStartLate) && events.len() > 2 {
         events.swap(0, 1);
     }
     match done.mode {
