@@ -187,10 +187,12 @@ pub async fn run(
         .map(Baseline::load)
         .transpose()?;
     let schemas = Arc::new(schemas()?);
-    let agent = read_meta(&target, options).await.map_err(|error| match error {
-        AapError::Unreachable(why) => AapError::Unreachable(format!("{url}: {why}")),
-        other => other,
-    })?;
+    let agent = read_meta(&target, options)
+        .await
+        .map_err(|error| match error {
+            AapError::Unreachable(why) => AapError::Unreachable(format!("{url}: {why}")),
+            other => other,
+        })?;
     let total = selected.len() + always_on.len();
     sink.event(&Event::RunStarted { cases: total });
     let plan = Plan {
