@@ -621,7 +621,13 @@ fn run_aap(args: RunArgs) -> ExitCode {
         strict: args.strict,
         suites: args.select.suites.clone(),
         baseline: args.baseline.clone(),
-        rerun_prefix: ahpspec::aap::rerun_prefix(args.url.as_deref(), args.fault.as_deref()),
+        rerun_prefix: ahpspec::aap::rerun_prefix(args.url.as_deref(), args.fault.as_deref())
+            + &args
+                .select
+                .suites
+                .as_ref()
+                .map(|dir| format!(" --suites {}", dir.display()))
+                .unwrap_or_default(),
     };
     let outcome = with_runtime(|interrupt| async move {
         let mut console = Console::new();
