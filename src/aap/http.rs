@@ -275,7 +275,8 @@ impl Client {
         if result.is_media("text/event-stream") {
             self.record("received", head);
             let chunks = response.into_body().into_data_stream();
-            let read = sse::read(chunks, self.timeout, |_| {}).await;
+            let mut read = sse::read(chunks, self.timeout, |_| {}).await;
+            name_from_data(&mut read.events);
             for event in &read.events {
                 self.record(
                     "received",
@@ -341,6 +342,19 @@ impl Client {
     }
 }
 
+/// An event without an `event:` line that names its type inside its data (the schema's
+/// SSEEvent objects carry `event`) is read as that type.
+fn name_from_data(events: &mut [super::sse::SseEvent]) {
+    for event in events.iter_mut().filter(|e| e.name == "message") {
+        let named = serde_json::from_str::<Value>(&event.data)
+            .ok()
+            .and_then(|d| d.get("event").and_then(Value::as_str).map(str::to_owned));
+        if let Some(name) = named {
+            event.name = name;
+        }
+    }
+}
+
 fn describe_end(read: &SseRead) -> String {
     let cut = if read.unterminated {
         ", after an event cut off before its blank line"
@@ -357,6 +371,22 @@ fn describe_end(read: &SseRead) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unnamed_event_takes_its_name_from_its_data() {
+        let event = |name: &str, data: &str| super::super::sse::SseEvent {
+            name: name.into(),
+            data: data.into(),
+        };
+        let mut events = vec![
+            event("message", r#"{"event":"turn_start"}"#),
+            event("message", "{}"),
+            event("text", r#"{"event":"thinking","text":"x"}"#),
+        ];
+        name_from_data(&mut events);
+        let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["turn_start", "message", "text"]);
+    }
 
     #[test]
     fn targets_parse_with_and_without_base_path() {
