@@ -15,6 +15,9 @@ fn expected(fault: Fault) -> BTreeSet<String> {
     match fault {
         // The chat keeps a status its content contradicts, and the fold disagrees with it.
         Fault::InProgressStuck => rules.extend(["INV-FOLD-1".to_owned()]),
+        // TURN-014 requires the turn attaching an empty chat to be accepted, and every turn is
+        // rejected; its own step, not a prerequisite.
+        Fault::RejectsTurnStart => rules.extend(["TURN-014".to_owned()]),
         // INPUT-002 is STATUS-003 for input requests: breaking it breaks both.
         Fault::InputStatusWrong => rules.extend(["STATUS-003".to_owned()]),
         // These snapshots differ from the state the actions build (a repeated entry the
@@ -160,7 +163,9 @@ enum Blocks {
 
 fn blocks(fault: Fault) -> Blocks {
     match fault {
-        Fault::SessionsNeverReady | Fault::InitializeError => Blocks::Most,
+        Fault::SessionsNeverReady | Fault::InitializeError | Fault::RejectsTurnStart => {
+            Blocks::Most
+        }
         Fault::RejectsTruncation => Blocks::Cases(&["PENDING-002", "PENDING-006", "TURN-013"]),
         // Without the agents array the capabilities that gate these cases are unknown.
         Fault::RootWithoutAgents => Blocks::Cases(&[
@@ -390,6 +395,7 @@ fault_tests! {
     sessions_never_ready => SessionsNeverReady,
     initialize_error => InitializeError,
     rejects_truncation => RejectsTruncation,
+    rejects_turn_start => RejectsTurnStart,
     // Issue 11, scripted cases (h-suites).
     turn_completed_twice => TurnCompletedTwice,
     echo_order_swapped => EchoOrderSwapped,
