@@ -186,6 +186,19 @@ impl World {
 
 /// Adds [`STRAY_DIRECTORY`] to a chat's `workingDirectories` (or its catalog entry's, so
 /// the two still agree).
+/// The fractional-duration fault: a turn's end goes out with half a millisecond more than
+/// its duration, written into the envelope after the reducers (which hold an integer).
+pub(super) fn fractional_duration(envelope: &mut serde_json::Map<String, Value>) {
+    let Some(action) = envelope.get_mut("action") else {
+        return;
+    };
+    if action["type"] == "chat/turnComplete" {
+        if let Some(duration) = action["duration"].as_i64() {
+            action["duration"] = json!(duration as f64 + 0.5);
+        }
+    }
+}
+
 fn add_stray_directory(holder: &mut Value) {
     if let Some(holder) = holder.as_object_mut() {
         let dirs = holder
