@@ -68,6 +68,9 @@ impl World {
     /// the client's mirror is then still at its last seen serverSeq, and the late envelope
     /// breaks RECONNECT-003 alone, not the order of the channel).
     pub(super) fn break_replay(&self, actions: &mut Vec<Value>) -> Option<Value> {
+        if self.fault(Fault::ReplayDropsDeltas) {
+            actions.retain(|envelope| envelope["action"]["type"] != "chat/delta");
+        }
         if self.fault(Fault::ReplayTailLater) && actions.len() == 1 {
             return actions.pop();
         }

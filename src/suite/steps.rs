@@ -423,6 +423,10 @@ pub struct Sleep {
 pub struct Checkpoint {
     /// Channels to compare (default: every channel any connection of the case mirrors).
     pub channels: Option<Vec<String>>,
+    /// The comparison is the case's own rule (e.g. a fold after a replay): a mirror that
+    /// differs from its fresh snapshot fails the case, besides INV-FOLD-1.
+    #[serde(default)]
+    pub own: bool,
 }
 
 impl Step {

@@ -226,6 +226,11 @@ impl Runner<'_> {
         for (rule, n) in checked.invariant_counts {
             *self.counts.entry(rule).or_insert(0) += n;
         }
+        let own_miss = checked
+            .violations
+            .iter()
+            .find(|(_, v)| s.own && v.rule == "INV-FOLD-1")
+            .map(|(name, v)| (name.clone(), v.expected.clone(), v.actual.clone()));
         for (name, violation) in checked.violations {
             let context = self
                 .conns
@@ -241,6 +246,9 @@ impl Runner<'_> {
                 context,
             ));
         }
-        Ok(())
+        match own_miss {
+            Some((name, expected, actual)) => self.broken(&None, &Some(name), expected, actual),
+            None => Ok(()),
+        }
     }
 }
