@@ -27,6 +27,11 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         ]),
         // RECONNECT-007's own comparison is a fold comparison: INV-FOLD-1 sees it too.
         Fault::ReplayDropsDeltas => rules.extend(["INV-FOLD-1".to_owned()]),
+        // An origin whose clientSeq is a string breaks the envelope's schema, and it names
+        // none of the client's dispatches (DISPATCH-001 checks every echo).
+        Fault::ClientSeqAsString => {
+            rules.extend(["INV-SCHEMA-1".to_owned(), "DISPATCH-001".to_owned()])
+        }
         // INPUT-002 is STATUS-003 for input requests: breaking it breaks both.
         Fault::InputStatusWrong => rules.extend(["STATUS-003".to_owned()]),
         // These snapshots differ from the state the actions build (a repeated entry the
@@ -407,6 +412,7 @@ fault_tests! {
     rejects_turn_start => RejectsTurnStart,
     fractional_duration => FractionalDuration,
     replay_drops_deltas => ReplayDropsDeltas,
+    client_seq_as_string => ClientSeqAsString,
     // Issue 11, scripted cases (h-suites).
     turn_completed_twice => TurnCompletedTwice,
     echo_order_swapped => EchoOrderSwapped,

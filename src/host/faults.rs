@@ -98,6 +98,7 @@ faults! {
     RejectsTruncation => ("rejects-truncation", "TURN-012", "Rejects every chat/truncated, as a host without truncation would; cases that only use it to end a turn are blocked by TURN-012."),
     FractionalDuration => ("fractional-duration", "TURN-006", "Sends every chat/turnComplete with a duration of n + 0.5 ms, a number that is not an integer."),
     ReplayDropsDeltas => ("replay-drops-deltas", "RECONNECT-007", "Leaves the chat/delta envelopes out of every reconnect replay, so a client's fold misses the streamed text."),
+    ClientSeqAsString => ("client-seq-as-string", "ENV-001", "Writes the origin clientSeq of session/titleChanged envelopes as a string (\"3\")."),
     RejectsTurnStart => ("rejects-turn-start", "TURN-001", "Rejects every chat/turnStarted from a client; the cases that run a turn on the way to their rule are blocked by TURN-001."),
     InitializeError => ("initialize-error", "INIT-001", "Answers initialize offering exactly [\"1.0.0\"], a version it supports, with an internal error."),
     // Issue 11, scripted cases (h-suites).
