@@ -413,6 +413,7 @@ fault_tests! {
     fractional_duration => FractionalDuration,
     replay_drops_deltas => ReplayDropsDeltas,
     client_seq_as_string => ClientSeqAsString,
+    reconnect_snapshot_short => ReconnectSnapshotShort,
     // Issue 11, scripted cases (h-suites).
     turn_completed_twice => TurnCompletedTwice,
     echo_order_swapped => EchoOrderSwapped,

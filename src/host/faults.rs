@@ -99,6 +99,7 @@ faults! {
     FractionalDuration => ("fractional-duration", "TURN-006", "Sends every chat/turnComplete with a duration of n + 0.5 ms, a number that is not an integer."),
     ReplayDropsDeltas => ("replay-drops-deltas", "RECONNECT-007", "Leaves the chat/delta envelopes out of every reconnect replay, so a client's fold misses the streamed text."),
     ClientSeqAsString => ("client-seq-as-string", "ENV-001", "Writes the origin clientSeq of session/titleChanged envelopes as a string (\"3\")."),
+    ReconnectSnapshotShort => ("reconnect-snapshot-short", "RECONNECT-005", "Answers a reconnect in the snapshot form without the snapshot of the last subscription it resumes."),
     RejectsTurnStart => ("rejects-turn-start", "TURN-001", "Rejects every chat/turnStarted from a client; the cases that run a turn on the way to their rule are blocked by TURN-001."),
     InitializeError => ("initialize-error", "INIT-001", "Answers initialize offering exactly [\"1.0.0\"], a version it supports, with an internal error."),
     // Issue 11, scripted cases (h-suites).
