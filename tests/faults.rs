@@ -32,6 +32,9 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::ClientSeqAsString => {
             rules.extend(["INV-SCHEMA-1".to_owned(), "DISPATCH-001".to_owned()])
         }
+        // SUB-001 and SUB-009 subscribe to the root channel after an initialize without it,
+        // which the fault refuses (SUB-009 is a MAY: recorded as info).
+        Fault::RootSubscribeRefused => rules.extend(["SUB-001".to_owned(), "SUB-009".to_owned()]),
         // INPUT-002 is STATUS-003 for input requests: breaking it breaks both.
         Fault::InputStatusWrong => rules.extend(["STATUS-003".to_owned()]),
         // These snapshots differ from the state the actions build (a repeated entry the
@@ -414,6 +417,7 @@ fault_tests! {
     replay_drops_deltas => ReplayDropsDeltas,
     client_seq_as_string => ClientSeqAsString,
     reconnect_snapshot_short => ReconnectSnapshotShort,
+    root_subscribe_refused => RootSubscribeRefused,
     // Issue 11, scripted cases (h-suites).
     turn_completed_twice => TurnCompletedTwice,
     echo_order_swapped => EchoOrderSwapped,

@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use super::faults::Fault;
-use super::world::{to_value, ConnEntry, World, ROOT};
+use super::world::{to_value, ConnEntry, ConnId, World, ROOT};
 
 impl World {
     /// Whether a connection that did not subscribe to `channel` still gets an envelope
@@ -75,6 +75,17 @@ impl World {
             return actions.pop();
         }
         None
+    }
+
+    /// Whether the `root-subscribe-refused` fault refuses this `subscribe`: one to the root
+    /// channel from a connection that did not subscribe to it at initialize.
+    pub(super) fn refuses_root_subscribe(&self, conn: ConnId, channel: &str) -> bool {
+        self.fault(Fault::RootSubscribeRefused)
+            && channel == ROOT
+            && self
+                .conns
+                .get(&conn)
+                .is_some_and(|entry| !entry.subscriptions.contains(ROOT))
     }
 
     /// The `type` of a replay response: `current` for an empty one under the

@@ -100,6 +100,7 @@ faults! {
     ReplayDropsDeltas => ("replay-drops-deltas", "RECONNECT-007", "Leaves the chat/delta envelopes out of every reconnect replay, so a client's fold misses the streamed text."),
     ClientSeqAsString => ("client-seq-as-string", "ENV-001", "Writes the origin clientSeq of session/titleChanged envelopes as a string (\"3\")."),
     ReconnectSnapshotShort => ("reconnect-snapshot-short", "RECONNECT-005", "Answers a reconnect in the snapshot form without the snapshot of the last subscription it resumes."),
+    RootSubscribeRefused => ("root-subscribe-refused", "SUB-013", "Refuses a subscribe to ahp-root:// from a connection that did not subscribe to it at initialize."),
     RejectsTurnStart => ("rejects-turn-start", "TURN-001", "Rejects every chat/turnStarted from a client; the cases that run a turn on the way to their rule are blocked by TURN-001."),
     InitializeError => ("initialize-error", "INIT-001", "Answers initialize offering exactly [\"1.0.0\"], a version it supports, with an internal error."),
     // Issue 11, scripted cases (h-suites).
