@@ -206,7 +206,6 @@ impl World {
 
 /// Adds [`STRAY_DIRECTORY`] to a chat's `workingDirectories` (or its catalog entry's, so
 /// the two still agree).
-
 fn add_stray_directory(holder: &mut Value) {
     if let Some(holder) = holder.as_object_mut() {
         let dirs = holder
