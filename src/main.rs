@@ -9,6 +9,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use ahpspec::aaphost;
 use ahpspec::certify::{self, Options};
 use ahpspec::engine::{Event, EventSink, Selection, Shard};
 use ahpspec::host::{self, faults, FaultSet, HostConfig};
@@ -51,11 +52,20 @@ enum Command {
     Replay(ReplayArgs),
     /// Merge the reports of several runs (e.g. `run --shard I/N` on parallel CI jobs) into one.
     Merge(MergeArgs),
-    /// Run the built-in reference AHP host.
+    /// Run the built-in reference AHP host (or, with `--protocol aap`, the AAP server).
     Serve {
+        /// ahp (default: WebSocket) or aap (HTTP + SSE).
+        #[arg(long)]
+        protocol: Option<String>,
         /// Address to listen on (port 0 picks a free port).
         #[arg(long, default_value = "127.0.0.1:0")]
         listen: SocketAddr,
+        /// Port to listen on at the `--listen` address (0 picks a free one).
+        #[arg(long)]
+        port: Option<u16>,
+        /// AAP only: require `Authorization: Bearer TOKEN` on every endpoint but GET /meta.
+        #[arg(long)]
+        token: Option<String>,
         /// Break rules on purpose: one fault or several (`a,b`); `--fault list` prints the catalog.
         #[arg(long)]
         fault: Option<String>,
@@ -231,11 +241,25 @@ fn main() -> ExitCode {
         Command::Run(args) => run(args),
         Command::Merge(args) => merge(args),
         Command::Serve {
-            listen,
+            protocol,
+            mut listen,
+            port,
+            token,
             fault,
             replay_buffer,
             max_message_bytes,
         } => {
+            if let Some(port) = port {
+                listen.set_port(port);
+            }
+            match protocol.as_deref() {
+                None | Some("ahp") if token.is_none() => {}
+                None | Some("ahp") => return usage_error("--token applies to --protocol aap"),
+                Some("aap") => return serve_aap(listen, token, fault.as_deref()),
+                Some(other) => {
+                    return usage_error(&format!("unknown protocol {other:?} (ahp or aap)"))
+                }
+            }
             if fault.as_deref() == Some("list") {
                 return list_faults();
             }
@@ -348,6 +372,48 @@ fn serve(config: HostConfig) -> anyhow::Result<()> {
         handle.shutdown().await;
         Ok(())
     })
+}
+
+/// `serve --protocol aap`: the built-in AAP server until SIGINT or SIGTERM; its base URL is
+/// the first stdout line.
+fn serve_aap(listen: SocketAddr, token: Option<String>, fault: Option<&str>) -> ExitCode {
+    if fault == Some("list") {
+        aaphost::fault_catalog_lines()
+            .iter()
+            .for_each(|line| println!("{line}"));
+        return ExitCode::SUCCESS;
+    }
+    let faults = match fault.map(str::parse::<aaphost::AapFaultSet>).transpose() {
+        Ok(faults) => faults.unwrap_or_default(),
+        Err(error) => return usage_error(&error.to_string()),
+    };
+    let config = aaphost::AapHostConfig {
+        listen,
+        token,
+        faults,
+        ..aaphost::AapHostConfig::default()
+    };
+    let served = with_runtime(|_| async move {
+        let handle = aaphost::spawn(config.clone()).await?;
+        println!("{}", handle.base_url());
+        std::io::stdout().flush()?;
+        if !config.faults.is_empty() {
+            let faults: Vec<String> = config
+                .faults
+                .iter()
+                .map(|fault| format!("{fault} (breaks {})", fault.rule()))
+                .collect();
+            eprintln!("ahpspec: serving AAP with fault {}", faults.join(", "));
+        }
+        wait_for_signal().await;
+        handle.shutdown().await;
+        Ok::<_, std::io::Error>(())
+    });
+    match served {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(error)) => usage_error(&format!("cannot serve AAP on {listen}: {error}")),
+        Err(exit) => exit,
+    }
 }
 
 async fn wait_for_signal() {
