@@ -350,6 +350,20 @@ impl Connection {
         self.wait_for_new(timeout, pred).await
     }
 
+    /// Like [`Connection::wait_for`], but the item found stays in the backlog for later steps.
+    pub async fn wait_keeping(
+        &mut self,
+        timeout: Duration,
+        mut pred: impl FnMut(&Incoming) -> bool,
+    ) -> Result<Incoming, TransportError> {
+        if let Some(item) = self.backlog.iter().find(|item| pred(item)) {
+            return Ok(item.clone());
+        }
+        let item = self.wait_for_new(timeout, pred).await?;
+        self.backlog.push_back(item.clone());
+        Ok(item)
+    }
+
     /// Like [`Connection::wait_for`], but only frames that arrive from now on count.
     pub async fn wait_for_new(
         &mut self,

@@ -15,6 +15,26 @@ fn expected(fault: Fault) -> BTreeSet<String> {
     match fault {
         // The chat keeps a status its content contradicts, and the fold disagrees with it.
         Fault::InProgressStuck => rules.extend(["INV-FOLD-1".to_owned()]),
+        // TURN-014 requires the turn attaching an empty chat to be accepted, and every turn is
+        // rejected; its own step, not a prerequisite.
+        Fault::RejectsTurnStart => rules.extend(["TURN-014".to_owned()]),
+        // A turn end whose duration is no integer does not decode, so the harness cannot fold
+        // it: its mirrors keep the turn active and the modifiedAt from before the end.
+        Fault::FractionalDuration => rules.extend([
+            "INV-SCHEMA-1".to_owned(),
+            "INV-FOLD-1".to_owned(),
+            "INV-CHAT-6".to_owned(),
+        ]),
+        // RECONNECT-007's own comparison is a fold comparison: INV-FOLD-1 sees it too.
+        Fault::ReplayDropsDeltas => rules.extend(["INV-FOLD-1".to_owned()]),
+        // An origin whose clientSeq is a string breaks the envelope's schema, and it names
+        // none of the client's dispatches (DISPATCH-001 checks every echo).
+        Fault::ClientSeqAsString => {
+            rules.extend(["INV-SCHEMA-1".to_owned(), "DISPATCH-001".to_owned()])
+        }
+        // SUB-001 and SUB-009 subscribe to the root channel after an initialize without it,
+        // which the fault refuses (SUB-009 is a MAY: recorded as info).
+        Fault::RootSubscribeRefused => rules.extend(["SUB-001".to_owned(), "SUB-009".to_owned()]),
         // INPUT-002 is STATUS-003 for input requests: breaking it breaks both.
         Fault::InputStatusWrong => rules.extend(["STATUS-003".to_owned()]),
         // These snapshots differ from the state the actions build (a repeated entry the
@@ -160,7 +180,9 @@ enum Blocks {
 
 fn blocks(fault: Fault) -> Blocks {
     match fault {
-        Fault::SessionsNeverReady | Fault::InitializeError => Blocks::Most,
+        Fault::SessionsNeverReady | Fault::InitializeError | Fault::RejectsTurnStart => {
+            Blocks::Most
+        }
         Fault::RejectsTruncation => Blocks::Cases(&["PENDING-002", "PENDING-006", "TURN-013"]),
         // Without the agents array the capabilities that gate these cases are unknown.
         Fault::RootWithoutAgents => Blocks::Cases(&[
@@ -390,6 +412,12 @@ fault_tests! {
     sessions_never_ready => SessionsNeverReady,
     initialize_error => InitializeError,
     rejects_truncation => RejectsTruncation,
+    rejects_turn_start => RejectsTurnStart,
+    fractional_duration => FractionalDuration,
+    replay_drops_deltas => ReplayDropsDeltas,
+    client_seq_as_string => ClientSeqAsString,
+    reconnect_snapshot_short => ReconnectSnapshotShort,
+    root_subscribe_refused => RootSubscribeRefused,
     // Issue 11, scripted cases (h-suites).
     turn_completed_twice => TurnCompletedTwice,
     echo_order_swapped => EchoOrderSwapped,

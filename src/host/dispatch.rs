@@ -190,6 +190,9 @@ impl World {
             return Ok(());
         }
         match type_name {
+            "chat/turnStarted" if self.fault(Fault::RejectsTurnStart) => {
+                Err("turns are not accepted (injected fault)".into())
+            }
             "chat/turnStarted" => {
                 let session_ready = self
                     .sessions

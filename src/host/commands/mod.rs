@@ -1,0 +1,234 @@
+//! JSON-RPC requests and client notifications other than `dispatchAction`.
+
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+use super::faults::Fault;
+use super::world::{ConnId, Version, World};
+
+mod chats;
+mod handshake;
+mod sessions;
+mod subscriptions;
+
+/// Versions (or caret ranges) this host accepts, as reported with `-32005`.
+pub const SUPPORTED_RANGES: &[&str] = &["^1.0.0", "^0.9.0"];
+
+/// A JSON-RPC error answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+}
+
+pub const INVALID_REQUEST: i64 = -32600;
+pub const METHOD_NOT_FOUND: i64 = -32601;
+pub const INVALID_PARAMS: i64 = -32602;
+pub const INTERNAL_ERROR: i64 = -32603;
+const SESSION_NOT_FOUND: i64 = -32001;
+const PROVIDER_NOT_FOUND: i64 = -32002;
+const SESSION_ALREADY_EXISTS: i64 = -32003;
+const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32005;
+/// Reserved and unassigned in 1.0.0; only the `reserved-error-code` fault uses it.
+const RESERVED_ERROR: i64 = -32006;
+const AUTH_REQUIRED: i64 = -32007;
+const NOT_FOUND: i64 = -32008;
+const PERMISSION_DENIED: i64 = -32009;
+const ALREADY_EXISTS: i64 = -32010;
+
+/// Work run right after a response is queued, still under the world lock.
+pub type AfterReply = Box<dyn FnOnce(&mut World) + Send>;
+
+/// The answer to one request.
+pub struct Reply {
+    pub result: Result<Value, RpcError>,
+    /// Close the connection once the answer is sent (after `-32005`).
+    pub close_after: bool,
+    /// Work to do after the answer is queued (keeps "dispatch before respond" rules honest
+    /// the other way round too).
+    pub after: Option<AfterReply>,
+}
+
+impl Reply {
+    fn of(result: Result<Value, RpcError>) -> Self {
+        Reply {
+            result,
+            close_after: false,
+            after: None,
+        }
+    }
+}
+
+fn parse<T: DeserializeOwned>(params: &Value) -> Result<T, RpcError> {
+    serde_json::from_value(params.clone())
+        .map_err(|e| RpcError::new(INVALID_PARAMS, format!("invalid params: {e}")))
+}
+
+impl World {
+    /// Answers one request. `ping` is handled by the connection layer.
+    pub fn handle_request(&mut self, conn: ConnId, method: &str, params: &Value) -> Reply {
+        self.apply_parked_before_request(conn, params);
+        let initialized = self.conns.get(&conn).is_some_and(|c| c.client_id.is_some());
+        match method {
+            "initialize" if initialized => {
+                Reply::of(Err(RpcError::new(INVALID_REQUEST, "already initialized")))
+            }
+            "reconnect" if initialized => {
+                Reply::of(Err(RpcError::new(INVALID_REQUEST, "already initialized")))
+            }
+            "initialize" => self.initialize(conn, params),
+            "reconnect" => self.reconnect(conn, params),
+            _ if !initialized && is_known_method(method) => Reply::of(Err(RpcError::new(
+                INVALID_REQUEST,
+                "the connection must be initialized first (send initialize or reconnect)",
+            ))),
+            "subscribe" => Reply::of(self.subscribe(conn, params)),
+            "listSessions" => Reply::of(self.list_sessions(conn, params)),
+            "createSession" => Reply::of(self.create_session(conn, params)),
+            "disposeSession" => Reply::of(self.dispose_session(conn, params)),
+            "createChat" if self.fault(Fault::ChatAddedAfterResponse) => {
+                self.create_chat_announced_late(conn, params)
+            }
+            "createChat" => Reply::of(self.create_chat(conn, params)),
+            "disposeChat" => Reply::of(self.dispose_chat(params)),
+            "fetchTurns" => self.fetch_turns(params),
+            "authenticate" if self.fault(Fault::AuthenticateAnything) => Reply::of(Ok(json!({}))),
+            "authenticate" => Reply::of(Err(self.auth_required())),
+            "completions" => Reply::of(self.existing_chat(params).map(|_| json!({ "items": [] }))),
+            "resolveSessionConfig" => Reply::of(self.resolve_session_config(params)),
+            "sessionConfigCompletions" => Reply::of(Ok(json!({ "items": [] }))),
+            "moveChat" => Reply::of(self.move_chat(params)),
+            "resourceResolve" if self.fault(Fault::ResolveMissingWrongCode) => {
+                Reply::of(Err(RpcError::new(INVALID_PARAMS, "no such resource")))
+            }
+            "resourceRead" | "resourceList" | "resourceResolve" | "resourceDelete"
+            | "resourceCopy" | "resourceMove" => Reply::of(Err(RpcError::new(
+                NOT_FOUND,
+                "this host exposes no resources",
+            ))),
+            "resourceRequest" => Reply::of(Err(self.request_denied(params))),
+            "resourceWrite" | "resourceMkdir" | "createResourceWatch" | "createTerminal" => {
+                Reply::of(Err(RpcError::new(
+                    PERMISSION_DENIED,
+                    "this host does not grant file-system or terminal access",
+                )))
+            }
+            "disposeTerminal"
+            | "invokeChangesetOperation"
+            | "listAutomationTriggerDefinitions"
+            | "runAutomation"
+            | "fetchAutomationRuns" => Reply::of(Err(RpcError::new(
+                NOT_FOUND,
+                "no such channel on this host",
+            ))),
+            _ => {
+                let code = if self.fault(Fault::WrongMethodNotFound) {
+                    INTERNAL_ERROR
+                } else {
+                    METHOD_NOT_FOUND
+                };
+                Reply::of(Err(RpcError::new(
+                    code,
+                    format!("method not found: {method}"),
+                )))
+            }
+        }
+    }
+
+    /// The answer to `authenticate`: this host protects no resource, so the token is for
+    /// none of them (AuthRequired, listing the protected resources: none).
+    fn auth_required(&self) -> RpcError {
+        let mut error = RpcError::new(
+            AUTH_REQUIRED,
+            "unknown protected resource: this host advertises none",
+        );
+        if !self.fault(Fault::AuthRequiredWithoutResources) {
+            error.data = Some(json!({ "resources": [] }));
+        }
+        error
+    }
+
+    /// The answer to `resourceRequest`: access is never granted; the denial names the
+    /// request it refuses.
+    fn request_denied(&self, params: &Value) -> RpcError {
+        let mut error = RpcError::new(
+            PERMISSION_DENIED,
+            "this host does not grant file-system access",
+        );
+        let request = if self.fault(Fault::PermissionDeniedBadData) {
+            params["uri"].clone()
+        } else {
+            params.clone()
+        };
+        error.data = Some(json!({ "request": request }));
+        error
+    }
+}
+
+fn channel_param(params: &Value) -> Result<String, RpcError> {
+    params
+        .get("channel")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| RpcError::new(INVALID_PARAMS, "params.channel (string) is required"))
+}
+
+/// Whether `method` is one of the protocol's client→host requests.
+pub fn is_known_method(method: &str) -> bool {
+    matches!(
+        method,
+        "subscribe"
+            | "listSessions"
+            | "createSession"
+            | "disposeSession"
+            | "createChat"
+            | "disposeChat"
+            | "moveChat"
+            | "fetchTurns"
+            | "authenticate"
+            | "completions"
+            | "resolveSessionConfig"
+            | "sessionConfigCompletions"
+            | "resourceRead"
+            | "resourceWrite"
+            | "resourceList"
+            | "resourceCopy"
+            | "resourceMove"
+            | "resourceDelete"
+            | "resourceResolve"
+            | "resourceMkdir"
+            | "resourceRequest"
+            | "createResourceWatch"
+            | "createTerminal"
+            | "disposeTerminal"
+            | "invokeChangesetOperation"
+            | "listAutomationTriggerDefinitions"
+            | "runAutomation"
+            | "fetchAutomationRuns"
+    )
+}
+
+/// Parses a strict `MAJOR.MINOR.PATCH` version.
+pub fn parse_version(text: &str) -> Option<Version> {
+    let mut parts = text.split('.');
+    let mut next = || -> Option<u64> {
+        let part = parts.next()?;
+        if part.is_empty() || (part.len() > 1 && part.starts_with('0')) {
+            return None;
+        }
+        part.parse().ok()
+    };
+    let version = (next()?, next()?, next()?);
+    parts.next().is_none().then_some(version)
+}

@@ -1,0 +1,312 @@
+//! Session requests: `listSessions`, `createSession`, `disposeSession`,
+//! `resolveSessionConfig`.
+
+use std::sync::Arc;
+
+use ahp_types::commands::{CreateSessionParams, ListSessionsParams};
+use ahp_types::state::{ChatState, SessionState};
+use serde_json::{json, Value};
+use tokio::sync::Notify;
+
+use super::chats::{chat_summary, new_chat};
+use super::{
+    channel_param, parse, RpcError, INTERNAL_ERROR, INVALID_PARAMS, PROVIDER_NOT_FOUND,
+    RESERVED_ERROR, SESSION_ALREADY_EXISTS, SESSION_NOT_FOUND,
+};
+use crate::host::agents::{agent_for, provider_name};
+use crate::host::faults::Fault;
+use crate::host::projection::instant_key;
+use crate::host::world::{
+    now_iso, to_value, AgentKind, ChatEntry, ConnId, SessionEntry, World, ROOT,
+};
+
+impl World {
+    pub(super) fn list_sessions(&self, conn: ConnId, params: &Value) -> Result<Value, RpcError> {
+        if let Some(key) = self.unknown_list_sessions_key(params) {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                format!("unknown member {key:?}"),
+            ));
+        }
+        let params: ListSessionsParams = parse(params)?;
+        let mut items: Vec<Value> = self
+            .sessions
+            .keys()
+            .filter_map(|uri| self.session_summary(uri))
+            .collect();
+        for item in &mut items {
+            if self.fault(Fault::ListedIdleWhileBusy) {
+                if let Some(status) = item["status"].as_u64() {
+                    item["status"] = json!((status & !31) | 1);
+                }
+            }
+            self.break_listed_summary(item);
+        }
+        items.extend(
+            self.listed_after_dispose
+                .iter()
+                .filter(|(to, _)| *to == conn)
+                .map(|(_, summary)| summary.clone()),
+        );
+        items.sort_by(|a, b| {
+            instant_key(&b["modifiedAt"])
+                .cmp(&instant_key(&a["modifiedAt"]))
+                .then_with(|| a["resource"].as_str().cmp(&b["resource"].as_str()))
+        });
+        if self.fault(Fault::SessionsOldestFirst) {
+            items.reverse();
+        }
+        let start = match params.cursor.as_deref() {
+            None => 0,
+            Some(cursor) => match cursor
+                .strip_prefix("offset:")
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|n| *n <= items.len())
+            {
+                Some(start) => start,
+                None if self.fault(Fault::UnknownCursorRestarts) => 0,
+                None => {
+                    return Err(RpcError::new(
+                        INVALID_PARAMS,
+                        format!("unknown cursor {cursor:?}"),
+                    ))
+                }
+            },
+        };
+        let limit = match params.limit {
+            Some(limit) if limit < 1 => {
+                return Err(RpcError::new(INVALID_PARAMS, "limit must be at least 1"))
+            }
+            Some(limit) => usize::try_from(limit).unwrap_or(usize::MAX),
+            None => usize::MAX,
+        };
+        let end = start.saturating_add(limit).min(items.len());
+        let page: Vec<Value> = items[start..end].to_vec();
+        let mut result = json!({ "items": page });
+        if end < items.len() {
+            result["nextCursor"] = json!(format!("offset:{end}"));
+        }
+        Ok(result)
+    }
+
+    pub(super) fn create_session(
+        &mut self,
+        conn: ConnId,
+        params: &Value,
+    ) -> Result<Value, RpcError> {
+        let params: CreateSessionParams = parse(params)?;
+        let uri = params.channel.clone();
+        if !uri.starts_with("ahp-session:/") || uri.len() <= "ahp-session:/".len() {
+            let code = if self.fault(Fault::ReservedErrorCode) {
+                RESERVED_ERROR
+            } else {
+                INVALID_PARAMS
+            };
+            return Err(RpcError::new(
+                code,
+                "a session URI must start with ahp-session:/",
+            ));
+        }
+        if self.sessions.contains_key(&uri) {
+            if self.fault(Fault::DuplicateSessionOk) {
+                return Ok(Value::Null);
+            }
+            return Err(RpcError::new(
+                SESSION_ALREADY_EXISTS,
+                format!("{uri} already exists"),
+            ));
+        }
+        let agent = match agent_for(params.provider.as_deref()) {
+            Some(agent) => agent,
+            None if self.fault(Fault::UnknownProviderOk) => AgentKind::Scripted,
+            None => {
+                return Err(RpcError::new(
+                    PROVIDER_NOT_FOUND,
+                    format!("unknown provider {:?}", params.provider.unwrap_or_default()),
+                ))
+            }
+        };
+        let client_id = self.conns.get(&conn).and_then(|c| c.client_id.clone());
+        if let Some(active) = &params.active_client {
+            if Some(&active.client_id) != client_id.as_ref()
+                && !self.fault(Fault::ForeignActiveClientOk)
+            {
+                return Err(RpcError::new(
+                    INVALID_PARAMS,
+                    "activeClient.clientId must be this connection's clientId",
+                ));
+            }
+        }
+        let now = now_iso();
+        let chat_uri = self.fresh_id("ahp-chat:/chat-");
+        let mut chat_state = new_chat(&chat_uri, "Chat", &now, None)?;
+        if self.fault(Fault::DefaultChatMovable) {
+            chat_state.movable = Some(true);
+        }
+        let session_state: SessionState = serde_json::from_value(json!({
+            "provider": provider_name(agent),
+            "title": "New session",
+            "status": 1,
+            "workingDirectories": params.working_directories,
+            "lifecycle": "creating",
+            "activeClients": params.active_client.iter().map(to_value).collect::<Vec<_>>(),
+            "chats": [chat_summary(&chat_state)],
+            "defaultChat": chat_uri,
+        }))
+        .map_err(|e| RpcError::new(INTERNAL_ERROR, format!("building session state: {e}")))?;
+        self.sessions.insert(
+            uri.clone(),
+            SessionEntry {
+                state: session_state,
+                created_at: now,
+                published_summary: Value::Null,
+            },
+        );
+        self.insert_chat(&uri, chat_state);
+        let summary = self.session_summary(&uri).unwrap_or(Value::Null);
+        if let Some(entry) = self.sessions.get_mut(&uri) {
+            entry.published_summary = summary.clone();
+        }
+        if !self.fault(Fault::NoSessionAdded) {
+            self.notify_subscribers(
+                ROOT,
+                "root/sessionAdded",
+                json!({ "channel": ROOT, "summary": summary }),
+            );
+        }
+        self.publish_active_sessions();
+        if let Some(token) = &params.progress_token {
+            self.notify_subscribers(
+                ROOT,
+                "root/progress",
+                json!({ "channel": ROOT, "progressToken": token, "progress": 0, "total": 1,
+                        "message": "initialising the session" }),
+            );
+        }
+        self.finish_creation_later(uri, agent, params.progress_token);
+        Ok(Value::Null)
+    }
+
+    pub(super) fn insert_chat(&mut self, session: &str, state: ChatState) {
+        self.chats.insert(
+            state.resource.clone(),
+            ChatEntry {
+                session: session.to_owned(),
+                state,
+                runner: None,
+                changed: Arc::new(Notify::new()),
+                windowed: false,
+                resumes: Default::default(),
+            },
+        );
+    }
+
+    /// Initialises the session asynchronously: `session/ready` (or `creationFailed`) and the
+    /// final `root/progress` frame (after the first, 0 of 1, sent on creation) when the
+    /// client asked for progress.
+    pub(super) fn finish_creation_later(
+        &self,
+        uri: String,
+        agent: AgentKind,
+        token: Option<String>,
+    ) {
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
+        let init = self.session_init_time();
+        tokio::spawn(async move {
+            // Initialising takes a moment, as with a real agent: subscribers see `creating`.
+            if init.is_zero() {
+                tokio::task::yield_now().await;
+            } else {
+                tokio::time::sleep(init).await;
+            }
+            let mut world = shared.lock();
+            if !world.sessions.contains_key(&uri) {
+                return;
+            }
+            if world.fault(Fault::SessionsNeverReady) && matches!(agent, AgentKind::Scripted) {
+                return;
+            }
+            let action = match agent {
+                AgentKind::Scripted => json!({ "type": "session/ready" }),
+                AgentKind::Unavailable => json!({ "type": "session/creationFailed",
+                    "error": { "errorType": "AgentUnavailable",
+                               "message": "the ahpspec-unavailable agent never starts" } }),
+            };
+            world.emit_logged(&uri, action);
+            if world.fault(Fault::ActionOnWrongChannel) {
+                world.emit_logged(&uri, json!({ "type": "chat/activityChanged" }));
+            }
+            world.sync_projections(&uri);
+            if let Some(token) = token.filter(|_| !world.fault(Fault::ProgressNeverFinal)) {
+                world.notify_subscribers(
+                    ROOT,
+                    "root/progress",
+                    json!({ "channel": ROOT, "progressToken": token, "progress": 1, "total": 1,
+                            "message": "session initialised" }),
+                );
+            }
+        });
+    }
+
+    pub(super) fn publish_active_sessions(&mut self) {
+        if self.fault(Fault::NoActiveSessionsChanged) {
+            return;
+        }
+        let count = self.sessions.len();
+        self.emit_logged(
+            ROOT,
+            json!({ "type": "root/activeSessionsChanged", "activeSessions": count }),
+        );
+    }
+
+    pub(super) fn dispose_session(
+        &mut self,
+        conn: ConnId,
+        params: &Value,
+    ) -> Result<Value, RpcError> {
+        let uri = channel_param(params)?;
+        if self.fault(Fault::DisposedStillListed) {
+            if let Some(summary) = self.session_summary(&uri) {
+                self.listed_after_dispose.push((conn, summary));
+            }
+        }
+        let Some(entry) = self.sessions.remove(&uri) else {
+            return Err(RpcError::new(
+                SESSION_NOT_FOUND,
+                format!("no such session: {uri}"),
+            ));
+        };
+        for chat in entry.state.chats.iter().map(|c| c.resource.clone()) {
+            self.stop_agent(&chat);
+            self.chats.remove(&chat);
+            self.forget_channel(&chat);
+        }
+        self.forget_channel(&uri);
+        if !self.fault(Fault::NoSessionRemoved) {
+            self.notify_subscribers(
+                ROOT,
+                "root/sessionRemoved",
+                json!({ "channel": ROOT, "session": uri }),
+            );
+        }
+        self.publish_active_sessions();
+        Ok(Value::Null)
+    }
+
+    /// Drops a channel that no longer exists from every subscription set.
+    pub(super) fn forget_channel(&mut self, uri: &str) {
+        for conn in self.conns.values_mut() {
+            conn.subscriptions.remove(uri);
+        }
+    }
+
+    pub(super) fn resolve_session_config(&self, params: &Value) -> Result<Value, RpcError> {
+        let provider = params.get("provider").and_then(Value::as_str);
+        if agent_for(provider).is_none() {
+            return Err(RpcError::new(PROVIDER_NOT_FOUND, "unknown provider"));
+        }
+        Ok(json!({ "schema": { "type": "object", "properties": {} }, "values": {} }))
+    }
+}
