@@ -552,12 +552,17 @@ pub mod tls {
 
     /// The connector for `wss://` connections.
     pub(super) fn connector() -> Result<Connector, TransportError> {
+        client_config().map(Connector::Rustls)
+    }
+
+    /// The TLS client set-up every `wss://` and `https://` connection of this process uses.
+    pub fn client_config() -> Result<Arc<ClientConfig>, TransportError> {
         let mut trust = TRUST
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let Trust { extra, config } = &mut *trust;
         if let Some(config) = config {
-            return Ok(Connector::Rustls(Arc::clone(config)));
+            return Ok(Arc::clone(config));
         }
         let mut roots = RootCertStore::empty();
         // Unreadable system certificates leave only the extra ones: a handshake with a
@@ -572,6 +577,6 @@ pub mod tls {
             .with_no_client_auth();
         let built = Arc::new(built);
         *config = Some(Arc::clone(&built));
-        Ok(Connector::Rustls(built))
+        Ok(built)
     }
 }
