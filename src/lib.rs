@@ -5,6 +5,8 @@
 //! built-in reference AHP server: an independent peer that never imports the harness's
 //! checks.
 
+pub mod aap;
+pub mod aaphost;
 pub mod certify;
 pub mod checks;
 pub mod client;

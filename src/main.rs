@@ -20,7 +20,7 @@ mod cli {
 }
 use cli::fuzz::{fuzz_command, replay_command, FuzzArgs, ReplayArgs};
 use cli::run::{list, merge, run};
-use cli::serve::serve_command;
+use cli::serve::{serve_aap, serve_command};
 
 // Checks and the built-in host allocate many short-lived JSON values; mimalloc makes the fuzzer
 // about a fifth faster end to end than the system allocator (benches/README.md).
@@ -50,11 +50,20 @@ enum Command {
     Replay(ReplayArgs),
     /// Merge the reports of several runs (e.g. `run --shard I/N` on parallel CI jobs) into one.
     Merge(MergeArgs),
-    /// Run the built-in reference AHP host.
+    /// Run the built-in reference AHP host (or, with `--protocol aap`, the AAP server).
     Serve {
+        /// ahp (default: WebSocket) or aap (HTTP + SSE).
+        #[arg(long)]
+        protocol: Option<String>,
         /// Address to listen on (port 0 picks a free port).
         #[arg(long, default_value = "127.0.0.1:0")]
         listen: SocketAddr,
+        /// Port to listen on at the `--listen` address (0 picks a free one).
+        #[arg(long)]
+        port: Option<u16>,
+        /// AAP only: require `Authorization: Bearer TOKEN` on every endpoint but GET /meta.
+        #[arg(long)]
+        token: Option<String>,
         /// Break rules on purpose: one fault or several (`a,b`); `--fault list` prints the catalog.
         #[arg(long)]
         fault: Option<String>,
@@ -108,6 +117,9 @@ struct MergeArgs {
 struct ListArgs {
     #[command(flatten)]
     select: SelectArgs,
+    /// The catalog of this protocol: ahp (default) or aap.
+    #[arg(long)]
+    protocol: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -131,8 +143,15 @@ impl TlsArgs {
 
 #[derive(Debug, Args)]
 struct RunArgs {
-    /// Server to certify (ws:// or wss:// URL); omitted: the built-in reference host.
+    /// Server to certify: ws:// or wss:// (AHP), http:// or https:// base URL (AAP);
+    /// omitted: the built-in reference server of `--protocol`.
     url: Option<String>,
+    /// ahp or aap; default: from the URL's scheme, else ahp.
+    #[arg(long)]
+    protocol: Option<String>,
+    /// AAP API key, sent as `Authorization: Bearer KEY`.
+    #[arg(long)]
+    token: Option<String>,
     #[command(flatten)]
     tls: TlsArgs,
     #[command(flatten)]
@@ -230,11 +249,26 @@ fn main() -> ExitCode {
         Command::Run(args) => run(args),
         Command::Merge(args) => merge(args),
         Command::Serve {
-            listen,
+            protocol,
+            mut listen,
+            port,
+            token,
             fault,
             replay_buffer,
             max_message_bytes,
-        } => serve_command(listen, fault.as_deref(), replay_buffer, max_message_bytes),
+        } => {
+            if let Some(port) = port {
+                listen.set_port(port);
+            }
+            match protocol.as_deref() {
+                None | Some("ahp") if token.is_none() => {
+                    serve_command(listen, fault.as_deref(), replay_buffer, max_message_bytes)
+                }
+                None | Some("ahp") => usage_error("--token applies to --protocol aap"),
+                Some("aap") => serve_aap(listen, token, fault.as_deref()),
+                Some(other) => usage_error(&format!("unknown protocol {other:?} (ahp or aap)")),
+            }
+        }
     }
 }
 

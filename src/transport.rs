@@ -350,6 +350,20 @@ impl Connection {
         self.wait_for_new(timeout, pred).await
     }
 
+    /// Like [`Connection::wait_for`], but the item found stays in the backlog for later steps.
+    pub async fn wait_keeping(
+        &mut self,
+        timeout: Duration,
+        mut pred: impl FnMut(&Incoming) -> bool,
+    ) -> Result<Incoming, TransportError> {
+        if let Some(item) = self.backlog.iter().find(|item| pred(item)) {
+            return Ok(item.clone());
+        }
+        let item = self.wait_for_new(timeout, pred).await?;
+        self.backlog.push_back(item.clone());
+        Ok(item)
+    }
+
     /// Like [`Connection::wait_for`], but only frames that arrive from now on count.
     pub async fn wait_for_new(
         &mut self,
@@ -538,12 +552,17 @@ pub mod tls {
 
     /// The connector for `wss://` connections.
     pub(super) fn connector() -> Result<Connector, TransportError> {
+        client_config().map(Connector::Rustls)
+    }
+
+    /// The TLS client set-up every `wss://` and `https://` connection of this process uses.
+    pub fn client_config() -> Result<Arc<ClientConfig>, TransportError> {
         let mut trust = TRUST
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let Trust { extra, config } = &mut *trust;
         if let Some(config) = config {
-            return Ok(Connector::Rustls(Arc::clone(config)));
+            return Ok(Arc::clone(config));
         }
         let mut roots = RootCertStore::empty();
         // Unreadable system certificates leave only the extra ones: a handshake with a
@@ -558,6 +577,6 @@ pub mod tls {
             .with_no_client_auth();
         let built = Arc::new(built);
         *config = Some(Arc::clone(&built));
-        Ok(Connector::Rustls(built))
+        Ok(built)
     }
 }

@@ -15,6 +15,26 @@ fn expected(fault: Fault) -> BTreeSet<String> {
     match fault {
         // The chat keeps a status its content contradicts, and the fold disagrees with it.
         Fault::InProgressStuck => rules.extend(["INV-FOLD-1".to_owned()]),
+        // TURN-014 requires the turn attaching an empty chat to be accepted, and every turn is
+        // rejected; its own step, not a prerequisite.
+        Fault::RejectsTurnStart => rules.extend(["TURN-014".to_owned()]),
+        // A turn end whose duration is no integer does not decode, so the harness cannot fold
+        // it: its mirrors keep the turn active and the modifiedAt from before the end.
+        Fault::FractionalDuration => rules.extend([
+            "INV-SCHEMA-1".to_owned(),
+            "INV-FOLD-1".to_owned(),
+            "INV-CHAT-6".to_owned(),
+        ]),
+        // RECONNECT-007's own comparison is a fold comparison: INV-FOLD-1 sees it too.
+        Fault::ReplayDropsDeltas => rules.extend(["INV-FOLD-1".to_owned()]),
+        // An origin whose clientSeq is a string breaks the envelope's schema, and it names
+        // none of the client's dispatches (DISPATCH-001 checks every echo).
+        Fault::ClientSeqAsString => {
+            rules.extend(["INV-SCHEMA-1".to_owned(), "DISPATCH-001".to_owned()])
+        }
+        // SUB-001 and SUB-009 subscribe to the root channel after an initialize without it,
+        // which the fault refuses (SUB-009 is a MAY: recorded as info).
+        Fault::RootSubscribeRefused => rules.extend(["SUB-001".to_owned(), "SUB-009".to_owned()]),
         // INPUT-002 is STATUS-003 for input requests: breaking it breaks both.
         Fault::InputStatusWrong => rules.extend(["STATUS-003".to_owned()]),
         // These snapshots differ from the state the actions build (a repeated entry the
@@ -133,9 +153,9 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::WindowWithoutCursor => rules.extend(["TURN-011".to_owned()]),
         // The reconnect result is schema-checked too, and its type is replay or snapshot.
         Fault::EmptyReplayRenamed => rules.extend(["INV-SCHEMA-1".to_owned()]),
-        // RECONNECT-005 replays from 0 a session whose one envelope (session/ready) c1 has
-        // folded already: sent again after the response, it is behind c1's mirror.
-        Fault::ReplayTailLater => rules.extend(["ENV-003".to_owned(), "SUB-002".to_owned()]),
+        // RECONNECT-003 alone: RECONNECT-005 now gets the snapshot form (lastSeenServerSeq 0),
+        // so no case sees the late envelope behind its mirror.
+        Fault::ReplayTailLater => {}
         // Other connections that hold only the chat miss the agent's actions too: SUB-010's
         // c2 never sees the turn end, nor VERSION-009's old connection, and INPUT-003's c2
         // folds a turn without its input request (INV-FOLD-1 at the checkpoint).
@@ -145,6 +165,18 @@ fn expected(fault: Fault) -> BTreeSet<String> {
             "INV-FOLD-1".to_owned(),
         ]),
         _ => {}
+    }
+    // RECONNECT-007 compares the fold of a replayed chat with a fresh snapshot of it: a
+    // snapshot that differs from what the chat's actions build fails that comparison too.
+    if matches!(
+        fault,
+        Fault::ChatListedTwice
+            | Fault::FractionalDuration
+            | Fault::InProgressStuck
+            | Fault::ModifiedAtLate
+            | Fault::NegativeDuration
+    ) {
+        rules.insert("RECONNECT-007".to_owned());
     }
     rules
 }
@@ -160,7 +192,9 @@ enum Blocks {
 
 fn blocks(fault: Fault) -> Blocks {
     match fault {
-        Fault::SessionsNeverReady | Fault::InitializeError => Blocks::Most,
+        Fault::SessionsNeverReady | Fault::InitializeError | Fault::RejectsTurnStart => {
+            Blocks::Most
+        }
         Fault::RejectsTruncation => Blocks::Cases(&["PENDING-002", "PENDING-006", "TURN-013"]),
         // Without the agents array the capabilities that gate these cases are unknown.
         Fault::RootWithoutAgents => Blocks::Cases(&[
@@ -390,6 +424,12 @@ fault_tests! {
     sessions_never_ready => SessionsNeverReady,
     initialize_error => InitializeError,
     rejects_truncation => RejectsTruncation,
+    rejects_turn_start => RejectsTurnStart,
+    fractional_duration => FractionalDuration,
+    replay_drops_deltas => ReplayDropsDeltas,
+    client_seq_as_string => ClientSeqAsString,
+    reconnect_snapshot_short => ReconnectSnapshotShort,
+    root_subscribe_refused => RootSubscribeRefused,
     // Issue 11, scripted cases (h-suites).
     turn_completed_twice => TurnCompletedTwice,
     echo_order_swapped => EchoOrderSwapped,

@@ -186,3 +186,42 @@ async fn an_unusable_ca_file_is_a_one_line_usage_error() {
         assert!(stderr.contains(culprit), "{}", show(&out));
     }
 }
+
+/// https:// (AAP): the same TLS set-up certifies the built-in AAP server behind the front,
+/// and refuses it without the certificate (issue 17).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_aap_server_is_certified_when_its_certificate_is_trusted() {
+    let server = ahpspec::aaphost::spawn(ahpspec::aaphost::AapHostConfig::default())
+        .await
+        .expect("AAP server starts");
+    let (port, pem, front) = tls_front(server.local_addr().to_string()).await;
+    let scratch = Scratch::new("aap");
+    let cert = scratch.join("server.pem");
+    std::fs::write(&cert, &pem).expect("writes the certificate");
+    let url = format!("https://localhost:{port}");
+    let reports = scratch.join("reports");
+    let args = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            &url,
+            "--filter",
+            "AAP-SESSION-*,AAP-SSE-*",
+            "--report-dir",
+            &reports,
+        ];
+        args.extend_from_slice(extra);
+        args.into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let trusted = ahpspec(args(&["--ca-cert", &cert])).await;
+    assert_eq!(trusted.status.code(), Some(0), "{}", show(&trusted));
+    let untrusted = ahpspec(args(&[])).await;
+    assert_eq!(untrusted.status.code(), Some(2), "{}", show(&untrusted));
+    let stderr = String::from_utf8_lossy(&untrusted.stderr);
+    assert!(
+        stderr.to_lowercase().contains("certificate"),
+        "{}",
+        show(&untrusted)
+    );
+    front.abort();
+    server.shutdown().await;
+}

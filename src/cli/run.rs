@@ -13,6 +13,19 @@ use ahpspec::verdict::Verdict;
 use crate::{target_faults, usage_error, with_runtime, ListArgs, MergeArgs, RunArgs};
 
 pub fn list(args: &ListArgs) -> ExitCode {
+    match ahpspec::aap::protocol_of(None, args.protocol.as_deref()) {
+        Ok(ahpspec::aap::Protocol::Aap) => {
+            return match ahpspec::aap::runner::catalog_lines(&args.select.selection()) {
+                Ok(lines) => {
+                    lines.iter().for_each(|line| println!("{line}"));
+                    ExitCode::SUCCESS
+                }
+                Err(error) => usage_error(&error.to_string()),
+            }
+        }
+        Ok(ahpspec::aap::Protocol::Ahp) => {}
+        Err(error) => return usage_error(&error),
+    }
     let catalog = match &args.select.suites {
         Some(dir) => Catalog::from_dir(dir),
         None => Catalog::embedded(),
@@ -116,17 +129,15 @@ impl EventSink for Console {
 }
 
 pub fn run(args: RunArgs) -> ExitCode {
+    match ahpspec::aap::protocol_of(args.url.as_deref(), args.protocol.as_deref()) {
+        Ok(ahpspec::aap::Protocol::Aap) => return run_aap(args),
+        Ok(ahpspec::aap::Protocol::Ahp) => {}
+        Err(error) => return usage_error(&error),
+    }
     let faults = match target_faults(&args.tls, args.fault.as_deref(), args.url.is_some()) {
         Ok(faults) => faults,
         Err(exit) => return exit,
     };
-    if let Some(url) = &args.url {
-        if !(url.starts_with("ws://") || url.starts_with("wss://")) {
-            return usage_error(&format!(
-                "not a WebSocket URL: {url} (expected ws://… or wss://…)"
-            ));
-        }
-    }
     let options = Options {
         url: args.url.clone(),
         faults,
@@ -150,6 +161,45 @@ pub fn run(args: RunArgs) -> ExitCode {
         Err(exit) => return exit,
     };
     finish(&report, &args.report_dir)
+}
+
+/// `run` against an AAP server (or the built-in one): the library does the work. AAP
+/// faults are the AAP server's own (`serve --protocol aap --fault list`).
+fn run_aap(args: RunArgs) -> ExitCode {
+    if let Err(error) = args.tls.apply() {
+        return usage_error(&error);
+    }
+    if args.schemas.is_some() || args.target_profile.is_some() {
+        return usage_error("--schemas and --target-profile apply to AHP runs only");
+    }
+    let options = ahpspec::aap::AapOptions {
+        url: args.url.clone(),
+        target_label: args.url.clone().unwrap_or_else(|| "builtin".to_owned()),
+        fault: args.fault.clone(),
+        token: args.token.clone(),
+        selection: args.select.selection(),
+        timeout: args.timeout,
+        jobs: args.jobs.max(1),
+        strict: args.strict,
+        suites: args.select.suites.clone(),
+        baseline: args.baseline.clone(),
+        rerun_prefix: ahpspec::aap::rerun_prefix(args.url.as_deref(), args.fault.as_deref())
+            + &args
+                .select
+                .suites
+                .as_ref()
+                .map(|dir| format!(" --suites {}", dir.display()))
+                .unwrap_or_default(),
+    };
+    let outcome = with_runtime(|interrupt| async move {
+        let mut console = Console::new();
+        ahpspec::aap::certify(&options, &mut console, interrupt).await
+    });
+    match outcome {
+        Ok(Ok(report)) => finish(&report, &args.report_dir),
+        Ok(Err(error)) => usage_error(&error.to_string()),
+        Err(exit) => exit,
+    }
 }
 
 /// Writes the four reports, prints the summary, and maps the verdicts to the exit code:

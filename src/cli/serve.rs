@@ -4,6 +4,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
+use ahpspec::aaphost;
 use ahpspec::host::{self, faults, HostConfig};
 use ahpspec::suite::Catalog;
 
@@ -38,6 +39,48 @@ pub fn serve_command(
             eprintln!("ahpspec: {error:#}");
             ExitCode::from(2)
         }
+        Err(exit) => exit,
+    }
+}
+
+/// `serve --protocol aap`: the built-in AAP server until SIGINT or SIGTERM; its base URL is
+/// the first stdout line.
+pub fn serve_aap(listen: SocketAddr, token: Option<String>, fault: Option<&str>) -> ExitCode {
+    if fault == Some("list") {
+        aaphost::fault_catalog_lines()
+            .iter()
+            .for_each(|line| println!("{line}"));
+        return ExitCode::SUCCESS;
+    }
+    let faults = match fault.map(str::parse::<aaphost::AapFaultSet>).transpose() {
+        Ok(faults) => faults.unwrap_or_default(),
+        Err(error) => return usage_error(&error.to_string()),
+    };
+    let config = aaphost::AapHostConfig {
+        listen,
+        token,
+        faults,
+        ..aaphost::AapHostConfig::default()
+    };
+    let served = with_runtime(|mut interrupt| async move {
+        let handle = aaphost::spawn(config.clone()).await?;
+        println!("{}", handle.base_url());
+        std::io::stdout().flush()?;
+        if !config.faults.is_empty() {
+            let faults: Vec<String> = config
+                .faults
+                .iter()
+                .map(|fault| format!("{fault} (breaks {})", fault.rule()))
+                .collect();
+            eprintln!("ahpspec: serving AAP with fault {}", faults.join(", "));
+        }
+        wait_for_signal(&mut interrupt).await;
+        handle.shutdown().await;
+        Ok::<_, std::io::Error>(())
+    });
+    match served {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(error)) => usage_error(&format!("cannot serve AAP on {listen}: {error}")),
         Err(exit) => exit,
     }
 }

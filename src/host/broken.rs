@@ -130,6 +130,26 @@ impl World {
         }
     }
 
+    /// Breaks an action envelope on its way out, after the reducers applied the action:
+    /// `fractional-duration` gives a turn's end half a millisecond more than its (integer)
+    /// duration; `client-seq-as-string` writes the clientSeq of a title change's origin as a string.
+    pub(super) fn break_envelope(&self, envelope: &mut serde_json::Map<String, Value>) {
+        let kind = envelope["action"]["type"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if self.fault(Fault::FractionalDuration) && kind == "chat/turnComplete" {
+            if let Some(duration) = envelope["action"]["duration"].as_i64() {
+                envelope["action"]["duration"] = json!(duration as f64 + 0.5);
+            }
+        }
+        if self.fault(Fault::ClientSeqAsString) && kind == "session/titleChanged" {
+            if let Some(origin) = envelope.get_mut("origin") {
+                origin["clientSeq"] = Value::String(origin["clientSeq"].to_string());
+            }
+        }
+    }
+
     /// Breaks a session snapshot as the active fault says.
     pub(super) fn break_session_snapshot(&self, state: &mut Value) {
         let with_directories = state["workingDirectories"]

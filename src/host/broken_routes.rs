@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use super::faults::Fault;
-use super::world::{to_value, ConnEntry, World, ROOT};
+use super::world::{to_value, ConnEntry, ConnId, World, ROOT};
 
 impl World {
     /// Whether a connection that did not subscribe to `channel` still gets an envelope
@@ -68,10 +68,24 @@ impl World {
     /// the client's mirror is then still at its last seen serverSeq, and the late envelope
     /// breaks RECONNECT-003 alone, not the order of the channel).
     pub(super) fn break_replay(&self, actions: &mut Vec<Value>) -> Option<Value> {
+        if self.fault(Fault::ReplayDropsDeltas) {
+            actions.retain(|envelope| envelope["action"]["type"] != "chat/delta");
+        }
         if self.fault(Fault::ReplayTailLater) && actions.len() == 1 {
             return actions.pop();
         }
         None
+    }
+
+    /// Whether the `root-subscribe-refused` fault refuses this `subscribe`: one to the root
+    /// channel from a connection that did not subscribe to it at initialize.
+    pub(super) fn refuses_root_subscribe(&self, conn: ConnId, channel: &str) -> bool {
+        self.fault(Fault::RootSubscribeRefused)
+            && channel == ROOT
+            && self
+                .conns
+                .get(&conn)
+                .is_some_and(|entry| !entry.subscriptions.contains(ROOT))
     }
 
     /// The `type` of a replay response: `current` for an empty one under the

@@ -96,6 +96,7 @@ faults! {
     // Prerequisites: faults that stop most cases before their own rule (they are blocked by it).
     SessionsNeverReady => ("sessions-never-ready", "LIFECYCLE-003", "Leaves every session of the scripted agent creating: neither session/ready nor session/creationFailed ever comes."),
     RejectsTruncation => ("rejects-truncation", "TURN-012", "Rejects every chat/truncated, as a host without truncation would; cases that only use it to end a turn are blocked by TURN-012."),
+    RejectsTurnStart => ("rejects-turn-start", "TURN-001", "Rejects every chat/turnStarted from a client; the cases that run a turn on the way to their rule are blocked by TURN-001."),
     InitializeError => ("initialize-error", "INIT-001", "Answers initialize offering exactly [\"1.0.0\"], a version it supports, with an internal error."),
     // Issue 11, scripted cases (h-suites).
     TurnCompletedTwice => ("turn-completed-twice", "TURN-002", "Ends every completed turn with a second chat/turnComplete."),
@@ -224,6 +225,12 @@ faults! {
     TurnStreamToStarterOnly => ("turn-stream-to-starter-only", "SUB-003", "Sends the agent's actions of a client's turn only to that client and the session's subscribers, not to the chat's other subscribers."),
     CursorWithoutWindow => ("cursor-without-window", "SUB-007", "Adds a turnsNextCursor to the snapshot of chats with three or more turns subscribed without a view, as if older turns were left out."),
     MalformedTitleApplied => ("malformed-title-applied", "DISPATCH-007", "Sets the session's title to the JSON text of the title member of a session/titleChanged it rejects as malformed."),
+    // Issue 12, session 6: the last case rules without a fault (TURN-006, ENV-001, RECONNECT-005/007, SUB-013).
+    FractionalDuration => ("fractional-duration", "TURN-006", "Sends every chat/turnComplete with a duration of n + 0.5 ms, a number that is not an integer."),
+    ReplayDropsDeltas => ("replay-drops-deltas", "RECONNECT-007", "Leaves the chat/delta envelopes out of every reconnect replay, so a client's fold misses the streamed text."),
+    ClientSeqAsString => ("client-seq-as-string", "ENV-001", "Writes the origin clientSeq of session/titleChanged envelopes as a string (\"3\")."),
+    ReconnectSnapshotShort => ("reconnect-snapshot-short", "RECONNECT-005", "Answers a reconnect in the snapshot form without the snapshot of the last subscription it resumes."),
+    RootSubscribeRefused => ("root-subscribe-refused", "SUB-013", "Refuses a subscribe to ahp-root:// from a connection that did not subscribe to it at initialize."),
 }
 
 impl fmt::Display for Fault {

@@ -359,6 +359,7 @@ impl World {
                 json!({ "clientId": "ahpspec-host", "clientSeq": 1 }),
             );
         }
+        self.break_envelope(&mut envelope);
         let envelope = Value::Object(envelope);
         let introduced_in = action_type(&envelope["action"])
             .and_then(action_info)

@@ -425,6 +425,10 @@ pub struct Sleep {
 pub struct Checkpoint {
     /// Channels to compare (default: every channel any connection of the case mirrors).
     pub channels: Option<Vec<String>>,
+    /// The comparison is the case's own rule (e.g. a fold after a replay): a mirror that
+    /// differs from its fresh snapshot fails the case, besides INV-FOLD-1.
+    #[serde(default)]
+    pub own: bool,
 }
 
 impl Step {
@@ -485,9 +489,53 @@ pub struct ExpectCheck {
     /// Pointer to an array → an element it must not contain (partial object match).
     #[serde(default)]
     pub excludes: Matches,
+    /// Pointer → JSON type of the member there (`integer`, `number`, `string`, `boolean`,
+    /// `array`, `object`, `null`), for members whose type the rule is about.
+    #[serde(default)]
+    pub types: BTreeMap<String, JsonType>,
     pub level: Option<Level>,
     /// The rule this check exercises when it is not the case's own (see `relies_on`).
     pub relies_on: Option<String>,
+}
+
+/// A JSON type, as JSON Schema names them (`integer` is a number without a fraction).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JsonType {
+    Null,
+    Boolean,
+    Integer,
+    Number,
+    String,
+    Array,
+    Object,
+}
+
+impl JsonType {
+    /// Whether `value` is of this type.
+    pub fn holds(self, value: &Value) -> bool {
+        match self {
+            JsonType::Null => value.is_null(),
+            JsonType::Boolean => value.is_boolean(),
+            JsonType::Integer => value.is_i64() || value.is_u64(),
+            JsonType::Number => value.is_number(),
+            JsonType::String => value.is_string(),
+            JsonType::Array => value.is_array(),
+            JsonType::Object => value.is_object(),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JsonType::Null => "null",
+            JsonType::Boolean => "boolean",
+            JsonType::Integer => "integer",
+            JsonType::Number => "number",
+            JsonType::String => "string",
+            JsonType::Array => "array",
+            JsonType::Object => "object",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]

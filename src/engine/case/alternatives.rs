@@ -13,6 +13,20 @@ use crate::verdict::Finding;
 impl Runner<'_> {
     pub(super) fn expect_check(&mut self, s: &ExpectCheck) -> StepResult {
         let value = self.subst(&Value::String(s.value.clone()))?;
+        for (pointer, kind) in &s.types {
+            let member = value.pointer(pointer);
+            if !member.is_some_and(|m| kind.holds(m)) {
+                return self.broken(
+                    &s.level,
+                    &s.on,
+                    format!("{pointer} is of type {}", kind.as_str()),
+                    match member {
+                        Some(m) => format!("{pointer} = {m}"),
+                        None => format!("{pointer} is absent"),
+                    },
+                );
+            }
+        }
         let no_bits = BTreeMap::new();
         let no_bounds = Matches::new();
         let checks = DocChecks {

@@ -117,6 +117,18 @@ impl Runner<'_> {
             }
         };
         let seq = self.dispatch(&s.on, &chat, action, false).await?;
+        // A case that names its turn start judges the echo itself; for every other case a
+        // rejected start is a failure of TURN-001, which the case relies on to get a turn.
+        if s.pending.is_none() && (s.name.is_none() || s.wait_end) {
+            if let Some(reason) = self.turn_start_rejection(&s.on, &chat, &turn_id).await? {
+                return Err(self.prerequisite(
+                    "TURN-001",
+                    &s.on,
+                    format!("turn {turn_id} started (an echo without rejectionReason)"),
+                    format!("rejected: {reason}"),
+                ));
+            }
+        }
         self.dispatches.insert(
             s.name.clone().unwrap_or_else(|| turn_id.clone()),
             (Self::conn_name(&s.on), seq),
@@ -145,6 +157,38 @@ impl Runner<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The rejection reason of this connection's echo of `chat/turnStarted` for `turn_id`, if
+    /// the echo came and was rejected; the echo stays for the case's own echo steps. No echo
+    /// is not judged here (the steps that wait for the turn's actions judge it).
+    async fn turn_start_rejection(
+        &mut self,
+        on: &Option<String>,
+        chat: &str,
+        turn_id: &str,
+    ) -> Result<Option<Value>, Stop> {
+        let timeout = self.ctx.timeout;
+        let conn = self.conn(on)?;
+        let client_id = conn.checks.client_id.clone();
+        let echo = conn
+            .link
+            .wait_keeping(timeout, |item| {
+                matches!(item, Incoming::Message(m)
+                    if m["method"] == "action"
+                        && m["params"]["channel"] == chat
+                        && m["params"]["origin"]["clientId"] == client_id.as_str()
+                        && m["params"]["action"]["type"] == "chat/turnStarted"
+                        && m["params"]["action"]["turnId"] == turn_id)
+            })
+            .await;
+        Ok(match echo {
+            Ok(Incoming::Message(m)) => m["params"]
+                .get("rejectionReason")
+                .filter(|r| !r.is_null())
+                .cloned(),
+            _ => None,
+        })
     }
 
     /// Compares every mirror with a fresh snapshot from a separate observer connection,
@@ -182,6 +226,11 @@ impl Runner<'_> {
         for (rule, n) in checked.invariant_counts {
             *self.counts.entry(rule).or_insert(0) += n;
         }
+        let own_miss = checked
+            .violations
+            .iter()
+            .find(|(_, v)| s.own && v.rule == "INV-FOLD-1")
+            .map(|(name, v)| (name.clone(), v.expected.clone(), v.actual.clone()));
         for (name, violation) in checked.violations {
             let context = self
                 .conns
@@ -197,6 +246,9 @@ impl Runner<'_> {
                 context,
             ));
         }
-        Ok(())
+        match own_miss {
+            Some((name, expected, actual)) => self.broken(&None, &Some(name), expected, actual),
+            None => Ok(()),
+        }
     }
 }

@@ -157,7 +157,8 @@ impl World {
             self.subscribe_conn(conn, uri);
         }
         let last_seen = u64::try_from(params.last_seen_server_seq).unwrap_or(0);
-        let replayable = params.last_seen_server_seq >= 0
+        // A client that has seen nothing (0) gets snapshots: cheaper than the whole history.
+        let replayable = params.last_seen_server_seq > 0
             && last_seen >= self.replay_floor
             && last_seen <= self.seq;
         let mut held_back = None;
@@ -184,10 +185,13 @@ impl World {
             let kind = self.replay_kind(&actions, &missing);
             json!({ "type": kind, "actions": actions, "missing": missing })
         } else {
-            let snapshots: Vec<Value> = present
+            let mut snapshots: Vec<Value> = present
                 .iter()
                 .filter_map(|uri| self.snapshot(uri, None))
                 .collect();
+            if self.fault(Fault::ReconnectSnapshotShort) {
+                snapshots.pop();
+            }
             json!({ "type": "snapshot", "snapshots": snapshots })
         };
         let client_id = params.client_id;

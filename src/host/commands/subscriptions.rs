@@ -3,7 +3,7 @@
 use ahp_types::commands::SubscribeParams;
 use serde_json::{json, Value};
 
-use super::{parse, RpcError, INTERNAL_ERROR, NOT_FOUND, SESSION_NOT_FOUND};
+use super::{parse, RpcError, INTERNAL_ERROR, INVALID_PARAMS, NOT_FOUND, SESSION_NOT_FOUND};
 use crate::host::faults::Fault;
 use crate::host::world::{ConnId, World};
 
@@ -27,6 +27,12 @@ impl World {
             .as_ref()
             .and_then(|v| v.turns)
             .filter(|_| self.config.turn_windows);
+        if self.refuses_root_subscribe(conn, &params.channel) {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                "the root channel is only subscribable at initialize (injected fault)",
+            ));
+        }
         match self.snapshot(&params.channel, view_turns) {
             Some(mut snapshot) => {
                 self.break_subscribe_snapshot(&mut snapshot, view_turns.is_some());

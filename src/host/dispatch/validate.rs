@@ -105,6 +105,9 @@ impl World {
             client_id,
         };
         match type_name {
+            "chat/turnStarted" if self.fault(Fault::RejectsTurnStart) => {
+                Err("turns are not accepted (injected fault)".into())
+            }
             "chat/turnStarted" => self.turn_started(&context, action),
             "chat/turnCancelled" => self.turn_cancelled(&context, action),
             "chat/turnResume" => self.turn_resume(&context, action),
