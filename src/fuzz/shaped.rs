@@ -177,7 +177,22 @@ pub struct MethodShape {
     pub members: Vec<String>,
 }
 
-/// Every method with a params definition in the embedded schemas, sorted by name.
+/// Methods that act outside the protocol's state on a real host (files, terminals,
+/// automations, changesets): frames mode may run against a user's server, so hostile
+/// params never go to these.
+const OUTSIDE_EFFECTS: &[&str] = &[
+    "resourceWrite",
+    "resourceDelete",
+    "resourceMove",
+    "resourceCopy",
+    "resourceMkdir",
+    "createTerminal",
+    "runAutomation",
+    "invokeChangesetOperation",
+];
+
+/// Every method with a params definition in the embedded schemas but those of
+/// [`OUTSIDE_EFFECTS`], sorted by name.
 pub fn method_shapes() -> &'static [MethodShape] {
     static SHAPES: OnceLock<Vec<MethodShape>> = OnceLock::new();
     SHAPES.get_or_init(|| {
@@ -189,6 +204,7 @@ pub fn method_shapes() -> &'static [MethodShape] {
         let mut shapes: Vec<MethodShape> = map
             .params
             .iter()
+            .filter(|(method, _)| !OUTSIDE_EFFECTS.contains(&method.as_str()))
             .map(|(method, def)| {
                 let properties = docs
                     .iter()
@@ -254,6 +270,7 @@ mod tests {
         assert!(list.request);
         assert!(list.members.iter().any(|m| m == "limit"), "{list:?}");
         assert!(shapes.iter().any(|s| !s.request), "some notifications");
+        assert!(shapes.iter().all(|s| s.method != "resourceDelete"));
     }
 
     #[test]
