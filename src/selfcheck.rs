@@ -222,7 +222,8 @@ pub fn loader_survives(loader: Loader, text: &str) -> Result<(), String> {
         }
         Loader::Trace => {
             if let Ok(trace) = serde_json::from_str::<crate::fuzz::trace::Trace>(text) {
-                let case = trace.to_case();
+                // `replay --to-case` output is appended to a suite file, under its `page`.
+                let case = format!("page = \"regressions\"\n{}", trace.to_case());
                 if let Err(error) = crate::suite::parse_suite("regression.toml", &case) {
                     return Err(format!(
                         "a loaded trace makes a case that does not load: {error}\n{case}"
