@@ -141,3 +141,30 @@ fn loaders_take_the_shipped_files_and_garbage() {
         }
     }
 }
+
+/// A trace's regression case (`replay --to-case`) loads once appended under a suite's
+/// `page`, also when the failure text holds quotes, newlines and TOML syntax. (The first
+/// loaders campaign stopped on the oracle itself, which judged the case without a page.)
+#[test]
+fn a_loaded_trace_becomes_a_case_that_loads() {
+    for actual in [
+        "it removed \"q1\" (on c1)",
+        "a\nb ]] [[case]] \\u0000",
+        "'''",
+    ] {
+        let trace = serde_json::json!({
+            "format": 1, "toolVersion": "0.1.0", "seed": 1, "target": "builtin",
+            "fault": "queue-lifo", "mode": "model",
+            "failure": { "rule": "PENDING-003", "expected": "q0 first", "actual": actual, "opIndex": 1 },
+            "originalLen": 2, "shrinkSteps": 0,
+            "ops": [{ "op": "startTurn", "client": 0, "behaviour": "long" }],
+            "performed": [], "frames": []
+        });
+        let text = trace.to_string();
+        assert!(
+            serde_json::from_str::<ahpspec::fuzz::trace::Trace>(&text).is_ok(),
+            "the trace loads"
+        );
+        assert_eq!(loader_survives(Loader::Trace, &text), Ok(()), "{actual:?}");
+    }
+}
