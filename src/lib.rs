@@ -19,6 +19,8 @@ pub mod merge;
 pub mod report;
 pub mod schema;
 pub mod schemagen;
+#[doc(hidden)]
+pub mod selfcheck;
 pub mod suite;
 pub mod tape;
 pub mod target;

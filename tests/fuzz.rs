@@ -221,6 +221,44 @@ async fn frames_mode_survives_on_the_correct_host() {
     );
 }
 
+/// The structure-aware frames (well-formed messages of the protocol's methods with hostile
+/// members) go out, and the correct host answers every one and stays clean.
+#[tokio::test]
+async fn shaped_frames_leave_the_correct_host_clean() {
+    use ahpspec::fuzz::frames::{execute_frames, Mutation};
+    let opts = options(None, 11, Duration::from_secs(5));
+    let mutations: Vec<Mutation> = (0..40u32)
+        .map(|n| Mutation::Shaped {
+            entropy: (0..300u32)
+                .map(|i| (i ^ n).wrapping_mul(2_654_435_761) as u8)
+                .collect(),
+        })
+        .collect();
+    let execution = execute_frames(&mutations, &opts.target, &opts.exec)
+        .await
+        .expect("the sequence runs");
+    assert!(
+        execution.failure.is_none(),
+        "false positive: {:?}",
+        execution.failure
+    );
+    assert_eq!(execution.operations, mutations.len());
+    let methods: std::collections::BTreeSet<&str> = ahpspec::fuzz::shaped::method_shapes()
+        .iter()
+        .map(|s| s.method.as_str())
+        .filter(|m| {
+            execution
+                .frames
+                .iter()
+                .any(|f| f.direction == "sent" && f.text.contains(&format!("\"method\":\"{m}\"")))
+        })
+        .collect();
+    assert!(
+        methods.len() >= 8,
+        "only these methods were sent: {methods:?}"
+    );
+}
+
 macro_rules! frames_find {
     ($($name:ident => $fault:ident [$($rule:literal),+],)*) => {
         $(

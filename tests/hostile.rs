@@ -2,11 +2,13 @@
 //! frame, an oversized message, a silent, slow or vanishing server all end in a clear
 //! verdict within a bounded time, and the report is still written.
 //!
-//! The hostile servers are tiny WebSocket servers on 127.0.0.1, defined below.
+//! The hostile servers are tiny WebSocket servers on 127.0.0.1 (`hostile_servers`); the
+//! binary's exit codes against them are in `tests/hostile_cli.rs`.
+
+mod hostile_servers;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use ahpspec::certify::{certify, HarnessError, Options};
@@ -15,33 +17,8 @@ use ahpspec::report;
 use ahpspec::suite::Catalog;
 use ahpspec::transport::MAX_INBOUND_BYTES;
 use ahpspec::verdict::{CaseResult, RunReport, Verdict};
-use futures_util::{SinkExt, StreamExt};
-use serde_json::{json, Value};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::task::JoinHandle;
-use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
-
-/// How a hostile server misbehaves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    /// Accepts the WebSocket and never sends anything.
-    Silent,
-    /// Answers every frame with non-JSON text, a binary frame and a JSON array.
-    Garbage,
-    /// Answers the first frame with one text message bigger than the harness accepts.
-    Oversized,
-    /// Answers `ping` correctly, but only after 2 s; ignores everything else.
-    Slow,
-    /// Drops the TCP connection right after the WebSocket handshake.
-    Hangup,
-    /// Answers every request at once with a success carrying another id.
-    WrongIds,
-    /// Answers every frame with a notification nested 200,000 arrays deep.
-    DeepNesting,
-    /// Answers the first frame with a 40 MB notification (under the harness's limit), then
-    /// stays silent.
-    Big,
-}
+use hostile_servers::{hostile, Mode, LATE};
+use serde_json::Value;
 
 /// The cases every hostile run selects: scripted cases of several areas plus the
 /// always-on TRANSPORT-001 row.
@@ -57,183 +34,6 @@ const FILTER: &[&str] = &[
 
 /// How long a whole run may take before the test calls it a hang.
 const RUN_LIMIT: Duration = Duration::from_secs(30);
-
-/// A hostile server; stops accepting when dropped.
-struct Hostile {
-    url: String,
-    task: JoinHandle<()>,
-}
-
-impl Drop for Hostile {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn hostile(mode: Mode) -> Hostile {
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("binds loopback");
-    let url = format!("ws://{}", listener.local_addr().expect("local address"));
-    let task = tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(serve(mode, stream));
-        }
-    });
-    Hostile { url, task }
-}
-
-/// The oversized message, built once: a JSON-RPC notification padded past the limit.
-fn oversized_message() -> Utf8Bytes {
-    static MESSAGE: OnceLock<Utf8Bytes> = OnceLock::new();
-    MESSAGE
-        .get_or_init(|| {
-            let size = 70 * 1024 * 1024;
-            assert!(size > MAX_INBOUND_BYTES);
-            let head = r#"{"jsonrpc":"2.0","method":"pad","params":{"pad":""#;
-            let tail = r#""}}"#;
-            let mut text = String::with_capacity(size);
-            text.push_str(head);
-            text.push_str(&"x".repeat(size - head.len() - tail.len()));
-            text.push_str(tail);
-            Utf8Bytes::from(text)
-        })
-        .clone()
-}
-
-/// A notification whose params hold `depth` nested arrays.
-fn deep_message(depth: usize) -> String {
-    let head = r#"{"jsonrpc":"2.0","method":"deep","params":{"channel":"ahp-root://","v":"#;
-    format!("{head}{}{}}}}}", "[".repeat(depth), "]".repeat(depth))
-}
-
-/// A valid 40 MB notification.
-fn big_message() -> Utf8Bytes {
-    static MESSAGE: OnceLock<Utf8Bytes> = OnceLock::new();
-    MESSAGE
-        .get_or_init(|| {
-            let size = 40 * 1000 * 1000;
-            assert!(size < MAX_INBOUND_BYTES);
-            let head =
-                r#"{"jsonrpc":"2.0","method":"pad","params":{"channel":"ahp-root://","pad":""#;
-            let tail = r#""}}"#;
-            let mut text = String::with_capacity(size);
-            text.push_str(head);
-            text.push_str(&"x".repeat(size - head.len() - tail.len()));
-            text.push_str(tail);
-            Utf8Bytes::from(text)
-        })
-        .clone()
-}
-
-/// Answers every text frame with what `reply` makes of it (nothing for `None`).
-async fn answer_each(
-    ws: tokio_tungstenite::WebSocketStream<TcpStream>,
-    reply: impl Fn(&str) -> Option<Message>,
-) {
-    let (mut sink, mut source) = ws.split();
-    while let Some(Ok(message)) = source.next().await {
-        let Message::Text(text) = message else {
-            continue;
-        };
-        if let Some(answer) = reply(text.as_str()) {
-            if sink.send(answer).await.is_err() {
-                return;
-            }
-        }
-    }
-}
-
-async fn serve(mode: Mode, stream: TcpStream) {
-    let Ok(ws) = tokio_tungstenite::accept_async(stream).await else {
-        return;
-    };
-    match mode {
-        Mode::Silent => {
-            // Keep the socket open, never read or write.
-            let _ws = ws;
-            std::future::pending::<()>().await;
-        }
-        Mode::Hangup => drop(ws),
-        Mode::WrongIds => {
-            answer_each(ws, |text| {
-                let request = serde_json::from_str::<Value>(text).ok()?;
-                let id = request.get("id")?.as_i64()?;
-                let response = json!({ "jsonrpc": "2.0", "id": id + 1000, "result": null });
-                Some(Message::text(response.to_string()))
-            })
-            .await
-        }
-        Mode::DeepNesting => {
-            let deep = deep_message(200_000);
-            answer_each(ws, |_| Some(Message::text(deep.clone()))).await
-        }
-        Mode::Big => {
-            let (mut sink, mut source) = ws.split();
-            if let Some(Ok(_)) = source.next().await {
-                let _ = sink.send(Message::Text(big_message())).await;
-            }
-            while let Some(Ok(_)) = source.next().await {}
-        }
-        Mode::Garbage => {
-            let (mut sink, mut source) = ws.split();
-            while let Some(Ok(message)) = source.next().await {
-                if !matches!(message, Message::Text(_) | Message::Binary(_)) {
-                    continue;
-                }
-                let replies = [
-                    Message::text("this is not JSON {"),
-                    Message::binary(vec![0xde, 0xad, 0xbe, 0xef]),
-                    Message::text("[1,2,3]"),
-                    Message::text(r#"{"jsonrpc":"2.0","id":"#),
-                ];
-                for reply in replies {
-                    if sink.send(reply).await.is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-        Mode::Oversized => {
-            let (mut sink, mut source) = ws.split();
-            if let Some(Ok(_)) = source.next().await {
-                let _ = sink.send(Message::Text(oversized_message())).await;
-            }
-            // Keep reading (and discarding) until the harness goes away.
-            while let Some(Ok(_)) = source.next().await {}
-        }
-        Mode::Slow => {
-            let (mut sink, mut source) = ws.split();
-            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-            let writer = tokio::spawn(async move {
-                while let Some(text) = rx.recv().await {
-                    if sink.send(Message::text(text)).await.is_err() {
-                        return;
-                    }
-                }
-            });
-            while let Some(Ok(message)) = source.next().await {
-                let Message::Text(text) = message else {
-                    continue;
-                };
-                let Ok(request) = serde_json::from_str::<Value>(text.as_str()) else {
-                    continue;
-                };
-                if request["method"] == "ping" {
-                    let id = request["id"].clone();
-                    let tx = tx.clone();
-                    tokio::spawn(async move {
-                        tokio::time::sleep(Duration::from_secs(2)).await;
-                        let response = json!({ "jsonrpc": "2.0", "id": id, "result": null });
-                        let _ = tx.send(response.to_string());
-                    });
-                }
-            }
-            drop(tx);
-            let _ = writer.await;
-        }
-    }
-}
 
 fn options(url: String) -> Options {
     Options {
@@ -410,23 +210,15 @@ fn assert_scripted(report: &RunReport, except: &[&str], verdict: Verdict, why: &
     }
 }
 
-/// A server that answers no `initialize`: INIT-001 fails once, on its own row, with why;
-/// VERSION-001, which chooses its own offer, fails itself; every other scripted case but
-/// `except` is blocked by INIT-001.
+/// A server that answers no `initialize` at all: INIT-001 fails once, on its own row, with
+/// why; every other scripted case but `except` is blocked by INIT-001, VERSION-001 (which
+/// chooses its own offer) too: a server that answers no initialize answers none.
 fn assert_initialize_broken(report: &RunReport, except: &[&str], why: &str) {
     let init = case(report, "INIT-001");
     assert_eq!(init.verdict, Verdict::Fail, "{}", describe(report));
     assert!(finding_text(init).contains(why), "{}", finding_text(init));
-    assert_eq!(
-        verdict_of(report, "VERSION-001"),
-        Verdict::Fail,
-        "{}",
-        describe(report)
-    );
-    let mut skip = vec!["VERSION-001"];
-    skip.extend_from_slice(except);
-    assert_scripted(report, &skip, Verdict::Blocked, "Blocked by INIT-001");
-    assert_scripted(report, &skip, Verdict::Blocked, why);
+    assert_scripted(report, except, Verdict::Blocked, "Blocked by INIT-001");
+    assert_scripted(report, except, Verdict::Blocked, why);
     for row in report
         .cases
         .iter()
@@ -652,6 +444,44 @@ async fn big_message_server() {
         "a 40 MB message is not the harness's problem:\n{}",
         describe(&report)
     );
+}
+
+/// Correct answers 20 s late are no answers: the run judges them by its own timeout and
+/// ends without waiting for them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_server() {
+    let server = hostile(Mode::Late).await;
+    let (report, took) = run_against(server.url.clone()).await;
+    let report = report.expect("a report");
+    check_common("late", &report, took, &[]);
+    let ping = case(&report, "TRANSPORT-010");
+    assert_eq!(ping.verdict, Verdict::Fail, "{}", describe(&report));
+    assert!(
+        finding_text(ping).contains("nothing within 300 ms"),
+        "{}",
+        finding_text(ping)
+    );
+    assert_initialize_broken(&report, &["TRANSPORT-010"], "timed out after 300ms");
+    assert_no_frames_seen(&report);
+    assert!(took < LATE, "the run waited for the late answers: {took:?}");
+}
+
+/// Correct answers in binary frames: AHP messages are text frames, so each binary frame
+/// breaks TRANSPORT-001 and answers nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_frames_server() {
+    let server = hostile(Mode::Binary).await;
+    let (report, took) = run_against(server.url.clone()).await;
+    let report = report.expect("a report");
+    check_common("binary", &report, took, &[]);
+    let row = case(&report, "TRANSPORT-001");
+    assert_eq!(row.verdict, Verdict::Fail, "{}", describe(&report));
+    assert!(
+        finding_text(row).contains("a binary frame"),
+        "{}",
+        finding_text(row)
+    );
+    assert_initialize_broken(&report, &["TRANSPORT-010"], "timed out after 300ms");
 }
 
 /// Nothing listens: `certify` refuses to produce a report of non-verdicts and says why, in

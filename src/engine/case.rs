@@ -131,7 +131,7 @@ pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
             break;
         }
         match &ctx.agent_capabilities {
-            Err(super::AgentsUnread::Server(why)) => {
+            Err(super::AgentsUnread::Server(why) | super::AgentsUnread::Unanswered(why)) => {
                 stop = Some(runner.prerequisite(
                     "INIT-001",
                     &None,

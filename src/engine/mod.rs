@@ -142,6 +142,14 @@ pub async fn run(
                 why,
                 &config.protocol_version,
                 contexts[index].rerun.clone(),
+                false,
+            ),
+            (Err(AgentsUnread::Unanswered(why)), false) => prerequisite::blocked_before_running(
+                case,
+                why,
+                &config.protocol_version,
+                contexts[index].rerun.clone(),
+                true,
             ),
             _ => None,
         };
@@ -161,7 +169,9 @@ pub async fn run(
             None => to_run.push(index),
         }
     }
-    if let (Err(AgentsUnread::Server(why)), false) = (&agent_capabilities, results.is_empty()) {
+    if let (Err(AgentsUnread::Server(why) | AgentsUnread::Unanswered(why)), false) =
+        (&agent_capabilities, results.is_empty())
+    {
         sink.event(&Event::Notice(format!(
             "the server answered no initialize ({why}): INIT-001 fails and the {} cases that start with one are blocked without running",
             results.len()

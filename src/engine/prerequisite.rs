@@ -13,8 +13,11 @@ use crate::verdict::{CaseInfo, CaseResult, Finding, Level, Verdict};
 /// Why the run could not read the agents' capabilities from the server's root state.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentsUnread {
-    /// The server failed the run's `initialize` (INIT-001).
+    /// The server failed the run's `initialize` (INIT-001) with a wrong answer.
     Server(String),
+    /// The server failed the run's `initialize` (INIT-001) by not answering at all: it was
+    /// silent until the timeout, sent only what is no answer, or closed the connection.
+    Unanswered(String),
     /// The root snapshot of the run's `initialize` has no `agents` array (INIT-003): what
     /// the agents advertise is unknown, not absent.
     NoAgents(String),
@@ -28,20 +31,24 @@ pub(super) type Prerequisites = BTreeMap<String, Vec<(String, Finding)>>;
 /// When the run's own `initialize` (the one that reads the agents) failed, a case that
 /// starts by initialising with the default offer would only repeat that failure after a
 /// timeout of its own: it is blocked by INIT-001 at once, without running. Cases that
-/// first do something else (ping before initialize, malformed frames, version offers of
-/// their own), and INIT-001's own cases, still run.
+/// first do something else (ping before initialize, malformed frames), INIT-001's own
+/// cases and, unless the server answered no initialize at all, initializes of their own
+/// (another offer, sent without waiting, charged to another rule) still run.
 pub(super) fn blocked_before_running(
     case: &Case,
     why: &str,
     offer: &str,
     rerun: String,
+    unanswered: bool,
 ) -> Option<(CaseResult, Finding)> {
     let first = case.steps.first()?;
     let Step::Initialize(init) = &first.step else {
         return None;
     };
     let own = crate::suite::rule_of(&case.info.id) == "INIT-001";
-    if own || init.versions.is_some() || init.relies_on.is_some() || init.send_only {
+    // A server that answers no initialize at all answers none of these either.
+    let own_kind = init.versions.is_some() || init.relies_on.is_some() || init.send_only;
+    if own || (own_kind && !unanswered) {
         return None;
     }
     let finding = Finding {
@@ -220,7 +227,7 @@ pub(super) async fn agent_capabilities(
             | TransportError::Closed
             | TransportError::WebSocket(_)),
         ) => {
-            return Err(AgentsUnread::Server(format!(
+            return Err(AgentsUnread::Unanswered(format!(
                 "initialize offering [{:?}]: {error}",
                 config.protocol_version
             )))

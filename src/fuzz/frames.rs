@@ -48,6 +48,10 @@ pub enum Mutation {
     NoMethod,
     /// An unsubscribe notification for a channel never subscribed.
     StrayUnsubscribe,
+    /// A well-formed message for one of the protocol's methods whose params members hold
+    /// wrong-typed values, boundary numbers, odd Unicode or oversized strings, built with
+    /// `arbitrary` from these bytes ([`super::shaped::shaped_message`]).
+    Shaped { entropy: Vec<u8> },
 }
 
 fn base_request(base: u8, id: u64) -> Value {
@@ -204,6 +208,13 @@ fn render(mutation: &Mutation, id: u64) -> (Result<String, Vec<u8>>, Answer) {
             let note = json!({ "jsonrpc": "2.0", "method": "unsubscribe", "params": { "channel": "ahp-session:/fuzz-nowhere" } });
             (Ok(note.to_string()), Answer::Survive)
         }
+        Mutation::Shaped { entropy } => {
+            let mut u = arbitrary::Unstructured::new(entropy);
+            // Running out of entropy is no error: `arbitrary` then picks the smallest choices.
+            let message = super::shaped::shaped_message(&mut u, id, super::shaped::Limits::FRAMES)
+                .unwrap_or_else(|_| base_request(0, id));
+            (Ok(message.to_string()), Answer::Survive)
+        }
         Mutation::GarbageAction { kind } => {
             let action = match kind % 3 {
                 0 => json!("not an object"),
@@ -231,6 +242,7 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         2 => (0u8..3).prop_map(|kind| Mutation::GarbageAction { kind }),
         1 => Just(Mutation::NoMethod),
         1 => Just(Mutation::StrayUnsubscribe),
+        6 => prop::collection::vec(any::<u8>(), 0..512).prop_map(|entropy| Mutation::Shaped { entropy }),
     ]
 }
 

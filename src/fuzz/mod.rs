@@ -9,6 +9,7 @@ pub mod findings;
 pub mod frames;
 pub mod model;
 pub mod ops;
+pub mod shaped;
 pub mod trace;
 
 use std::time::{Duration, Instant};

@@ -146,3 +146,34 @@ async fn dispatches_before_initialize_are_never_applied() {
     assert_eq!(a.state(&session).await["title"], "New session");
     finish(host).await;
 }
+
+/// Found by `fuzz --mode frames` (structure-aware frames): a resourceRequest whose params
+/// are not ResourceRequestParams was denied with -32009 echoing them as `data.request`,
+/// which then broke ERR-003. Params of the wrong shape are invalid params; well-formed ones
+/// are still denied with the request echoed.
+#[tokio::test]
+async fn resource_request_with_malformed_params_is_invalid_params() {
+    let host = host(None).await;
+    let mut c = Client::init(host.url(), "c1").await;
+    for params in [
+        json!({ "channel": [], "uri": "file:///x" }),
+        json!({ "channel": "ahp-root://", "uri": "" }),
+        json!({ "channel": "ahp-root://", "uri": "file:///a b" }),
+        json!({ "channel": "ahp-root://", "uri": "https://h:port/" }),
+        json!({ "channel": "ahp-root://", "uri": "file:///x", "read": "yes" }),
+    ] {
+        assert_eq!(
+            c.err("resourceRequest", params.clone()).await,
+            -32602,
+            "{params}"
+        );
+    }
+    assert_eq!(
+        c.err(
+            "resourceRequest",
+            json!({ "channel": "ahp-root://", "uri": "file:///x%20y?q#f", "read": true })
+        )
+        .await,
+        -32009
+    );
+}

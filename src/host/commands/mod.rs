@@ -1,5 +1,6 @@
 //! JSON-RPC requests and client notifications other than `dispatchAction`.
 
+use ahp_types::commands::ResourceRequestParams;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
@@ -70,6 +71,50 @@ impl Reply {
     }
 }
 
+/// Whether `text` is an absolute URI made only of characters RFC 3986 allows outside IP
+/// literals (stricter than the RFC: a URI this refuses is answered as invalid params).
+fn plain_uri(text: &str) -> bool {
+    let Some((scheme, rest)) = text.split_once(':') else {
+        return false;
+    };
+    let mut scheme_chars = scheme.chars();
+    let scheme_ok = scheme_chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && scheme_chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    let bytes = rest.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        let b = bytes[at];
+        if b == b'%' {
+            let hex = |i: usize| bytes.get(i).is_some_and(u8::is_ascii_hexdigit);
+            if !(hex(at + 1) && hex(at + 2)) {
+                return false;
+            }
+            at += 3;
+            continue;
+        }
+        if !(b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/?#".contains(&b)) {
+            return false;
+        }
+        at += 1;
+    }
+    scheme_ok && plain_authority(rest)
+}
+
+/// The authority of `rest` (after `scheme:`), if any: at most one `@`, and a port of digits.
+fn plain_authority(rest: &str) -> bool {
+    let Some(after) = rest.strip_prefix("//") else {
+        return true;
+    };
+    let authority = after.split(['/', '?', '#']).next().unwrap_or_default();
+    let mut parts = authority.split('@');
+    let host = match (parts.next(), parts.next(), parts.next()) {
+        (Some(host), None, _) | (Some(_), Some(host), None) => host,
+        _ => return false,
+    };
+    host.split_once(':')
+        .is_none_or(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
+}
+
 fn parse<T: DeserializeOwned>(params: &Value) -> Result<T, RpcError> {
     serde_json::from_value(params.clone())
         .map_err(|e| RpcError::new(INVALID_PARAMS, format!("invalid params: {e}")))
@@ -117,7 +162,13 @@ impl World {
                 NOT_FOUND,
                 "this host exposes no resources",
             ))),
-            "resourceRequest" => Reply::of(Err(self.request_denied(params))),
+            // Only well-formed params are echoed in the denial's data (ERR-003); others are
+            // invalid params, like any method's.
+            "resourceRequest" => Reply::of(Err(match parse::<ResourceRequestParams>(params) {
+                Ok(p) if plain_uri(&p.channel) && plain_uri(&p.uri) => self.request_denied(params),
+                Ok(_) => RpcError::new(INVALID_PARAMS, "channel and uri must be URIs"),
+                Err(error) => error,
+            })),
             "resourceWrite" | "resourceMkdir" | "createResourceWatch" | "createTerminal" => {
                 Reply::of(Err(RpcError::new(
                     PERMISSION_DENIED,
