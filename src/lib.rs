@@ -5,6 +5,7 @@
 //! built-in reference AHP server: an independent peer that never imports the harness's
 //! checks.
 
+pub mod capture;
 pub mod certify;
 pub mod checks;
 pub mod embed;
@@ -12,10 +13,12 @@ pub mod engine;
 pub mod fuzz;
 pub mod host;
 pub mod merge;
+pub mod proxy;
 pub mod report;
 pub mod schema;
 pub mod schemagen;
 pub mod suite;
 pub mod tape;
+pub mod traffic;
 pub mod transport;
 pub mod verdict;

@@ -20,8 +20,10 @@ use clap::{Args, Parser, Subcommand};
 /// Subcommands with enough options to want a file of their own (src/cli/).
 mod cli {
     pub mod fuzz;
+    pub mod proxy;
 }
 use cli::fuzz::{fuzz_command, replay_command, FuzzArgs, ReplayArgs};
+use cli::proxy::{check_command, proxy_command, CheckArgs, ProxyArgs};
 
 // Checks and the built-in host allocate many short-lived JSON values; mimalloc makes the fuzzer
 // about a fifth faster end to end than the system allocator (benches/README.md).
@@ -51,6 +53,11 @@ enum Command {
     Replay(ReplayArgs),
     /// Merge the reports of several runs (e.g. `run --shard I/N` on parallel CI jobs) into one.
     Merge(MergeArgs),
+    /// Check real traffic: a WebSocket proxy between any AHP client and server that checks
+    /// every connection live and writes the reports on Ctrl-C, SIGTERM or --duration.
+    Proxy(ProxyArgs),
+    /// Re-check captures (`--record` of proxy or run) offline and write the same reports.
+    Check(CheckArgs),
     /// Run the built-in reference AHP host.
     Serve {
         /// Address to listen on (port 0 picks a free port).
@@ -163,6 +170,9 @@ struct RunArgs {
     /// Cases run in parallel (each on its own connections and session).
     #[arg(long, default_value_t = 8)]
     jobs: usize,
+    /// Record every frame of the run into this capture (JSON Lines; `ahpspec check` re-checks it).
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
     /// Where the reports go.
     #[arg(long, default_value = "reports")]
     report_dir: PathBuf,
@@ -230,6 +240,8 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay_command(args),
         Command::Run(args) => run(args),
         Command::Merge(args) => merge(args),
+        Command::Proxy(args) => proxy_command(args),
+        Command::Check(args) => check_command(args),
         Command::Serve {
             listen,
             fault,
@@ -505,6 +517,7 @@ fn run(args: RunArgs) -> ExitCode {
         jobs: args.jobs.max(1),
         strict: args.strict,
         protocol_versions: args.protocol_version.clone(),
+        record: args.record.clone(),
     };
     let outcome = with_runtime(|interrupt| async move {
         let mut console = Console::new();
@@ -521,7 +534,7 @@ fn run(args: RunArgs) -> ExitCode {
 /// Writes the four reports, prints the summary, and maps the verdicts to the exit code:
 /// 1 for failures, blocked cases or an interrupted run, 2 when only harness errors stand
 /// in the way of a verdict, 0 for a conforming run.
-fn finish(report: &ahpspec::verdict::RunReport, report_dir: &std::path::Path) -> ExitCode {
+pub(crate) fn finish(report: &ahpspec::verdict::RunReport, report_dir: &std::path::Path) -> ExitCode {
     let written = report::write_all(report, report_dir);
     println!("{}", report::render_summary_line(report));
     match written {

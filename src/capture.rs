@@ -1,0 +1,397 @@
+//! Captures: the frames of one or more WebSocket connections in JSON Lines, one record a
+//! line (format: `schemas/capture.schema.json`), written by `proxy --record`,
+//! `run --record` and `fuzz --record` and read back by `ahpspec check`. Secrets
+//! (`authenticate` tokens) are redacted before a frame is recorded anywhere.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What replaces a secret in transcripts, reports and captures.
+pub const REDACTED: &str = "<redacted>";
+
+/// Which peer sent a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Peer {
+    Client,
+    Server,
+}
+
+/// A close frame's code and reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Close {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<u16>,
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// What one record holds: exactly one of these members.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Payload {
+    /// The connection opened: the request path and, when the proxy recorded it, where it
+    /// was forwarded.
+    Open {
+        path: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        upstream: Option<String>,
+    },
+    Text(String),
+    /// A binary frame's bytes, base64 (standard alphabet, padded).
+    Binary(String),
+    Close(Close),
+    /// The connection broke without a close frame.
+    Lost(bool),
+}
+
+/// One line of a capture.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Record {
+    /// The connection, unique within the capture.
+    pub conn: String,
+    /// Absent on `open` records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<Peer>,
+    /// Milliseconds since the connection opened.
+    pub at_ms: f64,
+    /// Wall-clock time (RFC 3339), on `open` records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    #[serde(flatten)]
+    pub payload: Payload,
+}
+
+impl Record {
+    /// A binary frame's record.
+    pub fn binary(conn: &str, from: Peer, at_ms: f64, bytes: &[u8]) -> Record {
+        Record {
+            conn: conn.to_owned(),
+            from: Some(from),
+            at_ms,
+            time: None,
+            payload: Payload::Binary(base64::engine::general_purpose::STANDARD.encode(bytes)),
+        }
+    }
+
+    /// A text frame's record (redacted).
+    pub fn text(conn: &str, from: Peer, at_ms: f64, text: &str) -> Record {
+        Record {
+            conn: conn.to_owned(),
+            from: Some(from),
+            at_ms,
+            time: None,
+            payload: Payload::Text(redact(text).into_owned()),
+        }
+    }
+}
+
+/// Capture failures.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    #[error("cannot write the capture {path}: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read the capture {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}: not a capture record: {why}")]
+    Bad {
+        path: PathBuf,
+        line: usize,
+        why: String,
+    },
+}
+
+/// Secrets redacted: the `token` of an `authenticate` request (PROTOCOL §authenticate), the
+/// one member the protocol carries a credential in. Other text comes back unchanged (and
+/// uncopied); a frame that is not such a request is never re-serialised.
+pub fn redact(text: &str) -> Cow<'_, str> {
+    if !text.contains("authenticate") || !text.contains("token") {
+        return Cow::Borrowed(text);
+    }
+    let Ok(mut message) = serde_json::from_str::<Value>(text) else {
+        return Cow::Borrowed(text);
+    };
+    if message.get("method").and_then(Value::as_str) != Some("authenticate") {
+        return Cow::Borrowed(text);
+    }
+    match message.pointer_mut("/params/token") {
+        Some(token) if token.as_str() != Some(REDACTED) => {
+            *token = Value::String(REDACTED.to_owned());
+            Cow::Owned(message.to_string())
+        }
+        _ => Cow::Borrowed(text),
+    }
+}
+
+/// Appends records to a capture file; cheap to clone and share between connections (each
+/// record is one `write` of one line, so lines of concurrent connections never interleave).
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    path: PathBuf,
+    out: Arc<Mutex<BufWriter<File>>>,
+    /// The first write error; later records are dropped and `finish` reports it.
+    failed: Arc<Mutex<Option<String>>>,
+}
+
+impl Recorder {
+    /// Creates (or truncates) the capture at `path`.
+    pub fn create(path: &Path) -> Result<Recorder, CaptureError> {
+        let file = File::create(path).map_err(|source| CaptureError::Write {
+            path: path.to_owned(),
+            source,
+        })?;
+        Ok(Recorder {
+            path: path.to_owned(),
+            out: Arc::new(Mutex::new(BufWriter::new(file))),
+            failed: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    /// The `open` record of a connection; returns it with its wall-clock time set.
+    pub fn open(&self, conn: &str, path: &str, upstream: Option<&str>) {
+        self.write(&Record {
+            conn: conn.to_owned(),
+            from: None,
+            at_ms: 0.0,
+            time: Some(format!("{:.3}", jiff::Timestamp::now())),
+            payload: Payload::Open {
+                path: path.to_owned(),
+                upstream: upstream.map(str::to_owned),
+            },
+        });
+    }
+
+    /// Appends one record.
+    pub fn write(&self, record: &Record) {
+        let mut line = match serde_json::to_vec(record) {
+            Ok(line) => line,
+            Err(error) => return self.fail(error.to_string()),
+        };
+        line.push(b'\n');
+        let written = match self.out.lock() {
+            Ok(mut out) => out.write_all(&line),
+            Err(_) => return self.fail("a writer panicked".to_owned()),
+        };
+        if let Err(error) = written {
+            self.fail(error.to_string());
+        }
+    }
+
+    fn fail(&self, why: String) {
+        if let Ok(mut failed) = self.failed.lock() {
+            failed.get_or_insert(why);
+        }
+    }
+
+    /// Flushes the file; the first error any write met, if one did.
+    pub fn finish(&self) -> Result<(), CaptureError> {
+        let failed = self.failed.lock().ok().and_then(|f| f.clone());
+        let flushed = match self.out.lock() {
+            Ok(mut out) => out.flush().map_err(|e| e.to_string()),
+            Err(_) => Err("a writer panicked".to_owned()),
+        };
+        match failed.map_or(flushed, Err) {
+            Ok(()) => Ok(()),
+            Err(why) => Err(CaptureError::Write {
+                path: self.path.clone(),
+                source: std::io::Error::other(why),
+            }),
+        }
+    }
+}
+
+/// Reads a capture record by record, in file order (a capture of any size: nothing is
+/// kept but the current line). Blank lines are skipped.
+pub fn read(
+    path: &Path,
+    mut each: impl FnMut(Record),
+) -> Result<usize, CaptureError> {
+    let file = File::open(path).map_err(|source| CaptureError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut count = 0;
+    for (index, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|source| CaptureError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record = serde_json::from_str::<Record>(&line).map_err(|e| CaptureError::Bad {
+            path: path.to_owned(),
+            line: index + 1,
+            why: e.to_string(),
+        })?;
+        each(record);
+        count += 1;
+    }
+    Ok(count)
+}
+
+/// A binary record's length in bytes (its base64 decoded), or `None` when it is not base64.
+pub fn binary_len(base64_text: &str) -> Option<usize> {
+    base64::engine::general_purpose::STANDARD
+        .decode(base64_text)
+        .ok()
+        .map(|bytes| bytes.len())
+}
+
+/// What `ahpspec check` found in some captures: the report, and what the clients sent
+/// that their schema rejects (the clients' problems, not the server's).
+#[derive(Debug)]
+pub struct Checked {
+    pub report: crate::verdict::RunReport,
+    pub client_problems: Vec<String>,
+    pub client_problem_count: usize,
+}
+
+/// Re-checks captures offline through the checks a live proxy runs (one connection at a
+/// time, in file order; a connection still open at the end of its file ends there, and
+/// requests younger than `timeout_ms` then are skipped, not judged). With several files,
+/// connections are named `FILE#:CONN`.
+pub fn check(
+    paths: &[PathBuf],
+    schemas: &crate::checks::frame::Schemas,
+    timeout_ms: f64,
+) -> Result<Checked, CaptureError> {
+    use crate::traffic::{ConnWatch, Seen, Traffic};
+    let started = std::time::Instant::now();
+    let started_at = format!("{:.0}", jiff::Timestamp::now());
+    let mut traffic = Traffic::default();
+    for (number, path) in paths.iter().enumerate() {
+        let mut open: std::collections::HashMap<String, (ConnWatch, f64)> = Default::default();
+        let mut order: Vec<String> = Vec::new();
+        let mut bad = None;
+        read(path, |record| {
+            let name = if paths.len() > 1 {
+                format!("{}:{}", number + 1, record.conn)
+            } else {
+                record.conn.clone()
+            };
+            if !open.contains_key(&name) {
+                order.push(name.clone());
+            }
+            let (watch, last) = open
+                .entry(name.clone())
+                .or_insert_with(|| (ConnWatch::new(&name, timeout_ms), 0.0));
+            *last = record.at_ms;
+            let from = record.from.unwrap_or(Peer::Client);
+            let found = match &record.payload {
+                Payload::Open { .. } => Vec::new(),
+                Payload::Text(text) => watch.frame(from, record.at_ms, Seen::Text(text), schemas),
+                Payload::Binary(data) => match binary_len(data) {
+                    Some(n) => watch.frame(from, record.at_ms, Seen::Binary(n), schemas),
+                    None => {
+                        bad.get_or_insert_with(|| format!("connection {}: binary data that is not base64", record.conn));
+                        Vec::new()
+                    }
+                },
+                Payload::Close(close) => {
+                    let seen = Seen::Close { code: close.code, reason: &close.reason };
+                    watch.frame(from, record.at_ms, seen, schemas)
+                }
+                Payload::Lost(_) => watch.frame(from, record.at_ms, Seen::Lost, schemas),
+            };
+            for found in found {
+                traffic.found(found);
+            }
+        })?;
+        if let Some(why) = bad {
+            return Err(CaptureError::Bad { path: path.clone(), line: 0, why });
+        }
+        for name in order {
+            if let Some((mut watch, last)) = open.remove(&name) {
+                for found in watch.end(last) {
+                    traffic.found(found);
+                }
+                traffic.close(watch);
+            }
+        }
+    }
+    let (problems, count) = traffic.client_problem_summary();
+    let (client_problems, client_problem_count) = (problems.to_vec(), count);
+    let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    let rerun = format!("ahpspec check {}", shown.join(" "));
+    let report = traffic.report(
+        &format!("capture {}", shown.join(", ")),
+        started_at,
+        started.elapsed().as_secs_f64() * 1000.0,
+        &rerun,
+    );
+    Ok(Checked {
+        report,
+        client_problems,
+        client_problem_count,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authenticate_tokens_are_redacted_and_nothing_else_changes() {
+        let auth = r#"{"jsonrpc":"2.0","id":4,"method":"authenticate","params":{"resource":"https://r","token":"s3cret"}}"#;
+        let redacted = redact(auth);
+        assert!(!redacted.contains("s3cret"), "{redacted}");
+        assert!(redacted.contains(REDACTED));
+        assert!(redacted.contains("\"resource\":\"https://r\""));
+        // A token elsewhere is not a credential the protocol marks.
+        let other = r#"{"jsonrpc":"2.0","id":5,"method":"createSession","params":{"progressToken":"authenticate"}}"#;
+        assert!(matches!(redact(other), Cow::Borrowed(_)));
+        assert!(matches!(redact("not json authenticate token"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn records_round_trip_through_a_file() {
+        let dir = std::env::temp_dir().join(format!("ahpspec-capture-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let path = dir.join("round-trip.jsonl");
+        let recorder = Recorder::create(&path).expect("create");
+        recorder.open("1", "/", Some("ws://127.0.0.1:1"));
+        recorder.write(&Record::text("1", Peer::Client, 1.5, "{}"));
+        recorder.write(&Record::binary("1", Peer::Server, 2.0, &[0, 1, 2]));
+        recorder.write(&Record {
+            conn: "1".into(),
+            from: Some(Peer::Server),
+            at_ms: 3.0,
+            time: None,
+            payload: Payload::Close(Close {
+                code: Some(1000),
+                reason: "bye".into(),
+            }),
+        });
+        recorder.finish().expect("flush");
+        let mut records = Vec::new();
+        assert_eq!(read(&path, |r| records.push(r)).expect("read"), 4);
+        assert!(matches!(&records[0].payload, Payload::Open { path, .. } if path == "/"));
+        assert_eq!(records[1].payload, Payload::Text("{}".into()));
+        match &records[2].payload {
+            Payload::Binary(data) => assert_eq!(binary_len(data), Some(3)),
+            other => panic!("not binary: {other:?}"),
+        }
+        assert_eq!(records[3].from, Some(Peer::Server));
+        std::fs::write(&path, "{\"conn\":1}\n").expect("write");
+        let error = read(&path, |_| {}).expect_err("bad record");
+        assert!(error.to_string().contains(":1: not a capture record"), "{error}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
