@@ -285,6 +285,13 @@ impl Traffic {
             let first = first.as_ref().map(|(e, a)| (e.as_str(), a.as_str()));
             row.summary =
                 crate::checks::row_summary(rule.unit, violations, looked_at, &skipped, first).1;
+            if rule.requirement.contains("(at checkpoints)")
+                || rule.requirement.contains("(and, at checkpoints,")
+            {
+                // Observed traffic has no checkpoints: say what was not judged.
+                row.summary
+                    .push_str("; the parts judged at checkpoints need a run and were not judged");
+            }
             if let Some(transcript) = self.transcripts.remove(rule.id) {
                 row.transcript = transcript;
             }

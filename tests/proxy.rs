@@ -1,0 +1,196 @@
+//! The checking proxy between the runner and the built-in host: through it the catalog
+//! passes as before and the proxy's own report shows no violation; to a faulty host the
+//! proxy's report names the fault's rule, for every fault that breaks an always-on rule;
+//! and the capture it records, re-checked offline, breaks the same rules.
+
+mod run_support;
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use ahpspec::capture::Recorder;
+use ahpspec::certify::{certify, Options};
+use ahpspec::checks::frame::Schemas;
+use ahpspec::checks::ALWAYS_ON;
+use ahpspec::engine::Quiet;
+use ahpspec::host::{self, Fault, FaultSet, HostConfig};
+use ahpspec::proxy::{Proxy, ProxyConfig};
+use ahpspec::verdict::{RunReport, Verdict};
+use futures_util::stream::{self, StreamExt};
+use run_support::TempDir;
+
+/// Always-on rules judged only at the runner's checkpoints (a fresh snapshot compared with
+/// the fold, listSessions with the states): a proxy sees no checkpoint, so it reports them
+/// not testable, never passed.
+const CHECKPOINT_ONLY: &[&str] = &[
+    "INV-FOLD-1",
+    "INV-SUMMARY-2",
+    "INV-SUMMARY-3",
+    "INV-CHAT-6",
+    "CHAT-003",
+];
+
+/// Faults that break only the part of their rule judged at checkpoints ("at
+/// checkpoints" in the rule's requirement): a proxy sees those rows pass on what it did
+/// check, and must not report them broken either.
+const CHECKPOINT_PART_FAULTS: &[Fault] = &[
+    // INV-SESSION-1: the default chat listed among the chats, at checkpoints.
+    Fault::DefaultChatUnlisted,
+    // INV-SESSION-2: input-needed entries' chats among the session's, at checkpoints.
+    Fault::InputNeededChatUnlisted,
+    // INV-SESSION-3: a chat's directories among its session's, at checkpoints.
+    Fault::ChatDirectoryStray,
+];
+
+/// The rows a report shows broken (fail or warn).
+fn broken(report: &RunReport) -> BTreeSet<String> {
+    report
+        .cases
+        .iter()
+        .filter(|c| matches!(c.verdict, Verdict::Fail | Verdict::Warn))
+        .map(|c| c.info.id.clone())
+        .collect()
+}
+
+fn row<'a>(report: &'a RunReport, id: &str) -> &'a ahpspec::verdict::CaseResult {
+    report
+        .cases
+        .iter()
+        .find(|c| c.info.id == id)
+        .unwrap_or_else(|| panic!("no row {id}"))
+}
+
+/// What one run through the proxy gave: the runner's report, the proxy's, and the
+/// capture's re-checked offline.
+struct Through {
+    run: RunReport,
+    proxy: RunReport,
+    offline: RunReport,
+}
+
+/// The catalog run through a recording proxy to the built-in host with `faults`.
+async fn through_proxy(faults: FaultSet, capture: &Path) -> Through {
+    let schemas = Schemas::load(None).expect("schemas");
+    // As `certify` sets up the built-in host for a run.
+    let host = host::spawn(HostConfig {
+        client_grace: Duration::from_millis(300),
+        ..HostConfig::with_fault(faults)
+    })
+    .await
+    .expect("host starts");
+    let timeout = Duration::from_secs(2);
+    let proxy = Proxy::start(ProxyConfig {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        upstream: host.url().to_owned(),
+        schemas: schemas.clone(),
+        timeout,
+        recorder: Some(Recorder::create(capture).expect("capture")),
+        log: None,
+    })
+    .await
+    .expect("proxy starts");
+    let (_stop, interrupt) = tokio::sync::watch::channel(false);
+    let options = Options {
+        url: Some(proxy.url()),
+        timeout,
+        ..Options::default()
+    };
+    let run = certify(&options, &mut Quiet, interrupt)
+        .await
+        .expect("the run starts");
+    let (proxy, recorded) = proxy.finish().await;
+    recorded.expect("capture written");
+    host.shutdown().await;
+    let offline = ahpspec::capture::check(&[capture.to_owned()], &schemas, 2000.0)
+        .expect("capture re-checked")
+        .report;
+    Through { run, proxy, offline }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catalog_passes_through_the_proxy_and_the_proxy_sees_no_violation() {
+    let dir = TempDir::new("proxy-clean");
+    let capture = dir.path().join("clean.jsonl");
+    let through = through_proxy(FaultSet::default(), &capture).await;
+    let failing: Vec<String> = through
+        .run
+        .cases
+        .iter()
+        .filter(|c| c.verdict != Verdict::Pass)
+        .map(|c| format!("{} [{}] {}", c.info.id, c.verdict.as_str(), c.summary))
+        .collect();
+    assert!(failing.is_empty(), "through the proxy:\n{}", failing.join("\n"));
+    for report in [&through.proxy, &through.offline] {
+        assert_eq!(report.cases.len(), ALWAYS_ON.len());
+        for case in &report.cases {
+            let expected = if CHECKPOINT_ONLY.contains(&case.info.id.as_str()) {
+                Verdict::NotTestable
+            } else {
+                Verdict::Pass
+            };
+            assert_eq!(
+                case.verdict, expected,
+                "{} on {}: {}",
+                case.info.id, report.target, case.summary
+            );
+        }
+        assert!(report.conforming(), "{}", report.target);
+    }
+    // The runner's authenticate (AUTH-001) went through; its token did not reach the capture.
+    let recorded = std::fs::read_to_string(&capture).expect("capture");
+    assert!(recorded.contains("\\\"method\\\":\\\"authenticate\\\""));
+    assert!(recorded.contains("\\\"token\\\":\\\"<redacted>\\\""));
+    assert!(!recorded.contains("\\\"token\\\":\\\"x\\\""));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_the_proxy_every_always_on_fault_is_named_by_its_rule() {
+    let faults: Vec<Fault> = Fault::ALL
+        .iter()
+        .copied()
+        .filter(|fault| ALWAYS_ON.iter().any(|rule| rule.id == fault.rule()))
+        .collect();
+    assert!(faults.len() > 20, "only {} always-on faults", faults.len());
+    let dir = TempDir::new("proxy-faults");
+    // A few runs at a time: each is a whole catalog.
+    let results: Vec<(Fault, Through)> = stream::iter(faults.iter().copied())
+        .map(|fault| {
+            let capture = dir.path().join(format!("{fault}.jsonl"));
+            async move { (fault, through_proxy(fault.into(), &capture).await) }
+        })
+        .buffer_unordered(3)
+        .collect()
+        .await;
+    let mut missed = Vec::new();
+    for (fault, through) in &results {
+        let rule = fault.rule();
+        let live = row(&through.proxy, rule);
+        let expected = if CHECKPOINT_PART_FAULTS.contains(fault) {
+            live.verdict == Verdict::Pass
+        } else if CHECKPOINT_ONLY.contains(&rule) {
+            // Judged at checkpoints only: the proxy says it could not judge, not that it held.
+            live.verdict == Verdict::NotTestable
+        } else {
+            live.verdict == live.info.level.broken()
+        };
+        if !expected {
+            missed.push(format!(
+                "{fault} ({rule}): proxy row {} — {}",
+                live.verdict.as_str(),
+                live.summary
+            ));
+        }
+        // The capture re-checked offline breaks exactly what the live proxy found.
+        assert_eq!(
+            broken(&through.offline),
+            broken(&through.proxy),
+            "fault {fault}: offline and live differ"
+        );
+        if broken(&through.proxy).iter().any(|id| row(&through.proxy, id).verdict == Verdict::Fail) {
+            assert!(!through.proxy.conforming(), "fault {fault}: a broken MUST conforms");
+        }
+    }
+    assert!(missed.is_empty(), "the proxy missed:\n{}", missed.join("\n"));
+}
