@@ -218,10 +218,7 @@ impl Recorder {
 
 /// Reads a capture record by record, in file order (a capture of any size: nothing is
 /// kept but the current line). Blank lines are skipped.
-pub fn read(
-    path: &Path,
-    mut each: impl FnMut(Record),
-) -> Result<usize, CaptureError> {
+pub fn read(path: &Path, mut each: impl FnMut(Record)) -> Result<usize, CaptureError> {
     let file = File::open(path).map_err(|source| CaptureError::Read {
         path: path.to_owned(),
         source,
@@ -300,12 +297,17 @@ pub fn check(
                 Payload::Binary(data) => match binary_len(data) {
                     Some(n) => watch.frame(from, record.at_ms, Seen::Binary(n), schemas),
                     None => {
-                        bad.get_or_insert_with(|| format!("connection {}: binary data that is not base64", record.conn));
+                        bad.get_or_insert_with(|| {
+                            format!("connection {}: binary data that is not base64", record.conn)
+                        });
                         Vec::new()
                     }
                 },
                 Payload::Close(close) => {
-                    let seen = Seen::Close { code: close.code, reason: &close.reason };
+                    let seen = Seen::Close {
+                        code: close.code,
+                        reason: &close.reason,
+                    };
                     watch.frame(from, record.at_ms, seen, schemas)
                 }
                 Payload::Lost(_) => watch.frame(from, record.at_ms, Seen::Lost, schemas),
@@ -315,7 +317,11 @@ pub fn check(
             }
         })?;
         if let Some(why) = bad {
-            return Err(CaptureError::Bad { path: path.clone(), line: 0, why });
+            return Err(CaptureError::Bad {
+                path: path.clone(),
+                line: 0,
+                why,
+            });
         }
         for name in order {
             if let Some((mut watch, last)) = open.remove(&name) {
@@ -357,7 +363,10 @@ mod tests {
         // A token elsewhere is not a credential the protocol marks.
         let other = r#"{"jsonrpc":"2.0","id":5,"method":"createSession","params":{"progressToken":"authenticate"}}"#;
         assert!(matches!(redact(other), Cow::Borrowed(_)));
-        assert!(matches!(redact("not json authenticate token"), Cow::Borrowed(_)));
+        assert!(matches!(
+            redact("not json authenticate token"),
+            Cow::Borrowed(_)
+        ));
     }
 
     #[test]
@@ -391,7 +400,10 @@ mod tests {
         assert_eq!(records[3].from, Some(Peer::Server));
         std::fs::write(&path, "{\"conn\":1}\n").expect("write");
         let error = read(&path, |_| {}).expect_err("bad record");
-        assert!(error.to_string().contains(":1: not a capture record"), "{error}");
+        assert!(
+            error.to_string().contains(":1: not a capture record"),
+            "{error}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

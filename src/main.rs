@@ -534,7 +534,10 @@ fn run(args: RunArgs) -> ExitCode {
 /// Writes the four reports, prints the summary, and maps the verdicts to the exit code:
 /// 1 for failures, blocked cases or an interrupted run, 2 when only harness errors stand
 /// in the way of a verdict, 0 for a conforming run.
-pub(crate) fn finish(report: &ahpspec::verdict::RunReport, report_dir: &std::path::Path) -> ExitCode {
+pub(crate) fn finish(
+    report: &ahpspec::verdict::RunReport,
+    report_dir: &std::path::Path,
+) -> ExitCode {
     let written = report::write_all(report, report_dir);
     println!("{}", report::render_summary_line(report));
     match written {

@@ -27,7 +27,10 @@ const CLIENT_PROBLEMS_KEPT: usize = 20;
 pub enum Seen<'a> {
     Text(&'a str),
     Binary(usize),
-    Close { code: Option<u16>, reason: &'a str },
+    Close {
+        code: Option<u16>,
+        reason: &'a str,
+    },
     /// The connection broke without a close frame.
     Lost,
 }
@@ -96,7 +99,13 @@ impl ConnWatch {
 
     /// Checks one frame `from` a peer, `at_ms` after the connection opened. Client text is
     /// redacted before anything keeps it.
-    pub fn frame(&mut self, from: Peer, at_ms: f64, seen: Seen<'_>, schemas: &Schemas) -> Vec<Found> {
+    pub fn frame(
+        &mut self,
+        from: Peer,
+        at_ms: f64,
+        seen: Seen<'_>,
+        schemas: &Schemas,
+    ) -> Vec<Found> {
         let index = self.frames;
         self.frames += 1;
         let text = match seen {
@@ -141,10 +150,8 @@ impl ConnWatch {
         let new = self.checks.harness_errors[self.client_problems_seen..]
             .iter()
             .map(|problem| {
-                let problem = problem.replace(
-                    "the harness sent an invalid",
-                    "the client sent an invalid",
-                );
+                let problem =
+                    problem.replace("the harness sent an invalid", "the client sent an invalid");
                 let problem = problem.replace(" (not declared deliberate)", "");
                 format!("connection {}: {problem}", self.name)
             })
@@ -263,7 +270,13 @@ impl Traffic {
     }
 
     /// The report: one row per always-on rule over every connection taken in.
-    pub fn report(mut self, target: &str, started_at: String, duration_ms: f64, rerun: &str) -> RunReport {
+    pub fn report(
+        mut self,
+        target: &str,
+        started_at: String,
+        duration_ms: f64,
+        rerun: &str,
+    ) -> RunReport {
         let mut cases = Vec::with_capacity(ALWAYS_ON.len());
         for rule in ALWAYS_ON {
             let findings = self.findings.remove(rule.id).unwrap_or_default();

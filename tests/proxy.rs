@@ -106,7 +106,11 @@ async fn through_proxy(faults: FaultSet, capture: &Path) -> Through {
     let offline = ahpspec::capture::check(&[capture.to_owned()], &schemas, 2000.0)
         .expect("capture re-checked")
         .report;
-    Through { run, proxy, offline }
+    Through {
+        run,
+        proxy,
+        offline,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -121,7 +125,11 @@ async fn the_catalog_passes_through_the_proxy_and_the_proxy_sees_no_violation() 
         .filter(|c| c.verdict != Verdict::Pass)
         .map(|c| format!("{} [{}] {}", c.info.id, c.verdict.as_str(), c.summary))
         .collect();
-    assert!(failing.is_empty(), "through the proxy:\n{}", failing.join("\n"));
+    assert!(
+        failing.is_empty(),
+        "through the proxy:\n{}",
+        failing.join("\n")
+    );
     for report in [&through.proxy, &through.offline] {
         assert_eq!(report.cases.len(), ALWAYS_ON.len());
         for case in &report.cases {
@@ -188,9 +196,144 @@ async fn through_the_proxy_every_always_on_fault_is_named_by_its_rule() {
             broken(&through.proxy),
             "fault {fault}: offline and live differ"
         );
-        if broken(&through.proxy).iter().any(|id| row(&through.proxy, id).verdict == Verdict::Fail) {
-            assert!(!through.proxy.conforming(), "fault {fault}: a broken MUST conforms");
+        if broken(&through.proxy)
+            .iter()
+            .any(|id| row(&through.proxy, id).verdict == Verdict::Fail)
+        {
+            assert!(
+                !through.proxy.conforming(),
+                "fault {fault}: a broken MUST conforms"
+            );
         }
     }
-    assert!(missed.is_empty(), "the proxy missed:\n{}", missed.join("\n"));
+    assert!(
+        missed.is_empty(),
+        "the proxy missed:\n{}",
+        missed.join("\n")
+    );
+}
+
+/// A child process whose first stdout line is a URL (`serve`, `proxy`), killed with
+/// SIGTERM when dropped unless waited for.
+struct Served {
+    child: std::process::Child,
+    url: String,
+    /// Kept open: the process prints its summary there at the end.
+    _stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Served {
+    fn start(args: &[&str]) -> Served {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ahpspec"))
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("ahpspec starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut url = String::new();
+        let mut stdout = std::io::BufReader::new(stdout);
+        stdout.read_line(&mut url).expect("a URL line");
+        Served {
+            child,
+            url: url.trim().to_owned(),
+            _stdout: stdout,
+        }
+    }
+
+    /// SIGTERM, then its exit code and stderr.
+    fn terminate(mut self) -> (Option<i32>, String) {
+        let pid = self.child.id().to_string();
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+        let child = std::mem::replace(
+            &mut self.child,
+            std::process::Command::new("true").spawn().expect("true"),
+        );
+        let out = child.wait_with_output().expect("exits");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_proxy_command_reports_on_sigterm_and_check_gives_the_live_verdicts() {
+    use run_support::{ahpspec, report_json, show, verdicts};
+    let dir = TempDir::new("proxy-cli");
+    let host = Served::start(&["serve", "--fault", "binary-frame"]);
+    let capture = dir.sub("faulty.jsonl");
+    let proxy_reports = dir.sub("proxy");
+    let proxy = Served::start(&[
+        "proxy",
+        "--upstream",
+        &host.url,
+        "--record",
+        &capture,
+        "--report-dir",
+        &proxy_reports,
+    ]);
+    let run = ahpspec(&[
+        "run",
+        &proxy.url,
+        "--filter",
+        "TRANSPORT-00*,AUTH-001",
+        "--report-dir",
+        &dir.sub("run"),
+    ]);
+    assert_eq!(run.status.code(), Some(1), "{}", show(&run));
+    let (code, stderr) = proxy.terminate();
+    assert_eq!(code, Some(1), "the proxy saw a broken MUST:\n{stderr}");
+    assert!(
+        stderr.contains("TRANSPORT-001 [MUST] connection"),
+        "violations print as they happen:\n{stderr}"
+    );
+    let live = verdicts(&report_json(Path::new(&proxy_reports)));
+    assert_eq!(live["TRANSPORT-001"], "fail");
+    assert_eq!(live["TRANSPORT-002"], "pass");
+    // Re-checked offline: the same verdicts, row by row.
+    let offline_reports = dir.sub("offline");
+    let check = ahpspec(&["check", &capture, "--report-dir", &offline_reports]);
+    assert_eq!(check.status.code(), Some(1), "{}", show(&check));
+    assert_eq!(verdicts(&report_json(Path::new(&offline_reports))), live);
+    // The AUTH-001 token never reached the capture.
+    let recorded = std::fs::read_to_string(&capture).expect("capture");
+    assert!(recorded.contains("authenticate") && !recorded.contains("\\\"token\\\":\\\"x\\\""));
+    // A clean capture, from `run --record`, passes.
+    let clean = dir.sub("clean.jsonl");
+    let run = ahpspec(&[
+        "run",
+        "--filter",
+        "TRANSPORT-00*",
+        "--record",
+        &clean,
+        "--report-dir",
+        &dir.sub("clean-run"),
+    ]);
+    assert_eq!(run.status.code(), Some(0), "{}", show(&run));
+    let check = ahpspec(&["check", &clean, "--report-dir", &dir.sub("clean-check")]);
+    assert_eq!(check.status.code(), Some(0), "{}", show(&check));
+    // Bad input: one line, exit 2.
+    let missing = ahpspec(&["check", &dir.sub("missing.jsonl")]);
+    assert_eq!(missing.status.code(), Some(2), "{}", show(&missing));
+    assert_eq!(String::from_utf8_lossy(&missing.stderr).lines().count(), 1);
+    let not_ws = ahpspec(&["proxy", "--upstream", "http://127.0.0.1:1"]);
+    assert_eq!(not_ws.status.code(), Some(2), "{}", show(&not_ws));
+    std::fs::write(dir.sub("bad.jsonl"), "{\"conn\":\"1\",\"atMs\":0}\n").expect("write");
+    let bad = ahpspec(&["check", &dir.sub("bad.jsonl")]);
+    assert_eq!(bad.status.code(), Some(2), "{}", show(&bad));
+    drop(host);
 }

@@ -113,7 +113,12 @@ pub fn check_command(args: CheckArgs) -> ExitCode {
                     checked.client_problem_count
                 );
             }
-            for case in checked.report.cases.iter().filter(|c| !c.findings.is_empty()) {
+            for case in checked
+                .report
+                .cases
+                .iter()
+                .filter(|c| !c.findings.is_empty())
+            {
                 println!("{}", ahpspec::report::render_failure(case));
             }
             finish(&checked.report, &args.report_dir)

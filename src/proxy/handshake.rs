@@ -48,7 +48,9 @@ pub struct ClientHead {
 }
 
 /// Reads the client's request head (and whatever followed it in the same reads).
-pub async fn read_head(stream: &mut (impl AsyncRead + Unpin)) -> Result<ClientHead, HandshakeError> {
+pub async fn read_head(
+    stream: &mut (impl AsyncRead + Unpin),
+) -> Result<ClientHead, HandshakeError> {
     let mut bytes = Vec::with_capacity(1024);
     let mut chunk = [0u8; 2048];
     loop {
@@ -88,7 +90,10 @@ pub async fn read_head(stream: &mut (impl AsyncRead + Unpin)) -> Result<ClientHe
 }
 
 /// The bytes already read, then the rest of the stream: what the WebSocket handshake reads.
-pub fn replay<R: AsyncRead + Unpin>(head: Vec<u8>, rest: R) -> tokio::io::Chain<Cursor<Vec<u8>>, R> {
+pub fn replay<R: AsyncRead + Unpin>(
+    head: Vec<u8>,
+    rest: R,
+) -> tokio::io::Chain<Cursor<Vec<u8>>, R> {
     Cursor::new(head).chain(rest)
 }
 
@@ -134,13 +139,19 @@ fn split_url(url: &str) -> (&str, &str) {
 
 /// The answer to the client when the upstream refused or could not be reached: the
 /// upstream's own status and body, or 502 with the reason.
-pub fn refusal(status: Option<(StatusCode, Option<Vec<u8>>)>, why: &str) -> Response<Option<String>> {
+pub fn refusal(
+    status: Option<(StatusCode, Option<Vec<u8>>)>,
+    why: &str,
+) -> Response<Option<String>> {
     let (status, body) = match status {
         Some((status, body)) => (
             status,
             body.map(|b| String::from_utf8_lossy(&b).into_owned()),
         ),
-        None => (StatusCode::BAD_GATEWAY, Some(format!("ahpspec proxy: {why}"))),
+        None => (
+            StatusCode::BAD_GATEWAY,
+            Some(format!("ahpspec proxy: {why}")),
+        ),
     };
     let mut response = Response::new(body);
     *response.status_mut() = status;

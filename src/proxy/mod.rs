@@ -109,12 +109,13 @@ impl Proxy {
         if !(config.upstream.starts_with("ws://") || config.upstream.starts_with("wss://")) {
             return Err(ProxyError::NotWebSocket(config.upstream.clone()));
         }
-        let listener = TcpListener::bind(config.listen)
-            .await
-            .map_err(|source| ProxyError::Listen {
-                addr: config.listen,
-                source,
-            })?;
+        let listener =
+            TcpListener::bind(config.listen)
+                .await
+                .map_err(|source| ProxyError::Listen {
+                    addr: config.listen,
+                    source,
+                })?;
         let addr = listener.local_addr().map_err(|source| ProxyError::Listen {
             addr: config.listen,
             source,

@@ -39,43 +39,85 @@ fn ms_since(opened: Instant) -> f64 {
     opened.elapsed().as_secs_f64() * 1000.0
 }
 
+type ClientSocket = tokio_tungstenite::WebSocketStream<
+    tokio::io::Join<
+        tokio::io::Chain<std::io::Cursor<Vec<u8>>, tokio::net::tcp::OwnedReadHalf>,
+        tokio::net::tcp::OwnedWriteHalf,
+    >,
+>;
+type UpstreamSocket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>;
+
 /// Serves one client connection until either side ends it or the proxy stops.
 pub(super) async fn serve(
-    mut tcp: TcpStream,
+    tcp: TcpStream,
     name: String,
     shared: Arc<Shared>,
     mut stopped: watch::Receiver<bool>,
 ) {
+    let connected = tokio::select! {
+        connected = connect(tcp, &name, &shared) => connected,
+        _ = until_stopped(&mut stopped) => None,
+    };
+    let Some((client, upstream, target)) = connected else {
+        return;
+    };
+    let opened = Instant::now();
+    if let Some(recorder) = &shared.config.recorder {
+        recorder.open(&name, &target, Some(&shared.config.upstream));
+    }
+    let (queue, queued) = mpsc::channel(CHECK_QUEUE);
+    let checking = tokio::spawn(check(queued, name, Arc::clone(&shared), opened));
+    let (client_sink, client_source) = client.split();
+    let (upstream_sink, upstream_source) = upstream.split();
+    let mut to_server = Box::pin(forward(
+        client_source,
+        upstream_sink,
+        Peer::Client,
+        opened,
+        queue.clone(),
+    ));
+    let mut to_client = Box::pin(forward(
+        upstream_source,
+        client_sink,
+        Peer::Server,
+        opened,
+        queue,
+    ));
+    // When one direction ends (a close, a broken peer), the other gets a grace period
+    // for the close reply; a stopping proxy ends both at once.
+    tokio::select! {
+        _ = &mut to_server => { let _ = tokio::time::timeout(CLOSE_GRACE, &mut to_client).await; }
+        _ = &mut to_client => { let _ = tokio::time::timeout(CLOSE_GRACE, &mut to_server).await; }
+        _ = until_stopped(&mut stopped) => {}
+    }
+    // Dropping the forwarders drops the queue's senders (and both sockets): the checks
+    // then end.
+    drop(to_server);
+    drop(to_client);
+    let _ = checking.await;
+}
+
+/// Both handshakes: the client's request head, the same request upstream, then the
+/// client's answer (the upstream's subprotocol, or its refusal). `None` when there is no
+/// pair to serve (logged).
+async fn connect(
+    mut tcp: TcpStream,
+    name: &str,
+    shared: &Shared,
+) -> Option<(ClientSocket, UpstreamSocket, String)> {
     let head = match tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut tcp)).await {
         Ok(Ok(head)) => head,
-        Ok(Err(error)) => return shared.log(&format!("connection {name}: {error}")),
-        Err(_) => return shared.log(&format!("connection {name}: no request head in time")),
-    };
-    let config = &shared.config;
-    let connected = match upstream_request(&config.upstream, &head) {
-        Ok(request) => {
-            let connector = match config.upstream.starts_with("wss://") {
-                true => crate::transport::tls::connector().map(Some),
-                false => Ok(None),
-            };
-            match connector {
-                Ok(connector) => {
-                    let connecting = tokio_tungstenite::connect_async_tls_with_config(
-                        request,
-                        Some(ws_config()),
-                        true,
-                        connector,
-                    );
-                    match tokio::time::timeout(config.timeout, connecting).await {
-                        Ok(result) => result.map_err(upstream_refusal),
-                        Err(_) => Err((None, "the upstream did not answer in time".to_owned())),
-                    }
-                }
-                Err(error) => Err((None, error.to_string())),
-            }
+        Ok(Err(error)) => {
+            shared.log(&format!("connection {name}: {error}"));
+            return None;
         }
-        Err(error) => Err((None, error.to_string())),
+        Err(_) => {
+            shared.log(&format!("connection {name}: no request head in time"));
+            return None;
+        }
     };
+    let connected = connect_upstream(shared, &head).await;
     let (read_half, write_half) = tcp.into_split();
     let stream = tokio::io::join(replay(head.bytes, read_half), write_half);
     let (upstream, response) = match connected {
@@ -84,7 +126,7 @@ pub(super) async fn serve(
             shared.log(&format!("connection {name}: upstream refused: {why}"));
             let answer = refusal(status, &why);
             let _ = tokio_tungstenite::accept_hdr_async(stream, move |_: &_, _| Err(answer)).await;
-            return;
+            return None;
         }
     };
     let protocol = response.headers().get(SEC_WEBSOCKET_PROTOCOL).cloned();
@@ -99,30 +141,50 @@ pub(super) async fn serve(
         Some(ws_config()),
     )
     .await;
-    let client = match accepted {
-        Ok(client) => client,
-        Err(error) => return shared.log(&format!("connection {name}: client handshake: {error}")),
+    match accepted {
+        Ok(client) => Some((client, upstream, head.target)),
+        Err(error) => {
+            shared.log(&format!("connection {name}: client handshake: {error}"));
+            None
+        }
+    }
+}
+
+type Refusal = (
+    Option<(
+        tokio_tungstenite::tungstenite::http::StatusCode,
+        Option<Vec<u8>>,
+    )>,
+    String,
+);
+
+/// The client's request made upstream, within the timeout.
+async fn connect_upstream(
+    shared: &Shared,
+    head: &super::handshake::ClientHead,
+) -> Result<
+    (
+        UpstreamSocket,
+        tokio_tungstenite::tungstenite::handshake::client::Response,
+    ),
+    Refusal,
+> {
+    let config = &shared.config;
+    let request = upstream_request(&config.upstream, head).map_err(|e| (None, e.to_string()))?;
+    let connector = match config.upstream.starts_with("wss://") {
+        true => Some(crate::transport::tls::connector().map_err(|e| (None, e.to_string()))?),
+        false => None,
     };
-    let opened = Instant::now();
-    if let Some(recorder) = &config.recorder {
-        recorder.open(&name, &head.target, Some(&config.upstream));
+    let connecting = tokio_tungstenite::connect_async_tls_with_config(
+        request,
+        Some(ws_config()),
+        true,
+        connector,
+    );
+    match tokio::time::timeout(config.timeout, connecting).await {
+        Ok(result) => result.map_err(upstream_refusal),
+        Err(_) => Err((None, "the upstream did not answer in time".to_owned())),
     }
-    let (queue, queued) = mpsc::channel(CHECK_QUEUE);
-    let checking = tokio::spawn(check(queued, name, Arc::clone(&shared), opened));
-    let (client_sink, client_source) = client.split();
-    let (upstream_sink, upstream_source) = upstream.split();
-    let to_server = forward(client_source, upstream_sink, Peer::Client, opened, queue.clone());
-    let to_client = forward(upstream_source, client_sink, Peer::Server, opened, queue);
-    tokio::pin!(to_server, to_client);
-    // When one direction ends (a close, a broken peer), the other gets a grace period
-    // for the close reply; a stopping proxy ends both at once.
-    tokio::select! {
-        _ = &mut to_server => { let _ = tokio::time::timeout(CLOSE_GRACE, &mut to_client).await; }
-        _ = &mut to_client => { let _ = tokio::time::timeout(CLOSE_GRACE, &mut to_server).await; }
-        _ = until_stopped(&mut stopped) => {}
-    }
-    // Dropping the forwarders drops the queue's senders: the checks then end.
-    let _ = checking.await;
 }
 
 /// Resolves once the proxy stops.
@@ -131,12 +193,7 @@ async fn until_stopped(stopped: &mut watch::Receiver<bool>) {
 }
 
 /// The upstream's refusal: its HTTP status and body when it answered one.
-fn upstream_refusal(
-    error: WsError,
-) -> (
-    Option<(tokio_tungstenite::tungstenite::http::StatusCode, Option<Vec<u8>>)>,
-    String,
-) {
+fn upstream_refusal(error: WsError) -> Refusal {
     let why = error.to_string();
     match error {
         WsError::Http(response) => {
@@ -150,8 +207,13 @@ fn upstream_refusal(
 /// Forwards every message `from` one peer to the other, unchanged, queueing each data or
 /// close frame for the checks first. Ends when `from` ends; a broken side is reported to
 /// the checks as lost and the other side is closed.
-async fn forward<S, K>(mut from: S, mut to: K, peer: Peer, opened: Instant, queue: mpsc::Sender<Item>)
-where
+async fn forward<S, K>(
+    mut from: S,
+    mut to: K,
+    peer: Peer,
+    opened: Instant,
+    queue: mpsc::Sender<Item>,
+) where
     S: Stream<Item = Result<Message, WsError>> + Unpin,
     K: Sink<Message, Error = WsError> + Unpin,
 {
@@ -159,7 +221,10 @@ where
     while let Some(Ok(message)) = from.next().await {
         let at_ms = ms_since(opened);
         closed |= matches!(message, Message::Close(_));
-        if matches!(message, Message::Text(_) | Message::Binary(_) | Message::Close(_)) {
+        if matches!(
+            message,
+            Message::Text(_) | Message::Binary(_) | Message::Close(_)
+        ) {
             // The checks gone (the proxy stopping) never hold up forwarding.
             let _ = queue.send(Item::Frame(peer, at_ms, message.clone())).await;
         }
@@ -176,12 +241,19 @@ where
 
 /// The checks of one connection: every queued frame in order, recorded when the proxy
 /// records; at the end the connection is judged and handed to the shared traffic.
-async fn check(mut queued: mpsc::Receiver<Item>, name: String, shared: Arc<Shared>, opened: Instant) {
+async fn check(
+    mut queued: mpsc::Receiver<Item>,
+    name: String,
+    shared: Arc<Shared>,
+    opened: Instant,
+) {
     let config = &shared.config;
     let mut watch = ConnWatch::new(&name, config.timeout.as_secs_f64() * 1000.0);
     while let Some(item) = queued.recv().await {
         let found = match &item {
-            Item::Frame(peer, at_ms, message) => observe(&mut watch, &shared, *peer, *at_ms, message),
+            Item::Frame(peer, at_ms, message) => {
+                observe(&mut watch, &shared, *peer, *at_ms, message)
+            }
             Item::Lost(peer, at_ms) => {
                 if let Some(recorder) = &config.recorder {
                     recorder.write(&Record {
@@ -210,7 +282,13 @@ async fn check(mut queued: mpsc::Receiver<Item>, name: String, shared: Arc<Share
 }
 
 /// Records and checks one forwarded message.
-fn observe(watch: &mut ConnWatch, shared: &Shared, peer: Peer, at_ms: f64, message: &Message) -> Vec<Found> {
+fn observe(
+    watch: &mut ConnWatch,
+    shared: &Shared,
+    peer: Peer,
+    at_ms: f64,
+    message: &Message,
+) -> Vec<Found> {
     let config = &shared.config;
     let conn = watch.name().to_owned();
     let (record, seen) = match message {
