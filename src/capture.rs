@@ -13,6 +13,9 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The JSON Schema (draft 2020-12) every capture line conforms to.
+pub const CAPTURE_SCHEMA: &str = include_str!("../schemas/capture.schema.json");
+
 /// What replaces a secret in transcripts, reports and captures.
 pub const REDACTED: &str = "<redacted>";
 
@@ -389,6 +392,17 @@ mod tests {
             }),
         });
         recorder.finish().expect("flush");
+        // Every line the recorder wrote conforms to the published schema; a line with two
+        // payloads does not.
+        let schema: Value = serde_json::from_str(CAPTURE_SCHEMA).expect("schema is JSON");
+        let validator = jsonschema::draft202012::new(&schema).expect("schema compiles");
+        let written = std::fs::read_to_string(&path).expect("capture");
+        for line in written.lines() {
+            let record: Value = serde_json::from_str(line).expect("a JSON line");
+            assert!(validator.is_valid(&record), "{line}");
+        }
+        let two = serde_json::json!({"conn": "1", "from": "client", "atMs": 0, "text": "{}", "lost": true});
+        assert!(!validator.is_valid(&two));
         let mut records = Vec::new();
         assert_eq!(read(&path, |r| records.push(r)).expect("read"), 4);
         assert!(matches!(&records[0].payload, Payload::Open { path, .. } if path == "/"));
