@@ -18,9 +18,8 @@ use std::time::{Duration, Instant};
 use futures_util::{SinkExt, StreamExt};
 use tokio_tungstenite::tungstenite::Message;
 
-type Socket = tokio_tungstenite::WebSocketStream<
-    tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
->;
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// A child process printing its URL on the first stdout line.
 struct Served {
@@ -38,7 +37,8 @@ impl Served {
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| fail(&format!("cannot start ahpspec: {e}")));
-        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap_or_else(|| fail("no stdout")));
+        let mut stdout =
+            std::io::BufReader::new(child.stdout.take().unwrap_or_else(|| fail("no stdout")));
         let mut url = String::new();
         if stdout.read_line(&mut url).is_err() || url.trim().is_empty() {
             fail("no URL printed");
@@ -53,7 +53,11 @@ impl Served {
     fn rss_kib(&self) -> u64 {
         std::fs::read_to_string(format!("/proc/{}/statm", self.child.id()))
             .ok()
-            .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+            .and_then(|s| {
+                s.split_whitespace()
+                    .nth(1)
+                    .and_then(|p| p.parse::<u64>().ok())
+            })
             .map_or(0, |pages| pages * 4)
     }
 }

@@ -112,6 +112,12 @@ pub enum CaptureError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{path}: {without} of its {frames} frames were recorded without their body (the upstream CLI needs --include-content): nothing to check them by")]
+    NoBodies {
+        path: PathBuf,
+        without: usize,
+        frames: usize,
+    },
     #[error("{path}:{line}: not a capture record: {why}")]
     Bad {
         path: PathBuf,
@@ -220,8 +226,67 @@ impl Recorder {
 }
 
 /// Reads a capture record by record, in file order (a capture of any size: nothing is
-/// kept but the current line). Blank lines are skipped.
+/// kept but the current line). Blank lines are skipped. Captures of the upstream AHP CLI
+/// (`ahp … --record`) are read too: see [`Upstream`].
 pub fn read(path: &Path, mut each: impl FnMut(Record)) -> Result<usize, CaptureError> {
+    read_counting(path, &mut Upstream::default(), &mut each)
+}
+
+/// Lines of the upstream AHP CLI's capture format (JSON Lines; `kind` "capture" marks its
+/// start and end, `kind` "frame" a frame with `direction` "out" (sent by the CLI) or "in",
+/// an ISO `timestamp`, and the frame's body in `message` only when recorded with
+/// `--include-content`). Such a capture is one connection, named `ahp`.
+#[derive(Debug, Default)]
+pub struct Upstream {
+    /// The first frame's time, in ms since the epoch (times are relative to it).
+    first_ms: Option<f64>,
+    /// Frames recorded without their body: nothing to check in them.
+    pub without_body: usize,
+    pub frames: usize,
+}
+
+impl Upstream {
+    /// The record an upstream line stands for (`None` for markers and frames without a
+    /// body), or why it is not one.
+    fn record(&mut self, line: &Value) -> Result<Option<Record>, String> {
+        match line.get("kind").and_then(Value::as_str) {
+            Some("capture") => return Ok(None),
+            Some("frame") => {}
+            other => return Err(format!("unknown upstream record kind {other:?}")),
+        }
+        self.frames += 1;
+        let from = match line.get("direction").and_then(Value::as_str) {
+            Some("out") => Peer::Client,
+            Some("in") => Peer::Server,
+            other => return Err(format!("unknown upstream direction {other:?}")),
+        };
+        let at = line
+            .get("timestamp")
+            .and_then(Value::as_str)
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+            .ok_or("an upstream frame without an ISO timestamp")?;
+        let at = at.as_millisecond() as f64;
+        let first = *self.first_ms.get_or_insert(at);
+        let Some(message) = line.get("message") else {
+            self.without_body += 1;
+            return Ok(None);
+        };
+        Ok(Some(Record {
+            conn: "ahp".to_owned(),
+            from: Some(from),
+            at_ms: (at - first).max(0.0),
+            time: None,
+            payload: Payload::Text(message.to_string()),
+        }))
+    }
+}
+
+/// [`read`], with what the upstream lines held counted into `upstream`.
+pub fn read_counting(
+    path: &Path,
+    upstream: &mut Upstream,
+    mut each: impl FnMut(Record),
+) -> Result<usize, CaptureError> {
     let file = File::open(path).map_err(|source| CaptureError::Read {
         path: path.to_owned(),
         source,
@@ -235,13 +300,21 @@ pub fn read(path: &Path, mut each: impl FnMut(Record)) -> Result<usize, CaptureE
         if line.trim().is_empty() {
             continue;
         }
-        let record = serde_json::from_str::<Record>(&line).map_err(|e| CaptureError::Bad {
+        let bad = |why: String| CaptureError::Bad {
             path: path.to_owned(),
             line: index + 1,
-            why: e.to_string(),
-        })?;
-        each(record);
-        count += 1;
+            why,
+        };
+        let value: Value = serde_json::from_str(&line).map_err(|e| bad(e.to_string()))?;
+        let record = if value.get("conn").is_none() && value.get("kind").is_some() {
+            upstream.record(&value).map_err(bad)?
+        } else {
+            Some(serde_json::from_value::<Record>(value).map_err(|e| bad(e.to_string()))?)
+        };
+        if let Some(record) = record {
+            each(record);
+            count += 1;
+        }
     }
     Ok(count)
 }
@@ -280,7 +353,8 @@ pub fn check(
         let mut open: std::collections::HashMap<String, (ConnWatch, f64)> = Default::default();
         let mut order: Vec<String> = Vec::new();
         let mut bad = None;
-        read(path, |record| {
+        let mut upstream = Upstream::default();
+        read_counting(path, &mut upstream, |record| {
             let name = if paths.len() > 1 {
                 format!("{}:{}", number + 1, record.conn)
             } else {
@@ -324,6 +398,15 @@ pub fn check(
                 path: path.clone(),
                 line: 0,
                 why,
+            });
+        }
+        if upstream.without_body > 0 {
+            // Metadata alone (method, channel, serverSeq) is too little to judge anything
+            // by: say so rather than report rules that looked at nothing.
+            return Err(CaptureError::NoBodies {
+                path: path.clone(),
+                without: upstream.without_body,
+                frames: upstream.frames,
             });
         }
         for name in order {
@@ -370,6 +453,52 @@ mod tests {
             redact("not json authenticate token"),
             Cow::Borrowed(_)
         ));
+    }
+
+    #[test]
+    fn upstream_cli_captures_are_read_with_their_bodies() {
+        let dir = std::env::temp_dir().join(format!("ahpspec-upstream-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let path = dir.join("ahp.jsonl");
+        let lines = [
+            r#"{"kind":"capture","state":"started","version":1,"cursor":1,"timestamp":"2026-01-01T00:00:00.000Z"}"#,
+            r#"{"kind":"frame","direction":"out","bytes":60,"method":"ping","rpcId":1,"message":{"jsonrpc":"2.0","id":1,"method":"ping","params":{"channel":"ahp-root://"}},"version":1,"cursor":2,"timestamp":"2026-01-01T00:00:00.010Z"}"#,
+            r#"{"kind":"frame","direction":"in","bytes":36,"rpcId":1,"message":{"jsonrpc":"2.0","id":1,"result":null},"version":1,"cursor":3,"timestamp":"2026-01-01T00:00:00.025Z"}"#,
+            r#"{"kind":"capture","state":"completed","version":1,"cursor":4,"timestamp":"2026-01-01T00:00:00.030Z"}"#,
+        ];
+        std::fs::write(&path, lines.join("\n")).expect("write");
+        let mut records = Vec::new();
+        assert_eq!(read(&path, |r| records.push(r)).expect("read"), 2);
+        assert_eq!(records[0].from, Some(Peer::Client));
+        assert_eq!(records[1].from, Some(Peer::Server));
+        assert_eq!(records[1].at_ms, 15.0);
+        assert!(matches!(&records[1].payload, Payload::Text(t) if t.contains("\"result\":null")));
+        let schemas = crate::checks::frame::Schemas::load(None).expect("schemas");
+        let checked = check(&[path.clone()], &schemas, 1000.0).expect("checked");
+        let transport_003 = checked
+            .report
+            .cases
+            .iter()
+            .find(|c| c.info.id == "TRANSPORT-003");
+        assert_eq!(
+            transport_003.map(|c| c.verdict),
+            Some(crate::verdict::Verdict::Pass)
+        );
+        // Without bodies there is nothing to check: an error, not an empty pass.
+        let bare: Vec<String> = lines
+            .iter()
+            .map(|l| {
+                let mut v: Value = serde_json::from_str(l).expect("json");
+                if let Some(o) = v.as_object_mut() {
+                    o.remove("message");
+                }
+                v.to_string()
+            })
+            .collect();
+        std::fs::write(&path, bare.join("\n")).expect("write");
+        let error = check(&[path.clone()], &schemas, 1000.0).expect_err("no bodies");
+        assert!(error.to_string().contains("2 of its 2 frames"), "{error}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::verdict::{Finding, ReportedFrame, RunReport, Tally, Verdict};
 const CONTEXT_FRAMES: usize = 8;
 /// Frames of a connection kept for its transcript; later ones are counted, not kept, so a
 /// long-lived connection costs bounded memory.
-const TRANSCRIPT_FRAMES: usize = 2000;
+const TRANSCRIPT_FRAMES: usize = 256;
 /// Findings kept per rule (the row counts every violation).
 const FINDINGS_KEPT: usize = 50;
 /// Client-side problems kept for the report.
