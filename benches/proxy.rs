@@ -179,63 +179,72 @@ fn main() {
         let direct_rate = pipelined(&host.url, 64, secs).await;
         println!("straight to the host, same load: {direct_rate:.0} frames/s");
         println!("proxy resident memory, idle: {} KiB", proxy.rss_kib());
-        // 200 connections at once, each pipelining.
-        let busy: Vec<_> = (0..200)
-            .map(|_| pipelined(&proxy.url, 8, secs))
-            .collect();
-        let all = futures_util::future::join_all(busy);
-        tokio::pin!(all);
-        let mut peak = 0;
-        let rates = loop {
-            tokio::select! {
-                rates = &mut all => break rates,
-                _ = tokio::time::sleep(Duration::from_millis(250)) => peak = peak.max(proxy.rss_kib()),
-            }
-        };
-        println!(
-            "200 connections, 8 pings in flight each: {:.0} frames/s in all; proxy resident memory peak {peak} KiB",
-            rates.iter().sum::<f64>()
-        );
-        // 200 clients that send and never read: the proxy must stop reading them rather
-        // than buffer (backpressure), so its memory stays flat however long they push.
-        let mut writers = Vec::new();
-        for _ in 0..200 {
-            writers.push(connect(&proxy.url).await);
-        }
-        let started = Instant::now();
-        let mut samples = Vec::new();
-        let mut id = 0u64;
-        let mut pushing = true;
-        while started.elapsed() < secs {
-            if pushing {
-                let sends = writers.iter_mut().map(|socket| {
-                    id += 1000;
-                    let first = id;
-                    async move {
-                        for n in 0..200 {
-                            // A send that cannot complete is backpressure at work.
-                            let sent = tokio::time::timeout(Duration::from_millis(50), socket.send(ping(first + n))).await;
-                            if sent.is_err() {
-                                return false;
-                            }
-                        }
-                        true
-                    }
-                });
-                let progressed = futures_util::future::join_all(sends).await;
-                pushing = progressed.iter().any(|p| *p);
-            } else {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            samples.push(proxy.rss_kib());
-        }
-        println!(
-            "200 clients sending without reading for {secs:?}: proxy resident memory {} → {} KiB (max {}); senders {}",
-            samples.first().copied().unwrap_or(0),
-            samples.last().copied().unwrap_or(0),
-            samples.iter().max().copied().unwrap_or(0),
-            if pushing { "never blocked" } else { "all blocked (backpressure)" }
-        );
+        busy_connections(&proxy, secs).await;
+        never_reading(&proxy, secs).await;
     });
     let _ = std::fs::remove_dir_all(&reports);
+}
+
+/// 200 connections at once, each pipelining: frames/s in all, and the proxy's peak memory.
+async fn busy_connections(proxy: &Served, secs: Duration) {
+    let busy: Vec<_> = (0..200).map(|_| pipelined(&proxy.url, 8, secs)).collect();
+    let all = futures_util::future::join_all(busy);
+    tokio::pin!(all);
+    let mut peak = 0;
+    let rates = loop {
+        tokio::select! {
+            rates = &mut all => break rates,
+            _ = tokio::time::sleep(Duration::from_millis(250)) => peak = peak.max(proxy.rss_kib()),
+        }
+    };
+    println!(
+        "200 connections, 8 pings in flight each: {:.0} frames/s in all; proxy resident memory peak {peak} KiB",
+        rates.iter().sum::<f64>()
+    );
+}
+
+/// 200 clients that send and never read: the proxy must stop reading them rather than
+/// buffer (backpressure), so its memory stays flat however long they push.
+async fn never_reading(proxy: &Served, secs: Duration) {
+    let mut writers = Vec::new();
+    for _ in 0..200 {
+        writers.push(connect(&proxy.url).await);
+    }
+    let started = Instant::now();
+    let mut samples = Vec::new();
+    let mut id = 0u64;
+    let mut pushing = true;
+    while started.elapsed() < secs {
+        if pushing {
+            let sends = writers.iter_mut().map(|socket| {
+                id += 1000;
+                let first = id;
+                async move {
+                    for n in 0..200 {
+                        // A send that cannot complete is backpressure at work.
+                        let send = socket.send(ping(first + n));
+                        if tokio::time::timeout(Duration::from_millis(50), send)
+                            .await
+                            .is_err()
+                        {
+                            return false;
+                        }
+                    }
+                    true
+                }
+            });
+            let progressed = futures_util::future::join_all(sends).await;
+            pushing = progressed.iter().any(|p| *p);
+        } else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        samples.push(proxy.rss_kib());
+    }
+    println!(
+        "200 clients sending without reading for {secs:?}: proxy resident memory {} → {} KiB (max {}); senders {}",
+        samples.first().copied().unwrap_or(0),
+        samples.last().copied().unwrap_or(0),
+        samples.iter().max().copied().unwrap_or(0),
+        if pushing { "never blocked" } else { "all blocked (backpressure)" }
+    );
 }

@@ -13,6 +13,8 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::traffic::{ConnWatch, Seen, Traffic};
+
 /// The JSON Schema (draft 2020-12) every capture line conforms to.
 pub const CAPTURE_SCHEMA: &str = include_str!("../schemas/capture.schema.json");
 
@@ -94,6 +96,31 @@ impl Record {
             time: None,
             payload: Payload::Text(redact(text).into_owned()),
         }
+    }
+}
+
+impl Record {
+    /// The frame this record holds as the checks see it (`None` for an `open` record), or
+    /// why it cannot be one.
+    fn seen(&self) -> Result<Option<Seen<'_>>, String> {
+        Ok(Some(match &self.payload {
+            Payload::Open { .. } => return Ok(None),
+            Payload::Text(text) => Seen::Text(text),
+            Payload::Binary(data) => match binary_len(data) {
+                Some(n) => Seen::Binary(n),
+                None => {
+                    return Err(format!(
+                        "connection {}: binary data that is not base64",
+                        self.conn
+                    ))
+                }
+            },
+            Payload::Close(close) => Seen::Close {
+                code: close.code,
+                reason: &close.reason,
+            },
+            Payload::Lost(_) => Seen::Lost,
+        }))
     }
 }
 
@@ -345,78 +372,12 @@ pub fn check(
     schemas: &crate::checks::frame::Schemas,
     timeout_ms: f64,
 ) -> Result<Checked, CaptureError> {
-    use crate::traffic::{ConnWatch, Seen, Traffic};
     let started = std::time::Instant::now();
     let started_at = format!("{:.0}", jiff::Timestamp::now());
     let mut traffic = Traffic::default();
     for (number, path) in paths.iter().enumerate() {
-        let mut open: std::collections::HashMap<String, (ConnWatch, f64)> = Default::default();
-        let mut order: Vec<String> = Vec::new();
-        let mut bad = None;
-        let mut upstream = Upstream::default();
-        read_counting(path, &mut upstream, |record| {
-            let name = if paths.len() > 1 {
-                format!("{}:{}", number + 1, record.conn)
-            } else {
-                record.conn.clone()
-            };
-            if !open.contains_key(&name) {
-                order.push(name.clone());
-            }
-            let (watch, last) = open
-                .entry(name.clone())
-                .or_insert_with(|| (ConnWatch::new(&name, timeout_ms), 0.0));
-            *last = record.at_ms;
-            let from = record.from.unwrap_or(Peer::Client);
-            let found = match &record.payload {
-                Payload::Open { .. } => Vec::new(),
-                Payload::Text(text) => watch.frame(from, record.at_ms, Seen::Text(text), schemas),
-                Payload::Binary(data) => match binary_len(data) {
-                    Some(n) => watch.frame(from, record.at_ms, Seen::Binary(n), schemas),
-                    None => {
-                        bad.get_or_insert_with(|| {
-                            format!("connection {}: binary data that is not base64", record.conn)
-                        });
-                        Vec::new()
-                    }
-                },
-                Payload::Close(close) => {
-                    let seen = Seen::Close {
-                        code: close.code,
-                        reason: &close.reason,
-                    };
-                    watch.frame(from, record.at_ms, seen, schemas)
-                }
-                Payload::Lost(_) => watch.frame(from, record.at_ms, Seen::Lost, schemas),
-            };
-            for found in found {
-                traffic.found(found);
-            }
-        })?;
-        if let Some(why) = bad {
-            return Err(CaptureError::Bad {
-                path: path.clone(),
-                line: 0,
-                why,
-            });
-        }
-        if upstream.without_body > 0 {
-            // Metadata alone (method, channel, serverSeq) is too little to judge anything
-            // by: say so rather than report rules that looked at nothing.
-            return Err(CaptureError::NoBodies {
-                path: path.clone(),
-                without: upstream.without_body,
-                frames: upstream.frames,
-            });
-        }
-        for name in order {
-            if let Some((mut watch, last)) = open.remove(&name) {
-                for found in watch.end(last) {
-                    traffic.found(found);
-                }
-                traffic.close(watch);
-            }
-        }
+        let prefix = (paths.len() > 1).then_some(number + 1);
+        check_file(path, prefix, schemas, timeout_ms, &mut traffic)?;
     }
     let (problems, count) = traffic.client_problem_summary();
     let (client_problems, client_problem_count) = (problems.to_vec(), count);
@@ -433,6 +394,71 @@ pub fn check(
         client_problems,
         client_problem_count,
     })
+}
+
+/// One capture's connections through the checks, into `traffic` (connections named
+/// `PREFIX:CONN` when there is a prefix).
+fn check_file(
+    path: &Path,
+    prefix: Option<usize>,
+    schemas: &crate::checks::frame::Schemas,
+    timeout_ms: f64,
+    traffic: &mut Traffic,
+) -> Result<(), CaptureError> {
+    let mut open: std::collections::HashMap<String, (ConnWatch, f64)> = Default::default();
+    let mut order: Vec<String> = Vec::new();
+    let mut bad = None;
+    let mut upstream = Upstream::default();
+    read_counting(path, &mut upstream, |record| {
+        let name = match prefix {
+            Some(prefix) => format!("{prefix}:{}", record.conn),
+            None => record.conn.clone(),
+        };
+        if !open.contains_key(&name) {
+            order.push(name.clone());
+        }
+        let (watch, last) = open
+            .entry(name.clone())
+            .or_insert_with(|| (ConnWatch::new(&name, timeout_ms), 0.0));
+        *last = record.at_ms;
+        let from = record.from.unwrap_or(Peer::Client);
+        match record.seen() {
+            Ok(Some(seen)) => {
+                for found in watch.frame(from, record.at_ms, seen, schemas) {
+                    traffic.found(found);
+                }
+            }
+            Ok(None) => {}
+            Err(why) => {
+                bad.get_or_insert(why);
+            }
+        }
+    })?;
+    if let Some(why) = bad {
+        return Err(CaptureError::Bad {
+            path: path.to_owned(),
+            line: 0,
+            why,
+        });
+    }
+    if upstream.without_body > 0 {
+        // Metadata alone (method, channel, serverSeq) is too little to judge anything by:
+        // say so rather than report rules that looked at nothing.
+        return Err(CaptureError::NoBodies {
+            path: path.to_owned(),
+            without: upstream.without_body,
+            frames: upstream.frames,
+        });
+    }
+    for name in order {
+        if let Some((mut watch, last)) = open.remove(&name) {
+            for found in watch.end(last) {
+                traffic.found(found);
+            }
+            traffic.close(watch);
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -474,7 +500,7 @@ mod tests {
         assert_eq!(records[1].at_ms, 15.0);
         assert!(matches!(&records[1].payload, Payload::Text(t) if t.contains("\"result\":null")));
         let schemas = crate::checks::frame::Schemas::load(None).expect("schemas");
-        let checked = check(&[path.clone()], &schemas, 1000.0).expect("checked");
+        let checked = check(std::slice::from_ref(&path), &schemas, 1000.0).expect("checked");
         let transport_003 = checked
             .report
             .cases
@@ -496,7 +522,7 @@ mod tests {
             })
             .collect();
         std::fs::write(&path, bare.join("\n")).expect("write");
-        let error = check(&[path.clone()], &schemas, 1000.0).expect_err("no bodies");
+        let error = check(std::slice::from_ref(&path), &schemas, 1000.0).expect_err("no bodies");
         assert!(error.to_string().contains("2 of its 2 frames"), "{error}");
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -337,3 +337,149 @@ fn the_proxy_command_reports_on_sigterm_and_check_gives_the_live_verdicts() {
     assert_eq!(bad.status.code(), Some(2), "{}", show(&bad));
     drop(host);
 }
+
+/// A stand-in server: records the path and subprotocol it was asked for, picks
+/// `ahp.test`, echoes text and binary frames, and closes with 4001 "bye" after `close-me`.
+async fn echo_server() -> (String, tokio::sync::oneshot::Receiver<(String, String)>) {
+    use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
+    use tokio_tungstenite::tungstenite::protocol::frame::{coding::CloseCode, CloseFrame};
+    use tokio_tungstenite::tungstenite::Message;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("ws://{}", listener.local_addr().expect("addr"));
+    let (seen_tx, seen) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.expect("accept");
+        let mut asked = None;
+        let callback = |request: &Request, mut response: Response| {
+            let protocol = request
+                .headers()
+                .get("sec-websocket-protocol")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned();
+            asked = Some((request.uri().to_string(), protocol));
+            let chosen = "ahp.test".parse().expect("header value");
+            response
+                .headers_mut()
+                .insert("sec-websocket-protocol", chosen);
+            Ok(response)
+        };
+        let mut socket = tokio_tungstenite::accept_hdr_async(tcp, callback)
+            .await
+            .expect("handshake");
+        let _ = seen_tx.send(asked.unwrap_or_default());
+        while let Some(Ok(message)) = socket.next().await {
+            match message {
+                Message::Text(text) if text.as_str() == "close-me" => {
+                    let frame = CloseFrame {
+                        code: CloseCode::from(4001),
+                        reason: "bye".into(),
+                    };
+                    let _ = socket.close(Some(frame)).await;
+                }
+                Message::Text(_) | Message::Binary(_) => {
+                    let _ = futures_util::SinkExt::send(&mut socket, message).await;
+                }
+                _ => {}
+            }
+        }
+    });
+    (url, seen)
+}
+
+#[tokio::test]
+async fn frames_path_subprotocol_and_close_codes_pass_unchanged() {
+    use futures_util::SinkExt;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::Message;
+    let (upstream, seen) = echo_server().await;
+    let proxy = Proxy::start(ProxyConfig {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        upstream,
+        schemas: Schemas::load(None).expect("schemas"),
+        timeout: Duration::from_secs(5),
+        recorder: None,
+        log: None,
+    })
+    .await
+    .expect("proxy starts");
+    let mut request = format!("{}/some/path?q=1", proxy.url())
+        .into_client_request()
+        .expect("request");
+    let offered = "ahp.test, other".parse().expect("header value");
+    request
+        .headers_mut()
+        .insert("sec-websocket-protocol", offered);
+    let (mut client, response) = tokio_tungstenite::connect_async(request)
+        .await
+        .expect("connects through the proxy");
+    assert_eq!(response.headers()["sec-websocket-protocol"], "ahp.test");
+    let (path, protocol) = seen.await.expect("the server saw the handshake");
+    assert_eq!(path, "/some/path?q=1");
+    assert_eq!(protocol, "ahp.test, other");
+    let frames = [
+        Message::text("not json {"),
+        Message::binary(vec![0u8, 1, 2, 255]),
+        Message::text(r#"{"jsonrpc":"2.0","method":"x","params":{}}"#),
+    ];
+    for frame in frames {
+        client.send(frame.clone()).await.expect("send");
+        let echoed = loop {
+            match client.next().await {
+                Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+                other => break other,
+            }
+        };
+        assert_eq!(echoed.expect("a frame").expect("no error"), frame);
+    }
+    client.send(Message::text("close-me")).await.expect("send");
+    let close = loop {
+        match client.next().await {
+            Some(Ok(Message::Close(frame))) => break frame,
+            Some(Ok(_)) => {}
+            other => panic!("no close frame: {other:?}"),
+        }
+    };
+    let close = close.expect("a close frame with a code");
+    assert_eq!(u16::from(close.code), 4001);
+    assert_eq!(close.reason.as_str(), "bye");
+    let (report, _) = proxy.finish().await;
+    // The server's binary frame breaks TRANSPORT-001: the proxy judged what it forwarded.
+    assert_eq!(row(&report, "TRANSPORT-001").verdict, Verdict::Fail);
+}
+
+#[tokio::test]
+async fn a_refused_upgrade_comes_back_with_the_servers_status() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let upstream = format!("ws://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        let (mut tcp, _) = listener.accept().await.expect("accept");
+        let mut head = [0u8; 4096];
+        let _ = tcp.read(&mut head).await;
+        let _ = tcp
+            .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 7\r\n\r\nnot you")
+            .await;
+    });
+    let proxy = Proxy::start(ProxyConfig {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        upstream,
+        schemas: Schemas::load(None).expect("schemas"),
+        timeout: Duration::from_secs(5),
+        recorder: None,
+        log: None,
+    })
+    .await
+    .expect("proxy starts");
+    match tokio_tungstenite::connect_async(proxy.url()).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status().as_u16(), 403)
+        }
+        other => panic!("expected the 403, got {:?}", other.map(|(_, r)| r.status())),
+    }
+    let _ = proxy.finish().await;
+}

@@ -101,6 +101,8 @@ pub(super) async fn serve(
 /// Both handshakes: the client's request head, the same request upstream, then the
 /// client's answer (the upstream's subprotocol, or its refusal). `None` when there is no
 /// pair to serve (logged).
+// tungstenite's handshake callback returns its error response by value.
+#[allow(clippy::result_large_err)]
 async fn connect(
     mut tcp: TcpStream,
     name: &str,
