@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::capture::{CaptureError, Recorder};
+use crate::capture::CaptureError;
 use crate::checks::frame::Schemas;
 use crate::engine::baseline::{Baseline, BaselineError};
 use crate::engine::profile::{Profile, ProfileError};
 use crate::engine::{run, EventSink, RunConfig, Selection};
 use crate::host::{self, FaultSet, HostConfig};
-use crate::proxy::{Proxy, ProxyConfig, ProxyError};
+use crate::proxy::{Proxy, ProxyError};
 use crate::schema::SchemaError;
 use crate::suite::{Catalog, SuiteError};
 use crate::verdict::RunReport;
@@ -271,15 +271,8 @@ async fn record_through(
     let Some(path) = &options.record else {
         return Ok(None);
     };
-    let proxy = Proxy::start(ProxyConfig {
-        listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-        upstream: config.url.clone(),
-        schemas: config.schemas.clone(),
-        timeout: options.timeout,
-        recorder: Some(Recorder::create(path)?),
-        log: None,
-    })
-    .await?;
+    let proxy =
+        crate::proxy::recording(&config.url, path, config.schemas.clone(), options.timeout).await?;
     config.url = proxy.url();
     Ok(Some(proxy))
 }

@@ -340,6 +340,8 @@ fn the_proxy_command_reports_on_sigterm_and_check_gives_the_live_verdicts() {
 
 /// A stand-in server: records the path and subprotocol it was asked for, picks
 /// `ahp.test`, echoes text and binary frames, and closes with 4001 "bye" after `close-me`.
+// tungstenite's handshake callback returns its error response by value.
+#[allow(clippy::result_large_err)]
 async fn echo_server() -> (String, tokio::sync::oneshot::Receiver<(String, String)>) {
     use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
     use tokio_tungstenite::tungstenite::protocol::frame::{coding::CloseCode, CloseFrame};

@@ -69,6 +69,8 @@ pub enum ProxyError {
     NotWebSocket(String),
     #[error(transparent)]
     Handshake(#[from] HandshakeError),
+    #[error(transparent)]
+    Capture(#[from] crate::capture::CaptureError),
 }
 
 /// What every connection task shares.
@@ -174,6 +176,26 @@ impl Proxy {
             (kept.to_vec(), all)
         })
     }
+}
+
+/// A recording proxy in front of `upstream` on a free loopback port, for `--record` of run
+/// and fuzz: their connections go through it and every frame lands in `capture` (its own
+/// checks are not reported: the command judges the traffic itself).
+pub async fn recording(
+    upstream: &str,
+    capture: &std::path::Path,
+    schemas: Schemas,
+    timeout: Duration,
+) -> Result<Proxy, ProxyError> {
+    Proxy::start(ProxyConfig {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        upstream: upstream.to_owned(),
+        schemas,
+        timeout,
+        recorder: Some(Recorder::create(capture)?),
+        log: None,
+    })
+    .await
 }
 
 /// Accepts connections until stopped, then waits for every pair to end.
