@@ -326,6 +326,27 @@ fn the_proxy_command_reports_on_sigterm_and_check_gives_the_live_verdicts() {
     assert_eq!(run.status.code(), Some(0), "{}", show(&run));
     let check = ahpspec(&["check", &clean, "--report-dir", &dir.sub("clean-check")]);
     assert_eq!(check.status.code(), Some(0), "{}", show(&check));
+    // A fuzz campaign's capture, against a correct server, passes too.
+    let clean_host = Served::start(&["serve"]);
+    let fuzzed = dir.sub("fuzz.jsonl");
+    let fuzz = ahpspec(&[
+        "fuzz",
+        &clean_host.url,
+        "--cases",
+        "3",
+        "--record",
+        &fuzzed,
+        "--report-dir",
+        &dir.sub("fuzz-run"),
+    ]);
+    assert_eq!(fuzz.status.code(), Some(0), "{}", show(&fuzz));
+    let check = ahpspec(&["check", &fuzzed, "--report-dir", &dir.sub("fuzz-check")]);
+    assert_eq!(check.status.code(), Some(0), "{}", show(&check));
+    assert_eq!(
+        verdicts(&report_json(Path::new(&dir.sub("fuzz-check"))))["DISPATCH-001"],
+        "pass",
+        "the campaign's dispatches were echoed and checked"
+    );
     // Bad input: one line, exit 2.
     let missing = ahpspec(&["check", &dir.sub("missing.jsonl")]);
     assert_eq!(missing.status.code(), Some(2), "{}", show(&missing));
