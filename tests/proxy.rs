@@ -80,7 +80,9 @@ async fn through_proxy(faults: FaultSet, capture: &Path) -> Through {
     })
     .await
     .expect("host starts");
-    let timeout = Duration::from_secs(2);
+    // The run's default timeout: the machine may be busy, and a connect that times out
+    // leaves no verdict at all.
+    let timeout = Options::default().timeout;
     let proxy = Proxy::start(ProxyConfig {
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         upstream: host.url().to_owned(),
@@ -103,9 +105,13 @@ async fn through_proxy(faults: FaultSet, capture: &Path) -> Through {
     let (proxy, recorded) = proxy.finish().await;
     recorded.expect("capture written");
     host.shutdown().await;
-    let offline = ahpspec::capture::check(&[capture.to_owned()], &schemas, 2000.0)
-        .expect("capture re-checked")
-        .report;
+    let offline = ahpspec::capture::check(
+        &[capture.to_owned()],
+        &schemas,
+        timeout.as_secs_f64() * 1000.0,
+    )
+    .expect("capture re-checked")
+    .report;
     Through {
         run,
         proxy,
