@@ -3,17 +3,18 @@
 //! CLI and the tests both use it.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::checks::frame::{SchemaMap, Schemas};
+use crate::capture::CaptureError;
+use crate::checks::frame::Schemas;
 use crate::engine::baseline::{Baseline, BaselineError};
 use crate::engine::profile::{Profile, ProfileError};
 use crate::engine::{run, EventSink, RunConfig, Selection};
 use crate::host::FaultSet;
-use crate::schema::{SchemaError, SchemaSet};
+use crate::proxy::{Proxy, ProxyError};
+use crate::schema::SchemaError;
 use crate::suite::{Catalog, SuiteError};
 use crate::target::{start_builtin, Purpose};
 use crate::verdict::RunReport;
@@ -36,6 +37,9 @@ pub struct Options {
     /// The protocol versions to certify, one whole run each (`--protocol-version`): every
     /// connection offers that version unless a step names its own.
     pub protocol_versions: Vec<String>,
+    /// Record every frame of the run into this capture (`--record`): the run goes through
+    /// an in-process recording proxy.
+    pub record: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -52,6 +56,7 @@ impl Default for Options {
             jobs: 8,
             strict: false,
             protocol_versions: vec![crate::client::checkpoint::DEFAULT_OFFER.to_owned()],
+            record: None,
         }
     }
 }
@@ -79,6 +84,10 @@ pub enum HarnessError {
     /// A selection that matches nothing would certify anything (a typo in a CI filter).
     #[error("the selection {0} matches no case (`ahpspec list` shows the catalog)")]
     EmptySelection(String),
+    #[error(transparent)]
+    Capture(#[from] CaptureError),
+    #[error("cannot start the recording proxy: {0}")]
+    Proxy(#[from] ProxyError),
 }
 
 /// Loads everything a run needs (before any connection is made).
@@ -90,10 +99,7 @@ pub fn prepare(options: &Options, url: String, label: String) -> Result<RunConfi
     if !options.selection.matches_any(&catalog) {
         return Err(HarnessError::EmptySelection(options.selection.describe()));
     }
-    let set = match &options.schemas {
-        Some(dir) => SchemaSet::from_dir(dir)?,
-        None => SchemaSet::embedded()?,
-    };
+    let schemas = Schemas::load(options.schemas.as_deref())?;
     let profile = match &options.profile {
         Some(path) => Profile::load(path)?,
         None => Profile::scripted()?,
@@ -117,10 +123,7 @@ pub fn prepare(options: &Options, url: String, label: String) -> Result<RunConfi
         fault: options.faults.label(),
         catalog,
         selection: options.selection.clone(),
-        schemas: Schemas {
-            set: Arc::new(set),
-            map: Arc::new(SchemaMap::embedded()),
-        },
+        schemas,
         profile,
         timeout: options.timeout,
         jobs: options.jobs,
@@ -225,14 +228,16 @@ pub async fn certify(
             if !options.faults.is_empty() {
                 return Err(HarnessError::FaultNeedsBuiltin);
             }
-            let config = prepare(options, url.clone(), url.clone())?;
+            let mut config = prepare(options, url.clone(), url.clone())?;
             // A server nobody can reach yields no verdicts at all: say so instead of a report
             // full of harness errors.
             let mut probe = crate::transport::Connection::connect(url, options.timeout)
                 .await
                 .map_err(|e| HarnessError::Unreachable(e.to_string()))?;
             probe.close().await;
-            run_versions(options, config, sink, interrupt).await
+            let recording = record_through(options, &mut config).await?;
+            let report = run_versions(options, config, sink, interrupt).await;
+            end_recording(recording, report).await
         }
         None => {
             let host = start_builtin(options.faults.clone(), Purpose::Run)
@@ -240,11 +245,45 @@ pub async fn certify(
                 .map_err(HarnessError::Host)?;
             let config = prepare(options, host.url().to_owned(), "builtin".to_owned());
             let report = match config {
-                Ok(config) => run_versions(options, config, sink, interrupt).await,
+                Ok(mut config) => match record_through(options, &mut config).await {
+                    Ok(recording) => {
+                        let report = run_versions(options, config, sink, interrupt).await;
+                        end_recording(recording, report).await
+                    }
+                    Err(error) => Err(error),
+                },
                 Err(error) => Err(error),
             };
             host.shutdown().await;
             report
         }
     }
+}
+
+/// With `--record`, a recording proxy in front of the run's target: the run's connections
+/// go through it (the report still names the target).
+async fn record_through(
+    options: &Options,
+    config: &mut RunConfig,
+) -> Result<Option<Proxy>, HarnessError> {
+    let Some(path) = &options.record else {
+        return Ok(None);
+    };
+    let proxy =
+        crate::proxy::recording(&config.url, path, config.schemas.clone(), options.timeout).await?;
+    config.url = proxy.url();
+    Ok(Some(proxy))
+}
+
+/// Stops the recording proxy, if there is one, and flushes its capture: a capture that
+/// could not be written fails the run's command.
+async fn end_recording(
+    recording: Option<Proxy>,
+    report: Result<RunReport, HarnessError>,
+) -> Result<RunReport, HarnessError> {
+    if let Some(proxy) = recording {
+        let (_, recorded) = proxy.finish().await;
+        recorded?;
+    }
+    report
 }

@@ -7,6 +7,7 @@
 
 pub mod aap;
 pub mod aaphost;
+pub mod capture;
 pub mod certify;
 pub mod checks;
 pub mod client;
@@ -16,6 +17,7 @@ pub mod fasthash;
 pub mod fuzz;
 pub mod host;
 pub mod merge;
+pub mod proxy;
 pub mod report;
 pub mod schema;
 pub mod schemagen;
@@ -24,5 +26,6 @@ pub mod selfcheck;
 pub mod suite;
 pub mod tape;
 pub mod target;
+pub mod traffic;
 pub mod transport;
 pub mod verdict;

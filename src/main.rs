@@ -15,10 +15,12 @@ use clap::{Args, Parser, Subcommand};
 /// Subcommands with enough options to want a file of their own (src/cli/).
 mod cli {
     pub mod fuzz;
+    pub mod proxy;
     pub mod run;
     pub mod serve;
 }
 use cli::fuzz::{fuzz_command, replay_command, FuzzArgs, ReplayArgs};
+use cli::proxy::{check_command, proxy_command, CheckArgs, ProxyArgs};
 use cli::run::{list, merge, run};
 use cli::serve::{serve_aap, serve_command};
 
@@ -50,6 +52,11 @@ enum Command {
     Replay(ReplayArgs),
     /// Merge the reports of several runs (e.g. `run --shard I/N` on parallel CI jobs) into one.
     Merge(MergeArgs),
+    /// Check real traffic: a WebSocket proxy between any AHP client and server that checks
+    /// every connection live and writes the reports on Ctrl-C, SIGTERM or --duration.
+    Proxy(ProxyArgs),
+    /// Re-check captures (`--record` of proxy or run) offline and write the same reports.
+    Check(CheckArgs),
     /// Run the built-in reference AHP host (or, with `--protocol aap`, the AAP server).
     Serve {
         /// ahp (default: WebSocket) or aap (HTTP + SSE).
@@ -181,6 +188,9 @@ struct RunArgs {
     /// Cases run in parallel (each on its own connections and session).
     #[arg(long, default_value_t = 8)]
     jobs: usize,
+    /// Record every frame of the run into this capture (JSON Lines; `ahpspec check` re-checks it).
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
     /// Where the reports go.
     #[arg(long, default_value = "reports")]
     report_dir: PathBuf,
@@ -248,6 +258,8 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay_command(args),
         Command::Run(args) => run(args),
         Command::Merge(args) => merge(args),
+        Command::Proxy(args) => proxy_command(args),
+        Command::Check(args) => check_command(args),
         Command::Serve {
             protocol,
             mut listen,

@@ -161,6 +161,11 @@ impl Connection {
 
     fn record(&mut self, direction: Direction, text: String) {
         let at_ms = self.opened.elapsed().as_secs_f64() * 1000.0;
+        // Secrets never reach a transcript (and so a report).
+        let text = match (direction, crate::capture::redact(&text)) {
+            (Direction::Sent, std::borrow::Cow::Owned(redacted)) => redacted,
+            _ => text,
+        };
         self.transcript.frames.push(Frame {
             direction,
             at_ms,
@@ -551,7 +556,7 @@ pub mod tls {
     }
 
     /// The connector for `wss://` connections.
-    pub(super) fn connector() -> Result<Connector, TransportError> {
+    pub(crate) fn connector() -> Result<Connector, TransportError> {
         client_config().map(Connector::Rustls)
     }
 

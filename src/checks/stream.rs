@@ -75,6 +75,49 @@ impl StreamChecks {
         self.tape = tape;
     }
 
+    /// Looks at a frame a client sent that the harness did not write (a proxy's traffic, a
+    /// capture): learns the connection's clientId from its initialize or reconnect and
+    /// remembers each dispatch for its echo (DISPATCH-001), as the runner's own connections
+    /// do when they send them, then checks it like [`StreamChecks::sent`].
+    pub fn observed_sent(&mut self, index: usize, at_ms: f64, text: &str, schemas: &Schemas) {
+        let mut tape = std::mem::take(&mut self.tape);
+        if let Ok(message) = tape.parse(text) {
+            let params = message.member("params");
+            match message.member("method").as_str() {
+                Some("initialize" | "reconnect") => {
+                    if let Some(client_id) = params.member("clientId").as_str() {
+                        client_id.clone_into(&mut self.client_id);
+                    }
+                }
+                Some("dispatchAction") => {
+                    if let Some(seq) = params.member("clientSeq").as_i64() {
+                        self.dispatched
+                            .insert(seq, params.member("action").to_value());
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.tape = tape;
+        self.sent(index, at_ms, text, schemas);
+    }
+
+    /// Adds what every always-on rule looked at on this connection to `counts`, and what it
+    /// could not judge to `skipped`.
+    pub fn tally(&self, counts: &mut Counts, skipped: &mut crate::checks::Skips) {
+        skipped.merge(self.checker.skips());
+        for (rule, n) in self.checker.counts() {
+            *counts.entry(rule).or_insert(0) += n;
+        }
+        *counts.entry("TURN-003").or_insert(0) += self.mirror.deltas_checked;
+        *counts.entry("TURN-005").or_insert(0) += self.mirror.parts_checked;
+        *counts.entry("TURN-004").or_insert(0) += self.mirror.turn_ids_checked;
+        *counts.entry("PENDING-003").or_insert(0) += self.mirror.queue_consumptions;
+        for (rule, n) in &self.invariant_counts {
+            *counts.entry(rule).or_insert(0) += n;
+        }
+    }
+
     /// The connection ended at `at_ms` (by the host when `by_host`); the checks that wait
     /// for something judge what never came (see [`FrameChecker::on_end`]).
     pub fn ended(&mut self, at_ms: f64, timeout_ms: f64, by_host: bool) -> Vec<Violation> {

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use ahpspec::engine::baseline::Baseline;
 use ahpspec::fuzz::{self, trace::Trace, Excluded, ExecConfig, FuzzOptions, FuzzOutcome, Target};
+use ahpspec::proxy;
 use ahpspec::report;
 use clap::Args;
 
@@ -60,6 +61,10 @@ pub struct FuzzArgs {
     /// Per-expectation timeout.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     timeout: Duration,
+    /// Record every frame of the campaign into this capture (JSON Lines; `ahpspec check`
+    /// re-checks it). Needs a URL: the built-in target is a fresh host per sequence.
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
     /// Reports and traces go to <DIR>/fuzz/.
     #[arg(long, default_value = "reports")]
     report_dir: PathBuf,
@@ -128,6 +133,11 @@ pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
         Ok(faults) => faults,
         Err(exit) => return exit,
     };
+    if args.record.is_some() && args.url.is_none() {
+        return usage_error(
+            "--record on fuzz needs a URL (the built-in target is a fresh host per sequence: run `ahpspec serve` and fuzz its URL)",
+        );
+    }
     let baseline = match args.baseline.as_deref().map(Baseline::load).transpose() {
         Ok(baseline) => baseline.unwrap_or_default(),
         Err(error) => return usage_error(&error.to_string()),
@@ -198,6 +208,24 @@ pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
         baseline: &options.baseline,
     };
     with_runtime(|interrupt| async {
+        // With --record the campaign's connections go through a recording proxy.
+        let mut through = None;
+        let recording = match (&args.record, &options.target.url) {
+            (Some(path), Some(url)) => {
+                let schemas = options.exec.schemas.clone();
+                match proxy::recording(url, path, schemas, args.timeout).await {
+                    Ok(proxy) => {
+                        let mut recorded = options.clone();
+                        recorded.target.url = Some(proxy.url());
+                        through = Some(recorded);
+                        Some(proxy)
+                    }
+                    Err(error) => return usage_error(&error.to_string()),
+                }
+            }
+            _ => None,
+        };
+        let options = through.as_ref().unwrap_or(&options);
         let line = progress_line.map(tokio::spawn);
         let stop_line = || {
             if let Some(line) = &line {
@@ -205,14 +233,21 @@ pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
                 eprint!("\r\x1b[2K");
             }
         };
-        if frames_mode {
-            let outcome = fuzz::frames::fuzz_frames(&options, interrupt).await;
+        let exit = if frames_mode {
+            let outcome = fuzz::frames::fuzz_frames(options, interrupt).await;
             stop_line();
             campaign.finish(outcome)
         } else {
-            let outcome = fuzz::fuzz(&options, interrupt).await;
+            let outcome = fuzz::fuzz(options, interrupt).await;
             stop_line();
             campaign.finish(outcome)
+        };
+        match recording {
+            Some(proxy) => match proxy.finish().await {
+                (_, Ok(())) => exit,
+                (_, Err(error)) => usage_error(&error.to_string()),
+            },
+            None => exit,
         }
     })
     .unwrap_or_else(|exit| exit)

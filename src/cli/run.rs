@@ -150,6 +150,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         jobs: args.jobs.max(1),
         strict: args.strict,
         protocol_versions: args.protocol_version.clone(),
+        record: args.record.clone(),
     };
     let outcome = with_runtime(|interrupt| async move {
         let mut console = Console::new();
@@ -169,8 +170,8 @@ fn run_aap(args: RunArgs) -> ExitCode {
     if let Err(error) = args.tls.apply() {
         return usage_error(&error);
     }
-    if args.schemas.is_some() || args.target_profile.is_some() {
-        return usage_error("--schemas and --target-profile apply to AHP runs only");
+    if args.schemas.is_some() || args.target_profile.is_some() || args.record.is_some() {
+        return usage_error("--schemas, --target-profile and --record apply to AHP runs only");
     }
     let options = ahpspec::aap::AapOptions {
         url: args.url.clone(),
@@ -205,7 +206,10 @@ fn run_aap(args: RunArgs) -> ExitCode {
 /// Writes the four reports, prints the summary, and maps the verdicts to the exit code:
 /// 1 for failures, blocked cases or an interrupted run, 2 when only harness errors stand
 /// in the way of a verdict, 0 for a conforming run.
-fn finish(report: &ahpspec::verdict::RunReport, report_dir: &std::path::Path) -> ExitCode {
+pub(crate) fn finish(
+    report: &ahpspec::verdict::RunReport,
+    report_dir: &std::path::Path,
+) -> ExitCode {
     let written = report::write_all(report, report_dir);
     println!("{}", report::render_summary_line(report));
     match written {

@@ -234,7 +234,8 @@ pub async fn run(
                 findings.remove(rule.id).unwrap_or_default(),
                 counts.get(rule.id).copied().unwrap_or(0),
                 &skipped.of(rule.id),
-                config,
+                "case",
+                format!("{} --filter {}", config.rerun_prefix, rule.id),
             );
             results.push(result.clone());
             sink.event(&Event::CaseFinished {
@@ -285,13 +286,16 @@ async fn wait_for_interrupt(interrupt: &mut watch::Receiver<bool>) {
     }
 }
 
-/// The row of an always-on rule: what it looked at and every violation found.
-fn always_on_result(
+/// The row of an always-on rule: what it looked at and every violation found (the first
+/// 20 kept). `over` names what the checks ran over ("case", or "connection" for observed
+/// traffic); `rerun` is the row's re-run command.
+pub fn always_on_result(
     rule: &AlwaysOnRule,
     findings: Vec<Finding>,
     looked_at: usize,
     skipped: &[(&str, usize)],
-    config: &RunConfig,
+    over: &str,
+    rerun: String,
 ) -> CaseResult {
     let first = findings
         .first()
@@ -315,7 +319,7 @@ fn always_on_result(
             area: rule.area.to_owned(),
             spec: rule.spec.to_owned(),
             requirement: rule.requirement.to_owned(),
-            does: format!("Checked on every frame of every case ({})", rule.unit),
+            does: format!("Checked on every frame of every {over} ({})", rule.unit),
             source: "builtin".to_owned(),
         },
         verdict,
@@ -325,7 +329,7 @@ fn always_on_result(
         protocol_version: None,
         transcript: Vec::<ReportedFrame>::new(),
         duration_ms: 0.0,
-        rerun: format!("{} --filter {}", config.rerun_prefix, rule.id),
+        rerun,
     }
 }
 

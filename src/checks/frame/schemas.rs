@@ -103,6 +103,20 @@ pub struct Schemas {
     pub map: Arc<SchemaMap>,
 }
 
+impl Schemas {
+    /// The schemas in `dir` (a `--schemas` directory), or the built-in ones.
+    pub fn load(dir: Option<&std::path::Path>) -> Result<Schemas, crate::schema::SchemaError> {
+        let set = match dir {
+            Some(dir) => SchemaSet::from_dir(dir)?,
+            None => SchemaSet::embedded()?,
+        };
+        Ok(Schemas {
+            set: Arc::new(set),
+            map: Arc::new(SchemaMap::embedded()),
+        })
+    }
+}
+
 impl std::fmt::Debug for Schemas {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Schemas")

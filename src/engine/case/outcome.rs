@@ -112,17 +112,7 @@ impl Runner<'_> {
         let mut counts = self.counts.clone();
         let mut skipped = self.skipped.clone();
         for conn in self.conns.values() {
-            skipped.merge(conn.checks.checker.skips());
-            for (rule, n) in conn.checks.checker.counts() {
-                *counts.entry(rule).or_insert(0) += n;
-            }
-            *counts.entry("TURN-003").or_insert(0) += conn.checks.mirror.deltas_checked;
-            *counts.entry("TURN-005").or_insert(0) += conn.checks.mirror.parts_checked;
-            *counts.entry("TURN-004").or_insert(0) += conn.checks.mirror.turn_ids_checked;
-            *counts.entry("PENDING-003").or_insert(0) += conn.checks.mirror.queue_consumptions;
-            for (rule, n) in &conn.checks.invariant_counts {
-                *counts.entry(rule).or_insert(0) += n;
-            }
+            conn.checks.tally(&mut counts, &mut skipped);
         }
         let harness: Vec<String> = self
             .conns

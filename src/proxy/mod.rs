@@ -1,0 +1,269 @@
+//! `ahpspec proxy`: a WebSocket proxy between any AHP client and server that forwards
+//! every frame both ways unchanged and checks each connection live with the runner's
+//! always-on checks ([`crate::traffic`]); at the end the report has one row per rule.
+//!
+//! Each connection pair is one task forwarding both ways and one task checking: a frame is
+//! queued for the checks before it is forwarded (so the checks see a request before the
+//! response it causes), and the queue is bounded, so neither a slow peer nor slow checks
+//! make the proxy buffer without bound — they slow the sender down instead.
+
+mod handshake;
+mod pair;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::capture::Recorder;
+use crate::checks::frame::Schemas;
+use crate::traffic::Traffic;
+use crate::verdict::RunReport;
+
+pub use handshake::HandshakeError;
+
+/// Where live findings go, one line each (violations as they happen, client problems,
+/// connections that could not be proxied).
+pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// What the proxy needs.
+#[derive(Clone)]
+pub struct ProxyConfig {
+    pub listen: SocketAddr,
+    /// `ws://` or `wss://` URL of the server; with no path of its own, each client's path
+    /// is used.
+    pub upstream: String,
+    pub schemas: Schemas,
+    /// How long a request may go unanswered before the end of its connection judges it
+    /// (TRANSPORT-003).
+    pub timeout: Duration,
+    /// Where every frame is recorded (`--record`).
+    pub recorder: Option<Recorder>,
+    pub log: Option<Log>,
+}
+
+impl std::fmt::Debug for ProxyConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProxyConfig")
+            .field("listen", &self.listen)
+            .field("upstream", &self.upstream)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+/// Proxy failures that stop it before any connection.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("not a WebSocket URL: {0} (expected ws://… or wss://…)")]
+    NotWebSocket(String),
+    #[error(transparent)]
+    Handshake(#[from] HandshakeError),
+    #[error(transparent)]
+    Capture(#[from] crate::capture::CaptureError),
+}
+
+/// What every connection task shares.
+struct Shared {
+    config: ProxyConfig,
+    traffic: Mutex<Traffic>,
+    next_conn: AtomicUsize,
+}
+
+impl Shared {
+    fn log(&self, line: &str) {
+        if let Some(log) = &self.config.log {
+            log(line);
+        }
+    }
+
+    /// Runs `f` on the gathered traffic (a poisoned lock is taken over: the traffic is
+    /// plain data).
+    fn traffic<T>(&self, f: impl FnOnce(&mut Traffic) -> T) -> T {
+        let mut traffic = self.traffic.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut traffic)
+    }
+}
+
+/// A running proxy.
+pub struct Proxy {
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    accepting: tokio::task::JoinHandle<()>,
+    shared: Arc<Shared>,
+    started: Instant,
+    started_at: String,
+}
+
+impl Proxy {
+    /// Binds `config.listen` and starts proxying on the current runtime.
+    pub async fn start(config: ProxyConfig) -> Result<Proxy, ProxyError> {
+        if !(config.upstream.starts_with("ws://") || config.upstream.starts_with("wss://")) {
+            return Err(ProxyError::NotWebSocket(config.upstream.clone()));
+        }
+        let listener =
+            TcpListener::bind(config.listen)
+                .await
+                .map_err(|source| ProxyError::Listen {
+                    addr: config.listen,
+                    source,
+                })?;
+        let addr = listener.local_addr().map_err(|source| ProxyError::Listen {
+            addr: config.listen,
+            source,
+        })?;
+        let shared = Arc::new(Shared {
+            config,
+            traffic: Mutex::new(Traffic::default()),
+            next_conn: AtomicUsize::new(1),
+        });
+        let (stop, stopped) = watch::channel(false);
+        let accepting = tokio::spawn(accept(listener, Arc::clone(&shared), stopped));
+        Ok(Proxy {
+            addr,
+            stop,
+            accepting,
+            shared,
+            started: Instant::now(),
+            started_at: format!("{:.0}", jiff::Timestamp::now()),
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The URL clients connect to.
+    pub fn url(&self) -> String {
+        format!("ws://{}", self.addr)
+    }
+
+    /// Stops accepting, ends every connection still open (its checks judge what they have;
+    /// requests younger than the timeout are skipped), flushes the capture, and returns
+    /// the report.
+    pub async fn finish(self) -> (RunReport, Result<(), crate::capture::CaptureError>) {
+        let _ = self.stop.send(true);
+        let _ = self.accepting.await;
+        let recorded = match &self.shared.config.recorder {
+            Some(recorder) => recorder.finish(),
+            None => Ok(()),
+        };
+        let traffic = self.shared.traffic(std::mem::take);
+        let upstream = &self.shared.config.upstream;
+        let report = traffic.report(
+            &format!("proxy to {upstream}"),
+            self.started_at,
+            self.started.elapsed().as_secs_f64() * 1000.0,
+            &format!("ahpspec proxy --upstream {upstream}"),
+        );
+        (report, recorded)
+    }
+
+    /// Client-side problems seen so far in closed connections (kept, in all).
+    pub fn client_problems(&self) -> (Vec<String>, usize) {
+        self.shared.traffic(|t| {
+            let (kept, all) = t.client_problem_summary();
+            (kept.to_vec(), all)
+        })
+    }
+}
+
+/// A recording proxy in front of `upstream` on a free loopback port, for `--record` of run
+/// and fuzz: their connections go through it and every frame lands in `capture` (its own
+/// checks are not reported: the command judges the traffic itself).
+pub async fn recording(
+    upstream: &str,
+    capture: &std::path::Path,
+    schemas: Schemas,
+    timeout: Duration,
+) -> Result<Proxy, ProxyError> {
+    Proxy::start(ProxyConfig {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        upstream: upstream.to_owned(),
+        schemas,
+        timeout,
+        recorder: Some(Recorder::create(capture)?),
+        log: None,
+    })
+    .await
+}
+
+/// Accepts connections until stopped, then waits for every pair to end.
+async fn accept(listener: TcpListener, shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
+    let mut pairs = JoinSet::new();
+    loop {
+        while pairs.try_join_next().is_some() {}
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _)) => {
+                    let _ = tcp.set_nodelay(true);
+                    let name = shared.next_conn.fetch_add(1, Ordering::Relaxed).to_string();
+                    pairs.spawn(pair::serve(tcp, name, Arc::clone(&shared), stopped.clone()));
+                }
+                // Out of file descriptors and the like: the next accept may work.
+                Err(error) => {
+                    shared.log(&format!("accept failed: {error}"));
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            changed = stopped.changed() => {
+                if changed.is_err() || *stopped.borrow() {
+                    break;
+                }
+            }
+        }
+    }
+    drop(listener);
+    while pairs.join_next().await.is_some() {}
+}
+
+/// `ahpspec proxy`: proxies until SIGINT, SIGTERM or the end of `duration`, calling
+/// `ready` with the URL clients connect to once it listens; returns the report and how
+/// the capture fared.
+pub async fn serve(
+    config: ProxyConfig,
+    duration: Option<Duration>,
+    ready: impl FnOnce(&str),
+) -> Result<(RunReport, Result<(), crate::capture::CaptureError>), ProxyError> {
+    let proxy = Proxy::start(config).await?;
+    ready(&proxy.url());
+    until_signal(duration).await;
+    Ok(proxy.finish().await)
+}
+
+/// Resolves on SIGINT or SIGTERM, or once `duration` (when given) has passed.
+async fn until_signal(duration: Option<Duration>) {
+    let elapsed = async {
+        match duration {
+            Some(duration) => tokio::time::sleep(duration).await,
+            None => std::future::pending().await,
+        }
+    };
+    #[cfg(unix)]
+    let terminated = async {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminated = std::future::pending::<()>();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminated => {}
+        _ = elapsed => {}
+    }
+}

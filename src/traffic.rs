@@ -1,0 +1,346 @@
+//! Traffic the harness did not drive — a proxy's connections, a capture's — judged
+//! connection by connection by the runner's own always-on checks
+//! ([`crate::checks::stream::StreamChecks`]), and what they found turned into the report's
+//! rows, one per always-on rule (as a run reports them). No I/O: the proxy and `check` feed
+//! it frames.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+use crate::capture::{redact, Peer};
+use crate::checks::frame::{Counts, Schemas};
+use crate::checks::stream::StreamChecks;
+use crate::checks::{Skips, Violation, ALWAYS_ON};
+use crate::verdict::{Finding, ReportedFrame, RunReport, Tally, Verdict};
+
+/// Frames before a violation shown with it (as a run shows them).
+const CONTEXT_FRAMES: usize = 8;
+/// Frames of a connection kept for its transcript; later ones are counted, not kept, so a
+/// long-lived connection costs bounded memory.
+const TRANSCRIPT_FRAMES: usize = 256;
+/// Findings kept per rule (the row counts every violation).
+const FINDINGS_KEPT: usize = 50;
+/// Client-side problems kept for the report.
+const CLIENT_PROBLEMS_KEPT: usize = 20;
+
+/// One frame as observed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Seen<'a> {
+    Text(&'a str),
+    Binary(usize),
+    Close {
+        code: Option<u16>,
+        reason: &'a str,
+    },
+    /// The connection broke without a close frame.
+    Lost,
+}
+
+/// A violation with where it was found and the frames before it.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub violation: Violation,
+    pub conn: String,
+    /// The frame's position in its connection (0-based).
+    pub frame: usize,
+    pub context: Vec<ReportedFrame>,
+}
+
+impl Found {
+    /// One line for a live log: rule, level, connection, frame, what broke.
+    pub fn line(&self) -> String {
+        let level = ALWAYS_ON
+            .iter()
+            .find(|rule| rule.id == self.violation.rule)
+            .map_or("MUST", |rule| rule.level.as_str());
+        format!(
+            "{} [{level}] connection {} frame {}: expected {}; got {}",
+            self.violation.rule,
+            self.conn,
+            self.frame + 1,
+            self.violation.expected,
+            self.violation.actual
+        )
+    }
+}
+
+/// One connection's checks and the frames kept for its report.
+#[derive(Debug)]
+pub struct ConnWatch {
+    name: String,
+    checks: StreamChecks,
+    /// How long a request may go unanswered before the connection's end judges it.
+    timeout_ms: f64,
+    frames: usize,
+    recent: VecDeque<ReportedFrame>,
+    kept: Vec<ReportedFrame>,
+    /// Rules this connection broke (its transcript goes with their rows).
+    broke: BTreeSet<&'static str>,
+    /// How far `checks.harness_errors` has been reported.
+    client_problems_seen: usize,
+}
+
+impl ConnWatch {
+    pub fn new(name: &str, timeout_ms: f64) -> ConnWatch {
+        ConnWatch {
+            name: name.to_owned(),
+            checks: StreamChecks::new(""),
+            timeout_ms,
+            frames: 0,
+            recent: VecDeque::with_capacity(CONTEXT_FRAMES),
+            kept: Vec::new(),
+            broke: BTreeSet::new(),
+            client_problems_seen: 0,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Checks one frame `from` a peer, `at_ms` after the connection opened. Client text is
+    /// redacted before anything keeps it.
+    pub fn frame(
+        &mut self,
+        from: Peer,
+        at_ms: f64,
+        seen: Seen<'_>,
+        schemas: &Schemas,
+    ) -> Vec<Found> {
+        let index = self.frames;
+        self.frames += 1;
+        let text = match seen {
+            Seen::Text(text) if from == Peer::Client => redact(text).into_owned(),
+            Seen::Text(text) => text.to_owned(),
+            Seen::Binary(n) => format!("<binary {n} bytes>"),
+            Seen::Close { code, reason } => format!(
+                "<close {} {reason}>",
+                code.map_or_else(|| "-".to_owned(), |c| c.to_string())
+            ),
+            Seen::Lost => "<connection lost>".to_owned(),
+        };
+        let by_server = from == Peer::Server;
+        let violations = match seen {
+            Seen::Close { .. } | Seen::Lost => self.checks.ended(at_ms, self.timeout_ms, by_server),
+            _ if by_server => self.checks.received(&text, schemas),
+            _ => {
+                self.checks.observed_sent(index, at_ms, &text, schemas);
+                Vec::new()
+            }
+        };
+        self.keep(ReportedFrame {
+            conn: self.name.clone(),
+            direction: if by_server { "received" } else { "sent" }.to_owned(),
+            at_ms,
+            text,
+        });
+        self.located(violations, index)
+    }
+
+    /// The connection is over (or the observation is) at `at_ms`: requests left
+    /// unanswered for the timeout or more break TRANSPORT-003 (younger ones are skipped).
+    /// Does nothing after a close or a lost connection was seen.
+    pub fn end(&mut self, at_ms: f64) -> Vec<Found> {
+        let violations = self.checks.ended(at_ms, self.timeout_ms, false);
+        self.located(violations, self.frames.saturating_sub(1))
+    }
+
+    /// Schema problems in what the client sent since the last call (the client's, not the
+    /// server's: reported, never a rule's failure).
+    pub fn client_problems(&mut self) -> Vec<String> {
+        let new = self.checks.harness_errors[self.client_problems_seen..]
+            .iter()
+            .map(|problem| {
+                let problem =
+                    problem.replace("the harness sent an invalid", "the client sent an invalid");
+                let problem = problem.replace(" (not declared deliberate)", "");
+                format!("connection {}: {problem}", self.name)
+            })
+            .collect();
+        self.client_problems_seen = self.checks.harness_errors.len();
+        new
+    }
+
+    fn keep(&mut self, frame: ReportedFrame) {
+        if self.kept.len() < TRANSCRIPT_FRAMES {
+            self.kept.push(frame.clone());
+        }
+        if self.recent.len() == CONTEXT_FRAMES {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(frame);
+    }
+
+    fn located(&mut self, violations: Vec<Violation>, frame: usize) -> Vec<Found> {
+        let checks = &self.checks;
+        // An origin on a host-only action type that echoes this client's own dispatch is
+        // the dispatch's business (DISPATCH-006), not a host action carrying an origin: the
+        // runner drops it likewise.
+        let own = |origin: &Option<(String, i64)>| {
+            origin.as_ref().is_some_and(|(client, seq)| {
+                *client == checks.client_id && checks.dispatched.contains_key(seq)
+            })
+        };
+        let kept: Vec<Violation> = violations
+            .into_iter()
+            .filter(|v| !(v.rule == "ENV-005" && own(&v.origin)))
+            .collect();
+        kept.into_iter()
+            .map(|violation| {
+                self.broke.insert(violation.rule);
+                Found {
+                    violation,
+                    conn: self.name.clone(),
+                    frame,
+                    context: self.recent.iter().cloned().collect(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// What all connections found, gathered into the report.
+#[derive(Debug, Default)]
+pub struct Traffic {
+    findings: HashMap<&'static str, Vec<Finding>>,
+    violations: HashMap<&'static str, usize>,
+    /// The transcript of the first connection that broke each rule.
+    transcripts: HashMap<&'static str, Vec<ReportedFrame>>,
+    counts: Counts,
+    skipped: Skips,
+    connections: usize,
+    frames: usize,
+    not_kept: usize,
+    versions: BTreeSet<String>,
+    client_problems: Vec<String>,
+    client_problem_count: usize,
+}
+
+impl Traffic {
+    /// Adds one violation.
+    pub fn found(&mut self, found: Found) {
+        let rule = found.violation.rule;
+        *self.violations.entry(rule).or_insert(0) += 1;
+        let kept = self.findings.entry(rule).or_default();
+        if kept.len() < FINDINGS_KEPT {
+            kept.push(Finding {
+                rule: rule.to_owned(),
+                verdict: Verdict::Fail,
+                expected: found.violation.expected,
+                actual: format!(
+                    "{} (on connection {}, frame {})",
+                    found.violation.actual,
+                    found.conn,
+                    found.frame + 1
+                ),
+                step: None,
+                context: found.context,
+            });
+        }
+    }
+
+    /// Adds client-side problems (see [`ConnWatch::client_problems`]).
+    pub fn client_problems(&mut self, problems: Vec<String>) {
+        self.client_problem_count += problems.len();
+        let room = CLIENT_PROBLEMS_KEPT.saturating_sub(self.client_problems.len());
+        self.client_problems.extend(problems.into_iter().take(room));
+    }
+
+    /// Takes in a finished connection: what its checks looked at, and its transcript for
+    /// the rows of the rules it broke first.
+    pub fn close(&mut self, mut watch: ConnWatch) {
+        let problems = watch.client_problems();
+        self.client_problems(problems);
+        self.connections += 1;
+        self.frames += watch.frames;
+        self.not_kept += watch.frames.saturating_sub(watch.kept.len());
+        watch.checks.tally(&mut self.counts, &mut self.skipped);
+        if let Some((a, b, c)) = watch.checks.negotiated {
+            self.versions.insert(format!("{a}.{b}.{c}"));
+        }
+        for rule in &watch.broke {
+            self.transcripts
+                .entry(rule)
+                .or_insert_with(|| watch.kept.clone());
+        }
+    }
+
+    /// Client-side problems, kept and in all.
+    pub fn client_problem_summary(&self) -> (&[String], usize) {
+        (&self.client_problems, self.client_problem_count)
+    }
+
+    /// The report: one row per always-on rule over every connection taken in.
+    pub fn report(
+        mut self,
+        target: &str,
+        started_at: String,
+        duration_ms: f64,
+        rerun: &str,
+    ) -> RunReport {
+        let mut cases = Vec::with_capacity(ALWAYS_ON.len());
+        for rule in ALWAYS_ON {
+            let findings = self.findings.remove(rule.id).unwrap_or_default();
+            let violations = self.violations.get(rule.id).copied().unwrap_or(0);
+            let looked_at = self.counts.get(rule.id).copied().unwrap_or(0);
+            let skipped = self.skipped.of(rule.id);
+            let first = findings
+                .first()
+                .map(|f| (f.expected.clone(), f.actual.clone()));
+            let mut row = crate::engine::always_on_result(
+                rule,
+                findings,
+                looked_at,
+                &skipped,
+                "connection",
+                rerun.to_owned(),
+            );
+            // The row counts every violation, also those whose details were not kept.
+            let first = first.as_ref().map(|(e, a)| (e.as_str(), a.as_str()));
+            row.summary =
+                crate::checks::row_summary(rule.unit, violations, looked_at, &skipped, first).1;
+            if rule.requirement.contains("(at checkpoints)")
+                || rule.requirement.contains("(and, at checkpoints,")
+            {
+                // Observed traffic has no checkpoints: say what was not judged.
+                row.summary
+                    .push_str("; the parts judged at checkpoints need a run and were not judged");
+            }
+            if let Some(transcript) = self.transcripts.remove(rule.id) {
+                row.transcript = transcript;
+            }
+            cases.push(row);
+        }
+        let mut report = RunReport {
+            format: 1,
+            tool: "ahpspec".into(),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            target: format!(
+                "{target} ({} connections, {} frames{})",
+                self.connections,
+                self.frames,
+                if self.not_kept > 0 {
+                    format!(", {} beyond the kept transcripts", self.not_kept)
+                } else {
+                    String::new()
+                }
+            ),
+            fault: None,
+            protocol_version: if self.versions.is_empty() {
+                "none negotiated".to_owned()
+            } else {
+                self.versions.into_iter().collect::<Vec<_>>().join(",")
+            },
+            started_at,
+            duration_ms,
+            interrupted: false,
+            shard: None,
+            strict: false,
+            tally: Tally::default(),
+            cases,
+            stale_baseline: Vec::new(),
+            unexpected_failures: Vec::new(),
+        };
+        crate::engine::reconcile(&mut report, None);
+        report
+    }
+}
