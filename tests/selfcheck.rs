@@ -117,6 +117,8 @@ fn loaders_take_the_shipped_files_and_garbage() {
         for entry in std::fs::read_dir(root.join(dir))
             .expect("shipped files")
             .flatten()
+            // suites/aap/ holds the AAP catalog, which these loaders do not read.
+            .filter(|entry| entry.path().is_file())
         {
             let text = std::fs::read_to_string(entry.path()).expect("readable");
             assert_eq!(
