@@ -186,6 +186,10 @@ const BAD_INPUT: &[(&[&str], &str)] = &[
     (&["run", "http://127.0.0.1:1"], "http://127.0.0.1:1"),
     (&["run", "--timeout", "banana"], "banana"),
     (&["run", "--level", "maybe"], "maybe"),
+    (
+        &["run", "--protocol", "aap", "--protocol-version", "0.9.0"],
+        "--protocol-version",
+    ),
     // --fault a,b and fuzz's own inputs (issue 11, fuzz slice).
     (&["run", "--fault", "queue-lifo,nope"], "nope"),
     (&["serve", "--fault", "queue-lifo,nope"], "nope"),

@@ -156,6 +156,9 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         // RECONNECT-003 alone: RECONNECT-005 now gets the snapshot form (lastSeenServerSeq 0),
         // so no case sees the late envelope behind its mirror.
         Fault::ReplayTailLater => {}
+        // TURN-008 ("accepted only for the latest errored turn") resumes an older resumable
+        // turn first, which this fault accepts.
+        Fault::ResumeNotResumable => rules.extend(["TURN-008".to_owned()]),
         // Other connections that hold only the chat miss the agent's actions too: SUB-010's
         // c2 never sees the turn end, nor VERSION-009's old connection, and INPUT-003's c2
         // folds a turn without its input request (INV-FOLD-1 at the checkpoint).

@@ -173,6 +173,11 @@ fn run_aap(args: RunArgs) -> ExitCode {
     if args.schemas.is_some() || args.target_profile.is_some() || args.record.is_some() {
         return usage_error("--schemas, --target-profile and --record apply to AHP runs only");
     }
+    if args.protocol_version != [ahpspec::client::checkpoint::DEFAULT_OFFER] {
+        return usage_error(
+            "--protocol-version applies to AHP runs only (AAP runs speak version 3)",
+        );
+    }
     let options = ahpspec::aap::AapOptions {
         url: args.url.clone(),
         target_label: args.url.clone().unwrap_or_else(|| "builtin".to_owned()),
