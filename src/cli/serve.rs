@@ -66,14 +66,13 @@ pub fn serve_aap(listen: SocketAddr, token: Option<String>, fault: Option<&str>)
         let handle = aaphost::spawn(config.clone()).await?;
         println!("{}", handle.base_url());
         std::io::stdout().flush()?;
-        if !config.faults.is_empty() {
-            let faults: Vec<String> = config
+        announce_faults(
+            "AAP",
+            config
                 .faults
                 .iter()
-                .map(|fault| format!("{fault} (breaks {})", fault.rule()))
-                .collect();
-            eprintln!("ahpspec: serving AAP with fault {}", faults.join(", "));
-        }
+                .map(|f| format!("{f} (breaks {})", f.rule())),
+        );
         wait_for_signal(&mut interrupt).await;
         handle.shutdown().await;
         Ok::<_, std::io::Error>(())
@@ -112,6 +111,17 @@ fn list_faults() -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The stderr line of a server started with faults: `serving AHP with fault a (breaks R), …`.
+fn announce_faults(protocol: &str, faults: impl Iterator<Item = String>) {
+    let faults: Vec<String> = faults.collect();
+    if !faults.is_empty() {
+        eprintln!(
+            "ahpspec: serving {protocol} with fault {}",
+            faults.join(", ")
+        );
+    }
+}
+
 /// Serves until SIGINT or SIGTERM, on the runtime every command uses.
 fn serve(config: HostConfig) -> Result<anyhow::Result<()>, ExitCode> {
     with_runtime(|mut interrupt| async move {
@@ -120,14 +130,13 @@ fn serve(config: HostConfig) -> Result<anyhow::Result<()>, ExitCode> {
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
         println!("{}", handle.url());
         std::io::stdout().flush()?;
-        if !config.faults.is_empty() {
-            let faults: Vec<String> = config
+        announce_faults(
+            "AHP",
+            config
                 .faults
                 .iter()
-                .map(|fault| format!("{fault} (breaks {})", fault.rule()))
-                .collect();
-            eprintln!("ahpspec: serving with fault {}", faults.join(", "));
-        }
+                .map(|f| format!("{f} (breaks {})", f.rule())),
+        );
         wait_for_signal(&mut interrupt).await;
         handle.shutdown().await;
         Ok(())
