@@ -170,6 +170,10 @@ pub struct Dispatch {
 }
 
 /// What a response may be; the first alternative that matches wins.
+// The document checks (has, lacks, equals, one_of, contains, excludes, …) are written out here,
+// in ExpectState and in ExpectCheck rather than shared through `#[serde(flatten)]`: serde
+// cannot combine flatten with `deny_unknown_fields`, and a misspelt check must stay a load error
+// naming the fields (tests/formats.rs).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExpectResponse {
