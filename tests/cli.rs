@@ -190,6 +190,10 @@ const BAD_INPUT: &[(&[&str], &str)] = &[
         &["run", "--protocol", "aap", "--protocol-version", "0.9.0"],
         "--protocol-version",
     ),
+    (
+        &["fuzz", "--protocol", "aap", "--baseline", "b.txt"],
+        "--baseline",
+    ),
     // --fault a,b and fuzz's own inputs (issue 11, fuzz slice).
     (&["run", "--fault", "queue-lifo,nope"], "nope"),
     (&["serve", "--fault", "queue-lifo,nope"], "nope"),

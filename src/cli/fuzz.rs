@@ -427,6 +427,17 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
 /// `fuzz --protocol aap`: the campaign is the library's; this prints, writes and exits.
 fn aap_fuzz(args: FuzzArgs) -> ExitCode {
     use ahpspec::aap::fuzz;
+    // Options the AAP campaign does not implement are refused, never silently ignored.
+    let unsupported = [
+        ("--shard", args.shard.is_some()),
+        ("--baseline", args.baseline.is_some()),
+        ("--record", args.record.is_some()),
+        ("--target-profile", args.target_profile.is_some()),
+        ("--mode frames", args.mode == "frames"),
+    ];
+    if let Some((option, _)) = unsupported.iter().find(|(_, given)| *given) {
+        return usage_error(&format!("{option} applies to AHP fuzzing only"));
+    }
     let seed = args
         .seed
         .unwrap_or_else(|| jiff::Timestamp::now().as_nanosecond() as u64);
