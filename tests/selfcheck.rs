@@ -158,6 +158,9 @@ fn a_loaded_trace_becomes_a_case_that_loads() {
         "it removed \"q1\" (on c1)",
         "a\nb ]] [[case]] \\u0000",
         "'''",
+        // Found by the loaders campaign of session 7: DEL in a message and control
+        // characters in the failure text.
+        "removed \u{7f}q1\r\u{0}",
     ] {
         let trace = serde_json::json!({
             "format": 1, "toolVersion": "0.1.0", "seed": 1, "target": "builtin",
@@ -174,4 +177,40 @@ fn a_loaded_trace_becomes_a_case_that_loads() {
         );
         assert_eq!(loader_survives(Loader::Trace, &text), Ok(()), "{actual:?}");
     }
+}
+
+/// The first finding of the loaders campaign (session 7): a dispatched message holding DEL
+/// (U+007F) went into the regression case as is, which TOML refuses in a string.
+#[test]
+fn a_trace_whose_message_holds_del_becomes_a_case_that_loads() {
+    let planned = |op: u64, id: &str, text: &str| {
+        serde_json::json!({
+            "opIndex": op, "client": 0,
+            "planned": {
+                "channel": "chat",
+                "action": {
+                    "type": "chat/pendingMessageSet", "kind": "queued", "id": id,
+                    "message": { "text": text, "origin": { "kind": "user" } }
+                },
+                "expect": "accept", "rule": "DISPATCH-008"
+            }
+        })
+    };
+    let trace = serde_json::json!({
+        "format": 1, "toolVersion": "0.1.0", "seed": 1, "target": "builtin",
+        "fault": "queue-lifo", "mode": "model",
+        "failure": { "rule": "PENDING-003", "expected": "q0 first", "actual": "q1", "opIndex": 1 },
+        "originalLen": 2, "shrinkSteps": 0,
+        "ops": [
+            { "op": "setPending", "client": 0, "kind": "queued", "id": 0 },
+            { "op": "setPending", "client": 0, "kind": "queued", "id": 1 }
+        ],
+        "performed": [planned(0, "q0", "plain"), planned(1, "q1", "ahpspec-script:\u{7f}{}")],
+        "frames": []
+    });
+    let text = trace.to_string();
+    let loaded =
+        serde_json::from_str::<ahpspec::fuzz::trace::Trace>(&text).expect("the trace loads");
+    assert!(loaded.to_case().contains("\\u007F"), "{}", loaded.to_case());
+    assert_eq!(loader_survives(Loader::Trace, &text), Ok(()));
 }

@@ -115,7 +115,12 @@ impl Trace {
         out.push_str(&format!(
             "# Regression case from `ahpspec fuzz --seed {}`: {}\n",
             self.seed,
-            self.failure.actual.replace('\n', " ")
+            // TOML comments admit no control characters but tab.
+            self.failure
+                .actual
+                .chars()
+                .map(|c| if c.is_control() && c != '\t' { ' ' } else { c })
+                .collect::<String>()
         ));
         out.push_str("[[case]]\n");
         out.push_str(&format!("id = {}\n", toml_string(&id)));
@@ -304,8 +309,11 @@ fn probe_steps(n: usize, probe: Probe) -> String {
 }
 
 fn toml_string(text: &str) -> String {
-    // A TOML basic string is a JSON string for everything we write.
-    Value::String(text.to_owned()).to_string()
+    // A TOML basic string is a JSON string, except that TOML also wants DEL (U+007F) escaped,
+    // which JSON leaves as it is (a fuzz campaign of the loaders found it).
+    Value::String(text.to_owned())
+        .to_string()
+        .replace('\u{7f}', "\\u007F")
 }
 
 /// A JSON value as a TOML inline value (nulls dropped: TOML has none).
