@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use crate::capture::{redact, Peer};
 use crate::checks::frame::{Counts, Schemas};
 use crate::checks::stream::StreamChecks;
-use crate::checks::{Skips, Violation, ALWAYS_ON};
+use crate::checks::{Rule, Skips, Violation, ALWAYS_ON};
 use crate::verdict::{Finding, ReportedFrame, RunReport, Tally, Verdict};
 
 /// Frames before a violation shown with it (as a run shows them).
@@ -48,10 +48,7 @@ pub struct Found {
 impl Found {
     /// One line for a live log: rule, level, connection, frame, what broke.
     pub fn line(&self) -> String {
-        let level = ALWAYS_ON
-            .iter()
-            .find(|rule| rule.id == self.violation.rule)
-            .map_or("MUST", |rule| rule.level.as_str());
+        let level = self.violation.rule.info().level.as_str();
         format!(
             "{} [{level}] connection {} frame {}: expected {}; got {}",
             self.violation.rule,
@@ -74,7 +71,7 @@ pub struct ConnWatch {
     recent: VecDeque<ReportedFrame>,
     kept: Vec<ReportedFrame>,
     /// Rules this connection broke (its transcript goes with their rows).
-    broke: BTreeSet<&'static str>,
+    broke: BTreeSet<Rule>,
     /// How far `checks.harness_errors` has been reported.
     client_problems_seen: usize,
 }
@@ -182,7 +179,7 @@ impl ConnWatch {
         };
         let kept: Vec<Violation> = violations
             .into_iter()
-            .filter(|v| !(v.rule == "ENV-005" && own(&v.origin)))
+            .filter(|v| !(v.rule == Rule::Env005 && own(&v.origin)))
             .collect();
         kept.into_iter()
             .map(|violation| {
@@ -201,10 +198,10 @@ impl ConnWatch {
 /// What all connections found, gathered into the report.
 #[derive(Debug, Default)]
 pub struct Traffic {
-    findings: HashMap<&'static str, Vec<Finding>>,
-    violations: HashMap<&'static str, usize>,
+    findings: HashMap<Rule, Vec<Finding>>,
+    violations: HashMap<Rule, usize>,
     /// The transcript of the first connection that broke each rule.
-    transcripts: HashMap<&'static str, Vec<ReportedFrame>>,
+    transcripts: HashMap<Rule, Vec<ReportedFrame>>,
     counts: Counts,
     skipped: Skips,
     connections: usize,
@@ -223,7 +220,7 @@ impl Traffic {
         let kept = self.findings.entry(rule).or_default();
         if kept.len() < FINDINGS_KEPT {
             kept.push(Finding {
-                rule: rule.to_owned(),
+                rule: rule.id().to_owned(),
                 verdict: Verdict::Fail,
                 expected: found.violation.expected,
                 actual: format!(
@@ -259,7 +256,7 @@ impl Traffic {
         }
         for rule in &watch.broke {
             self.transcripts
-                .entry(rule)
+                .entry(*rule)
                 .or_insert_with(|| watch.kept.clone());
         }
     }
@@ -279,10 +276,10 @@ impl Traffic {
     ) -> RunReport {
         let mut cases = Vec::with_capacity(ALWAYS_ON.len());
         for rule in ALWAYS_ON {
-            let findings = self.findings.remove(rule.id).unwrap_or_default();
-            let violations = self.violations.get(rule.id).copied().unwrap_or(0);
-            let looked_at = self.counts.get(rule.id).copied().unwrap_or(0);
-            let skipped = self.skipped.of(rule.id);
+            let findings = self.findings.remove(&rule.rule).unwrap_or_default();
+            let violations = self.violations.get(&rule.rule).copied().unwrap_or(0);
+            let looked_at = self.counts.get(&rule.rule).copied().unwrap_or(0);
+            let skipped = self.skipped.of(rule.rule);
             let first = findings
                 .first()
                 .map(|f| (f.expected.clone(), f.actual.clone()));
@@ -305,7 +302,7 @@ impl Traffic {
                 row.summary
                     .push_str("; the parts judged at checkpoints need a run and were not judged");
             }
-            if let Some(transcript) = self.transcripts.remove(rule.id) {
+            if let Some(transcript) = self.transcripts.remove(&rule.rule) {
                 row.transcript = transcript;
             }
             cases.push(row);

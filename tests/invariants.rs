@@ -21,7 +21,7 @@ fn session() -> Value {
 fn rules_of(found: &[ahpspec::checks::Violation]) -> Vec<(&str, &str)> {
     found
         .iter()
-        .map(|v| (v.rule, v.expected.as_str()))
+        .map(|v| (v.rule.id(), v.expected.as_str()))
         .collect()
 }
 
@@ -119,7 +119,7 @@ fn inv_chat_5_fails_on_a_repeated_queued_id_only() {
         chat(json!([{ "id": "q1", "message": message }, { "id": "q1", "message": message }]));
     let found = chat_state(&repeated);
     assert_eq!(found.len(), 1, "{found:?}");
-    assert_eq!(found[0].rule, "INV-CHAT-5");
+    assert_eq!(found[0].rule.id(), "INV-CHAT-5");
     assert!(found[0].actual.contains("\"q1\""), "{found:?}");
     // `[]` counts as absent (the reducer drops the list with its last entry).
     assert_eq!(rules_of(&chat_state(&chat(json!([])))), vec![]);
@@ -205,7 +205,7 @@ fn status_003_counts_only_chat_states_with_a_status() {
     let count = |state: &Value| {
         let mut statuses = 0;
         ahpspec::checks::invariants::snapshot("ahp-chat:/c", state, &mut |rule, n| {
-            if rule == "STATUS-003" {
+            if rule.id() == "STATUS-003" {
                 statuses += n;
             }
         });
@@ -333,7 +333,7 @@ fn the_quiescence_parts_of_inv_session_1_2_3_fail_on_their_own() {
     let chats = [("ahp-chat:/a", &inside)];
     let mut looked_at = Vec::new();
     let found = session_at_rest("ahp-session:/s", &state, &chats, &mut |rule, n| {
-        looked_at.push((rule, n))
+        looked_at.push((rule.id(), n))
     });
     assert_eq!(rules_of(&found), vec![]);
     assert_eq!(
@@ -400,7 +400,7 @@ fn inv_summary_2_and_3_compare_the_listing_with_the_session() {
     };
     let mut looked_at = Vec::new();
     let found = summary_matches("ahp-session:/s", &listed(), &state, &mut |rule, n| {
-        looked_at.push((rule, n))
+        looked_at.push((rule.id(), n))
     });
     // Activity bits and activity are not compared; an absent chat status is "unknown".
     assert_eq!(rules_of(&found), vec![]);
@@ -423,7 +423,7 @@ fn inv_summary_2_and_3_compare_the_listing_with_the_session() {
         (chat_status, "INV-SUMMARY-2"),
     ] {
         let found = summary_matches("ahp-session:/s", &entry, &state, &mut |_, _| {});
-        let rules: Vec<&str> = found.iter().map(|v| v.rule).collect();
+        let rules: Vec<&str> = found.iter().map(|v| v.rule.id()).collect();
         assert_eq!(rules, vec![rule], "{entry}");
     }
 }

@@ -5,7 +5,7 @@
 use ahpspec::checks::error_data::{auth_required, permission_denied};
 use ahpspec::checks::frame::Counts;
 use ahpspec::checks::toolcalls::{Status, ToolCalls};
-use ahpspec::checks::Violation;
+use ahpspec::checks::{Rule, Violation};
 use ahpspec::tape::Tape;
 use serde_json::{json, Value};
 
@@ -34,7 +34,7 @@ fn act(kind: &str, extra: Value) -> Value {
 }
 
 fn rules(found: &[Violation]) -> Vec<&'static str> {
-    found.iter().map(|v| v.rule).collect()
+    found.iter().map(|v| v.rule.id()).collect()
 }
 
 #[test]
@@ -86,8 +86,8 @@ fn a_correct_lifecycle_breaks_nothing_and_is_counted() {
     );
     assert_eq!(rules(&found), Vec::<&str>::new(), "{found:?}");
     // Every host action on a started call (the start itself and client echoes are not judged).
-    assert_eq!(counts.get("INV-TOOL-1"), Some(&7));
-    assert_eq!(counts.get("INV-TOOL-2"), Some(&1));
+    assert_eq!(counts.get(&Rule::InvTool1), Some(&7));
+    assert_eq!(counts.get(&Rule::InvTool2), Some(&1));
 }
 
 #[test]
@@ -232,7 +232,7 @@ fn tool_007_wants_reason_skipped_for_calls_a_turn_end_left_open() {
         let mut found = Vec::new();
         tracker.snapshot(CHAT, &snapshot(reason), &mut counts, &mut found);
         assert_eq!(rules(&found), expected, "{reason}");
-        assert_eq!(counts.get("TOOL-007"), Some(&1));
+        assert_eq!(counts.get(&Rule::Tool007), Some(&1));
     }
 }
 

@@ -250,7 +250,7 @@ impl Run<'_> {
         });
         let fresh = &self.ctx.observer.violations[before..];
         let clean = fresh.is_empty();
-        let broke = fresh.iter().find(|v| is_framing(v.rule)).cloned();
+        let broke = fresh.iter().find(|v| is_framing(v.rule.id())).cloned();
         self.follow(&request, json_body, &response, clean);
         if let Some(name) = name {
             self.stored.insert(name.to_owned(), response.clone());
@@ -285,9 +285,9 @@ impl Run<'_> {
             );
             return Some((miss, "AAP-AUTH-001"));
         }
-        if let Some(violation) = broke.filter(|v| v.rule != base_rule(&self.case.info.id)) {
+        if let Some(violation) = broke.filter(|v| v.rule.id() != base_rule(&self.case.info.id)) {
             let miss = Miss::new(format!("{what}: {}", violation.expected), violation.actual);
-            return Some((miss, violation.rule));
+            return Some((miss, violation.rule.id()));
         }
         let turn = super::checks::Endpoint::of(&request.method, &request.path)
             == Some(super::checks::Endpoint::Turn);

@@ -9,58 +9,12 @@ use serde_json::Value;
 
 use super::http::{Body, Response};
 use super::sse::StreamEnd;
-use crate::checks::{AlwaysOnRule, Skips, Violation};
+pub use crate::checks::AAP_ALWAYS_ON;
+use crate::checks::{AlwaysOnRule, Rule, Skips, Violation};
 use crate::schema::SchemaSet;
-use crate::verdict::Level;
 
 /// The prefix of every secret option value the harness sets: none may come back.
 pub const SECRET_PREFIX: &str = "ahpspec-secret-";
-
-macro_rules! aap_rules {
-    ($( ($id:literal, $level:ident, $area:literal, $spec:literal, $unit:literal, $req:literal), )*) => {
-        /// Every always-on AAP rule, in report order.
-        pub const AAP_ALWAYS_ON: &[AlwaysOnRule] = &[
-            $( AlwaysOnRule { id: $id, level: Level::$level, area: $area, spec: $spec, unit: $unit, requirement: $req }, )*
-        ];
-    };
-}
-
-aap_rules! {
-    ("AAP-HTTP-001", Must, "aap/http", "docs/schema.md", "JSON bodies",
-        "Every JSON success body matches the schema of its endpoint."),
-    ("AAP-HTTP-002", Must, "aap/http", "docs/response.md § stream: \"none\"", "JSON bodies",
-        "A JSON body is sent as application/json."),
-    ("AAP-HTTP-007", Must, "aap/http", "HTTP semantics (derived, MUST*)", "responses",
-        "No request of the harness makes the server answer 5xx."),
-    ("AAP-META-003", Must, "aap/meta", "docs/endpoints.md § GET /meta (Agent fields: name)", "meta responses",
-        "Agent names are unique on the server."),
-    ("AAP-META-004", Must, "aap/meta", "docs/endpoints.md § GET /meta (Agent fields: version)", "agents",
-        "An agent's version is a semantic version."),
-    ("AAP-META-005", Must, "aap/meta", "docs/endpoints.md § GET /meta (Option fields) (derived, MUST*)", "agents",
-        "Option names are unique within an agent; a select option's default is one of its options."),
-    ("AAP-OPTION-003", Must, "aap/options", "docs/endpoints.md § GET /sessions/:id", "response bodies",
-        "A secret option's value is never returned in plaintext."),
-    ("AAP-SSE-001", Must, "aap/sse", "docs/response.md § SSE Events; docs/schema.md § SSEEvent", "events",
-        "Every SSE event names a known type and carries a JSON object with that type's fields."),
-    ("AAP-SSE-002", Must, "aap/sse", "docs/response.md § turn_start", "streams",
-        "turn_start is the first event of every turn stream, once."),
-    ("AAP-SSE-003", Must, "aap/sse", "docs/response.md § turn_stop", "streams",
-        "turn_stop is the final event of every stream: present, once, nothing after it, and the response ends."),
-    ("AAP-SSE-004", Must, "aap/sse", "docs/response.md § text_delta, thinking_delta", "delta streams",
-        "Delta mode sends text and thinking only as deltas."),
-    ("AAP-SSE-005", Must, "aap/sse", "docs/response.md § text, thinking", "message streams",
-        "Message mode sends text and thinking only as whole text/thinking events."),
-    ("AAP-SSE-006", Must, "aap/sse", "docs/schema.md § SSEEvent (derived, MUST*)", "streams",
-        "session_start never appears in a turn stream."),
-    ("AAP-SSE-007", Must, "aap/sse", "docs/response.md § Response Modes", "turns run in several modes",
-        "The same scripted turn carries the same content in delta, message and none mode."),
-    ("AAP-TOOL-008", Must, "aap/tool-calls", "docs/tool-call.md § Tool call resolving (derived, MUST*)", "streams with tool events",
-        "toolCallIds are unique within a turn; each tool_result answers a server tool call of this turn or a permission granted in this request."),
-    ("AAP-HISTORY-004", Must, "aap/history", "docs/history.md § Server History", "full histories",
-        "Full history is exactly the seed, the submitted messages and what each turn produced."),
-    ("AAP-HISTORY-005", Must, "aap/history", "docs/response.md § Tool permission message", "histories",
-        "tool_permission messages are never stored in history."),
-}
 
 /// Looks an always-on AAP rule up.
 pub fn rule(id: &str) -> Option<&'static AlwaysOnRule> {
@@ -124,7 +78,7 @@ pub struct Seen<'a> {
 pub struct Observer {
     schemas: Arc<SchemaSet>,
     pub violations: Vec<Violation>,
-    pub counts: HashMap<&'static str, usize>,
+    pub counts: HashMap<Rule, usize>,
     pub skips: Skips,
 }
 
@@ -142,16 +96,11 @@ impl Observer {
         &self.schemas
     }
 
-    pub fn count(&mut self, rule: &'static str) {
+    pub fn count(&mut self, rule: Rule) {
         *self.counts.entry(rule).or_insert(0) += 1;
     }
 
-    pub fn violate(
-        &mut self,
-        rule: &'static str,
-        expected: impl Into<String>,
-        actual: impl Into<String>,
-    ) {
+    pub fn violate(&mut self, rule: Rule, expected: impl Into<String>, actual: impl Into<String>) {
         self.violations.push(Violation::new(rule, expected, actual));
     }
 
@@ -159,10 +108,10 @@ impl Observer {
     pub fn observe(&mut self, seen: &Seen<'_>) {
         let response = seen.response;
         let endpoint = Endpoint::of(seen.method, seen.path);
-        self.count("AAP-HTTP-007");
+        self.count(Rule::AapHttp007);
         if response.status >= 500 {
             self.violate(
-                "AAP-HTTP-007",
+                Rule::AapHttp007,
                 "no 5xx status",
                 format!("{} to {} {}", response.status, seen.method, seen.path),
             );
@@ -191,10 +140,10 @@ impl Observer {
         response: &Response,
         seen: &Seen<'_>,
     ) {
-        self.count("AAP-HTTP-002");
+        self.count(Rule::AapHttp002);
         if !response.is_media("application/json") {
             self.violate(
-                "AAP-HTTP-002",
+                Rule::AapHttp002,
                 "Content-Type: application/json",
                 format!(
                     "{:?} on {} {}",
@@ -203,11 +152,11 @@ impl Observer {
             );
         }
         let Some(def) = endpoint.and_then(Endpoint::success_def) else {
-            self.skips.add("AAP-HTTP-001", "no AAP endpoint", 1);
+            self.skips.add(Rule::AapHttp001, "no AAP endpoint", 1);
             return;
         };
         self.validate(
-            "AAP-HTTP-001",
+            Rule::AapHttp001,
             def,
             body,
             &format!("{} {}", seen.method, seen.path),
@@ -215,7 +164,7 @@ impl Observer {
     }
 
     /// Validates `value` against `def`, reporting a violation of `rule`.
-    pub fn validate(&mut self, rule: &'static str, def: &str, value: &Value, what: &str) {
+    pub fn validate(&mut self, rule: Rule, def: &str, value: &Value, what: &str) {
         self.count(rule);
         if let Err(errors) = self.schemas.validate(def, value) {
             let first = errors.first().map(ToString::to_string).unwrap_or_default();
@@ -235,11 +184,11 @@ impl Observer {
                 .join("\n"),
             Body::Empty => return,
         };
-        self.count("AAP-OPTION-003");
+        self.count(Rule::AapOption003);
         if let Some(at) = text.find(SECRET_PREFIX) {
             let shown: String = text[at..].chars().take(40).collect();
             self.violate(
-                "AAP-OPTION-003",
+                Rule::AapOption003,
                 "no secret value in any response",
                 format!("the body holds {shown}…"),
             );
@@ -251,7 +200,7 @@ impl Observer {
             return;
         };
         for (kind, messages) in history {
-            self.count("AAP-HISTORY-005");
+            self.count(Rule::AapHistory005);
             let stored = messages
                 .as_array()
                 .into_iter()
@@ -260,7 +209,7 @@ impl Observer {
                 .count();
             if stored > 0 {
                 self.violate(
-                    "AAP-HISTORY-005",
+                    Rule::AapHistory005,
                     format!("no tool_permission message in {kind} history"),
                     format!("{stored} stored"),
                 );

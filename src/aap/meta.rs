@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::checks::Observer;
+use crate::checks::Rule;
 
 /// `MAJOR.MINOR.PATCH` with optional `-pre` and `+build` parts (semver.org § 2, 9, 10).
 pub fn is_semver(text: &str) -> bool {
@@ -32,7 +33,7 @@ pub fn check_meta(observer: &mut Observer, body: &Value) {
         .into_iter()
         .flatten()
         .collect();
-    observer.count("AAP-META-003");
+    observer.count(Rule::AapMeta003);
     let mut names = HashSet::new();
     for agent in &agents {
         let name = agent
@@ -41,7 +42,7 @@ pub fn check_meta(observer: &mut Observer, body: &Value) {
             .unwrap_or_default();
         if !names.insert(name) {
             observer.violate(
-                "AAP-META-003",
+                Rule::AapMeta003,
                 "unique agent names",
                 format!("{name:?} twice"),
             );
@@ -52,19 +53,19 @@ pub fn check_meta(observer: &mut Observer, body: &Value) {
             .get("name")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        observer.count("AAP-META-004");
+        observer.count(Rule::AapMeta004);
         let version = agent
             .get("version")
             .and_then(Value::as_str)
             .unwrap_or_default();
         if !is_semver(version) {
             observer.violate(
-                "AAP-META-004",
+                Rule::AapMeta004,
                 format!("agent {name}: a semantic version"),
                 format!("{version:?}"),
             );
         }
-        observer.count("AAP-META-005");
+        observer.count(Rule::AapMeta005);
         check_options(observer, name, agent.get("options"));
     }
 }
@@ -78,7 +79,7 @@ fn check_options(observer: &mut Observer, agent: &str, options: Option<&Value>) 
             .unwrap_or_default();
         if !names.insert(name.to_owned()) {
             observer.violate(
-                "AAP-META-005",
+                Rule::AapMeta005,
                 format!("agent {agent}: unique option names"),
                 format!("{name:?} twice"),
             );
@@ -99,7 +100,7 @@ fn check_options(observer: &mut Observer, agent: &str, options: Option<&Value>) 
             .unwrap_or_default();
         if !allowed.contains(&default) {
             observer.violate(
-                "AAP-META-005",
+                Rule::AapMeta005,
                 format!("agent {agent}: option {name}'s default among {allowed:?}"),
                 format!("{default:?}"),
             );

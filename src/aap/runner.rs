@@ -15,7 +15,7 @@ use super::checks::{AAP_ALWAYS_ON, SECRET_PREFIX};
 use super::http::{Client, Request, Target};
 use super::suite::{self, AapCase};
 use super::Agent;
-use crate::checks::{row_summary, AlwaysOnRule, RowOutcome, Skips, Violation};
+use crate::checks::{row_summary, AlwaysOnRule, RowOutcome, Rule, Skips, Violation};
 use crate::engine::baseline::Baseline;
 use crate::engine::{reconcile, Event, EventSink, Selection};
 use crate::schema::{SchemaError, SchemaSet};
@@ -408,8 +408,8 @@ fn prepare(case: &AapCase, plan: &Plan<'_>, index: usize) -> Result<CaseContext,
 /// What the always-on rows have gathered over the run.
 #[derive(Default)]
 struct Rows {
-    findings: HashMap<&'static str, Vec<Finding>>,
-    counts: HashMap<&'static str, usize>,
+    findings: HashMap<Rule, Vec<Finding>>,
+    counts: HashMap<Rule, usize>,
     skips: Skips,
     turns: Vec<TurnRecord>,
 }
@@ -417,7 +417,7 @@ struct Rows {
 impl Rows {
     fn absorb(&mut self, outcome: &CaseOutcome) {
         for (rule, n) in &outcome.observer.counts {
-            *self.counts.entry(rule).or_insert(0) += n;
+            *self.counts.entry(*rule).or_insert(0) += n;
         }
         self.skips.merge(&outcome.observer.skips);
         let context: Vec<_> = outcome
@@ -445,7 +445,7 @@ impl Rows {
             .entry(violation.rule)
             .or_default()
             .push(Finding {
-                rule: violation.rule.to_owned(),
+                rule: violation.rule.id().to_owned(),
                 verdict: Verdict::Fail,
                 expected: violation.expected.clone(),
                 actual: format!("{} (in case {case})", violation.actual),
@@ -481,7 +481,7 @@ impl Rows {
                     });
                 if let Some((want, got)) = difference {
                     let violation = Violation::new(
-                        "AAP-SSE-007",
+                        Rule::AapSse007,
                         format!("{} mode like {} mode: {want}", other.mode, first.mode),
                         got,
                     );
@@ -489,15 +489,15 @@ impl Rows {
                 }
             }
         }
-        *self.counts.entry("AAP-SSE-007").or_insert(0) += compared;
+        *self.counts.entry(Rule::AapSse007).or_insert(0) += compared;
         for (violation, case) in found {
             self.add(&violation, &case, Vec::new());
         }
     }
 
     fn row(&mut self, rule: &AlwaysOnRule, rerun_prefix: &str) -> CaseResult {
-        let mut findings = self.findings.remove(rule.id).unwrap_or_default();
-        let looked_at = self.counts.get(rule.id).copied().unwrap_or(0);
+        let mut findings = self.findings.remove(&rule.rule).unwrap_or_default();
+        let looked_at = self.counts.get(&rule.rule).copied().unwrap_or(0);
         let first = findings
             .first()
             .map(|f| (f.expected.as_str(), f.actual.as_str()));
@@ -505,7 +505,7 @@ impl Rows {
             rule.unit,
             findings.len(),
             looked_at,
-            &self.skips.of(rule.id),
+            &self.skips.of(rule.rule),
             first,
         );
         let verdict = match outcome {

@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::checks::{ending, Observer, Seen};
 use super::http::Body;
 use super::sse::StreamEnd;
+use crate::checks::Rule;
 
 /// Event names a turn stream may carry.
 const KNOWN: &[&str] = &[
@@ -50,21 +51,21 @@ pub fn check_stream(observer: &mut Observer, seen: &Seen<'_>) {
     let names: Vec<&str> = read.events.iter().map(|e| e.name.as_str()).collect();
     let listed = names.join(", ");
 
-    observer.count("AAP-SSE-002");
+    observer.count(Rule::AapSse002);
     let starts = names.iter().filter(|n| **n == "turn_start").count();
     if names.first() != Some(&"turn_start") || starts != 1 {
         observer.violate(
-            "AAP-SSE-002",
+            Rule::AapSse002,
             "turn_start first, once",
             format!("events [{listed}]"),
         );
     }
 
-    observer.count("AAP-SSE-003");
+    observer.count(Rule::AapSse003);
     let stops = names.iter().filter(|n| **n == "turn_stop").count();
     if names.last() != Some(&"turn_stop") || stops != 1 {
         observer.violate(
-            "AAP-SSE-003",
+            Rule::AapSse003,
             "turn_stop last, once",
             format!(
                 "events [{listed}]; {}",
@@ -73,16 +74,16 @@ pub fn check_stream(observer: &mut Observer, seen: &Seen<'_>) {
         );
     } else if read.end != StreamEnd::Closed || read.unterminated {
         observer.violate(
-            "AAP-SSE-003",
+            Rule::AapSse003,
             "the response ends after turn_stop",
             ending(&read.end, read.unterminated),
         );
     }
 
-    observer.count("AAP-SSE-006");
+    observer.count(Rule::AapSse006);
     if names.contains(&"session_start") {
         observer.violate(
-            "AAP-SSE-006",
+            Rule::AapSse006,
             "no session_start in a turn stream",
             format!("events [{listed}]"),
         );
@@ -92,9 +93,9 @@ pub fn check_stream(observer: &mut Observer, seen: &Seen<'_>) {
         .request
         .and_then(|r| r.get("stream"))
         .and_then(Value::as_str);
-    let (rule, forbidden): (&'static str, &[&str]) = match mode {
-        Some("delta") => ("AAP-SSE-004", &["text", "thinking"]),
-        Some("message") => ("AAP-SSE-005", &["text_delta", "thinking_delta"]),
+    let (rule, forbidden): (Rule, &[&str]) = match mode {
+        Some("delta") => (Rule::AapSse004, &["text", "thinking"]),
+        Some("message") => (Rule::AapSse005, &["text_delta", "thinking_delta"]),
         _ => return check_tools(observer, seen),
     };
     observer.count(rule);
@@ -109,10 +110,10 @@ pub fn check_stream(observer: &mut Observer, seen: &Seen<'_>) {
 }
 
 fn check_event(observer: &mut Observer, name: &str, data: &str, what: &str) {
-    observer.count("AAP-SSE-001");
+    observer.count(Rule::AapSse001);
     if !KNOWN.contains(&name) {
         observer.violate(
-            "AAP-SSE-001",
+            Rule::AapSse001,
             "a known event type",
             format!("event {name:?} on {what}"),
         );
@@ -120,7 +121,7 @@ fn check_event(observer: &mut Observer, name: &str, data: &str, what: &str) {
     }
     let Ok(value) = serde_json::from_str::<Value>(data) else {
         observer.violate(
-            "AAP-SSE-001",
+            Rule::AapSse001,
             format!("{name}: data is JSON"),
             format!("data {data:?}"),
         );
@@ -129,7 +130,7 @@ fn check_event(observer: &mut Observer, name: &str, data: &str, what: &str) {
     if let Some(inner) = value.get("event") {
         if inner.as_str() != Some(name) {
             observer.violate(
-                "AAP-SSE-001",
+                Rule::AapSse001,
                 format!("data.event, when present, equals {name}"),
                 format!("data.event {inner}"),
             );
@@ -138,7 +139,7 @@ fn check_event(observer: &mut Observer, name: &str, data: &str, what: &str) {
     }
     if let Err(errors) = observer_schema(observer, name, &value) {
         observer.violate(
-            "AAP-SSE-001",
+            Rule::AapSse001,
             format!("{name} data to match its schema"),
             errors,
         );
@@ -172,11 +173,11 @@ fn check_tools(observer: &mut Observer, seen: &Seen<'_>) {
     if calls.is_empty() && results.is_empty() {
         return;
     }
-    observer.count("AAP-TOOL-008");
+    observer.count(Rule::AapTool008);
     let mut ids = HashSet::new();
     if let Some((dup, _)) = calls.iter().find(|(id, _)| !ids.insert(id.clone())) {
         observer.violate(
-            "AAP-TOOL-008",
+            Rule::AapTool008,
             "toolCallIds unique within a turn",
             format!("{dup} called twice"),
         );
@@ -201,7 +202,7 @@ fn check_tools(observer: &mut Observer, seen: &Seen<'_>) {
         };
         if !answers {
             observer.violate(
-                "AAP-TOOL-008",
+                Rule::AapTool008,
                 "tool_result only for a server tool call of this turn or a permission granted now",
                 format!("tool_result for {id}"),
             );
@@ -229,7 +230,7 @@ mod tests {
     use crate::aap::http::Response;
     use crate::aap::sse::{SseEvent, SseRead};
 
-    fn stream(mode: &str, events: &[(&str, Value)], end: StreamEnd) -> Vec<&'static str> {
+    fn stream(mode: &str, events: &[(&str, Value)], end: StreamEnd) -> Vec<Rule> {
         let response = Response {
             status: 200,
             content_type: Some("text/event-stream".into()),
@@ -272,7 +273,7 @@ mod tests {
         let events = [start(), ("text_delta", json!({"delta": "a"})), stop()];
         assert_eq!(
             stream("delta", &events, StreamEnd::Closed),
-            Vec::<&str>::new()
+            Vec::<Rule>::new()
         );
     }
 
@@ -281,12 +282,12 @@ mod tests {
         let dropped = [start(), ("text_delta", json!({"delta": "a"}))];
         assert_eq!(
             stream("delta", &dropped, StreamEnd::Closed),
-            vec!["AAP-SSE-003"]
+            vec![Rule::AapSse003]
         );
         let after = [start(), stop(), ("text", json!({"text": "late"}))];
         assert_eq!(
             stream("message", &after, StreamEnd::Closed),
-            vec!["AAP-SSE-003"]
+            vec![Rule::AapSse003]
         );
         let open = [start(), stop()];
         assert_eq!(
@@ -295,7 +296,7 @@ mod tests {
                 &open,
                 StreamEnd::TimedOut(std::time::Duration::from_millis(1))
             ),
-            vec!["AAP-SSE-003"]
+            vec![Rule::AapSse003]
         );
     }
 
@@ -304,7 +305,7 @@ mod tests {
         let events = [("text", json!({"text": "x"})), start(), stop()];
         assert_eq!(
             stream("message", &events, StreamEnd::Closed),
-            vec!["AAP-SSE-002"]
+            vec![Rule::AapSse002]
         );
     }
 
@@ -313,12 +314,12 @@ mod tests {
         let whole = [start(), ("text", json!({"text": "x"})), stop()];
         assert_eq!(
             stream("delta", &whole, StreamEnd::Closed),
-            vec!["AAP-SSE-004"]
+            vec![Rule::AapSse004]
         );
         let delta = [start(), ("thinking_delta", json!({"delta": "x"})), stop()];
         assert_eq!(
             stream("message", &delta, StreamEnd::Closed),
-            vec!["AAP-SSE-005"]
+            vec![Rule::AapSse005]
         );
         let session = [
             start(),
@@ -327,7 +328,7 @@ mod tests {
         ];
         assert_eq!(
             stream("message", &session, StreamEnd::Closed),
-            vec!["AAP-SSE-006"]
+            vec![Rule::AapSse006]
         );
     }
 
@@ -336,7 +337,7 @@ mod tests {
         let bad = [start(), ("text_delta", json!({"text": "x"})), stop()];
         assert_eq!(
             stream("delta", &bad, StreamEnd::Closed),
-            vec!["AAP-SSE-001"]
+            vec![Rule::AapSse001]
         );
         let renamed = [
             start(),
@@ -345,12 +346,12 @@ mod tests {
         ];
         assert_eq!(
             stream("message", &renamed, StreamEnd::Closed),
-            vec!["AAP-SSE-001"]
+            vec![Rule::AapSse001]
         );
         let unknown = [start(), ("message_start", json!({})), stop()];
         assert_eq!(
             stream("delta", &unknown, StreamEnd::Closed),
-            vec!["AAP-SSE-001"]
+            vec![Rule::AapSse001]
         );
     }
 
@@ -367,7 +368,7 @@ mod tests {
         ];
         assert_eq!(
             stream("delta", &client, StreamEnd::Closed),
-            vec!["AAP-TOOL-008"]
+            vec![Rule::AapTool008]
         );
         let twice = [
             start(),
@@ -383,7 +384,7 @@ mod tests {
         ];
         assert_eq!(
             stream("delta", &twice, StreamEnd::Closed),
-            vec!["AAP-TOOL-008"]
+            vec![Rule::AapTool008]
         );
         let unasked = [
             start(),
@@ -392,7 +393,7 @@ mod tests {
         ];
         assert_eq!(
             stream("delta", &unasked, StreamEnd::Closed),
-            vec!["AAP-TOOL-008"]
+            vec![Rule::AapTool008]
         );
     }
 }

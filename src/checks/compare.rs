@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::Violation;
+use super::{Rule, Violation};
 
 /// Members no action of the channel can change: they may legitimately differ between a
 /// fold and a fresh snapshot (PROTOCOL §12.3, §16.16).
@@ -110,7 +110,7 @@ pub fn fold_matches(channel: &str, kind: Kind, folded: &Value, fresh: &Value) ->
     let (folded, fresh) = (comparable(kind, folded), comparable(kind, fresh));
     let difference = first_difference(&folded, &fresh, String::new())?;
     Some(Violation::new(
-        "INV-FOLD-1",
+        Rule::InvFold1,
         format!("fold of {channel} == fresh snapshot"),
         difference,
     ))
@@ -217,7 +217,7 @@ pub fn catalog_matches(session: &Value, chat_states: &[(String, Value)]) -> Vec<
         }
         if let Some(difference) = first_difference(&entry_fields, &chat_fields, String::new()) {
             found.push(Violation::new(
-                "CHAT-003",
+                Rule::Chat003,
                 format!("catalog entry of {uri} == the chat's inlined summary"),
                 difference
                     .replace("fold", "catalog")
@@ -249,10 +249,10 @@ pub fn summary_matches(
     session: &str,
     entry: &Value,
     state: &Value,
-    tally: &mut dyn FnMut(&'static str, usize),
+    tally: &mut dyn FnMut(Rule, usize),
 ) -> Vec<Violation> {
     let mut found = Vec::new();
-    tally("INV-SUMMARY-3", 1);
+    tally(Rule::InvSummary3, 1);
     let mut differences: Vec<String> = SUMMARY_METADATA
         .iter()
         .filter_map(|key| {
@@ -277,7 +277,7 @@ pub fn summary_matches(
     }
     if let Some(first) = differences.first() {
         found.push(Violation::new(
-            "INV-SUMMARY-3",
+            Rule::InvSummary3,
             format!("the listSessions entry of {session} carries its metadata"),
             first.clone(),
         ));
@@ -285,7 +285,7 @@ pub fn summary_matches(
     let Some(listed) = entry["chats"].as_array() else {
         return found;
     };
-    tally("INV-SUMMARY-2", 1);
+    tally(Rule::InvSummary2, 1);
     let own = state["chats"]
         .as_array()
         .map(Vec::as_slice)
@@ -295,7 +295,7 @@ pub fn summary_matches(
     };
     if order(listed) != order(own) {
         found.push(Violation::new(
-            "INV-SUMMARY-2",
+            Rule::InvSummary2,
             format!("the listSessions entry of {session} lists the session's chats in order"),
             format!(
                 "listSessions lists {}, the session {}",
@@ -325,7 +325,7 @@ pub fn summary_matches(
             });
         if let Some(difference) = difference {
             found.push(Violation::new(
-                "INV-SUMMARY-2",
+                Rule::InvSummary2,
                 format!("the listSessions entry of {session} repeats its chats' summaries"),
                 difference,
             ));

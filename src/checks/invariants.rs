@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::toolcalls::{Status, CANCEL_REASONS, CONFIRMED_VALUES};
-use super::Violation;
+use super::{Rule, Violation};
 
 const BLOCKING_TOOL_STATUSES: &[&str] = &[
     "pending-confirmation",
@@ -18,7 +18,7 @@ const BLOCKING_TOOL_STATUSES: &[&str] = &[
 pub fn snapshot(
     resource: &str,
     state: &Value,
-    tally: &mut dyn FnMut(&'static str, usize),
+    tally: &mut dyn FnMut(Rule, usize),
 ) -> Vec<Violation> {
     if resource.starts_with("ahp-chat:") {
         let turns = state["turns"].as_array().map_or(0, Vec::len);
@@ -27,21 +27,21 @@ pub fn snapshot(
         let active = state.get("activeTurn").filter(|turn| !turn.is_null());
         let calls = all_turns(state).flat_map(tool_calls).count();
         for (rule, n) in [
-            ("STATUS-003", statuses),
-            ("INV-CHAT-5", 1),
-            ("INV-SESSION-3", 1),
-            ("INV-CHAT-1", turns),
-            ("INV-CHAT-2", turns + usize::from(active.is_some())),
-            ("INV-TOOL-2", calls),
-            ("INV-CHAT-3", turns),
+            (Rule::Status003, statuses),
+            (Rule::InvChat5, 1),
+            (Rule::InvSession3, 1),
+            (Rule::InvChat1, turns),
+            (Rule::InvChat2, turns + usize::from(active.is_some())),
+            (Rule::InvTool2, calls),
+            (Rule::InvChat3, turns),
         ] {
             tally(rule, n);
         }
         chat_state(state)
     } else if resource.starts_with("ahp-session:") {
-        tally("INV-SESSION-1", 1);
-        tally("INV-SESSION-2", 1);
-        tally("INV-SESSION-3", 1);
+        tally(Rule::InvSession1, 1);
+        tally(Rule::InvSession2, 1);
+        tally(Rule::InvSession3, 1);
         session_state(resource, state)
     } else {
         Vec::new()
@@ -73,7 +73,7 @@ pub fn chat_state(state: &Value) -> Vec<Violation> {
                 None => "no active turn",
             };
             found.push(Violation::new(
-                "STATUS-003",
+                Rule::Status003,
                 format!("activity {expected:?} for {what}"),
                 format!(
                     "status {status} (activity {activity}) on {}",
@@ -99,7 +99,7 @@ fn turn_tool_calls(turn: &Value, ended: bool, found: &mut Vec<Violation>) {
     let id = &turn["id"];
     if let Some(call) = first_repeat(tool_calls(turn).map(|call| &call["toolCallId"])) {
         found.push(Violation::new(
-            "INV-CHAT-2",
+            Rule::InvChat2,
             "tool-call ids unique within a turn",
             format!("tool call {call} appears more than once in turn {id}"),
         ));
@@ -108,7 +108,7 @@ fn turn_tool_calls(turn: &Value, ended: bool, found: &mut Vec<Violation>) {
         let call_id = &call["toolCallId"];
         let Some(status) = call["status"].as_str().and_then(Status::parse) else {
             found.push(Violation::new(
-                "INV-CHAT-2",
+                Rule::InvChat2,
                 "a tool call's status is one of the seven",
                 format!(
                     "tool call {call_id} of turn {id} has status {}",
@@ -119,7 +119,7 @@ fn turn_tool_calls(turn: &Value, ended: bool, found: &mut Vec<Violation>) {
         };
         if ended && !status.is_terminal() {
             found.push(Violation::new(
-                "INV-CHAT-2",
+                Rule::InvChat2,
                 "tool calls of ended turns are completed or cancelled",
                 format!("tool call {call_id} of turn {id} is {}", status.name()),
             ));
@@ -131,7 +131,7 @@ fn turn_tool_calls(turn: &Value, ended: bool, found: &mut Vec<Violation>) {
             Status::Cancelled => ("reason", CANCEL_REASONS),
             Status::AuthRequired if call["contributor"]["kind"] != "mcp" => {
                 found.push(Violation::new(
-                    "INV-TOOL-2",
+                    Rule::InvTool2,
                     "auth-required only for a call an MCP server contributed",
                     format!(
                         "tool call {call_id} of turn {id} is auth-required with contributor {}",
@@ -144,7 +144,7 @@ fn turn_tool_calls(turn: &Value, ended: bool, found: &mut Vec<Violation>) {
         };
         if !call[member].as_str().is_some_and(|v| allowed.contains(&v)) {
             found.push(Violation::new(
-                "INV-TOOL-2",
+                Rule::InvTool2,
                 format!(
                     "a {} tool call's {member} is one of {allowed:?}",
                     status.name()
@@ -178,14 +178,14 @@ fn ended_turn(turn: &Value, found: &mut Vec<Violation>) {
     let state = turn["state"].as_str().unwrap_or_default();
     if !["complete", "cancelled", "error"].contains(&state) {
         found.push(Violation::new(
-            "INV-CHAT-1",
+            Rule::InvChat1,
             "an ended turn's state is complete, cancelled or error",
             format!("turn {id} has state {}", turn["state"]),
         ));
     }
     if let Some(duration) = turn["duration"].as_f64().filter(|d| *d < 0.0) {
         found.push(Violation::new(
-            "INV-CHAT-1",
+            Rule::InvChat1,
             "an ended turn's duration is not negative",
             format!("turn {id} has duration {duration}"),
         ));
@@ -196,7 +196,7 @@ fn ended_turn(turn: &Value, found: &mut Vec<Violation>) {
         .map(|part| &part["kind"]);
     if state == "error" && last_kind.is_none_or(|kind| kind != "error") {
         found.push(Violation::new(
-            "INV-CHAT-3",
+            Rule::InvChat3,
             "an errored turn ends with an error part",
             format!(
                 "turn {id} has state error and its last part is {}",
@@ -215,7 +215,7 @@ fn queue_shape(state: &Value, found: &mut Vec<Violation>) {
     let chat = state["resource"].as_str().unwrap_or("?");
     if let Some(id) = first_repeat(queue.iter().map(|m| &m["id"])) {
         found.push(Violation::new(
-            "INV-CHAT-5",
+            Rule::InvChat5,
             "queued message ids unique (chat/pendingMessageSet updates an entry in place)",
             format!("queued message {id} listed more than once in {chat}"),
         ));
@@ -236,7 +236,7 @@ pub fn session_state(session: &str, state: &Value) -> Vec<Violation> {
         .unwrap_or_default();
     if let Some(chat) = first_repeat(chats.iter().map(|c| &c["resource"])) {
         found.push(Violation::new(
-            "INV-SESSION-1",
+            Rule::InvSession1,
             "each chat listed once in the session's catalog",
             format!("chat {chat} listed more than once in {session}"),
         ));
@@ -248,7 +248,7 @@ pub fn session_state(session: &str, state: &Value) -> Vec<Violation> {
         .is_some_and(|c| c["movable"] == true);
     if movable_default {
         found.push(Violation::new(
-            "INV-SESSION-1",
+            Rule::InvSession1,
             "the default chat is not movable",
             format!("default chat {default} of {session} has movable: true"),
         ));
@@ -266,7 +266,7 @@ pub fn session_state(session: &str, state: &Value) -> Vec<Violation> {
             .unwrap_or_default();
         if let Some(repeated) = first_repeat(entries.iter().map(|entry| &entry[id])) {
             found.push(Violation::new(
-                "INV-SESSION-2",
+                Rule::InvSession2,
                 format!("{list}[].{id} unique"),
                 format!("{what} {repeated} listed more than once in {session}"),
             ));
@@ -277,7 +277,7 @@ pub fn session_state(session: &str, state: &Value) -> Vec<Violation> {
     let error = !state["creationError"].is_null();
     if failed != error {
         found.push(Violation::new(
-            "INV-SESSION-1",
+            Rule::InvSession1,
             "lifecycle failed exactly when creationError is present",
             format!(
                 "lifecycle {} with creationError {} on {session}",
@@ -296,7 +296,7 @@ fn directories_once(channel: &str, state: &Value, found: &mut Vec<Violation>) {
     let directories = state["workingDirectories"].as_array().map(Vec::as_slice);
     if let Some(directory) = first_repeat(directories.unwrap_or_default().iter()) {
         found.push(Violation::new(
-            "INV-SESSION-3",
+            Rule::InvSession3,
             "workingDirectories without duplicates",
             format!("{directory} listed more than once in {channel}"),
         ));
@@ -344,7 +344,7 @@ pub fn session_at_rest(
     session: &str,
     state: &Value,
     chats: &[(&str, &Value)],
-    tally: &mut dyn FnMut(&'static str, usize),
+    tally: &mut dyn FnMut(Rule, usize),
 ) -> Vec<Violation> {
     let mut found = Vec::new();
     let listed = |chat: &Value| {
@@ -356,21 +356,21 @@ pub fn session_at_rest(
     };
     let default = &state["defaultChat"];
     if !default.is_null() {
-        tally("INV-SESSION-1", 1);
+        tally(Rule::InvSession1, 1);
         if !listed(default) {
             found.push(Violation::new(
-                "INV-SESSION-1",
+                Rule::InvSession1,
                 "the default chat is listed in the session's chats (at quiescence)",
                 format!("defaultChat {default} of {session} is not among its chats"),
             ));
         }
     }
     let needed = state["inputNeeded"].as_array().map(Vec::as_slice);
-    tally("INV-SESSION-2", 1);
+    tally(Rule::InvSession2, 1);
     for entry in needed.unwrap_or_default() {
         if !listed(&entry["chat"]) {
             found.push(Violation::new(
-                "INV-SESSION-2",
+                Rule::InvSession2,
                 "each inputNeeded entry's chat is listed in the session's chats (at quiescence)",
                 format!(
                     "inputNeeded entry {} of {session} names chat {}, which is not listed",
@@ -381,7 +381,7 @@ pub fn session_at_rest(
     }
     let own = state["workingDirectories"].as_array().map(Vec::as_slice);
     for (chat, chat_state) in chats {
-        tally("INV-SESSION-3", 1);
+        tally(Rule::InvSession3, 1);
         let theirs = chat_state["workingDirectories"]
             .as_array()
             .map(Vec::as_slice);
@@ -391,7 +391,7 @@ pub fn session_at_rest(
             .find(|directory| !own.unwrap_or_default().contains(directory));
         if let Some(directory) = stray {
             found.push(Violation::new(
-                "INV-SESSION-3",
+                Rule::InvSession3,
                 "a chat's workingDirectories are among its session's (at quiescence)",
                 format!("chat {chat} lists {directory}, which {session} does not"),
             ));

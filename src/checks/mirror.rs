@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::action_decode::decode_action;
 use super::compare::Kind;
-use super::{FastMap, Violation};
+use super::{FastMap, Rule, Violation};
 use crate::tape::Node;
 
 #[derive(Debug, Clone)]
@@ -195,7 +195,7 @@ impl Mirror {
                 let removed = action.member("id");
                 if let Some(first) = first.filter(|first| removed.as_str() != Some(first)) {
                     found.push(Violation::new(
-                        "PENDING-003",
+                        Rule::Pending003,
                         format!("the host consumes the first queued message ({first:?})"),
                         format!("it removed {}", removed.to_value()),
                     ));
@@ -207,7 +207,7 @@ impl Mirror {
                 let turn_id = action.member("turnId");
                 if active != turn_id.as_str() {
                     found.push(Violation::new(
-                        "TURN-004",
+                        Rule::Turn004,
                         format!(
                             "{} for the active turn {}",
                             action.member("type").to_value(),
@@ -308,7 +308,7 @@ fn stream_checks(
             });
             if !exists {
                 found.push(Violation::new(
-                    "TURN-003",
+                    Rule::Turn003,
                     format!(
                         "{kind} for a {wanted} part created earlier in active turn {}",
                         turn_id.to_value()
@@ -321,7 +321,7 @@ fn stream_checks(
             *parts += 1;
             if action.member("part").member("kind").as_str() == Some("error") {
                 found.push(Violation::new(
-                    "TURN-005",
+                    Rule::Turn005,
                     "errors only through chat/error",
                     "chat/responsePart carrying an error part",
                 ));

@@ -4,7 +4,7 @@
 //! keeps serving the connection (TRANSPORT-012). The frame checker feeds it ids and tallies
 //! what it judged.
 
-use super::{FastMap, FastSet, Skips, Violation};
+use super::{FastMap, FastSet, Rule, Skips, Violation};
 use crate::tape::Node;
 
 /// The methods a host may send to a client as requests (PROTOCOL §8.1: the resource
@@ -126,7 +126,7 @@ impl Correlation {
         let key = id_key(message.member("id"), String::new());
         if !HOST_REQUEST_METHODS.contains(&method) {
             found.push(Violation::new(
-                "TRANSPORT-012",
+                Rule::Transport012,
                 "host-to-client requests only of resource* or createResourceWatch",
                 format!("a {method} request (id {key})"),
             ));
@@ -134,7 +134,7 @@ impl Correlation {
         let channel = message.member("params").member("channel");
         if channel.as_str() != Some("ahp-root://") {
             found.push(Violation::new(
-                "TRANSPORT-012",
+                Rule::Transport012,
                 format!("{method} (id {key}) with channel ahp-root://"),
                 format!("channel {}", channel.to_value()),
             ));
@@ -148,7 +148,7 @@ impl Correlation {
         let answers_unidentified = key == "null" && is_error && !self.unidentified.is_empty();
         if self.answered.contains(key) && !answers_unidentified {
             return Answered::Again(Violation::new(
-                "TRANSPORT-003",
+                Rule::Transport003,
                 format!("one response to request {key}"),
                 "a second response with the same id",
             ));
@@ -189,7 +189,7 @@ impl Correlation {
             ", which answers no request"
         };
         Some(Violation::new(
-            "TRANSPORT-004",
+            Rule::Transport004,
             "responses only to requests",
             format!("{kind} response with id {key}{why}"),
         ))
@@ -213,23 +213,23 @@ impl Correlation {
             if waited >= timeout_ms {
                 judged += 1;
                 found.push(Violation::new(
-                    "TRANSPORT-003",
+                    Rule::Transport003,
                     format!("a response to request {key} ({})", pending.method),
                     format!("none in {waited:.0} ms, until the connection ended"),
                 ));
             } else {
-                self.skips.add("TRANSPORT-003", CLOSED_TOO_SOON, 1);
+                self.skips.add(Rule::Transport003, CLOSED_TOO_SOON, 1);
             }
         }
         if let Some((method, _)) = self.served_after.take() {
             if by_host {
                 found.push(Violation::new(
-                    "TRANSPORT-012",
+                    Rule::Transport012,
                     format!("the connection still served after the harness answered {method} with -32601"),
                     "the host closed it before answering the next request",
                 ));
             } else {
-                self.skips.add("TRANSPORT-012", NOTHING_ASKED_AFTER, 1);
+                self.skips.add(Rule::Transport012, NOTHING_ASKED_AFTER, 1);
             }
         }
         (found, judged)
@@ -263,7 +263,7 @@ mod tests {
         }
     }
 
-    fn host_request(rpc: &mut Correlation, text: &str) -> Vec<&'static str> {
+    fn host_request(rpc: &mut Correlation, text: &str) -> Vec<Rule> {
         let mut tape = Tape::default();
         let message = tape.parse(text).expect("a JSON request");
         let method = message.member("method").as_str().unwrap_or_default();
@@ -273,11 +273,11 @@ mod tests {
             .collect()
     }
 
-    fn ids(found: &[Violation]) -> Vec<&'static str> {
+    fn ids(found: &[Violation]) -> Vec<Rule> {
         found.iter().map(|v| v.rule).collect()
     }
 
-    fn nothing_rule(answered: Answered) -> Option<&'static str> {
+    fn nothing_rule(answered: Answered) -> Option<Rule> {
         match answered {
             Answered::Nothing(violation) => violation.map(|v| v.rule),
             other => panic!("expected an answer to nothing, got {other:?}"),
@@ -292,8 +292,8 @@ mod tests {
         let mut patient = Correlation::default();
         sent(&mut patient, PING, 10.0);
         let (found, judged) = patient.end(5_010.0, 5_000.0, false);
-        assert_eq!((ids(&found), judged), (vec!["TRANSPORT-003"], 1));
-        assert!(patient.skips().of("TRANSPORT-003").is_empty());
+        assert_eq!((ids(&found), judged), (vec![Rule::Transport003], 1));
+        assert!(patient.skips().of(Rule::Transport003).is_empty());
 
         let mut hasty = Correlation::default();
         sent(&mut hasty, PING, 10.0);
@@ -301,7 +301,7 @@ mod tests {
         assert!(found.is_empty());
         assert_eq!(judged, 0, "not counted as checked");
         assert_eq!(
-            hasty.skips().of("TRANSPORT-003"),
+            hasty.skips().of(Rule::Transport003),
             vec![(CLOSED_TOO_SOON, 1)]
         );
 
@@ -313,7 +313,7 @@ mod tests {
         );
         assert!(matches!(answered.answer("1", false), Answered::Again(_)));
         assert_eq!(answered.end(60_000.0, 5_000.0, true), (Vec::new(), 0));
-        assert!(answered.skips().of("TRANSPORT-003").is_empty());
+        assert!(answered.skips().of(Rule::Transport003).is_empty());
     }
 
     #[test]
@@ -326,19 +326,22 @@ mod tests {
         );
         assert_eq!(
             nothing_rule(rpc.answer("null", true)),
-            Some("TRANSPORT-004")
+            Some(Rule::Transport004)
         );
-        assert_eq!(nothing_rule(rpc.answer("77", true)), Some("TRANSPORT-004"));
+        assert_eq!(
+            nothing_rule(rpc.answer("77", true)),
+            Some(Rule::Transport004)
+        );
         assert_eq!(
             nothing_rule(rpc.answer("null", false)),
-            Some("TRANSPORT-004")
+            Some(Rule::Transport004)
         );
         // Malformed input may be answered with an id-null error, once.
         sent(&mut rpc, r#"{"jsonrpc":"2.0","#, 0.0);
         assert_eq!(nothing_rule(rpc.answer("null", true)), None);
         assert_eq!(
             nothing_rule(rpc.answer("null", true)),
-            Some("TRANSPORT-004")
+            Some(Rule::Transport004)
         );
         // A request without jsonrpc may be answered with its id or with null; either
         // settles it.
@@ -365,11 +368,11 @@ mod tests {
         assert!(host_request(&mut rpc, &read(1, "ahp-root://")).is_empty());
         assert_eq!(
             host_request(&mut rpc, &read(2, "ahp-session:/s")),
-            vec!["TRANSPORT-012"]
+            vec![Rule::Transport012]
         );
         let odd =
             r#"{"jsonrpc":"2.0","id":3,"method":"sampling","params":{"channel":"ahp-root://"}}"#;
-        assert_eq!(host_request(&mut rpc, odd), vec!["TRANSPORT-012"]);
+        assert_eq!(host_request(&mut rpc, odd), vec![Rule::Transport012]);
 
         // Answered, then a later request answered: still served.
         sent(&mut rpc, &answer(1), 0.0);
@@ -382,7 +385,7 @@ mod tests {
         host_request(&mut dropped, &read(1, "ahp-root://"));
         sent(&mut dropped, &answer(1), 0.0);
         let (found, _) = dropped.end(10.0, 5_000.0, true);
-        assert_eq!(ids(&found), vec!["TRANSPORT-012"]);
+        assert_eq!(ids(&found), vec![Rule::Transport012]);
 
         // Answered, then the harness closes without asking anything: not judged.
         let mut quiet = Correlation::default();
@@ -390,7 +393,7 @@ mod tests {
         sent(&mut quiet, &answer(1), 0.0);
         assert_eq!(quiet.end(10.0, 5_000.0, false), (Vec::new(), 0));
         assert_eq!(
-            quiet.skips().of("TRANSPORT-012"),
+            quiet.skips().of(Rule::Transport012),
             vec![(NOTHING_ASKED_AFTER, 1)]
         );
     }

@@ -12,7 +12,7 @@ use super::frame::{parse_version, snapshots_in, Counts, FrameChecker, Schemas, V
 use super::invariants;
 use super::mirror::Mirror;
 use super::toolcalls::ToolCalls;
-use super::Violation;
+use super::{Rule, Violation};
 use crate::tape::{Node, Tape};
 
 /// One connection's check state.
@@ -109,12 +109,12 @@ impl StreamChecks {
         for (rule, n) in self.checker.counts() {
             *counts.entry(rule).or_insert(0) += n;
         }
-        *counts.entry("TURN-003").or_insert(0) += self.mirror.deltas_checked;
-        *counts.entry("TURN-005").or_insert(0) += self.mirror.parts_checked;
-        *counts.entry("TURN-004").or_insert(0) += self.mirror.turn_ids_checked;
-        *counts.entry("PENDING-003").or_insert(0) += self.mirror.queue_consumptions;
+        *counts.entry(Rule::Turn003).or_insert(0) += self.mirror.deltas_checked;
+        *counts.entry(Rule::Turn005).or_insert(0) += self.mirror.parts_checked;
+        *counts.entry(Rule::Turn004).or_insert(0) += self.mirror.turn_ids_checked;
+        *counts.entry(Rule::Pending003).or_insert(0) += self.mirror.queue_consumptions;
         for (rule, n) in &self.invariant_counts {
-            *counts.entry(rule).or_insert(0) += n;
+            *counts.entry(*rule).or_insert(0) += n;
         }
     }
 
@@ -224,7 +224,7 @@ impl StreamChecks {
             if introduced > negotiated {
                 let show = |(a, b, c): Version| format!("{a}.{b}.{c}");
                 found.push(Violation::new(
-                    "INV-SCHEMA-1",
+                    Rule::InvSchema1,
                     format!(
                         "only action types of the negotiated version {}",
                         show(negotiated)
@@ -239,9 +239,10 @@ impl StreamChecks {
     fn error_data(&mut self, message: Node<'_>, schemas: &Schemas, found: &mut Vec<Violation>) {
         let error = message.member("error");
         let (rule, verdict) = match error.member("code").as_i64() {
-            Some(error_data::AUTH_REQUIRED) => {
-                ("ERR-002", error_data::auth_required(error.member("data")))
-            }
+            Some(error_data::AUTH_REQUIRED) => (
+                Rule::Err002,
+                error_data::auth_required(error.member("data")),
+            ),
             Some(error_data::PERMISSION_DENIED) => {
                 let checker = &mut self.checker;
                 let verdict = error_data::permission_denied(error.member("data"), |request| {
@@ -253,13 +254,13 @@ impl StreamChecks {
                         _ => Ok(()),
                     }
                 });
-                ("ERR-003", verdict)
+                (Rule::Err003, verdict)
             }
             _ => return,
         };
         *self.invariant_counts.entry(rule).or_insert(0) += 1;
         if let Err(why) = verdict {
-            let expected = if rule == "ERR-002" {
+            let expected = if rule == Rule::Err002 {
                 "-32007 data carries resources: protected-resource metadata with snake_case keys and a resource"
             } else {
                 "-32009 data, when present, is {request?: resourceRequest params}"
@@ -334,13 +335,13 @@ impl StreamChecks {
         if origin.member("clientId").as_str() != Some(self.client_id.as_str()) {
             return (Vec::new(), None);
         }
-        *self.invariant_counts.entry("DISPATCH-001").or_insert(0) += 1;
+        *self.invariant_counts.entry(Rule::Dispatch001).or_insert(0) += 1;
         let seq = origin.member("clientSeq").as_i64().unwrap_or(-1);
         let echoed = envelope.member("action");
         let violations = match self.dispatched.get(&seq) {
             Some(action) if echoed.equals(action) => return (Vec::new(), Some(seq)),
             Some(action) => vec![Violation::new(
-                "DISPATCH-001",
+                Rule::Dispatch001,
                 format!(
                     "the echo of clientSeq {seq} carries the dispatched {}",
                     action["type"]
@@ -352,7 +353,7 @@ impl StreamChecks {
                 ),
             )],
             None => vec![Violation::new(
-                "DISPATCH-001",
+                Rule::Dispatch001,
                 format!(
                     "origin.clientSeq of one of this client's dispatches (1..={})",
                     self.dispatched.keys().max().copied().unwrap_or(0)

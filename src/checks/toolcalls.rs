@@ -17,7 +17,7 @@
 use serde_json::Value;
 
 use super::frame::Counts;
-use super::{FastMap, Violation};
+use super::{FastMap, Rule, Violation};
 use crate::tape::Node;
 
 /// `confirmed` values (ToolCallConfirmationReason; the schema leaves this enum open).
@@ -163,7 +163,7 @@ pub struct ToolCalls {
     chats: FastMap<String, Turns>,
 }
 
-fn count(counts: &mut Counts, rule: &'static str) {
+fn count(counts: &mut Counts, rule: Rule) {
     *counts.entry(rule).or_insert(0) += 1;
 }
 
@@ -232,11 +232,11 @@ impl ToolCalls {
             };
             known.mcp = mcp;
             if known.ended_open {
-                count(counts, "TOOL-007");
+                count(counts, Rule::Tool007);
                 let reason = call["reason"].as_str();
                 if status != Status::Cancelled || reason != Some("skipped") {
                     found.push(Violation::new(
-                        "TOOL-007",
+                        Rule::Tool007,
                         format!(
                             "tool call {id:?} of turn {turn_id:?}, not terminal when the turn ended, is cancelled with reason skipped"
                         ),
@@ -245,7 +245,7 @@ impl ToolCalls {
                 }
                 continue;
             }
-            count(counts, "INV-TOOL-1");
+            count(counts, Rule::InvTool1);
             if let Some(violation) = transition(id, known.status, status, "a later snapshot") {
                 found.push(violation);
             }
@@ -338,10 +338,10 @@ impl ToolCalls {
             }
             return;
         }
-        count(counts, "INV-TOOL-1");
+        count(counts, Rule::InvTool1);
         if known.status.is_terminal() {
             found.push(Violation::new(
-                "INV-TOOL-1",
+                Rule::InvTool1,
                 format!(
                     "nothing after tool call {id:?} reached {}",
                     known.status.name()
@@ -352,7 +352,7 @@ impl ToolCalls {
         }
         if kind == "chat/toolCallAuthRequired" && !known.mcp {
             found.push(Violation::new(
-                "INV-TOOL-2",
+                Rule::InvTool2,
                 "chat/toolCallAuthRequired only for a call an MCP server contributed",
                 format!("it targets tool call {id:?}, which no MCP server contributed"),
             ));
@@ -384,7 +384,7 @@ fn transition(id: &str, from: Status, to: Status, seen_in: &str) -> Option<Viola
         )
     };
     Some(Violation::new(
-        "INV-TOOL-1",
+        Rule::InvTool1,
         expected,
         format!("{seen_in} shows it {} after {}", to.name(), from.name()),
     ))
@@ -445,10 +445,10 @@ fn values(kind: &str, id: &str, action: Node<'_>, counts: &mut Counts, found: &m
         if value.is_null() || !matches!(kind, "chat/toolCallReady" | "chat/toolCallConfirmed") {
             continue;
         }
-        count(counts, "INV-TOOL-2");
+        count(counts, Rule::InvTool2);
         if !value.as_str().is_some_and(|v| allowed.contains(&v)) {
             found.push(Violation::new(
-                "INV-TOOL-2",
+                Rule::InvTool2,
                 format!("{kind}.{member} one of {allowed:?}"),
                 format!("{member} {} on tool call {id:?}", value.to_value()),
             ));

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::{initialize, initialize_params, subscribe_params, Conn, HandshakeError, ROOT};
 use crate::checks::compare::{catalog_matches, fold_matches, instant, summary_matches, Kind};
-use crate::checks::invariants;
+use crate::checks::{invariants, Rule};
 use crate::checks::{Skips, Violation};
 use crate::transport::Connection;
 
@@ -30,7 +30,20 @@ pub struct Checked {
     pub skipped: Skips,
     pub catalog_entries: usize,
     /// How much each snapshot invariant looked at in the fresh snapshots.
-    pub invariant_counts: Vec<(&'static str, usize)>,
+    pub invariant_counts: Vec<(Rule, usize)>,
+}
+
+impl Checked {
+    /// How much each rule looked at (folds, catalog entries, snapshot invariants): what the
+    /// runner adds to its rows.
+    pub fn counts(&self) -> impl Iterator<Item = (Rule, usize)> + '_ {
+        [
+            (Rule::InvFold1, self.folds),
+            (Rule::Chat003, self.catalog_entries),
+        ]
+        .into_iter()
+        .chain(self.invariant_counts.iter().copied())
+    }
 }
 
 /// Every channel the open connections mirror (or lost track of), root excluded.
@@ -220,7 +233,7 @@ pub async fn compare(
             match fold_comparable(lost, seq, Some(*from)) {
                 Ok(false) => continue,
                 Err(why) => {
-                    checked.skipped.add("INV-FOLD-1", why, 1);
+                    checked.skipped.add(Rule::InvFold1, why, 1);
                     continue;
                 }
                 Ok(true) => {}
@@ -240,7 +253,7 @@ pub async fn compare(
             if let Err(why) =
                 fold_comparable(mirror.lost(channel).is_some(), mirror.seq(channel), None)
             {
-                checked.skipped.add("INV-FOLD-1", why, 1);
+                checked.skipped.add(Rule::InvFold1, why, 1);
             }
         }
     }
@@ -324,7 +337,7 @@ fn per_connection_chat_checks(
                 .tool_calls
                 .snapshot(channel, state, &mut checks.invariant_counts, &mut found);
             if let Some(expected) = checks.mirror.modified_after_turn(channel) {
-                *checks.invariant_counts.entry("INV-CHAT-6").or_insert(0) += 1;
+                *checks.invariant_counts.entry(Rule::InvChat6).or_insert(0) += 1;
                 found.extend(modified_after_turn(channel, expected, &state["modifiedAt"]));
             }
             for violation in found {
@@ -342,7 +355,7 @@ fn modified_after_turn(channel: &str, expected: &str, actual: &Value) -> Option<
     let parsed = got.as_str().is_some_and(|text| text.starts_with('@'));
     (!parsed || got != wanted).then(|| {
         Violation::new(
-            "INV-CHAT-6",
+            Rule::InvChat6,
             format!("modifiedAt of {channel} is {expected}, as its last turn start or end set it"),
             format!("the fresh snapshot has modifiedAt {actual}"),
         )

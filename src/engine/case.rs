@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 use super::profile::Profile;
 use super::vars::Vars;
 use crate::checks::frame::{Counts, Schemas};
+use crate::checks::Rule;
 use crate::client::{json_equal as json_eq, Conn, Located, ROOT};
 use crate::suite::*;
 use crate::transport::{Connection, Incoming, TransportError};
@@ -239,7 +240,7 @@ impl Runner<'_> {
             })
         };
         found.retain(|(located, _)| {
-            !(located.violation.rule == "ENV-005" && ours(&located.violation.origin))
+            !(located.violation.rule == Rule::Env005 && ours(&located.violation.origin))
         });
         self.always_on.extend(found);
     }

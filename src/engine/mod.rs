@@ -28,7 +28,7 @@ pub use profile::Profile;
 pub use selection::{glob, Selection, Shard, ShardError};
 
 use crate::checks::frame::{Counts, Schemas};
-use crate::checks::{AlwaysOnRule, ALWAYS_ON};
+use crate::checks::{AlwaysOnRule, Rule, ALWAYS_ON};
 use crate::suite::{Case, Catalog};
 use crate::verdict::{CaseInfo, CaseResult, Finding, ReportedFrame, RunReport, Tally, Verdict};
 use baseline::Baseline;
@@ -101,7 +101,7 @@ pub async fn run(
     let nonce = crate::client::unique_token("");
     let total = cases.len() + always_on.len();
     let mut results: Vec<CaseResult> = Vec::new();
-    let mut findings: HashMap<&'static str, Vec<Finding>> = HashMap::new();
+    let mut findings: HashMap<Rule, Vec<Finding>> = HashMap::new();
     // Rules broken as the prerequisite of a case, with the cases they blocked.
     let mut prerequisites = prerequisite::Prerequisites::new();
     let mut counts = Counts::default();
@@ -199,7 +199,7 @@ pub async fn run(
                 for (located, context) in outcome.always_on {
                     let rule = located.violation.rule;
                     findings.entry(rule).or_default().push(Finding {
-                        rule: rule.to_owned(),
+                        rule: rule.id().to_owned(),
                         verdict: Verdict::Fail,
                         expected: located.violation.expected,
                         actual: format!("{} (on {} in case {})", located.violation.actual, located.conn, outcome.result.info.id),
@@ -231,9 +231,9 @@ pub async fn run(
         for rule in always_on {
             let result = always_on_result(
                 rule,
-                findings.remove(rule.id).unwrap_or_default(),
-                counts.get(rule.id).copied().unwrap_or(0),
-                &skipped.of(rule.id),
+                findings.remove(&rule.rule).unwrap_or_default(),
+                counts.get(&rule.rule).copied().unwrap_or(0),
+                &skipped.of(rule.rule),
                 "case",
                 format!("{} --filter {}", config.rerun_prefix, rule.id),
             );

@@ -438,10 +438,10 @@ async fn frames_run(
             let judged = conn
                 .process(&schemas)
                 .into_iter()
-                .find(|l| cfg.exclude.judges(l.violation.rule));
+                .find(|l| cfg.exclude.judges(l.violation.rule.id()));
             if let Some(located) = judged {
                 execution.failure = Some(failure(
-                    located.violation.rule,
+                    located.violation.rule.id(),
                     located.violation.expected,
                     format!("{} (on {})", located.violation.actual, located.conn),
                     index,
@@ -486,10 +486,10 @@ async fn frames_run(
     let judged = witness
         .process(&cfg.schemas)
         .into_iter()
-        .find(|l| cfg.exclude.judges(l.violation.rule));
+        .find(|l| cfg.exclude.judges(l.violation.rule.id()));
     if let Some(located) = judged {
         execution.failure = Some(Failure {
-            rule: located.violation.rule.to_owned(),
+            rule: located.violation.rule.id().to_owned(),
             expected: located.violation.expected,
             actual: located.violation.actual,
             op_index: None,
@@ -512,10 +512,10 @@ async fn frames_run(
             let judged = checked
                 .violations
                 .into_iter()
-                .find(|(_, v)| cfg.exclude.judges(v.rule));
+                .find(|(_, v)| cfg.exclude.judges(v.rule.id()));
             if let Some((on, violation)) = judged {
                 execution.failure = Some(Failure {
-                    rule: violation.rule.to_owned(),
+                    rule: violation.rule.id().to_owned(),
                     expected: violation.expected,
                     actual: format!("{} (on {on})", violation.actual),
                     op_index: None,

@@ -11,6 +11,7 @@ use crate::aap::checks::Endpoint;
 use crate::aap::http::{Body, Request, Response};
 use crate::aap::model::{self, Item};
 use crate::aap::sse::StreamEnd;
+use crate::checks::Rule;
 
 /// What the harness expects a session's full history to be.
 #[derive(Debug, Clone, Default)]
@@ -135,7 +136,7 @@ impl Run<'_> {
         model.key = format!("{}|{}", model.key, canonical_without_stream(&body));
         if !complete {
             self.ctx.observer.skips.add(
-                "AAP-SSE-007",
+                Rule::AapSse007,
                 "a turn's response broke another rule or was incomplete",
                 1,
             );
@@ -166,7 +167,7 @@ impl Run<'_> {
             let exact = self.sessions.get(&id).is_some_and(|m| m.exact);
             if !exact {
                 self.ctx.observer.skips.add(
-                    "AAP-HISTORY-004",
+                    Rule::AapHistory004,
                     "a turn's response broke another rule or was incomplete",
                     1,
                 );
@@ -188,7 +189,7 @@ impl Run<'_> {
                 self.ctx
                     .observer
                     .skips
-                    .add("AAP-HISTORY-004", "no full history returned", 1);
+                    .add(Rule::AapHistory004, "no full history returned", 1);
                 continue;
             };
             let actual = model::items_of_messages(full);
@@ -197,11 +198,11 @@ impl Run<'_> {
                 .get(&id)
                 .map(|m| m.history.clone())
                 .unwrap_or_default();
-            self.ctx.observer.count("AAP-HISTORY-004");
+            self.ctx.observer.count(Rule::AapHistory004);
             if let Some((want, got)) = model::first_difference(&expected, &actual) {
                 self.ctx
                     .observer
-                    .violate("AAP-HISTORY-004", format!("session {id} {want}"), got);
+                    .violate(Rule::AapHistory004, format!("session {id} {want}"), got);
             }
         }
     }

@@ -147,7 +147,7 @@ impl Runner {
             // The always-on rows' own words first: they say more than "blocked by".
             for violation in &outcome.observer.violations {
                 broken
-                    .entry(violation.rule.to_owned())
+                    .entry(violation.rule.id().to_owned())
                     .or_insert((violation.expected.clone(), violation.actual.clone()));
             }
             for finding in &outcome.result.findings {

@@ -3,7 +3,7 @@
 //! notification routing members, schema validity, and `serverSeq` order.
 
 use super::rpc::{id_key, Answered, Correlation};
-use super::{FastMap, FastSet, Skips, Violation};
+use super::{FastMap, FastSet, Rule, Skips, Violation};
 
 use crate::tape::{Node, Tape};
 
@@ -16,7 +16,7 @@ use scan::{envelope_shape, expected_scheme, kind_of, present, scan_strings_and_s
 pub use schemas::{parse_version, SchemaMap, Schemas, Version};
 use schemas::{validate, Validators};
 pub use tally::Counts;
-use tally::{Rule, Tally};
+use tally::Tally;
 
 /// Per-connection history the frame checks need.
 #[derive(Debug, Default)]
@@ -71,11 +71,11 @@ impl<'a> Envelope<'a> {
 
 impl FrameChecker {
     /// How many things each frame rule looked at (rules that never ran are absent).
-    pub fn counts(&self) -> impl Iterator<Item = (&'static str, usize)> + '_ {
+    pub fn counts(&self) -> impl Iterator<Item = (Rule, usize)> + '_ {
         Rule::ALL
             .iter()
             .zip(self.tally.0.iter())
-            .filter_map(|(rule, n)| n.map(|n| (rule.id(), n)))
+            .filter_map(|(rule, n)| n.map(|n| (*rule, n)))
     }
 
     /// What the rules could not judge, and why.
@@ -137,7 +137,7 @@ impl FrameChecker {
     pub fn on_binary(&mut self) -> Vec<Violation> {
         self.tally.bump(Rule::Transport001);
         vec![Violation::new(
-            "TRANSPORT-001",
+            Rule::Transport001,
             "text frames only",
             "a binary frame",
         )]
@@ -162,7 +162,7 @@ impl FrameChecker {
                     .err()
                     .map_or_else(|| error.to_string(), |e| e.to_string());
                 found.push(Violation::new(
-                    "TRANSPORT-001",
+                    Rule::Transport001,
                     "one JSON object per text frame",
                     format!("not JSON ({reason}): {}", clip(text)),
                 ));
@@ -171,7 +171,7 @@ impl FrameChecker {
         };
         if !message.is_object() {
             found.push(Violation::new(
-                "TRANSPORT-001",
+                Rule::Transport001,
                 "one JSON object per text frame",
                 format!("a JSON {}", kind_of(&message.to_value())),
             ));
@@ -181,7 +181,7 @@ impl FrameChecker {
         let jsonrpc = message.member("jsonrpc");
         if jsonrpc.as_str() != Some("2.0") {
             found.push(Violation::new(
-                "TRANSPORT-002",
+                Rule::Transport002,
                 "\"jsonrpc\": \"2.0\"",
                 format!(
                     "jsonrpc = {}",
@@ -234,7 +234,7 @@ impl FrameChecker {
         self.tally.bump(Rule::Transport005);
         if has_result == has_error {
             found.push(Violation::new(
-                "TRANSPORT-005",
+                Rule::Transport005,
                 "exactly one of result or error",
                 format!(
                     "result {}, error {}",
@@ -246,7 +246,7 @@ impl FrameChecker {
             && (!error.member("code").is_i64() || !error.member("message").is_string())
         {
             found.push(Violation::new(
-                "TRANSPORT-005",
+                Rule::Transport005,
                 "error with an integer code and a string message",
                 clip(&error.to_value().to_string()),
             ));
@@ -303,7 +303,7 @@ impl FrameChecker {
         let envelope = Envelope::of(params);
         if !envelope.channel.is_string() {
             found.push(Violation::new(
-                "TRANSPORT-011",
+                Rule::Transport011,
                 "params.channel (string)",
                 format!("{method} without a string channel"),
             ));
@@ -318,7 +318,7 @@ impl FrameChecker {
             // tries every type in turn), at a fraction of the cost on every envelope.
             if let Some(problem) = envelope_shape(&envelope) {
                 found.push(Violation::new(
-                    "INV-SCHEMA-1",
+                    Rule::InvSchema1,
                     "action params valid against ActionEnvelope",
                     problem,
                 ));
@@ -363,7 +363,7 @@ impl FrameChecker {
         if let Some(prefix) = expected_scheme(action_type) {
             if !channel.starts_with(prefix) {
                 found.push(Violation::new(
-                    "ENV-004",
+                    Rule::Env004,
                     format!("{action_type} on a {prefix} channel"),
                     format!("channel {channel}"),
                 ));
@@ -374,7 +374,7 @@ impl FrameChecker {
         let host_only = schemas.map.client_dispatchable.get(action_type) == Some(&false);
         if host_only && !rejected && !envelope.origin.is_null() {
             let mut violation = Violation::new(
-                "ENV-005",
+                Rule::Env005,
                 format!("host-originated {action_type} without origin"),
                 format!("origin {}", envelope.origin.to_value()),
             );
@@ -397,7 +397,7 @@ impl FrameChecker {
         let in_channel_order = last.as_deref().is_none_or(|last| seq > *last);
         if let (false, Some(last)) = (in_channel_order, last.as_deref()) {
             found.push(Violation::new(
-                "ENV-003",
+                Rule::Env003,
                 format!("serverSeq > {last} (the previous envelope on {channel})"),
                 format!("serverSeq {seq} for {action_type}"),
             ));
@@ -416,7 +416,7 @@ impl FrameChecker {
             self.tally.bump(Rule::Sub002);
             if seq <= *from {
                 found.push(Violation::new(
-                    "SUB-002",
+                    Rule::Sub002,
                     format!("serverSeq > snapshot fromSeq {from} on {channel}"),
                     format!("serverSeq {seq} for {action_type}"),
                 ));
@@ -441,7 +441,7 @@ impl FrameChecker {
         match &mut self.last_on_connection {
             Some((last, last_channel)) if seq <= *last => {
                 found.push(Violation::new(
-                    "ENV-002",
+                    Rule::Env002,
                     format!("serverSeq > {last} (the previous accepted envelope on this connection, on {last_channel})"),
                     format!("serverSeq {seq} for {action_type} on {channel}"),
                 ));
@@ -491,7 +491,7 @@ mod tests {
         }
     }
 
-    fn rules(checker: &mut FrameChecker, text: &str) -> Vec<&'static str> {
+    fn rules(checker: &mut FrameChecker, text: &str) -> Vec<Rule> {
         checker
             .on_text(&mut Tape::default(), text, &schemas())
             .2
@@ -508,7 +508,7 @@ mod tests {
         }
     }
 
-    fn count(checker: &FrameChecker, rule: &str) -> usize {
+    fn count(checker: &FrameChecker, rule: Rule) -> usize {
         checker
             .counts()
             .find(|(id, _)| *id == rule)
@@ -524,7 +524,11 @@ mod tests {
             )
         };
         assert!(rules(&mut checker, &envelope(1)).is_empty());
-        assert_eq!(count(&checker, "SUB-002"), 0, "no snapshot to compare with");
+        assert_eq!(
+            count(&checker, Rule::Sub002),
+            0,
+            "no snapshot to compare with"
+        );
         sent(
             &mut checker,
             r#"{"jsonrpc":"2.0","id":7,"method":"subscribe","params":{"channel":"ahp-session:/s"}}"#,
@@ -533,7 +537,7 @@ mod tests {
         let snapshot = r#"{"jsonrpc":"2.0","id":7,"result":{"snapshot":{"resource":"ahp-session:/s","fromSeq":4,"state":{}}}}"#;
         rules(&mut checker, snapshot);
         assert!(rules(&mut checker, &envelope(5)).is_empty());
-        assert_eq!(count(&checker, "SUB-002"), 1);
+        assert_eq!(count(&checker, Rule::Sub002), 1);
     }
 
     #[test]
@@ -542,9 +546,9 @@ mod tests {
         let good = r#"{"jsonrpc":"2.0","method":"action","params":{"channel":"ahp-session:/s","serverSeq":3,"action":{"type":"session/titleChanged","title":"t"}}}"#;
         assert!(rules(&mut checker, good).is_empty());
         let missing_title = r#"{"jsonrpc":"2.0","method":"action","params":{"channel":"ahp-session:/s","serverSeq":4,"action":{"type":"session/titleChanged"}}}"#;
-        assert_eq!(rules(&mut checker, missing_title), vec!["INV-SCHEMA-1"]);
+        assert_eq!(rules(&mut checker, missing_title), vec![Rule::InvSchema1]);
         let bad_seq = r#"{"jsonrpc":"2.0","method":"action","params":{"channel":"ahp-session:/s","serverSeq":-1,"action":{"type":"session/titleChanged","title":"t"}}}"#;
-        assert!(rules(&mut checker, bad_seq).contains(&"INV-SCHEMA-1"));
+        assert!(rules(&mut checker, bad_seq).contains(&Rule::InvSchema1));
         let future = r#"{"jsonrpc":"2.0","method":"action","params":{"channel":"ahp-session:/s","serverSeq":5,"action":{"type":"session/fromTheFuture","x":1}}}"#;
         assert!(
             rules(&mut checker, future).is_empty(),

@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use super::tally::{Rule, Tally};
+use super::tally::Tally;
 use super::Envelope;
-use crate::checks::Violation;
+use crate::checks::{Rule, Violation};
 use crate::tape::{Node, Scanned};
 
 /// What is wrong with an envelope's own members (`channel`, `action.type`, `serverSeq`,
@@ -91,7 +91,7 @@ pub(super) fn scan_strings_and_status(
                 statuses += 1;
                 if ![1, 2, 8, 24].contains(&(status & 31)) {
                     found.push(Violation::new(
-                        "STATUS-001",
+                        Rule::Status001,
                         "status & 31 ∈ {1, 2, 8, 24}",
                         format!("{} = {status}", message.pointer_to(value.index())),
                     ));
@@ -105,7 +105,7 @@ pub(super) fn scan_strings_and_status(
         found.insert(
             first_status,
             Violation::new(
-                "SUB-012",
+                Rule::Sub012,
                 "1.0.0 channel URIs (ahp-…)",
                 format!("legacy URI {uri}"),
             ),

@@ -7,9 +7,8 @@ use jsonschema::Validator;
 use serde_json::Value;
 
 use super::scan::pointer_or_root;
-use super::tally::Rule;
 use super::FrameChecker;
-use crate::checks::{FastMap, Violation};
+use crate::checks::{FastMap, Rule, Violation};
 use crate::schema::{check, unusable, SchemaSet, SchemaViolation};
 use crate::tape::{Node, TapeJson};
 
@@ -187,7 +186,7 @@ pub(super) fn validate(
             .map(|e| format!("{}: {}", pointer_or_root(&e.instance_path), e.message))
             .collect();
         found.push(Violation::new(
-            "INV-SCHEMA-1",
+            Rule::InvSchema1,
             format!("{what} valid against {def}"),
             listed.join("; "),
         ));

@@ -220,16 +220,14 @@ impl Runner<'_> {
         )
         .await
         .map_err(Stop::Harness)?;
-        *self.counts.entry("INV-FOLD-1").or_insert(0) += checked.folds;
-        self.skipped.merge(&checked.skipped);
-        *self.counts.entry("CHAT-003").or_insert(0) += checked.catalog_entries;
-        for (rule, n) in checked.invariant_counts {
+        for (rule, n) in checked.counts() {
             *self.counts.entry(rule).or_insert(0) += n;
         }
+        self.skipped.merge(&checked.skipped);
         let own_miss = checked
             .violations
             .iter()
-            .find(|(_, v)| s.own && v.rule == "INV-FOLD-1")
+            .find(|(_, v)| s.own && v.rule == Rule::InvFold1)
             .map(|(name, v)| (name.clone(), v.expected.clone(), v.actual.clone()));
         for (name, violation) in checked.violations {
             let context = self

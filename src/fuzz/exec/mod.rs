@@ -256,9 +256,9 @@ impl Run<'_> {
         let exclude = &self.cfg.exclude;
         found
             .into_iter()
-            .find(|located| exclude.judges(located.violation.rule))
+            .find(|located| exclude.judges(located.violation.rule.id()))
             .map(|located| Failure {
-                rule: located.violation.rule.to_owned(),
+                rule: located.violation.rule.id().to_owned(),
                 expected: located.violation.expected,
                 actual: format!("{} (on {})", located.violation.actual, located.conn),
                 op_index: index,
@@ -309,9 +309,9 @@ impl Run<'_> {
             Ok(checked) => checked
                 .violations
                 .into_iter()
-                .find(|(_, violation)| self.cfg.exclude.judges(violation.rule))
+                .find(|(_, violation)| self.cfg.exclude.judges(violation.rule.id()))
                 .map(|(on, violation)| Failure {
-                    rule: violation.rule.to_owned(),
+                    rule: violation.rule.id().to_owned(),
                     expected: violation.expected,
                     actual: format!("{} (on {on})", violation.actual),
                     op_index: index,

@@ -1,0 +1,220 @@
+//! The always-on rules of both protocols, in one table: the [`Rule`] enum that violations,
+//! counts and skips carry, and the report rows ([`ALWAYS_ON`] for AHP, [`AAP_ALWAYS_ON`]).
+//! Variants are the IDs in CamelCase (`TOOL-007` is `Rule::Tool007`, `AAP-SSE-003` is
+//! `Rule::AapSse003`): "where is TOOL-007 checked" is one grep for `Rule::Tool007`.
+//! This file is a data table; its length is the catalogue's.
+
+use super::AlwaysOnRule;
+use crate::verdict::Level;
+
+/// One invocation makes the enum and both row lists, so a rule's variant, ID and report text
+/// cannot drift apart. AHP rows come first: a variant's discriminant is its row's index in
+/// `ALWAYS_ON`, then in `AAP_ALWAYS_ON`.
+macro_rules! rules {
+    (
+        ahp { $( ($variant:ident, $id:literal, $level:ident, $area:literal, $spec:literal, $unit:literal, $req:literal), )* }
+        aap { $( ($aap_variant:ident, $aap_id:literal, $aap_level:ident, $aap_area:literal, $aap_spec:literal, $aap_unit:literal, $aap_req:literal), )* }
+    ) => {
+        /// An always-on rule: what violations, counts and skips are keyed by.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Rule {
+            $( #[doc = $req] $variant, )*
+            $( #[doc = $aap_req] $aap_variant, )*
+        }
+
+        impl Rule {
+            /// Every always-on rule of both protocols, AHP's first, each in report order.
+            pub const ALL: &'static [Rule] = &[$( Rule::$variant, )* $( Rule::$aap_variant, )*];
+
+            /// The rule's ID (RULES.md, or aap/RULES.md for AAP's).
+            pub const fn id(self) -> &'static str {
+                match self {
+                    $( Rule::$variant => $id, )*
+                    $( Rule::$aap_variant => $aap_id, )*
+                }
+            }
+        }
+
+        /// Every always-on AHP rule, in report order.
+        pub const ALWAYS_ON: &[AlwaysOnRule] = &[
+            $( AlwaysOnRule { rule: Rule::$variant, id: $id, level: Level::$level, area: $area, spec: $spec, unit: $unit, requirement: $req }, )*
+        ];
+
+        /// Every always-on AAP rule, in report order.
+        pub const AAP_ALWAYS_ON: &[AlwaysOnRule] = &[
+            $( AlwaysOnRule { rule: Rule::$aap_variant, id: $aap_id, level: Level::$aap_level, area: $aap_area, spec: $aap_spec, unit: $aap_unit, requirement: $aap_req }, )*
+        ];
+    };
+}
+
+impl Rule {
+    /// What the report says about the rule.
+    pub fn info(self) -> &'static AlwaysOnRule {
+        let index = self as usize;
+        match ALWAYS_ON.get(index) {
+            Some(row) => row,
+            None => &AAP_ALWAYS_ON[index - ALWAYS_ON.len()],
+        }
+    }
+
+    /// The always-on rule (of either protocol) with this ID.
+    pub fn from_id(id: &str) -> Option<Rule> {
+        Rule::ALL.iter().copied().find(|rule| rule.id() == id)
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// Rules sort by ID, as the strings they replaced did (skips and counts print in that order).
+impl Ord for Rule {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.id().cmp(other.id())
+    }
+}
+
+impl PartialOrd for Rule {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+rules! {
+    ahp {
+        (Transport001, "TRANSPORT-001", Must, "transport", "docs/specification/transport.md § Common Transports", "frames",
+            "Every frame the host sends is a text frame holding exactly one JSON-RPC object."),
+        (Transport002, "TRANSPORT-002", Must, "transport", "docs/specification/overview.md § Base Protocol", "messages",
+            "Every host message has \"jsonrpc\": \"2.0\"."),
+        (Transport003, "TRANSPORT-003", Must, "transport", "docs/specification/overview.md § Requests", "responses",
+            "Each request receives exactly one response carrying the same id."),
+        (Transport004, "TRANSPORT-004", Must, "transport", "docs/specification/overview.md § Notifications", "responses",
+            "Notifications never receive a response."),
+        (Transport005, "TRANSPORT-005", Must, "transport", "JSON-RPC 2.0 § Response object", "responses",
+            "A response has either result or error, never both; error has an integer code and a string message."),
+        (Transport011, "TRANSPORT-011", Must, "transport", "docs/specification/subscriptions.md § Every message carries channel", "notifications",
+            "Every host notification's params carries a top-level string channel."),
+        (Err002, "ERR-002", Must, "errors", "docs/specification/authentication.md § AuthRequired Error Code", "-32007 errors",
+            "-32007 errors carry data.resources: protected-resource metadata (snake_case keys, resource required)."),
+        (Err003, "ERR-003", Must, "errors", "crate: ahp-types/src/errors.rs (PermissionDeniedErrorData)", "-32009 errors",
+            "-32009 data, when present, is {request?: ResourceRequestParams} (derived, MUST*)."),
+        (InvSchema1, "INV-SCHEMA-1", Must, "schema", "RULES.md §17; schemas/ahp/<version>/", "messages",
+            "Every result, snapshot, envelope and notification validates against the negotiated version's schema."),
+        (Env002, "ENV-002", Must, "actions", "docs/guide/actions.md § Action Envelope; docs/specification/lifecycle.md § Reconnection (one lastSeenServerSeq per connection)", "envelopes of subscriptions that asked for maxLatencyMs 0",
+            "Accepted envelopes on one connection arrive in strictly increasing serverSeq order across channels (derived, MUST*: checked over the subscriptions that asked for immediate delivery, since a coalesced one may lag)."),
+        (Env003, "ENV-003", Must, "actions", "crate: ahp-types/src/state.rs (Snapshot)", "envelopes",
+            "Per channel, serverSeq of accepted envelopes is strictly increasing."),
+        (Sub002, "SUB-002", Must, "subscriptions", "crate: ahp-types/src/state.rs (Snapshot.fromSeq)", "envelopes",
+            "Every accepted action delivered after a subscribe has serverSeq greater than the snapshot's fromSeq."),
+        (Env004, "ENV-004", Must, "actions", "docs/specification/subscriptions.md § Action Delivery", "envelopes",
+            "An envelope's channel is the channel its action belongs to."),
+        (Dispatch001, "DISPATCH-001", Must, "actions", "docs/guide/reconciliation.md § Reconciliation Algorithm", "echoes",
+            "An echo of a client dispatch carries origin.clientId and origin.clientSeq of that dispatch and the dispatched action."),
+        (Env005, "ENV-005", Must, "actions", "docs/guide/actions.md § Action Envelope", "envelopes",
+            "Host-originated actions carry no origin."),
+        (Sub012, "SUB-012", Must, "subscriptions", "docs/specification/subscriptions.md § URI Scheme", "messages",
+            "Channel URIs the host returns use the 1.0.0 schemes; no agenthost: or copilot: URIs."),
+        (Status001, "STATUS-001", Must, "status", "docs/guide/state-model.md § Session Status Bitset", "status values",
+            "status & 31 is one of 1, 2, 8, 24 for every session, chat and summary status."),
+        (Status003, "STATUS-003", Must, "status", "crate: ahp/src/reducers.rs (summary_status)", "chat states",
+            "Chat activity matches content: active turn ⇒ 8 or 24, none ⇒ 1 or 2, 24 ⇔ a blocking part in the active turn."),
+        (Turn003, "TURN-003", Must, "chat-channel", "crate: ahp-types/src/actions.rs (ChatDeltaAction)", "text deltas",
+            "chat/delta and chat/reasoning only target a part created earlier by chat/responsePart in the same active turn."),
+        (Turn004, "TURN-004", Must, "chat-channel", "crate: ahp/src/reducers.rs (turn-id checks)", "host streaming actions",
+            "Host streaming actions (deltas, parts, usage, tool-call actions) carry the active turn's id."),
+        (Turn005, "TURN-005", Must, "chat-channel", "docs/specification/chat-channel.md § Error recovery", "response parts",
+            "Error parts are never sent through chat/responsePart; errors end a turn through chat/error."),
+        (Pending003, "PENDING-003", Should, "pending-messages", "docs/specification/chat-channel.md § Queued Messages", "queued-message consumptions",
+            "The host consumes queued messages first in, first out."),
+        (Tool007, "TOOL-007", Must, "tool-calls", "crate: ahp/src/reducers.rs (end_turn)", "tool calls a turn's end left open, seen in a later snapshot",
+            "When a turn ends, every non-terminal tool call in it is cancelled with reason skipped."),
+        (InvTool1, "INV-TOOL-1", Must, "tool-calls", "RULES.md §17 INV-TOOL-1; PROTOCOL.md §12.7", "tool-call status observations",
+            "Per tool call, every status change a host action or a later snapshot shows is reachable in the lifecycle table, and nothing follows a terminal status."),
+        (InvTool2, "INV-TOOL-2", Must, "tool-calls", "RULES.md §17 INV-TOOL-2; crate: ahp-types/src/state.rs (ToolCallConfirmationReason, ToolCallCancellationReason)", "tool calls and tool-call values",
+            "running, pending-result-confirmation and completed calls carry confirmed in {not-needed, user-action, setting}, cancelled ones reason in {denied, skipped, result-denied} (closed sets, whatever the schema leaves open), and only MCP-contributed calls need authentication."),
+        (InvChat2, "INV-CHAT-2", Must, "chat-channel", "RULES.md §17 INV-CHAT-2", "turns",
+            "A turn's tool-call ids are unique, every tool call's status is one of the seven, and ended turns hold only completed or cancelled calls."),
+        (InvChat1, "INV-CHAT-1", Must, "chat-channel", "RULES.md §17 INV-CHAT-1; crate: ahp/src/reducers.rs (end_turn)", "ended turns",
+            "An ended turn's state is complete, cancelled or error, and its duration is not negative."),
+        (InvChat3, "INV-CHAT-3", Must, "chat-channel", "RULES.md §17 INV-CHAT-3; crate: ahp/src/reducers.rs (chat/error)", "ended turns",
+            "A turn that ended in error ends with the error part chat/error appended."),
+        (InvChat5, "INV-CHAT-5", Must, "pending-messages", "RULES.md §17 INV-CHAT-5; crate: ahp/src/reducers.rs (chat/pendingMessageSet)", "chat states",
+            "A chat's queuedMessages lists each id once (an empty list counts as absent)."),
+        (InvSession1, "INV-SESSION-1", Must, "session-channel", "RULES.md §17 INV-SESSION-1; docs/specification/session-channel.md § Chat catalog", "session states",
+            "A session lists each chat once, its default chat is not movable (and, at checkpoints, listed), and lifecycle is failed exactly when creationError is set."),
+        (InvSession2, "INV-SESSION-2", Must, "session-channel", "RULES.md §17 INV-SESSION-2; crate: ahp/src/reducers.rs (session/activeClientSet, session/inputNeededSet)", "session states",
+            "A session lists each active client (by clientId) and each input-needed entry (by id) once, and (at checkpoints) every input-needed entry's chat among its chats."),
+        (InvSession3, "INV-SESSION-3", Must, "session-channel", "RULES.md §17 INV-SESSION-3; crate: ahp/src/reducers.rs (session/workingDirectorySet, …Replaced)", "session and chat states",
+            "A session's and a chat's workingDirectories list each directory once, and (at checkpoints) a chat's are among its session's."),
+        (InvFold1, "INV-FOLD-1", Must, "state", "RULES.md §17 INV-FOLD-1", "mirror comparisons",
+            "Snapshot + accepted envelopes folded through the reference reducers equals a fresh snapshot."),
+        (InvSummary2, "INV-SUMMARY-2", Must, "root-channel", "RULES.md §17 INV-SUMMARY-2; crate: ahp-types/src/state.rs (SessionSummary.chats)", "listSessions entries with chats, at checkpoints",
+            "A listSessions entry's chats list the session's chats in the same order, with the same title, origin and interactivity (status and changes where given)."),
+        (InvSummary3, "INV-SUMMARY-3", Must, "root-channel", "RULES.md §17 INV-SUMMARY-3; crate: ahp-types/src/state.rs (SessionSummary)", "listSessions entries, at checkpoints",
+            "A listSessions entry carries its session's provider, title, status flags, project, workingDirectories, annotations and origin (at quiescence)."),
+        (InvChat6, "INV-CHAT-6", Must, "chat-channel", "RULES.md §17 INV-CHAT-6; crate: ahp/src/reducers.rs (end_turn, chat/turnStarted)", "chats whose turn started or ended, at checkpoints",
+            "After an observed turn start or end, a chat's modifiedAt is the ISO 8601 instant it set (startedAt, or startedAt + max(duration, 0))."),
+        (Chat003, "CHAT-003", Must, "chat-channel", "docs/specification/chat-channel.md § State", "chat catalog entries",
+            "A chat's inlined summary fields equal its entry in the session's chat catalog (at quiescence)."),
+        (Transport012, "TRANSPORT-012", Must, "transport", "docs/specification/root-channel.md § Commands; crate: ahp/src/client.rs (handle_server_request)", "host requests",
+            "Host-to-client requests are resource* or createResourceWatch on channel ahp-root://, and after the harness answers one with -32601 the host still answers later requests."),
+    }
+    aap {
+        (AapHttp001, "AAP-HTTP-001", Must, "aap/http", "docs/schema.md", "JSON bodies",
+            "Every JSON success body matches the schema of its endpoint."),
+        (AapHttp002, "AAP-HTTP-002", Must, "aap/http", "docs/response.md § stream: \"none\"", "JSON bodies",
+            "A JSON body is sent as application/json."),
+        (AapHttp007, "AAP-HTTP-007", Must, "aap/http", "HTTP semantics (derived, MUST*)", "responses",
+            "No request of the harness makes the server answer 5xx."),
+        (AapMeta003, "AAP-META-003", Must, "aap/meta", "docs/endpoints.md § GET /meta (Agent fields: name)", "meta responses",
+            "Agent names are unique on the server."),
+        (AapMeta004, "AAP-META-004", Must, "aap/meta", "docs/endpoints.md § GET /meta (Agent fields: version)", "agents",
+            "An agent's version is a semantic version."),
+        (AapMeta005, "AAP-META-005", Must, "aap/meta", "docs/endpoints.md § GET /meta (Option fields) (derived, MUST*)", "agents",
+            "Option names are unique within an agent; a select option's default is one of its options."),
+        (AapOption003, "AAP-OPTION-003", Must, "aap/options", "docs/endpoints.md § GET /sessions/:id", "response bodies",
+            "A secret option's value is never returned in plaintext."),
+        (AapSse001, "AAP-SSE-001", Must, "aap/sse", "docs/response.md § SSE Events; docs/schema.md § SSEEvent", "events",
+            "Every SSE event names a known type and carries a JSON object with that type's fields."),
+        (AapSse002, "AAP-SSE-002", Must, "aap/sse", "docs/response.md § turn_start", "streams",
+            "turn_start is the first event of every turn stream, once."),
+        (AapSse003, "AAP-SSE-003", Must, "aap/sse", "docs/response.md § turn_stop", "streams",
+            "turn_stop is the final event of every stream: present, once, nothing after it, and the response ends."),
+        (AapSse004, "AAP-SSE-004", Must, "aap/sse", "docs/response.md § text_delta, thinking_delta", "delta streams",
+            "Delta mode sends text and thinking only as deltas."),
+        (AapSse005, "AAP-SSE-005", Must, "aap/sse", "docs/response.md § text, thinking", "message streams",
+            "Message mode sends text and thinking only as whole text/thinking events."),
+        (AapSse006, "AAP-SSE-006", Must, "aap/sse", "docs/schema.md § SSEEvent (derived, MUST*)", "streams",
+            "session_start never appears in a turn stream."),
+        (AapSse007, "AAP-SSE-007", Must, "aap/sse", "docs/response.md § Response Modes", "turns run in several modes",
+            "The same scripted turn carries the same content in delta, message and none mode."),
+        (AapTool008, "AAP-TOOL-008", Must, "aap/tool-calls", "docs/tool-call.md § Tool call resolving (derived, MUST*)", "streams with tool events",
+            "toolCallIds are unique within a turn; each tool_result answers a server tool call of this turn or a permission granted in this request."),
+        (AapHistory004, "AAP-HISTORY-004", Must, "aap/history", "docs/history.md § Server History", "full histories",
+            "Full history is exactly the seed, the submitted messages and what each turn produced."),
+        (AapHistory005, "AAP-HISTORY-005", Must, "aap/history", "docs/response.md § Tool permission message", "histories",
+            "tool_permission messages are never stored in history."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rule_is_its_own_row() {
+        for rule in Rule::ALL {
+            assert_eq!(rule.info().rule, *rule);
+            assert_eq!(rule.info().id, rule.id());
+            assert_eq!(Rule::from_id(rule.id()), Some(*rule));
+        }
+        assert_eq!(Rule::ALL.len(), ALWAYS_ON.len() + AAP_ALWAYS_ON.len());
+        assert_eq!(
+            Rule::from_id("TOOL-001"),
+            None,
+            "a case rule, not an always-on one"
+        );
+    }
+}
