@@ -14,6 +14,7 @@ pub mod client;
 pub mod embed;
 pub mod engine;
 pub mod fasthash;
+pub mod faultset;
 pub mod fuzz;
 pub mod host;
 pub mod merge;

@@ -2,43 +2,12 @@
 //! `shared/ahp/RULES.md` (named by its stable ID) and nothing else, so that every check of
 //! the harness can be shown to fail against the one bug it exists for.
 
-use std::fmt;
-use std::str::FromStr;
+use crate::faultset::fault_catalog;
+pub use crate::faultset::UnknownFault;
 
-macro_rules! faults {
-    ($( $variant:ident => ($name:literal, $rule:literal, $what:literal), )*) => {
-        /// A deliberate single violation injected at a named seam of the host.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum Fault {
-            $(
-                #[doc = $what]
-                $variant,
-            )*
-        }
-
-        impl Fault {
-            /// Every fault, in catalog order.
-            pub const ALL: &'static [Fault] = &[$(Fault::$variant,)*];
-
-            /// The `--fault` name.
-            pub fn name(self) -> &'static str {
-                match self { $(Fault::$variant => $name,)* }
-            }
-
-            /// The RULES.md ID of the one rule this fault breaks.
-            pub fn rule(self) -> &'static str {
-                match self { $(Fault::$variant => $rule,)* }
-            }
-
-            /// One sentence on what the faulty host does wrong.
-            pub fn description(self) -> &'static str {
-                match self { $(Fault::$variant => $what,)* }
-            }
-        }
-    };
-}
-
-faults! {
+fault_catalog! {
+    /// A deliberate single violation injected at a named seam of the host.
+    Fault, kind = "fault", list = "ahpspec serve --fault list",
     NoJsonrpcMember => ("no-jsonrpc-member", "TRANSPORT-002", "Omits the \"jsonrpc\":\"2.0\" member from responses to ping."),
     DuplicateResponse => ("duplicate-response", "TRANSPORT-003", "Answers every ping twice."),
     AnswersNotifications => ("answers-notifications", "TRANSPORT-004", "Answers an unsubscribe notification with a response."),
@@ -233,117 +202,12 @@ faults! {
     RootSubscribeRefused => ("root-subscribe-refused", "SUB-013", "Refuses a subscribe to ahp-root:// from a connection that did not subscribe to it at initialize."),
 }
 
-impl fmt::Display for Fault {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+/// The faults a server breaks at once (`--fault a,b`); empty: the correct server.
+pub type FaultSet = crate::faultset::FaultSet<Fault>;
 
-/// A `--fault` name that is not in the catalog.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown fault {0:?} (`ahpspec serve --fault list` lists them)")]
-pub struct UnknownFault(pub String);
-
-impl FromStr for Fault {
-    type Err = UnknownFault;
-
-    fn from_str(name: &str) -> Result<Self, Self::Err> {
-        Fault::ALL
-            .iter()
-            .copied()
-            .find(|fault| fault.name() == name)
-            .ok_or_else(|| UnknownFault(name.to_owned()))
-    }
-}
-
-/// The catalog as printed by `ahpspec serve --fault list`: name, rule ID, what it breaks.
+/// The catalog as printed by `ahpspec serve --fault list`: name, rule, what it breaks.
 pub fn catalog_lines() -> Vec<String> {
-    Fault::ALL
-        .iter()
-        .map(|fault| {
-            format!(
-                "{}\t{}\t{}",
-                fault.name(),
-                fault.rule(),
-                fault.description()
-            )
-        })
-        .collect()
-}
-
-/// The faults a host breaks at once (`--fault a,b`), in the order given, each once; empty:
-/// the correct host. Combined faults each still break their one rule, so a run against
-/// them fails the union of their rules (plus what one fault's symptom does to the other's).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct FaultSet(Vec<Fault>);
-
-impl FaultSet {
-    /// The set of `faults` (repeats dropped).
-    pub fn new(faults: impl IntoIterator<Item = Fault>) -> FaultSet {
-        let mut set = FaultSet::default();
-        for fault in faults {
-            if !set.0.contains(&fault) {
-                set.0.push(fault);
-            }
-        }
-        set
-    }
-
-    /// Whether the host breaks `fault`'s rule (a linear scan: sets hold one or two).
-    pub fn contains(&self, fault: Fault) -> bool {
-        self.0.contains(&fault)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = Fault> + '_ {
-        self.0.iter().copied()
-    }
-
-    /// The combined name (`a,b`) for reports and traces; `None` for the correct host.
-    pub fn label(&self) -> Option<String> {
-        (!self.is_empty()).then(|| self.to_string())
-    }
-}
-
-impl From<Fault> for FaultSet {
-    fn from(fault: Fault) -> FaultSet {
-        FaultSet(vec![fault])
-    }
-}
-
-impl From<Option<Fault>> for FaultSet {
-    fn from(fault: Option<Fault>) -> FaultSet {
-        FaultSet(fault.into_iter().collect())
-    }
-}
-
-impl fmt::Display for FaultSet {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (index, fault) in self.0.iter().enumerate() {
-            if index > 0 {
-                f.write_str(",")?;
-            }
-            f.write_str(fault.name())?;
-        }
-        Ok(())
-    }
-}
-
-/// `a,b` (spaces around names allowed); an empty or unknown name is an error, so a typo
-/// never silently runs the correct host.
-impl FromStr for FaultSet {
-    type Err = UnknownFault;
-
-    fn from_str(names: &str) -> Result<Self, Self::Err> {
-        let faults = names
-            .split(',')
-            .map(|name| name.trim().parse::<Fault>())
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(FaultSet::new(faults))
-    }
+    crate::faultset::catalog_lines::<Fault>()
 }
 
 #[cfg(test)]
@@ -379,8 +243,10 @@ mod tests {
         );
         assert_eq!(FaultSet::default().label(), None);
         assert_eq!(
-            "queue-lifo,nope".parse::<FaultSet>(),
-            Err(UnknownFault("nope".into()))
+            "queue-lifo,nope"
+                .parse::<FaultSet>()
+                .map_err(|e| e.to_string()),
+            Err("unknown fault \"nope\" (`ahpspec serve --fault list` lists them)".to_owned())
         );
         assert!(
             "queue-lifo,".parse::<FaultSet>().is_err(),
