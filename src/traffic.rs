@@ -288,7 +288,7 @@ impl Traffic {
                 findings,
                 looked_at,
                 &skipped,
-                "connection",
+                "frame of every connection",
                 rerun.to_owned(),
             );
             // The row counts every violation, also those whose details were not kept.

@@ -15,12 +15,12 @@ use super::checks::{AAP_ALWAYS_ON, SECRET_PREFIX};
 use super::http::{Client, Request, Target};
 use super::suite::{self, AapCase};
 use super::Agent;
-use crate::checks::{row_summary, AlwaysOnRule, RowOutcome, Rule, Skips, Violation};
+use crate::checks::{AlwaysOnRule, Rule, Skips, Violation};
 use crate::engine::baseline::Baseline;
 use crate::engine::{reconcile, Event, EventSink, Selection};
 use crate::schema::{SchemaError, SchemaSet};
 use crate::suite::{Case, Catalog, SuiteError};
-use crate::verdict::{CaseInfo, CaseResult, Finding, RunReport, Tally, Verdict};
+use crate::verdict::{CaseResult, Finding, RunReport, Tally, Verdict};
 
 /// The AAP schemas, compiled into the binary.
 pub const SCHEMA: &str = include_str!("../../schemas/aap/aap.schema.json");
@@ -496,46 +496,14 @@ impl Rows {
     }
 
     fn row(&mut self, rule: &AlwaysOnRule, rerun_prefix: &str) -> CaseResult {
-        let mut findings = self.findings.remove(&rule.rule).unwrap_or_default();
-        let looked_at = self.counts.get(&rule.rule).copied().unwrap_or(0);
-        let first = findings
-            .first()
-            .map(|f| (f.expected.as_str(), f.actual.as_str()));
-        let (outcome, summary) = row_summary(
-            rule.unit,
-            findings.len(),
-            looked_at,
+        crate::engine::always_on_result(
+            rule,
+            self.findings.remove(&rule.rule).unwrap_or_default(),
+            self.counts.get(&rule.rule).copied().unwrap_or(0),
             &self.skips.of(rule.rule),
-            first,
-        );
-        let verdict = match outcome {
-            RowOutcome::Broken => rule.level.broken(),
-            RowOutcome::NotTestable => Verdict::NotTestable,
-            RowOutcome::Passed => Verdict::Pass,
-        };
-        for finding in &mut findings {
-            finding.verdict = rule.level.broken();
-        }
-        findings.truncate(20);
-        CaseResult {
-            info: CaseInfo {
-                id: rule.id.to_owned(),
-                level: rule.level,
-                area: rule.area.to_owned(),
-                spec: rule.spec.to_owned(),
-                requirement: rule.requirement.to_owned(),
-                does: format!("Checked on every response of every case ({})", rule.unit),
-                source: "builtin".to_owned(),
-            },
-            verdict,
-            summary,
-            findings,
-            blocked_by: None,
-            protocol_version: None,
-            transcript: Vec::new(),
-            duration_ms: 0.0,
-            rerun: format!("{rerun_prefix} --filter {}", rule.id),
-        }
+            "response of every case",
+            format!("{rerun_prefix} --filter {}", rule.id),
+        )
     }
 }
 

@@ -234,7 +234,7 @@ pub async fn run(
                 findings.remove(&rule.rule).unwrap_or_default(),
                 counts.get(&rule.rule).copied().unwrap_or(0),
                 &skipped.of(rule.rule),
-                "case",
+                "frame of every case",
                 format!("{} --filter {}", config.rerun_prefix, rule.id),
             );
             results.push(result.clone());
@@ -287,8 +287,9 @@ async fn wait_for_interrupt(interrupt: &mut watch::Receiver<bool>) {
 }
 
 /// The row of an always-on rule: what it looked at and every violation found (the first
-/// 20 kept). `over` names what the checks ran over ("case", or "connection" for observed
-/// traffic); `rerun` is the row's re-run command.
+/// 20 kept). `over` says what the checks ran over, after "Checked on every" ("frame of
+/// every case"; "frame of every connection" for observed traffic; "response of every case"
+/// for AAP); `rerun` is the row's re-run command.
 pub fn always_on_result(
     rule: &AlwaysOnRule,
     findings: Vec<Finding>,
@@ -319,7 +320,7 @@ pub fn always_on_result(
             area: rule.area.to_owned(),
             spec: rule.spec.to_owned(),
             requirement: rule.requirement.to_owned(),
-            does: format!("Checked on every frame of every {over} ({})", rule.unit),
+            does: format!("Checked on every {over} ({})", rule.unit),
             source: "builtin".to_owned(),
         },
         verdict,
