@@ -82,41 +82,105 @@ impl EventSink for Quiet {
     fn event(&mut self, _: &Event) {}
 }
 
-/// Runs the selected cases. Stops early (keeping what it has) when `interrupt` turns true.
-pub async fn run(
-    config: &RunConfig,
-    sink: &mut dyn EventSink,
-    mut interrupt: watch::Receiver<bool>,
-) -> RunReport {
-    let started = Instant::now();
-    let started_at = format!("{:.0}", jiff::Timestamp::now());
-    let cases: Vec<&Case> = config.selection.cases(&config.catalog);
-    let always_on: Vec<&AlwaysOnRule> = ALWAYS_ON
-        .iter()
-        .filter(|rule| config.selection.includes(rule.id, rule.level))
-        .collect();
-    sink.event(&Event::RunStarted {
-        cases: cases.len() + always_on.len(),
-    });
-    let nonce = crate::client::unique_token("");
-    let total = cases.len() + always_on.len();
-    let mut results: Vec<CaseResult> = Vec::new();
-    let mut findings: HashMap<Rule, Vec<Finding>> = HashMap::new();
-    // Rules broken as the prerequisite of a case, with the cases they blocked.
-    let mut prerequisites = prerequisite::Prerequisites::new();
-    let mut counts = Counts::default();
-    let mut skipped = crate::checks::Skips::default();
-    let mut interrupted = *interrupt.borrow();
-    // Reading the capabilities waits on the server: let Ctrl-C cut it short too.
-    let agent_capabilities = tokio::select! {
-        capabilities = prerequisite::agent_capabilities(config) => capabilities,
-        _ = wait_for_interrupt(&mut interrupt) => {
-            interrupted = true;
-            Err(AgentsUnread::Harness("the run was interrupted".to_owned()))
+/// What a run has gathered so far: finished case rows, and what the always-on checks found
+/// and looked at across cases (their rows are made at the end).
+struct Gathered {
+    results: Vec<CaseResult>,
+    findings: HashMap<Rule, Vec<Finding>>,
+    /// Rules broken as the prerequisite of a case, with the cases they blocked.
+    prerequisites: prerequisite::Prerequisites,
+    counts: Counts,
+    skipped: crate::checks::Skips,
+    total: usize,
+}
+
+impl Gathered {
+    fn new(total: usize) -> Gathered {
+        Gathered {
+            results: Vec::new(),
+            findings: HashMap::new(),
+            prerequisites: prerequisite::Prerequisites::new(),
+            counts: Counts::default(),
+            skipped: crate::checks::Skips::default(),
+            total,
         }
-    };
+    }
+
+    /// Keeps a finished row and tells the sink.
+    fn finished(&mut self, result: CaseResult, sink: &mut dyn EventSink) {
+        sink.event(&Event::CaseFinished {
+            result: Box::new(result.clone()),
+            done: self.results.len() + 1,
+            total: self.total,
+        });
+        self.results.push(result);
+    }
+
+    /// Keeps the row of a case blocked by `finding`'s rule.
+    fn blocked(&mut self, result: CaseResult, finding: Finding, sink: &mut dyn EventSink) {
+        self.prerequisites
+            .entry(finding.rule.clone())
+            .or_default()
+            .push((result.info.id.clone(), finding));
+        self.finished(result, sink);
+    }
+
+    /// Takes in a case that ran: its row, what its always-on checks found and counted.
+    fn absorb(&mut self, outcome: CaseOutcome, sink: &mut dyn EventSink) {
+        for (rule, n) in outcome.counts {
+            *self.counts.entry(rule).or_insert(0) += n;
+        }
+        self.skipped.merge(&outcome.skipped);
+        for (located, context) in outcome.always_on {
+            let rule = located.violation.rule;
+            self.findings.entry(rule).or_default().push(Finding {
+                rule: rule.id().to_owned(),
+                verdict: Verdict::Fail,
+                expected: located.violation.expected,
+                actual: format!(
+                    "{} (on {} in case {})",
+                    located.violation.actual, located.conn, outcome.result.info.id
+                ),
+                step: None,
+                context,
+            });
+        }
+        match outcome.prerequisite {
+            Some(finding) => self.blocked(outcome.result, finding, sink),
+            None => self.finished(outcome.result, sink),
+        }
+    }
+
+    /// One row per selected always-on rule, over every case that ran.
+    fn always_on_rows(
+        &mut self,
+        rules: &[&AlwaysOnRule],
+        rerun_prefix: &str,
+        sink: &mut dyn EventSink,
+    ) {
+        for rule in rules {
+            let result = always_on_result(
+                rule,
+                self.findings.remove(&rule.rule).unwrap_or_default(),
+                self.counts.get(&rule.rule).copied().unwrap_or(0),
+                &self.skipped.of(rule.rule),
+                "frame of every case",
+                format!("{rerun_prefix} --filter {}", rule.id),
+            );
+            self.finished(result, sink);
+        }
+    }
+}
+
+/// Every case's context: the run's settings plus its own token and re-run command.
+fn case_contexts(
+    config: &RunConfig,
+    cases: &[&Case],
+    agent_capabilities: &Result<serde_json::Value, AgentsUnread>,
+) -> Vec<CaseContext> {
+    let nonce = crate::client::unique_token("");
     let rule_levels = Arc::new(prerequisite::rule_levels(&config.catalog));
-    let contexts: Vec<CaseContext> = cases
+    cases
         .iter()
         .enumerate()
         .map(|(index, case)| CaseContext {
@@ -130,89 +194,98 @@ pub async fn run(
             rule_levels: Arc::clone(&rule_levels),
             offer: config.protocol_version.clone(),
         })
-        .collect();
-    let contexts = Arc::new(contexts);
-    // A server whose initialize failed for the run blocks, at once, every case that would
-    // only fail the same initialize again after its own timeout.
+        .collect()
+}
+
+/// A server whose initialize failed for the run blocks, at once, every case that would only
+/// fail the same initialize again after its own timeout. Returns the indexes left to run.
+fn block_unstartable(
+    config: &RunConfig,
+    cases: &[&Case],
+    contexts: &[CaseContext],
+    agent_capabilities: &Result<serde_json::Value, AgentsUnread>,
+    gathered: &mut Gathered,
+    sink: &mut dyn EventSink,
+) -> Vec<usize> {
     let mut to_run: Vec<usize> = Vec::with_capacity(cases.len());
     for (index, case) in cases.iter().enumerate() {
-        let blocked = match (&agent_capabilities, interrupted) {
-            (Err(AgentsUnread::Server(why)), false) => prerequisite::blocked_before_running(
-                case,
-                why,
-                &config.protocol_version,
-                contexts[index].rerun.clone(),
-                false,
-            ),
-            (Err(AgentsUnread::Unanswered(why)), false) => prerequisite::blocked_before_running(
-                case,
-                why,
-                &config.protocol_version,
-                contexts[index].rerun.clone(),
-                true,
-            ),
-            _ => None,
-        };
-        match blocked {
-            Some((result, finding)) => {
-                prerequisites
-                    .entry(finding.rule.clone())
-                    .or_default()
-                    .push((result.info.id.clone(), finding));
-                results.push(result);
-                sink.event(&Event::CaseFinished {
-                    result: Box::new(results[results.len() - 1].clone()),
-                    done: results.len(),
-                    total,
-                });
+        let (why, unanswered) = match agent_capabilities {
+            Err(AgentsUnread::Server(why)) => (why, false),
+            Err(AgentsUnread::Unanswered(why)) => (why, true),
+            _ => {
+                to_run.push(index);
+                continue;
             }
+        };
+        let rerun = contexts[index].rerun.clone();
+        let offer = &config.protocol_version;
+        match prerequisite::blocked_before_running(case, why, offer, rerun, unanswered) {
+            Some((result, finding)) => gathered.blocked(result, finding, sink),
             None => to_run.push(index),
         }
     }
     if let (Err(AgentsUnread::Server(why) | AgentsUnread::Unanswered(why)), false) =
-        (&agent_capabilities, results.is_empty())
+        (agent_capabilities, gathered.results.is_empty())
     {
         sink.event(&Event::Notice(format!(
             "the server answered no initialize ({why}): INIT-001 fails and the {} cases that start with one are blocked without running",
-            results.len()
+            gathered.results.len()
         )));
     }
+    to_run
+}
+
+/// Runs the selected cases. Stops early (keeping what it has) when `interrupt` turns true.
+pub async fn run(
+    config: &RunConfig,
+    sink: &mut dyn EventSink,
+    mut interrupt: watch::Receiver<bool>,
+) -> RunReport {
+    let started = Instant::now();
+    let started_at = format!("{:.0}", jiff::Timestamp::now());
+    let cases: Vec<&Case> = config.selection.cases(&config.catalog);
+    let always_on: Vec<&AlwaysOnRule> = ALWAYS_ON
+        .iter()
+        .filter(|rule| config.selection.includes(rule.id, rule.level))
+        .collect();
+    let total = cases.len() + always_on.len();
+    sink.event(&Event::RunStarted { cases: total });
+    let mut gathered = Gathered::new(total);
+    let mut interrupted = *interrupt.borrow();
+    // Reading the capabilities waits on the server: let Ctrl-C cut it short too.
+    let agent_capabilities = tokio::select! {
+        capabilities = prerequisite::agent_capabilities(config) => capabilities,
+        _ = wait_for_interrupt(&mut interrupt) => {
+            interrupted = true;
+            Err(AgentsUnread::Harness("the run was interrupted".to_owned()))
+        }
+    };
+    let contexts = Arc::new(case_contexts(config, &cases, &agent_capabilities));
+    let to_run = if interrupted {
+        (0..cases.len()).collect()
+    } else {
+        block_unstartable(
+            config,
+            &cases,
+            &contexts,
+            &agent_capabilities,
+            &mut gathered,
+            sink,
+        )
+    };
     let mut pending = FuturesUnordered::new();
     let mut next = 0;
     let jobs = config.jobs.max(1);
     while !interrupted && (next < to_run.len() || !pending.is_empty()) {
         while next < to_run.len() && pending.len() < jobs {
-            let index = to_run[next];
-            let case = cases[index];
+            let case = cases[to_run[next]];
             let contexts = Arc::clone(&contexts);
-            pending.push(async move { (index, run_case(case, &contexts[index]).await) });
+            let index = to_run[next];
+            pending.push(async move { run_case(case, &contexts[index]).await });
             next += 1;
         }
         tokio::select! {
-            Some((index, outcome)) = pending.next() => {
-                let _ = index;
-                let outcome: CaseOutcome = outcome;
-                for (rule, n) in outcome.counts {
-                    *counts.entry(rule).or_insert(0) += n;
-                }
-                skipped.merge(&outcome.skipped);
-                for (located, context) in outcome.always_on {
-                    let rule = located.violation.rule;
-                    findings.entry(rule).or_default().push(Finding {
-                        rule: rule.id().to_owned(),
-                        verdict: Verdict::Fail,
-                        expected: located.violation.expected,
-                        actual: format!("{} (on {} in case {})", located.violation.actual, located.conn, outcome.result.info.id),
-                        step: None,
-                        context,
-                    });
-                }
-                if let Some(finding) = outcome.prerequisite {
-                    prerequisites.entry(finding.rule.clone()).or_default().push((outcome.result.info.id.clone(), finding));
-                }
-                results.push(outcome.result);
-                sink.event(&Event::CaseFinished { result: Box::new(results[results.len() - 1].clone()), done: results.len(), total });
-            }
+            Some(outcome) = pending.next() => gathered.absorb(outcome, sink),
             changed = interrupt.changed() => {
                 if changed.is_err() || *interrupt.borrow() {
                     interrupted = true;
@@ -221,30 +294,22 @@ pub async fn run(
         }
     }
     // Order results as in the catalog, not by completion.
-    let order: HashMap<String, usize> = cases
+    let order: HashMap<&str, usize> = cases
         .iter()
         .enumerate()
-        .map(|(i, c)| (c.info.id.clone(), i))
+        .map(|(i, c)| (c.info.id.as_str(), i))
         .collect();
-    results.sort_by_key(|r| order.get(&r.info.id).copied().unwrap_or(usize::MAX));
+    gathered
+        .results
+        .sort_by_key(|r| order.get(r.info.id.as_str()).copied().unwrap_or(usize::MAX));
     if !interrupted {
-        for rule in always_on {
-            let result = always_on_result(
-                rule,
-                findings.remove(&rule.rule).unwrap_or_default(),
-                counts.get(&rule.rule).copied().unwrap_or(0),
-                &skipped.of(rule.rule),
-                "frame of every case",
-                format!("{} --filter {}", config.rerun_prefix, rule.id),
-            );
-            results.push(result.clone());
-            sink.event(&Event::CaseFinished {
-                result: Box::new(result),
-                done: results.len(),
-                total,
-            });
-        }
+        gathered.always_on_rows(&always_on, &config.rerun_prefix, sink);
     }
+    let Gathered {
+        mut results,
+        prerequisites,
+        ..
+    } = gathered;
     for result in prerequisite::charge_prerequisites(&mut results, prerequisites, config) {
         sink.event(&Event::CaseFinished {
             result: Box::new(result),
@@ -252,6 +317,19 @@ pub async fn run(
             total,
         });
     }
+    let report = run_report(config, started_at, started, interrupted, results);
+    sink.event(&Event::RunFinished);
+    report
+}
+
+/// The report of a run, the baseline applied.
+fn run_report(
+    config: &RunConfig,
+    started_at: String,
+    started: Instant,
+    interrupted: bool,
+    cases: Vec<CaseResult>,
+) -> RunReport {
     let mut report = RunReport {
         format: 1,
         tool: "ahpspec".into(),
@@ -265,12 +343,11 @@ pub async fn run(
         shard: config.selection.shard.map(|s| s.to_string()),
         strict: config.strict,
         tally: Tally::default(),
-        cases: results,
+        cases,
         stale_baseline: Vec::new(),
         unexpected_failures: Vec::new(),
     };
     reconcile(&mut report, config.baseline.as_ref());
-    sink.event(&Event::RunFinished);
     report
 }
 
