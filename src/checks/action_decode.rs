@@ -42,6 +42,7 @@ macro_rules! variants {
 /// `type` member), so the tag left in the object changes nothing. The list is the variant
 /// list of `ahp-types` 1.0.0's `StateAction`; `tests/action_decode.rs` checks it against the
 /// derived decoder on every upstream reducer vector.
+// Kept whole (over the ~80-line aim): a table: one line per `StateAction` variant.
 fn by_type(kind: &str, action: Node<'_>) -> Option<StateAction> {
     variants!(kind, action, {
         "root/agentsChanged" => RootAgentsChanged(RootAgentsChangedAction),

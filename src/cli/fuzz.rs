@@ -118,6 +118,59 @@ fn exec_config(
     })
 }
 
+/// The campaign's options from the arguments: baseline, execution settings, seed and
+/// number of sequences (a shard's share of them, from its own seed); a usage error's exit
+/// code otherwise.
+fn campaign_options(
+    args: &FuzzArgs,
+    faults: ahpspec::host::FaultSet,
+) -> Result<FuzzOptions, ExitCode> {
+    let baseline = match args.baseline.as_deref().map(Baseline::load).transpose() {
+        Ok(baseline) => baseline.unwrap_or_default(),
+        Err(error) => return Err(usage_error(&error.to_string())),
+    };
+    let mut exec = match exec_config(args.target_profile.as_ref(), args.timeout, args.clients) {
+        Ok(exec) => exec,
+        Err(error) => return Err(usage_error(&format!("{error:#}"))),
+    };
+    exec.exclude = Excluded::new(args.exclude.clone());
+    let seed = args
+        .seed
+        .unwrap_or_else(|| jiff::Timestamp::now().as_nanosecond() as u64);
+    let (seed, cases) = match args.shard {
+        Some(shard) if args.cases.is_some_and(|total| total < shard.count as u64) => {
+            return Err(usage_error(&format!(
+                "--cases {} gives shard {shard} no sequence (at least one per shard)",
+                args.cases.unwrap_or_default()
+            )));
+        }
+        Some(shard) => {
+            let derived = fuzz::shard_seed(seed, shard);
+            println!("ahpspec fuzz: shard {shard} of seed {seed}: campaign seed {derived}");
+            (
+                derived,
+                args.cases.map(|total| fuzz::shard_cases(total, shard)),
+            )
+        }
+        None => (seed, args.cases),
+    };
+    Ok(FuzzOptions {
+        target: Target {
+            url: args.url.clone(),
+            faults,
+        },
+        exec,
+        seed,
+        cases,
+        duration: args.duration,
+        shrink_time: args.shrink_time,
+        max_len: args.max_len.max(1),
+        baseline,
+        stop_after: None,
+        progress: None,
+    })
+}
+
 pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
     match ahpspec::aap::protocol_of(args.url.as_deref(), args.protocol.as_deref()) {
         Ok(ahpspec::aap::Protocol::Aap) => {
@@ -138,39 +191,15 @@ pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
             "--record on fuzz needs a URL (the built-in target is a fresh host per sequence: run `ahpspec serve` and fuzz its URL)",
         );
     }
-    let baseline = match args.baseline.as_deref().map(Baseline::load).transpose() {
-        Ok(baseline) => baseline.unwrap_or_default(),
-        Err(error) => return usage_error(&error.to_string()),
-    };
-    let mut exec = match exec_config(args.target_profile.as_ref(), args.timeout, args.clients) {
-        Ok(exec) => exec,
-        Err(error) => return usage_error(&format!("{error:#}")),
-    };
-    exec.exclude = Excluded::new(args.exclude.clone());
-    let seed = args
-        .seed
-        .unwrap_or_else(|| jiff::Timestamp::now().as_nanosecond() as u64);
-    let (seed, cases) = match args.shard {
-        Some(shard) if args.cases.is_some_and(|total| total < shard.count as u64) => {
-            return usage_error(&format!(
-                "--cases {} gives shard {shard} no sequence (at least one per shard)",
-                args.cases.unwrap_or_default()
-            ));
-        }
-        Some(shard) => {
-            let derived = fuzz::shard_seed(seed, shard);
-            println!("ahpspec fuzz: shard {shard} of seed {seed}: campaign seed {derived}");
-            (
-                derived,
-                args.cases.map(|total| fuzz::shard_cases(total, shard)),
-            )
-        }
-        None => (seed, args.cases),
+    let options = match campaign_options(&args, faults) {
+        Ok(options) => options,
+        Err(exit) => return exit,
     };
     let target_label = args.url.clone().unwrap_or_else(|| "builtin".into());
-    let fault_name = faults.label();
+    let fault_name = options.target.faults.label();
     println!(
-        "ahpspec fuzz: seed {seed}, mode {}, target {target_label}{}",
+        "ahpspec fuzz: seed {}, mode {}, target {target_label}{}",
+        options.seed,
         args.mode,
         fault_name
             .as_ref()
@@ -180,21 +209,6 @@ pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
     if !args.exclude.is_empty() {
         println!("not judged (--exclude): {}", args.exclude.join(", "));
     }
-    let options = FuzzOptions {
-        target: Target {
-            url: args.url.clone(),
-            faults,
-        },
-        exec,
-        seed,
-        cases,
-        duration: args.duration,
-        shrink_time: args.shrink_time,
-        max_len: args.max_len.max(1),
-        baseline,
-        stop_after: None,
-        progress: None,
-    };
     let (progress, progress_line) = progress_line();
     let options = FuzzOptions {
         progress,

@@ -133,6 +133,9 @@ pub async fn compare_once(
     checked
 }
 
+/// A fresh snapshot: channel, state, fromSeq.
+type Fresh = (String, Value, u64);
+
 /// Takes fresh snapshots of `channels` (and of the chats of every session among them) on
 /// `observer` and compares them with the mirrors of `conns`. The observer unsubscribes
 /// again, so it can serve the next checkpoint.
@@ -146,13 +149,31 @@ pub async fn compare(
     observer.take_arrived();
     observer.take_backlog();
     let listed_before = list_sessions(observer, timeout).await;
-    let mut fresh: Vec<(String, Value, u64)> = Vec::new();
-    // Channels the observer could not take a snapshot of: their mirrors go uncompared.
+    let (fresh, unsnapped) = take_snapshots(observer, channels, timeout).await?;
+    let mut checked = Checked::default();
+    catch_up(conns, timeout, &mut checked).await;
+    per_connection_chat_checks(conns, &fresh, &mut checked);
+    compare_folds(conns, &fresh, &unsnapped, &mut checked);
+    catalogs(&fresh, &mut checked);
+    sessions_at_rest(&fresh, &mut checked);
+    let listed_after = list_sessions(observer, timeout).await;
+    summaries(listed_before, listed_after, &fresh, &mut checked);
+    Ok(checked)
+}
+
+/// Subscribes `observer` to every channel (and to the chats of every session among them),
+/// one round of subscriptions in flight at once, then unsubscribes again. Returns the
+/// snapshots, and the channels it could not take a snapshot of (their mirrors go
+/// uncompared).
+async fn take_snapshots(
+    observer: &mut Connection,
+    mut channels: Vec<String>,
+    timeout: Duration,
+) -> Result<(Vec<Fresh>, Vec<String>), String> {
+    let mut fresh: Vec<Fresh> = Vec::new();
     let mut unsnapped: Vec<String> = Vec::new();
-    let mut channels = channels;
     let mut asked = 0;
     while asked < channels.len() {
-        // One round of subscriptions in flight at once; sessions add their chats.
         let mut ids = Vec::new();
         for channel in &channels[asked..] {
             let id = observer
@@ -196,9 +217,12 @@ pub async fn compare(
             .send_notification("unsubscribe", json!({ "channel": channel.as_str() }))
             .await;
     }
-    let mut checked = Checked::default();
-    // Every envelope the host sent before it took those snapshots is on each connection's
-    // wire before the answer to a ping sent now: read up to it, so no mirror lags behind.
+    Ok((fresh, unsnapped))
+}
+
+/// Every envelope the host sent before it took the snapshots is on each connection's wire
+/// before the answer to a ping sent now: read up to it, so no mirror lags behind.
+async fn catch_up(conns: &mut [&mut Conn], timeout: Duration, checked: &mut Checked) {
     let mut pings = Vec::new();
     for conn in conns.iter_mut().filter(|c| !c.link.is_closed()) {
         pings.push(
@@ -216,8 +240,17 @@ pub async fn compare(
             checked.violations.push((located.conn, located.violation));
         }
     }
-    per_connection_chat_checks(conns, &fresh, &mut checked);
-    for (channel, state, from) in &fresh {
+}
+
+/// The snapshot invariants on every fresh state, and every connection's mirror of a
+/// channel folded against its fresh snapshot (INV-FOLD-1), or skipped with the reason.
+fn compare_folds(
+    conns: &mut [&mut Conn],
+    fresh: &[Fresh],
+    unsnapped: &[String],
+    checked: &mut Checked,
+) {
+    for (channel, state, from) in fresh {
         let Some(kind) = Kind::of(channel) else {
             continue;
         };
@@ -247,7 +280,7 @@ pub async fn compare(
             }
         }
     }
-    for channel in &unsnapped {
+    for channel in unsnapped {
         for conn in conns.iter().filter(|c| !c.link.is_closed()) {
             let mirror = &conn.checks.mirror;
             if let Err(why) =
@@ -257,6 +290,10 @@ pub async fn compare(
             }
         }
     }
+}
+
+/// Every fresh session's chat catalog against the fresh states of its chats (CHAT-003).
+fn catalogs(fresh: &[Fresh], checked: &mut Checked) {
     for (channel, state, _) in fresh
         .iter()
         .filter(|(c, _, _)| Kind::of(c) == Some(Kind::Session))
@@ -277,15 +314,11 @@ pub async fn compare(
             checked.violations.push((channel.clone(), violation));
         }
     }
-    sessions_at_rest(&fresh, &mut checked);
-    let listed_after = list_sessions(observer, timeout).await;
-    summaries(listed_before, listed_after, &fresh, &mut checked);
-    Ok(checked)
 }
 
 /// The quiescence parts of INV-SESSION-1/2/3 on every fresh session state with the fresh
 /// states of its chats.
-fn sessions_at_rest(fresh: &[(String, Value, u64)], checked: &mut Checked) {
+fn sessions_at_rest(fresh: &[Fresh], checked: &mut Checked) {
     for (session, state, _) in fresh
         .iter()
         .filter(|(c, _, _)| Kind::of(c) == Some(Kind::Session))
@@ -313,11 +346,7 @@ fn sessions_at_rest(fresh: &[(String, Value, u64)], checked: &mut Checked) {
 /// snapshot (an older snapshot would show the chat moving backwards): the tool-call tracker
 /// hears them (INV-TOOL-1, TOOL-007), and a chat whose turn started or ended since the
 /// connection's own snapshot of it has the `modifiedAt` that event gave it (INV-CHAT-6).
-fn per_connection_chat_checks(
-    conns: &mut [&mut Conn],
-    fresh: &[(String, Value, u64)],
-    checked: &mut Checked,
-) {
+fn per_connection_chat_checks(conns: &mut [&mut Conn], fresh: &[Fresh], checked: &mut Checked) {
     for (channel, state, from) in fresh
         .iter()
         .filter(|(c, _, _)| Kind::of(c) == Some(Kind::Chat))
@@ -392,7 +421,7 @@ async fn list_sessions(observer: &mut Connection, timeout: Duration) -> Option<V
 fn summaries(
     before: Option<Vec<Value>>,
     after: Option<Vec<Value>>,
-    fresh: &[(String, Value, u64)],
+    fresh: &[Fresh],
     checked: &mut Checked,
 ) {
     let (Some(before), Some(after)) = (before, after) else {

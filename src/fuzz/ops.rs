@@ -324,6 +324,7 @@ fn kind() -> impl Strategy<Value = PendingKind> {
 
 /// One dispatching operation the repertoire allows, weighted towards the ones that move
 /// state.
+// Kept whole (over the ~80-line aim): a table of weighted operation arms.
 fn single(repertoire: &Repertoire) -> BoxedStrategy<Op> {
     let client = || 0u8..3;
     let mut arms = vec![
