@@ -64,6 +64,39 @@ pub fn check_expect(
     response: &Response,
     vars: &HashMap<String, String>,
 ) -> Vec<Miss> {
+    let mut misses = status_misses(expect, response);
+    if let Some(media) = &expect.content_type {
+        if !response.is_media(media) {
+            misses.push(Miss::new(
+                format!("Content-Type {media}"),
+                format!("{:?}", response.content_type),
+            ));
+        }
+    }
+    if expect.empty_body && response.body != Body::Empty {
+        misses.push(Miss::new("no body", shown(response)));
+    }
+    let body = response.json();
+    let needs_json =
+        !expect.json.is_empty() || !expect.present.is_empty() || !expect.differs.is_empty();
+    if needs_json && body.is_none() {
+        misses.push(Miss::new("a JSON body", shown(response)));
+    }
+    if let Some(body) = body {
+        json_misses(expect, body, vars, &mut misses);
+    }
+    event_misses(expect, response, &mut misses);
+    if let Some(want) = &expect.stop_reason {
+        let got = stop_reason(response);
+        if got.as_deref() != Some(want.as_str()) {
+            misses.push(Miss::new(format!("stop reason {want}"), format!("{got:?}")));
+        }
+    }
+    misses
+}
+
+/// What `expect` says of the status: exact, one of a list, or a class (`2xx`).
+fn status_misses(expect: &Expect, response: &Response) -> Vec<Miss> {
     let mut misses = Vec::new();
     let status = response.status;
     if let Some(want) = expect.status {
@@ -95,26 +128,11 @@ pub fn check_expect(
             ));
         }
     }
-    if let Some(media) = &expect.content_type {
-        if !response.is_media(media) {
-            misses.push(Miss::new(
-                format!("Content-Type {media}"),
-                format!("{:?}", response.content_type),
-            ));
-        }
-    }
-    if expect.empty_body && response.body != Body::Empty {
-        misses.push(Miss::new("no body", shown(response)));
-    }
-    let body = response.json();
-    let needs_json =
-        !expect.json.is_empty() || !expect.present.is_empty() || !expect.differs.is_empty();
-    if needs_json && body.is_none() {
-        misses.push(Miss::new("a JSON body", shown(response)));
-    }
-    if let Some(body) = body {
-        json_misses(expect, body, vars, &mut misses);
-    }
+    misses
+}
+
+/// What `expect` says of the SSE event names, all of them and the tool ones.
+fn event_misses(expect: &Expect, response: &Response, misses: &mut Vec<Miss>) {
     if let Some(names) = &expect.events {
         let got: Vec<&str> = response
             .events()
@@ -145,13 +163,6 @@ pub fn check_expect(
             ));
         }
     }
-    if let Some(want) = &expect.stop_reason {
-        let got = stop_reason(response);
-        if got.as_deref() != Some(want.as_str()) {
-            misses.push(Miss::new(format!("stop reason {want}"), format!("{got:?}")));
-        }
-    }
-    misses
 }
 
 fn json_misses(

@@ -48,34 +48,7 @@ pub fn run_turn(
         .as_object()
         .ok_or_else(|| Refusal::bad_request("the body must be a JSON object"))?;
     let mode = stream_mode(body.get("stream"), faults)?;
-    let mut agent = body.get("agent").cloned();
-    let mut renamed = None;
-    if let Some(name) = agent.as_ref().and_then(|agent| agent.get("name")) {
-        match name.as_str() {
-            Some(name) if faults.contains(AapFault::AgentRenamed) => {
-                renamed = Some(name.to_owned())
-            }
-            Some(name) if name == session.agent_name => {}
-            _ => {
-                return Err(Refusal::bad_request(
-                    "agent.name cannot change after session creation",
-                ))
-            }
-        }
-    }
-    let mut settings = session.settings.clone();
-    if let Some(Value::Object(agent)) = &mut agent {
-        if faults.contains(AapFault::TurnAgentToolsIgnored) {
-            agent.remove("tools");
-        }
-        if faults.contains(AapFault::OptionsReplaced) && agent.contains_key("options") {
-            settings.options.clear();
-        }
-    }
-    let tools = body
-        .get("tools")
-        .filter(|_| !faults.contains(AapFault::TurnToolsIgnored));
-    settings.apply(agent.as_ref(), tools)?;
+    let (settings, renamed) = turn_settings(session, body, faults)?;
     let sent = match body.get("messages") {
         Some(Value::Array(sent)) if !sent.is_empty() => sent,
         _ => return Err(Refusal::bad_request("messages must be a non-empty array")),
@@ -131,6 +104,44 @@ pub fn run_turn(
             .collect(),
         echoed,
     })
+}
+
+/// The settings a turn runs with: the session's, with the request's agent options and
+/// tools applied; and the new agent name when a fault lets the request rename it.
+fn turn_settings(
+    session: &Session,
+    body: &serde_json::Map<String, Value>,
+    faults: &AapFaultSet,
+) -> Result<(Settings, Option<String>), Refusal> {
+    let mut agent = body.get("agent").cloned();
+    let mut renamed = None;
+    if let Some(name) = agent.as_ref().and_then(|agent| agent.get("name")) {
+        match name.as_str() {
+            Some(name) if faults.contains(AapFault::AgentRenamed) => {
+                renamed = Some(name.to_owned())
+            }
+            Some(name) if name == session.agent_name => {}
+            _ => {
+                return Err(Refusal::bad_request(
+                    "agent.name cannot change after session creation",
+                ))
+            }
+        }
+    }
+    let mut settings = session.settings.clone();
+    if let Some(Value::Object(agent)) = &mut agent {
+        if faults.contains(AapFault::TurnAgentToolsIgnored) {
+            agent.remove("tools");
+        }
+        if faults.contains(AapFault::OptionsReplaced) && agent.contains_key("options") {
+            settings.options.clear();
+        }
+    }
+    let tools = body
+        .get("tools")
+        .filter(|_| !faults.contains(AapFault::TurnToolsIgnored));
+    settings.apply(agent.as_ref(), tools)?;
+    Ok((settings, renamed))
 }
 
 /// The `stream` of a request (response.md): absent is `none`.

@@ -180,42 +180,15 @@ impl Mirror {
                 &mut self.deltas_checked,
                 &mut self.parts_checked,
             );
-            let host_action = envelope.member("origin").is_null();
-            if host_action
-                && kind == "chat/pendingMessageRemoved"
-                && action.member("kind").as_str() == Some("queued")
-            {
-                // The host consumes the queue first in, first out.
-                self.queue_consumptions += 1;
-                let first = chat
-                    .queued_messages
-                    .as_ref()
-                    .and_then(|queue| queue.first())
-                    .map(|m| m.id.as_str());
-                let removed = action.member("id");
-                if let Some(first) = first.filter(|first| removed.as_str() != Some(first)) {
-                    found.push(Violation::new(
-                        Rule::Pending003,
-                        format!("the host consumes the first queued message ({first:?})"),
-                        format!("it removed {}", removed.to_value()),
-                    ));
-                }
-            }
-            if host_action && STREAMING.contains(&kind) {
-                self.turn_ids_checked += 1;
-                let active = chat.active_turn.as_ref().map(|turn| turn.id.as_str());
-                let turn_id = action.member("turnId");
-                if active != turn_id.as_str() {
-                    found.push(Violation::new(
-                        Rule::Turn004,
-                        format!(
-                            "{} for the active turn {}",
-                            action.member("type").to_value(),
-                            active.map_or("(none)".into(), |id| format!("{id:?}"))
-                        ),
-                        format!("turnId {}", turn_id.to_value()),
-                    ));
-                }
+            if envelope.member("origin").is_null() {
+                host_action_checks(
+                    chat,
+                    kind,
+                    action,
+                    &mut found,
+                    &mut self.queue_consumptions,
+                    &mut self.turn_ids_checked,
+                );
             }
         }
         if let Some(seq) = envelope.member("serverSeq").as_u64() {
@@ -248,6 +221,50 @@ impl Mirror {
             }
         }
         found
+    }
+}
+
+/// PENDING-003 and TURN-004 on a host-originated chat action, before it is applied.
+fn host_action_checks(
+    chat: &ChatState,
+    kind: &str,
+    action: Node<'_>,
+    found: &mut Vec<Violation>,
+    queue_consumptions: &mut usize,
+    turn_ids_checked: &mut usize,
+) {
+    if kind == "chat/pendingMessageRemoved" && action.member("kind").as_str() == Some("queued") {
+        // The host consumes the queue first in, first out.
+        *queue_consumptions += 1;
+        let first = chat
+            .queued_messages
+            .as_ref()
+            .and_then(|queue| queue.first())
+            .map(|m| m.id.as_str());
+        let removed = action.member("id");
+        if let Some(first) = first.filter(|first| removed.as_str() != Some(first)) {
+            found.push(Violation::new(
+                Rule::Pending003,
+                format!("the host consumes the first queued message ({first:?})"),
+                format!("it removed {}", removed.to_value()),
+            ));
+        }
+    }
+    if STREAMING.contains(&kind) {
+        *turn_ids_checked += 1;
+        let active = chat.active_turn.as_ref().map(|turn| turn.id.as_str());
+        let turn_id = action.member("turnId");
+        if active != turn_id.as_str() {
+            found.push(Violation::new(
+                Rule::Turn004,
+                format!(
+                    "{} for the active turn {}",
+                    action.member("type").to_value(),
+                    active.map_or("(none)".into(), |id| format!("{id:?}"))
+                ),
+                format!("turnId {}", turn_id.to_value()),
+            ));
+        }
     }
 }
 

@@ -171,6 +171,26 @@ fn campaign_options(
     })
 }
 
+/// With --record, a recording proxy in front of the target and the campaign's options
+/// pointed at it; without it, nothing.
+async fn record_through(
+    args: &FuzzArgs,
+    options: &FuzzOptions,
+) -> Result<(Option<proxy::Proxy>, Option<FuzzOptions>), ExitCode> {
+    let (Some(path), Some(url)) = (&args.record, &options.target.url) else {
+        return Ok((None, None));
+    };
+    let schemas = options.exec.schemas.clone();
+    match proxy::recording(url, path, schemas, args.timeout).await {
+        Ok(proxy) => {
+            let mut recorded = options.clone();
+            recorded.target.url = Some(proxy.url());
+            Ok((Some(proxy), Some(recorded)))
+        }
+        Err(error) => Err(usage_error(&error.to_string())),
+    }
+}
+
 pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
     match ahpspec::aap::protocol_of(args.url.as_deref(), args.protocol.as_deref()) {
         Ok(ahpspec::aap::Protocol::Aap) => {
@@ -222,22 +242,9 @@ pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
         baseline: &options.baseline,
     };
     with_runtime(|interrupt| async {
-        // With --record the campaign's connections go through a recording proxy.
-        let mut through = None;
-        let recording = match (&args.record, &options.target.url) {
-            (Some(path), Some(url)) => {
-                let schemas = options.exec.schemas.clone();
-                match proxy::recording(url, path, schemas, args.timeout).await {
-                    Ok(proxy) => {
-                        let mut recorded = options.clone();
-                        recorded.target.url = Some(proxy.url());
-                        through = Some(recorded);
-                        Some(proxy)
-                    }
-                    Err(error) => return usage_error(&error.to_string()),
-                }
-            }
-            _ => None,
+        let (recording, through) = match record_through(&args, &options).await {
+            Ok(recording) => recording,
+            Err(exit) => return exit,
         };
         let options = through.as_ref().unwrap_or(&options);
         let line = progress_line.map(tokio::spawn);

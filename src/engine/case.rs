@@ -126,64 +126,7 @@ pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
         next_client: 0,
         relies_on: None,
     };
-    let mut stop = None;
-    for capability in &case.capabilities {
-        if stop.is_some() {
-            break;
-        }
-        match &ctx.agent_capabilities {
-            Err(super::AgentsUnread::Server(why) | super::AgentsUnread::Unanswered(why)) => {
-                stop = Some(runner.prerequisite(
-                    "INIT-001",
-                    &None,
-                    format!("an initialize result listing the agents (to read capabilities.{capability})"),
-                    why.clone(),
-                ));
-            }
-            Err(super::AgentsUnread::NoAgents(why)) => {
-                stop = Some(runner.prerequisite(
-                    "INIT-003",
-                    &None,
-                    format!(
-                        "a root snapshot listing the agents (to read capabilities.{capability})"
-                    ),
-                    why.clone(),
-                ));
-            }
-            Err(super::AgentsUnread::Harness(why)) => {
-                stop = Some(Stop::Harness(format!(
-                    "needs capabilities.{capability}, which could not be read: {why}"
-                )));
-            }
-            Ok(caps) if caps.get(capability).is_none_or(Value::is_null) => {
-                stop = Some(Stop::NotApplicable(format!(
-                    "the agent does not advertise capabilities.{capability}"
-                )));
-            }
-            Ok(_) => {}
-        }
-    }
-    // A rule younger than the version this run offers does not apply to it.
-    let parse = crate::checks::frame::parse_version;
-    if let (Some(since), Some(offer)) = (case.since.as_deref().and_then(parse), parse(&ctx.offer)) {
-        if stop.is_none() && offer < since {
-            stop = Some(Stop::NotApplicable(format!(
-                "the rule exists since protocol {}; this run offers {}",
-                case.since.as_deref().unwrap_or_default(),
-                ctx.offer
-            )));
-        }
-    }
-    if let Some(probe) = &case.probe {
-        stop = Some(Stop::Harness(format!("unknown probe {probe:?}")));
-    }
-    for need in &case.needs {
-        if stop.is_none() && ctx.profile.behaviour(need).is_none() {
-            stop = Some(Stop::NotTestable(format!(
-                "the target profile has no trigger for behaviour {need:?}"
-            )));
-        }
-    }
+    let mut stop = runner.not_runnable();
     if stop.is_none() {
         for located in &case.steps {
             runner.at = located.at.clone();
@@ -204,6 +147,74 @@ pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
 }
 
 impl Runner<'_> {
+    /// Why the case cannot run here, checked before its first step: a capability the agent
+    /// does not advertise (or that could not be read), a rule younger than the offered
+    /// version, an unknown probe, a behaviour the target profile cannot trigger.
+    fn not_runnable(&mut self) -> Option<Stop> {
+        let mut stop = None;
+        for capability in &self.case.capabilities {
+            if stop.is_some() {
+                break;
+            }
+            match &self.ctx.agent_capabilities {
+                Err(super::AgentsUnread::Server(why) | super::AgentsUnread::Unanswered(why)) => {
+                    stop = Some(self.prerequisite(
+                        "INIT-001",
+                        &None,
+                        format!("an initialize result listing the agents (to read capabilities.{capability})"),
+                        why.clone(),
+                    ));
+                }
+                Err(super::AgentsUnread::NoAgents(why)) => {
+                    stop = Some(self.prerequisite(
+                        "INIT-003",
+                        &None,
+                        format!(
+                            "a root snapshot listing the agents (to read capabilities.{capability})"
+                        ),
+                        why.clone(),
+                    ));
+                }
+                Err(super::AgentsUnread::Harness(why)) => {
+                    stop = Some(Stop::Harness(format!(
+                        "needs capabilities.{capability}, which could not be read: {why}"
+                    )));
+                }
+                Ok(caps) if caps.get(capability).is_none_or(Value::is_null) => {
+                    stop = Some(Stop::NotApplicable(format!(
+                        "the agent does not advertise capabilities.{capability}"
+                    )));
+                }
+                Ok(_) => {}
+            }
+        }
+        // A rule younger than the version this run offers does not apply to it.
+        let parse = crate::checks::frame::parse_version;
+        if let (Some(since), Some(offer)) = (
+            self.case.since.as_deref().and_then(parse),
+            parse(&self.ctx.offer),
+        ) {
+            if stop.is_none() && offer < since {
+                stop = Some(Stop::NotApplicable(format!(
+                    "the rule exists since protocol {}; this run offers {}",
+                    self.case.since.as_deref().unwrap_or_default(),
+                    self.ctx.offer
+                )));
+            }
+        }
+        if let Some(probe) = &self.case.probe {
+            stop = Some(Stop::Harness(format!("unknown probe {probe:?}")));
+        }
+        for need in &self.case.needs {
+            if stop.is_none() && self.ctx.profile.behaviour(need).is_none() {
+                stop = Some(Stop::NotTestable(format!(
+                    "the target profile has no trigger for behaviour {need:?}"
+                )));
+            }
+        }
+        stop
+    }
+
     fn level(&self) -> Level {
         self.case.info.level
     }

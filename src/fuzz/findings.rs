@@ -181,17 +181,7 @@ pub struct ReportInput<'a> {
 /// row for the campaign when no sequence failed.
 pub fn report<T>(outcome: &FuzzOutcome<T>, input: &ReportInput<'_>) -> RunReport {
     let mode = input.mode;
-    let mut does = format!(
-        "Seeded random {mode} sequences with every check after every step: {} sequences, {} operations",
-        outcome.cases, outcome.operations
-    );
-    if !outcome.left_out.is_empty() {
-        does.push_str(&format!(
-            "; left out for lack of a profile behaviour: {}",
-            outcome.left_out.join(", ")
-        ));
-    }
-    does.push('.');
+    let does = does_line(outcome, mode);
     let row = |id: &str, requirement: String| CaseInfo {
         id: id.to_owned(),
         level: Level::Must,
@@ -205,27 +195,8 @@ pub fn report<T>(outcome: &FuzzOutcome<T>, input: &ReportInput<'_>) -> RunReport
     let mut cases = Vec::new();
     for found in &findings.found {
         let rule = &found.failure.rule;
-        let n = findings.failing(rule);
-        let trace = super::trace::trace_path(input.traces, found.seed, rule);
-        cases.push(CaseResult {
-            info: row(rule, format!("No generated sequence breaks {rule}.")),
-            verdict: Verdict::Fail,
-            summary: format!(
-                "{rule}: expected {}; got {} ({n} failing sequence{}; the first shrunk from {} to {} operations)",
-                found.failure.expected,
-                found.failure.actual,
-                plural(n),
-                found.original_len,
-                found.ops.len()
-            ),
-            findings: vec![finding(&found.failure, context(&found.execution))],
-            blocked_by: None,
-            protocol_version: None,
-
-            transcript: found.execution.frames.clone(),
-            duration_ms: found.shrink_elapsed.as_secs_f64() * 1000.0,
-            rerun: format!("ahpspec replay {}", trace.display()),
-        });
+        let info = row(rule, format!("No generated sequence breaks {rule}."));
+        cases.push(found_row(found, findings.failing(rule), input, info));
     }
     let mut rerun = format!("ahpspec fuzz --seed {} --mode {mode}", outcome.seed);
     if let Some(fault) = &input.fault {
@@ -272,6 +243,56 @@ pub fn report<T>(outcome: &FuzzOutcome<T>, input: &ReportInput<'_>) -> RunReport
             rerun: String::new(),
         });
     }
+    campaign_report(outcome, input, cases)
+}
+
+/// What every row of a campaign says the fuzzer did.
+fn does_line<T>(outcome: &FuzzOutcome<T>, mode: &str) -> String {
+    let mut does = format!(
+        "Seeded random {mode} sequences with every check after every step: {} sequences, {} operations",
+        outcome.cases, outcome.operations
+    );
+    if !outcome.left_out.is_empty() {
+        does.push_str(&format!(
+            "; left out for lack of a profile behaviour: {}",
+            outcome.left_out.join(", ")
+        ));
+    }
+    does.push('.');
+    does
+}
+
+/// The row of a rule a shrunk sequence broke (`n` failing sequences in all).
+fn found_row<T>(found: &Found<T>, n: u64, input: &ReportInput<'_>, info: CaseInfo) -> CaseResult {
+    let rule = &found.failure.rule;
+    let trace = super::trace::trace_path(input.traces, found.seed, rule);
+    CaseResult {
+        info,
+        verdict: Verdict::Fail,
+        summary: format!(
+            "{rule}: expected {}; got {} ({n} failing sequence{}; the first shrunk from {} to {} operations)",
+            found.failure.expected,
+            found.failure.actual,
+            plural(n),
+            found.original_len,
+            found.ops.len()
+        ),
+        findings: vec![finding(&found.failure, context(&found.execution))],
+        blocked_by: None,
+        protocol_version: None,
+
+        transcript: found.execution.frames.clone(),
+        duration_ms: found.shrink_elapsed.as_secs_f64() * 1000.0,
+        rerun: format!("ahpspec replay {}", trace.display()),
+    }
+}
+
+/// The campaign's report around its rows, the baseline applied.
+fn campaign_report<T>(
+    outcome: &FuzzOutcome<T>,
+    input: &ReportInput<'_>,
+    cases: Vec<CaseResult>,
+) -> RunReport {
     let mut report = RunReport {
         format: 1,
         tool: "ahpspec".into(),

@@ -164,8 +164,28 @@ impl Trace {
             ));
         }
         out.push_str("steps = [\n  { initialize = {} },\n  { session = { as = \"S\" } },\n");
-        // The other clients of the run join the session and its chat, as in the run: some
-        // dispatch, and all of them observe (a missing broadcast shows on them).
+        out.push_str(&self.other_clients_join());
+        let mut performed = self.performed.iter().enumerate().peekable();
+        for (op_index, op) in ops.iter().enumerate() {
+            while let Some((index, done)) = performed.next_if(|(_, p)| p.op_index == op_index) {
+                out.push_str(&dispatch_steps(index, done));
+            }
+            if let Op::Probe { probe, .. } = op {
+                out.push_str(&probe_steps(op_index, *probe));
+            }
+        }
+        // Traces of older formats may name dispatches the operations do not reach.
+        for (index, done) in performed {
+            out.push_str(&dispatch_steps(index, done));
+        }
+        out.push_str("  { checkpoint = {} },\n]\n");
+        out
+    }
+
+    /// Steps for the other clients of the run: they join the session and its chat, as in
+    /// the run: some dispatch, and all of them observe (a missing broadcast shows on them).
+    fn other_clients_join(&self) -> String {
+        let mut out = String::new();
         let mut others: Vec<usize> = self
             .performed
             .iter()
@@ -189,20 +209,6 @@ impl Trace {
                 ));
             }
         }
-        let mut performed = self.performed.iter().enumerate().peekable();
-        for (op_index, op) in ops.iter().enumerate() {
-            while let Some((index, done)) = performed.next_if(|(_, p)| p.op_index == op_index) {
-                out.push_str(&dispatch_steps(index, done));
-            }
-            if let Op::Probe { probe, .. } = op {
-                out.push_str(&probe_steps(op_index, *probe));
-            }
-        }
-        // Traces of older formats may name dispatches the operations do not reach.
-        for (index, done) in performed {
-            out.push_str(&dispatch_steps(index, done));
-        }
-        out.push_str("  { checkpoint = {} },\n]\n");
         out
     }
 }

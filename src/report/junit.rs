@@ -200,29 +200,56 @@ mod tests {
     use super::*;
     use crate::report::sample::{golden, sample_report};
 
+    /// Known or numeric entities only.
+    fn check_entities(s: &str) -> Result<(), String> {
+        let mut rest = s;
+        while let Some(i) = rest.find('&') {
+            let after = &rest[i + 1..];
+            let end = after
+                .find(';')
+                .ok_or_else(|| format!("unterminated entity in {s:?}"))?;
+            let name = &after[..end];
+            let ok = matches!(name, "amp" | "lt" | "gt" | "quot" | "apos")
+                || name
+                    .strip_prefix('#')
+                    .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+            if !ok {
+                return Err(format!("bad entity &{name};"));
+            }
+            rest = &after[end + 1..];
+        }
+        Ok(())
+    }
+
+    /// Attributes: `name="value"` pairs, each name once, no raw `<` in a value.
+    fn check_attributes(name: &str, attrs: &str) -> Result<(), String> {
+        let mut attrs = attrs.trim();
+        let mut seen = Vec::new();
+        while !attrs.is_empty() {
+            let eq = attrs
+                .find("=\"")
+                .ok_or_else(|| format!("bad attribute in <{name}>"))?;
+            let key = attrs[..eq].trim();
+            if key.is_empty() || seen.contains(&key) {
+                return Err(format!("empty or duplicate attribute in <{name}>"));
+            }
+            seen.push(key);
+            let value_and_rest = &attrs[eq + 2..];
+            let close = value_and_rest.find('"').ok_or("unterminated attribute")?;
+            let value = &value_and_rest[..close];
+            if value.contains('<') {
+                return Err(format!("raw < in attribute {key}"));
+            }
+            check_entities(value)?;
+            attrs = value_and_rest[close + 1..].trim_start();
+        }
+        Ok(())
+    }
+
     /// A deliberately small XML well-formedness check: balanced, properly nested tags,
     /// quoted attributes without raw `<` or `&`, only known or numeric entities, no raw
     /// `<`/`&` in text, exactly one root element. Returns the element names in order.
     fn check_well_formed(doc: &str) -> Result<Vec<String>, String> {
-        fn check_entities(s: &str) -> Result<(), String> {
-            let mut rest = s;
-            while let Some(i) = rest.find('&') {
-                let after = &rest[i + 1..];
-                let end = after
-                    .find(';')
-                    .ok_or_else(|| format!("unterminated entity in {s:?}"))?;
-                let name = &after[..end];
-                let ok = matches!(name, "amp" | "lt" | "gt" | "quot" | "apos")
-                    || name
-                        .strip_prefix('#')
-                        .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
-                if !ok {
-                    return Err(format!("bad entity &{name};"));
-                }
-                rest = &after[end + 1..];
-            }
-            Ok(())
-        }
         let body = doc
             .strip_prefix("<?xml version=\"1.0\" encoding=\"UTF-8\"?>")
             .ok_or("missing XML declaration")?;
@@ -258,27 +285,7 @@ mod tests {
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
                 return Err(format!("bad element name {name:?}"));
             }
-            // Attributes: name="value" pairs.
-            let mut attrs = tag[name_end..].trim();
-            let mut seen = Vec::new();
-            while !attrs.is_empty() {
-                let eq = attrs
-                    .find("=\"")
-                    .ok_or_else(|| format!("bad attribute in <{name}>"))?;
-                let key = attrs[..eq].trim();
-                if key.is_empty() || seen.contains(&key) {
-                    return Err(format!("empty or duplicate attribute in <{name}>"));
-                }
-                seen.push(key);
-                let value_and_rest = &attrs[eq + 2..];
-                let close = value_and_rest.find('"').ok_or("unterminated attribute")?;
-                let value = &value_and_rest[..close];
-                if value.contains('<') {
-                    return Err(format!("raw < in attribute {key}"));
-                }
-                check_entities(value)?;
-                attrs = value_and_rest[close + 1..].trim_start();
-            }
+            check_attributes(name, &tag[name_end..])?;
             if stack.is_empty() {
                 roots += 1;
             }

@@ -50,6 +50,30 @@ pub fn render(report: &RunReport) -> String {
         );
     }
 
+    area_table(&mut out, report);
+    version_table(&mut out, report);
+
+    problem_lists(&mut out, report);
+
+    if !report.unexpected_failures.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nNot in the baseline: {}",
+            id_list(&report.unexpected_failures)
+        );
+    }
+    if !report.stale_baseline.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nStale baseline entries (now passing; remove them): {}",
+            id_list(&report.stale_baseline)
+        );
+    }
+    out
+}
+
+/// Areas × verdicts.
+fn area_table(out: &mut String, report: &RunReport) {
     out.push_str("\n### By area\n\n| Area |");
     for verdict in VERDICTS {
         let _ = write!(out, " {} |", verdict_label(verdict));
@@ -68,7 +92,10 @@ pub fn render(report: &RunReport) -> String {
         }
         let _ = writeln!(out, " {} |", cases.len());
     }
+}
 
+/// The cases that are not passing in every version, in a run of several versions.
+fn version_table(out: &mut String, report: &RunReport) {
     if let Some((versions, rows)) = super::by_version(report) {
         out.push_str("\n### By protocol version\n\n| Case |");
         for version in &versions {
@@ -95,7 +122,10 @@ pub fn render(report: &RunReport) -> String {
             " |".repeat(versions.len())
         );
     }
+}
 
+/// Failures and warnings (with what was found), then the cases not testable (with why).
+fn problem_lists(out: &mut String, report: &RunReport) {
     let problems: Vec<&CaseResult> = report
         .cases
         .iter()
@@ -146,22 +176,6 @@ pub fn render(report: &RunReport) -> String {
             );
         }
     }
-
-    if !report.unexpected_failures.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nNot in the baseline: {}",
-            id_list(&report.unexpected_failures)
-        );
-    }
-    if !report.stale_baseline.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nStale baseline entries (now passing; remove them): {}",
-            id_list(&report.stale_baseline)
-        );
-    }
-    out
 }
 
 fn id_list(ids: &[String]) -> String {

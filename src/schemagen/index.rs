@@ -43,19 +43,9 @@ pub(super) fn lower_first(s: &str) -> String {
     }
 }
 
-pub(super) fn build_index(inv: &Value, types: &Types<'_>) -> Result<Value> {
-    let def_ref = |name: &str| -> Value {
-        match types.file_of(name) {
-            Some(file) => json!({"def": name, "file": file}),
-            None => Value::Null,
-        }
-    };
-    let mut defs = Map::new();
-    for (name, e) in &types.by_name {
-        defs.insert(name.clone(), json!(file_name(&e.module)));
-    }
-
-    // Actions: each action type → StateAction variant payload def.
+/// Each action type → the def validating its `StateAction` variant, with
+/// `clientDispatchable` and `introducedIn` from the inventory.
+fn action_index(inv: &Value, types: &Types<'_>) -> Result<Map<String, Value>> {
     let state_action = types
         .by_name
         .get("StateAction")
@@ -100,6 +90,22 @@ pub(super) fn build_index(inv: &Value, types: &Types<'_>) -> Result<Value> {
             return Err(SchemaGenError::ActionMismatch(ty.clone()));
         }
     }
+    Ok(actions)
+}
+
+pub(super) fn build_index(inv: &Value, types: &Types<'_>) -> Result<Value> {
+    let def_ref = |name: &str| -> Value {
+        match types.file_of(name) {
+            Some(file) => json!({"def": name, "file": file}),
+            None => Value::Null,
+        }
+    };
+    let mut defs = Map::new();
+    for (name, e) in &types.by_name {
+        defs.insert(name.clone(), json!(file_name(&e.module)));
+    }
+
+    let actions = action_index(inv, types)?;
 
     // Commands: every `…Params` struct of the commands module.
     let mut methods = Map::new();

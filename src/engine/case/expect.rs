@@ -110,6 +110,18 @@ impl Runner<'_> {
             }
             Err(error) => return Err(Stop::Harness(error.to_string())),
         };
+        self.judge_response(s, &on, &what, response)
+    }
+
+    /// What an `expect_response` step asks of the response it got (`what` names it).
+    fn judge_response(
+        &mut self,
+        s: &ExpectResponse,
+        on: &Option<String>,
+        what: &str,
+        response: Value,
+    ) -> StepResult {
+        let on = on.clone();
         if let Some(to) = &s.to {
             self.vars.set(to, response.clone());
         }
@@ -151,29 +163,8 @@ impl Runner<'_> {
         }
         let no_len = BTreeMap::new();
         let no_bits = BTreeMap::new();
-        for (pointer, member) in &s.sorted_desc {
-            let keys: Vec<Value> = response
-                .pointer(pointer)
-                .and_then(Value::as_array)
-                .map(|items| {
-                    items
-                        .iter()
-                        .map(|item| {
-                            crate::checks::compare::instant(
-                                item.pointer(member).unwrap_or(&Value::Null),
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            if !keys.windows(2).all(|w| sort_key(&w[0]) >= sort_key(&w[1])) {
-                return self.broken(
-                    &s.level,
-                    &on,
-                    format!("{pointer} sorted by {member}, newest first"),
-                    format!("order {}", Value::Array(keys)),
-                );
-            }
+        if let Some((expected, actual)) = unsorted(&response, &s.sorted_desc) {
+            return self.broken(&s.level, &on, expected, actual);
         }
         for (array, members) in &s.timestamps {
             if let Some((at, value)) = crate::schema::first_non_timestamp(&response, array, members)
@@ -388,4 +379,32 @@ impl Runner<'_> {
             )
         }
     }
+}
+
+/// The first `pointer` whose array is not sorted by its items' `member`, newest first:
+/// (expected, actual).
+fn unsorted(response: &Value, sorted_desc: &BTreeMap<String, String>) -> Option<(String, String)> {
+    for (pointer, member) in sorted_desc {
+        let keys: Vec<Value> = response
+            .pointer(pointer)
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .map(|item| {
+                        crate::checks::compare::instant(
+                            item.pointer(member).unwrap_or(&Value::Null),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !keys.windows(2).all(|w| sort_key(&w[0]) >= sort_key(&w[1])) {
+            return Some((
+                format!("{pointer} sorted by {member}, newest first"),
+                format!("order {}", Value::Array(keys)),
+            ));
+        }
+    }
+    None
 }

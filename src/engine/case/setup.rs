@@ -46,40 +46,7 @@ impl Runner<'_> {
             .cloned()
             .unwrap_or(Value::Null);
         if s.wait_ready.unwrap_or(true) && state["lifecycle"] != "ready" {
-            let uri_for = uri.clone();
-            let found = self
-                .wait_message(&s.on, timeout, |m| {
-                    m["method"] == "action"
-                        && m["params"]["channel"] == uri_for.as_str()
-                        && (m["params"]["action"]["type"] == "session/ready"
-                            || m["params"]["action"]["type"] == "session/creationFailed")
-                })
-                .await?;
-            match found {
-                Some(m) if m["params"]["action"]["type"] == "session/ready" => {}
-                // A provider the target profile names (or the server's first agent) that
-                // cannot create sessions leaves nothing to test; LIFECYCLE-003 is the rule a
-                // session's creation ends by.
-                Some(m) => {
-                    return Err(self.prerequisite(
-                        "LIFECYCLE-003",
-                        &s.on,
-                        format!("session/ready for {uri} (the target profile's provider)"),
-                        format!(
-                            "session/creationFailed {}",
-                            crate::checks::frame::clip(&m["params"]["action"]["error"].to_string())
-                        ),
-                    ))
-                }
-                None => {
-                    return Err(self.prerequisite(
-                        "LIFECYCLE-003",
-                        &s.on,
-                        format!("session/ready or session/creationFailed for {uri}"),
-                        format!("neither within {} ms", timeout.as_millis()),
-                    ))
-                }
-            }
+            self.wait_ready(&s.on, &uri).await?;
             state = self
                 .subscribe_state(&s.on, &uri)
                 .await?
@@ -95,6 +62,47 @@ impl Runner<'_> {
         if let Some(chat) = chat {
             self.subscribe_state(&s.on, &chat).await?;
             self.vars.set(&format!("{}.chat", s.name), json!(chat));
+        }
+        Ok(())
+    }
+
+    /// Waits for the session `uri` created on `on` to be ready: its creation failing or
+    /// never ending is a LIFECYCLE-003 failure that blocks the case.
+    async fn wait_ready(&mut self, on: &Option<String>, uri: &str) -> StepResult {
+        let timeout = self.ctx.timeout;
+        let uri_for = uri.to_owned();
+        let found = self
+            .wait_message(on, timeout, |m| {
+                m["method"] == "action"
+                    && m["params"]["channel"] == uri_for.as_str()
+                    && (m["params"]["action"]["type"] == "session/ready"
+                        || m["params"]["action"]["type"] == "session/creationFailed")
+            })
+            .await?;
+        match found {
+            Some(m) if m["params"]["action"]["type"] == "session/ready" => {}
+            // A provider the target profile names (or the server's first agent) that
+            // cannot create sessions leaves nothing to test; LIFECYCLE-003 is the rule a
+            // session's creation ends by.
+            Some(m) => {
+                return Err(self.prerequisite(
+                    "LIFECYCLE-003",
+                    on,
+                    format!("session/ready for {uri} (the target profile's provider)"),
+                    format!(
+                        "session/creationFailed {}",
+                        crate::checks::frame::clip(&m["params"]["action"]["error"].to_string())
+                    ),
+                ))
+            }
+            None => {
+                return Err(self.prerequisite(
+                    "LIFECYCLE-003",
+                    on,
+                    format!("session/ready or session/creationFailed for {uri}"),
+                    format!("neither within {} ms", timeout.as_millis()),
+                ))
+            }
         }
         Ok(())
     }

@@ -194,22 +194,7 @@ impl Run<'_> {
         if let Some(failure) = self.checks(Some(index)) {
             return Some(failure);
         }
-        // While the root subscriber is away, another client creates a session: its
-        // root/sessionAdded must not be replayed (RECONNECT-006).
-        let uri = self.missing("away", index);
-        let params = self.create_params(&uri);
-        let away = match (client, self.conns.get_mut(1)) {
-            (0, Some(other)) => {
-                let created = other
-                    .link
-                    .request("createSession", params, self.cfg.timeout)
-                    .await;
-                created
-                    .is_ok_and(|m| m.get("result").is_some())
-                    .then_some(uri)
-            }
-            _ => None,
-        };
+        let away = self.create_while_away(index, client).await;
         let resumed = Conn::resuming(&self.conns[client], link);
         let old = std::mem::replace(&mut self.conns[client], resumed);
         let conn = &mut self.conns[client];
@@ -245,30 +230,55 @@ impl Run<'_> {
             }
         }
         self.settle().await;
-        if let Some(uri) = away {
-            // The new connection's transcript starts at the reconnect.
-            let replayed = self.conns[0].link.received_since(0).find(|m| {
-                m["method"] == "root/sessionAdded"
-                    && m["params"]["summary"]["resource"] == uri.as_str()
-            });
-            if let Some(message) = replayed {
-                return Some(Failure {
-                    rule: "RECONNECT-006".into(),
-                    expected: "no root/sessionAdded replayed for a session created while away"
-                        .into(),
-                    actual: crate::checks::frame::clip(&message.to_string()),
-                    op_index: Some(index),
-                });
-            }
-            let _ = self.conns[1]
-                .link
-                .request(
-                    "disposeSession",
-                    json!({ "channel": uri }),
-                    self.cfg.timeout,
-                )
-                .await;
+        if let Some(failure) = self.away_not_replayed(index, away).await {
+            return Some(failure);
         }
         self.checks(Some(index))
+    }
+
+    /// While the root subscriber (client 0) is away, another client creates a session: its
+    /// root/sessionAdded must not be replayed (RECONNECT-006). The session's URI, when made.
+    async fn create_while_away(&mut self, index: usize, client: usize) -> Option<String> {
+        let uri = self.missing("away", index);
+        let params = self.create_params(&uri);
+        match (client, self.conns.get_mut(1)) {
+            (0, Some(other)) => {
+                let created = other
+                    .link
+                    .request("createSession", params, self.cfg.timeout)
+                    .await;
+                created
+                    .is_ok_and(|m| m.get("result").is_some())
+                    .then_some(uri)
+            }
+            _ => None,
+        }
+    }
+
+    /// RECONNECT-006 after a reconnect of client 0: the session created while it was away
+    /// is not replayed to it (the new connection's transcript starts at the reconnect).
+    /// The session is disposed of afterwards.
+    async fn away_not_replayed(&mut self, index: usize, away: Option<String>) -> Option<Failure> {
+        let uri = away?;
+        let replayed = self.conns[0].link.received_since(0).find(|m| {
+            m["method"] == "root/sessionAdded" && m["params"]["summary"]["resource"] == uri.as_str()
+        });
+        if let Some(message) = replayed {
+            return Some(Failure {
+                rule: "RECONNECT-006".into(),
+                expected: "no root/sessionAdded replayed for a session created while away".into(),
+                actual: crate::checks::frame::clip(&message.to_string()),
+                op_index: Some(index),
+            });
+        }
+        let _ = self.conns[1]
+            .link
+            .request(
+                "disposeSession",
+                json!({ "channel": uri }),
+                self.cfg.timeout,
+            )
+            .await;
+        None
     }
 }

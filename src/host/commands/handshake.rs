@@ -161,29 +161,8 @@ impl World {
         let replayable = params.last_seen_server_seq > 0
             && last_seen >= self.replay_floor
             && last_seen <= self.seq;
-        let mut held_back = None;
-        let result = if replayable {
-            let from = if self.fault(Fault::ReplayWrongRange) {
-                last_seen
-            } else {
-                last_seen + 1
-            };
-            let mut actions: Vec<Value> = self
-                .replay
-                .iter()
-                .filter(|r| {
-                    r.seq >= from && present.contains(&r.channel) && r.introduced_in <= version
-                })
-                .map(|r| r.envelope.clone())
-                .collect();
-            held_back = self.break_replay(&mut actions);
-            let missing = if self.fault(Fault::MissingNotListed) {
-                Vec::new()
-            } else {
-                missing
-            };
-            let kind = self.replay_kind(&actions, &missing);
-            json!({ "type": kind, "actions": actions, "missing": missing })
+        let (result, held_back) = if replayable {
+            self.replay_result(last_seen, version, &present, missing)
         } else {
             let mut snapshots: Vec<Value> = present
                 .iter()
@@ -192,7 +171,7 @@ impl World {
             if self.fault(Fault::ReconnectSnapshotShort) {
                 snapshots.pop();
             }
-            json!({ "type": "snapshot", "snapshots": snapshots })
+            (json!({ "type": "snapshot", "snapshots": snapshots }), None)
         };
         let client_id = params.client_id;
         let kept: HashSet<String> = present.into_iter().collect();
@@ -225,6 +204,40 @@ impl World {
             close_after: false,
             after: Some(after),
         }
+    }
+
+    /// A reconnect answered by replay: the envelopes after `last_seen` on the `present`
+    /// channels the client's `version` knows, and the `missing` channels. Also the envelope
+    /// a replay fault holds back to send after the answer.
+    fn replay_result(
+        &mut self,
+        last_seen: u64,
+        version: (u64, u64, u64),
+        present: &[String],
+        missing: Vec<String>,
+    ) -> (Value, Option<Value>) {
+        let from = if self.fault(Fault::ReplayWrongRange) {
+            last_seen
+        } else {
+            last_seen + 1
+        };
+        let mut actions: Vec<Value> = self
+            .replay
+            .iter()
+            .filter(|r| r.seq >= from && present.contains(&r.channel) && r.introduced_in <= version)
+            .map(|r| r.envelope.clone())
+            .collect();
+        let held_back = self.break_replay(&mut actions);
+        let missing = if self.fault(Fault::MissingNotListed) {
+            Vec::new()
+        } else {
+            missing
+        };
+        let kind = self.replay_kind(&actions, &missing);
+        (
+            json!({ "type": kind, "actions": actions, "missing": missing }),
+            held_back,
+        )
     }
 
     /// Removes `client_id` from `activeClients` of every session not in `kept`.
