@@ -10,7 +10,7 @@ use crate::capture::{redact, Peer};
 use crate::checks::frame::{Counts, Schemas};
 use crate::checks::stream::StreamChecks;
 use crate::checks::{Rule, Skips, Violation, ALWAYS_ON};
-use crate::verdict::{Finding, ReportedFrame, RunReport, Tally, Verdict};
+use crate::verdict::{Finding, ReportedFrame, RunReport, Verdict};
 
 /// Frames before a violation shown with it (as a run shows them).
 const CONTEXT_FRAMES: usize = 8;
@@ -169,17 +169,9 @@ impl ConnWatch {
 
     fn located(&mut self, violations: Vec<Violation>, frame: usize) -> Vec<Found> {
         let checks = &self.checks;
-        // An origin on a host-only action type that echoes this client's own dispatch is
-        // the dispatch's business (DISPATCH-006), not a host action carrying an origin: the
-        // runner drops it likewise.
-        let own = |origin: &Option<(String, i64)>| {
-            origin.as_ref().is_some_and(|(client, seq)| {
-                *client == checks.client_id && checks.dispatched.contains_key(seq)
-            })
-        };
         let kept: Vec<Violation> = violations
             .into_iter()
-            .filter(|v| !(v.rule == Rule::Env005 && own(&v.origin)))
+            .filter(|v| !v.is_own_echo(|client, seq| checks.dispatched_here(client, seq)))
             .collect();
         kept.into_iter()
             .map(|violation| {
@@ -307,35 +299,25 @@ impl Traffic {
             }
             cases.push(row);
         }
-        let mut report = RunReport {
-            format: 1,
-            tool: "ahpspec".into(),
-            tool_version: env!("CARGO_PKG_VERSION").into(),
-            target: format!(
-                "{target} ({} connections, {} frames{})",
-                self.connections,
-                self.frames,
-                if self.not_kept > 0 {
-                    format!(", {} beyond the kept transcripts", self.not_kept)
-                } else {
-                    String::new()
-                }
-            ),
-            fault: None,
-            protocol_version: if self.versions.is_empty() {
-                "none negotiated".to_owned()
+        let target = format!(
+            "{target} ({} connections, {} frames{})",
+            self.connections,
+            self.frames,
+            if self.not_kept > 0 {
+                format!(", {} beyond the kept transcripts", self.not_kept)
             } else {
-                self.versions.into_iter().collect::<Vec<_>>().join(",")
-            },
+                String::new()
+            }
+        );
+        let version = if self.versions.is_empty() {
+            "none negotiated".to_owned()
+        } else {
+            self.versions.into_iter().collect::<Vec<_>>().join(",")
+        };
+        let mut report = RunReport {
             started_at,
             duration_ms,
-            interrupted: false,
-            shard: None,
-            strict: false,
-            tally: Tally::default(),
-            cases,
-            stale_baseline: Vec::new(),
-            unexpected_failures: Vec::new(),
+            ..RunReport::of(target, version, cases)
         };
         crate::engine::reconcile(&mut report, None);
         report

@@ -237,6 +237,29 @@ pub struct RunReport {
 }
 
 impl RunReport {
+    /// A report of `cases` by this tool against `target`, started now, neither interrupted,
+    /// sharded nor strict, without a fault: callers set what differs. The tally and the
+    /// baseline lists are `engine::reconcile`'s to fill.
+    pub fn of(target: String, protocol_version: String, cases: Vec<CaseResult>) -> RunReport {
+        RunReport {
+            format: 1,
+            tool: "ahpspec".into(),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            target,
+            fault: None,
+            protocol_version,
+            started_at: format!("{:.0}", jiff::Timestamp::now()),
+            duration_ms: 0.0,
+            interrupted: false,
+            shard: None,
+            strict: false,
+            tally: Tally::default(),
+            cases,
+            stale_baseline: Vec::new(),
+            unexpected_failures: Vec::new(),
+        }
+    }
+
     /// Whether the run conforms: 0 = conforming, 1 = conformance failures.
     pub fn conforming(&self) -> bool {
         self.unexpected_failures.is_empty() && self.stale_baseline.is_empty()

@@ -20,7 +20,7 @@ use crate::engine::baseline::Baseline;
 use crate::engine::{reconcile, Event, EventSink, Selection};
 use crate::schema::{SchemaError, SchemaSet};
 use crate::suite::{Case, Catalog, SuiteError};
-use crate::verdict::{CaseResult, Finding, RunReport, Tally, Verdict};
+use crate::verdict::{CaseResult, Finding, RunReport, Verdict};
 
 /// The AAP schemas, compiled into the binary.
 pub const SCHEMA: &str = include_str!("../../schemas/aap/aap.schema.json");
@@ -312,21 +312,9 @@ pub(super) fn new_report(
     cases: Vec<CaseResult>,
 ) -> RunReport {
     RunReport {
-        format: 1,
-        tool: "ahpspec".into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        target,
         fault,
-        protocol_version: format!("AAP {}", super::AAP_VERSION),
-        started_at: format!("{:.0}", jiff::Timestamp::now()),
         duration_ms: took.as_secs_f64() * 1000.0,
-        interrupted: false,
-        shard: None,
-        strict: false,
-        tally: Tally::default(),
-        cases,
-        stale_baseline: Vec::new(),
-        unexpected_failures: Vec::new(),
+        ..RunReport::of(target, format!("AAP {}", super::AAP_VERSION), cases)
     }
 }
 

@@ -32,6 +32,18 @@ pub struct Violation {
 }
 
 impl Violation {
+    /// Whether this is ENV-005 flagging the echo of a client's own dispatch (`own` says
+    /// which client and clientSeq are): an origin on a host-only action type that echoes a
+    /// dispatch is that dispatch's business (DISPATCH-006), not a host action carrying an
+    /// origin, so runners drop it.
+    pub fn is_own_echo(&self, own: impl Fn(&str, i64) -> bool) -> bool {
+        self.rule == Rule::Env005
+            && self
+                .origin
+                .as_ref()
+                .is_some_and(|(client, seq)| own(client, *seq))
+    }
+
     pub fn new(rule: Rule, expected: impl Into<String>, actual: impl Into<String>) -> Self {
         Violation {
             rule,

@@ -45,6 +45,11 @@ pub struct StreamChecks {
 }
 
 impl StreamChecks {
+    /// Whether `client` is this connection's client and dispatched `seq` on it.
+    pub fn dispatched_here(&self, client: &str, seq: i64) -> bool {
+        client == self.client_id && self.dispatched.contains_key(&seq)
+    }
+
     pub fn new(client_id: &str) -> StreamChecks {
         StreamChecks {
             client_id: client_id.to_owned(),

@@ -66,13 +66,7 @@ pub fn serve_aap(listen: SocketAddr, token: Option<String>, fault: Option<&str>)
         let handle = aaphost::spawn(config.clone()).await?;
         println!("{}", handle.base_url());
         std::io::stdout().flush()?;
-        announce_faults(
-            "AAP",
-            config
-                .faults
-                .iter()
-                .map(|f| format!("{f} (breaks {})", f.rule())),
-        );
+        announce_faults("AAP", &config.faults);
         wait_for_signal(&mut interrupt).await;
         handle.shutdown().await;
         Ok::<_, std::io::Error>(())
@@ -112,8 +106,14 @@ fn list_faults() -> ExitCode {
 }
 
 /// The stderr line of a server started with faults: `serving AHP with fault a (breaks R), …`.
-fn announce_faults(protocol: &str, faults: impl Iterator<Item = String>) {
-    let faults: Vec<String> = faults.collect();
+fn announce_faults<F: ahpspec::faultset::Fault>(
+    protocol: &str,
+    faults: &ahpspec::faultset::FaultSet<F>,
+) {
+    let faults: Vec<String> = faults
+        .iter()
+        .map(|f| format!("{} (breaks {})", f.name(), f.rule()))
+        .collect();
     if !faults.is_empty() {
         eprintln!(
             "ahpspec: serving {protocol} with fault {}",
@@ -130,13 +130,7 @@ fn serve(config: HostConfig) -> Result<anyhow::Result<()>, ExitCode> {
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
         println!("{}", handle.url());
         std::io::stdout().flush()?;
-        announce_faults(
-            "AHP",
-            config
-                .faults
-                .iter()
-                .map(|f| format!("{f} (breaks {})", f.rule())),
-        );
+        announce_faults("AHP", &config.faults);
         wait_for_signal(&mut interrupt).await;
         handle.shutdown().await;
         Ok(())

@@ -241,18 +241,12 @@ impl Runner<'_> {
                 found.push((located, context));
             }
         }
-        // An origin on a host-only action type that echoes one of our own dispatches is the
-        // dispatch's business (DISPATCH-006), not a host action carrying an origin.
-        let ours = |origin: &Option<(String, i64)>| {
-            origin.as_ref().is_some_and(|(client, seq)| {
-                self.conns
-                    .values()
-                    .any(|c| &c.checks.client_id == client && c.checks.dispatched.contains_key(seq))
-            })
+        let ours = |client: &str, seq: i64| {
+            self.conns
+                .values()
+                .any(|c| c.checks.dispatched_here(client, seq))
         };
-        found.retain(|(located, _)| {
-            !(located.violation.rule == Rule::Env005 && ours(&located.violation.origin))
-        });
+        found.retain(|(located, _)| !located.violation.is_own_echo(ours));
         self.always_on.extend(found);
     }
 

@@ -331,21 +331,17 @@ fn run_report(
     cases: Vec<CaseResult>,
 ) -> RunReport {
     let mut report = RunReport {
-        format: 1,
-        tool: "ahpspec".into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        target: config.target_label.clone(),
         fault: config.fault.clone(),
-        protocol_version: config.protocol_version.clone(),
         started_at,
         duration_ms: started.elapsed().as_secs_f64() * 1000.0,
         interrupted,
         shard: config.selection.shard.map(|s| s.to_string()),
         strict: config.strict,
-        tally: Tally::default(),
-        cases,
-        stale_baseline: Vec::new(),
-        unexpected_failures: Vec::new(),
+        ..RunReport::of(
+            config.target_label.clone(),
+            config.protocol_version.clone(),
+            cases,
+        )
     };
     reconcile(&mut report, config.baseline.as_ref());
     report

@@ -10,7 +10,7 @@ use super::exec::Failure;
 use super::{Found, FuzzOutcome};
 use crate::engine::baseline::Baseline;
 use crate::engine::glob;
-use crate::verdict::{CaseInfo, CaseResult, Finding, Level, RunReport, Tally, Verdict};
+use crate::verdict::{CaseInfo, CaseResult, Finding, Level, RunReport, Verdict};
 
 /// Rules the fuzzer does not judge (`--exclude`, globs as in `run --exclude`). A violation
 /// of one is dropped where it is found and the sequence goes on; where it cannot go on (a
@@ -294,21 +294,11 @@ fn campaign_report<T>(
     cases: Vec<CaseResult>,
 ) -> RunReport {
     let mut report = RunReport {
-        format: 1,
-        tool: "ahpspec".into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        target: input.target.to_owned(),
         fault: input.fault.clone(),
-        protocol_version: "1.0.0".into(),
-        started_at: format!("{:.0}", jiff::Timestamp::now()),
         duration_ms: outcome.elapsed.as_secs_f64() * 1000.0,
         interrupted: outcome.interrupted,
         shard: input.shard.clone(),
-        strict: false,
-        tally: Tally::default(),
-        cases,
-        stale_baseline: Vec::new(),
-        unexpected_failures: Vec::new(),
+        ..RunReport::of(input.target.to_owned(), "1.0.0".into(), cases)
     };
     // A baselined rule that did not fail this time is not stale: random sequences prove
     // nothing by missing it.
