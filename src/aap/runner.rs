@@ -15,9 +15,9 @@ use super::checks::{AAP_ALWAYS_ON, SECRET_PREFIX};
 use super::http::{Client, Request, Target};
 use super::suite::{self, AapCase};
 use super::Agent;
-use crate::checks::{AlwaysOnRule, Rule, Skips, Violation};
+use crate::checks::{AlwaysOnRule, Rule, Violation};
 use crate::engine::baseline::Baseline;
-use crate::engine::{reconcile, Event, EventSink, Selection};
+use crate::engine::{reconcile, AlwaysOnFound, Event, EventSink, Selection};
 use crate::schema::{SchemaError, SchemaSet};
 use crate::suite::{Case, Catalog, SuiteError};
 use crate::verdict::{CaseResult, Finding, RunReport, Verdict};
@@ -396,18 +396,16 @@ fn prepare(case: &AapCase, plan: &Plan<'_>, index: usize) -> Result<CaseContext,
 /// What the always-on rows have gathered over the run.
 #[derive(Default)]
 struct Rows {
-    findings: HashMap<Rule, Vec<Finding>>,
-    counts: HashMap<Rule, usize>,
-    skips: Skips,
+    found: AlwaysOnFound,
     turns: Vec<TurnRecord>,
 }
 
 impl Rows {
     fn absorb(&mut self, outcome: &CaseOutcome) {
         for (rule, n) in &outcome.observer.counts {
-            *self.counts.entry(*rule).or_insert(0) += n;
+            *self.found.counts.entry(*rule).or_insert(0) += n;
         }
-        self.skips.merge(&outcome.observer.skips);
+        self.found.skipped.merge(&outcome.observer.skips);
         let context: Vec<_> = outcome
             .result
             .transcript
@@ -429,7 +427,8 @@ impl Rows {
         case: &str,
         context: Vec<crate::verdict::ReportedFrame>,
     ) {
-        self.findings
+        self.found
+            .findings
             .entry(violation.rule)
             .or_default()
             .push(Finding {
@@ -477,21 +476,15 @@ impl Rows {
                 }
             }
         }
-        *self.counts.entry(Rule::AapSse007).or_insert(0) += compared;
+        *self.found.counts.entry(Rule::AapSse007).or_insert(0) += compared;
         for (violation, case) in found {
             self.add(&violation, &case, Vec::new());
         }
     }
 
     fn row(&mut self, rule: &AlwaysOnRule, rerun_prefix: &str) -> CaseResult {
-        crate::engine::always_on_result(
-            rule,
-            self.findings.remove(&rule.rule).unwrap_or_default(),
-            self.counts.get(&rule.rule).copied().unwrap_or(0),
-            &self.skips.of(rule.rule),
-            "response of every case",
-            format!("{rerun_prefix} --filter {}", rule.id),
-        )
+        let rerun = format!("{rerun_prefix} --filter {}", rule.id);
+        self.found.row(rule, "response of every case", rerun)
     }
 }
 

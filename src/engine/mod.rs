@@ -86,22 +86,41 @@ impl EventSink for Quiet {
 /// and looked at across cases (their rows are made at the end).
 struct Gathered {
     results: Vec<CaseResult>,
-    findings: HashMap<Rule, Vec<Finding>>,
+    always_on: AlwaysOnFound,
     /// Rules broken as the prerequisite of a case, with the cases they blocked.
     prerequisites: prerequisite::Prerequisites,
-    counts: Counts,
-    skipped: crate::checks::Skips,
     total: usize,
+}
+
+/// What the always-on checks found (the first violations), looked at and skipped across
+/// cases, by rule, until each rule's row is made. AHP's runner and AAP's keep one each.
+#[derive(Debug, Default)]
+pub struct AlwaysOnFound {
+    pub findings: HashMap<Rule, Vec<Finding>>,
+    pub counts: Counts,
+    pub skipped: crate::checks::Skips,
+}
+
+impl AlwaysOnFound {
+    /// The row of `rule` (see [`always_on_result`]), with the findings it takes.
+    pub fn row(&mut self, rule: &AlwaysOnRule, over: &str, rerun: String) -> CaseResult {
+        always_on_result(
+            rule,
+            self.findings.remove(&rule.rule).unwrap_or_default(),
+            self.counts.get(&rule.rule).copied().unwrap_or(0),
+            &self.skipped.of(rule.rule),
+            over,
+            rerun,
+        )
+    }
 }
 
 impl Gathered {
     fn new(total: usize) -> Gathered {
         Gathered {
             results: Vec::new(),
-            findings: HashMap::new(),
+            always_on: AlwaysOnFound::default(),
             prerequisites: prerequisite::Prerequisites::new(),
-            counts: Counts::default(),
-            skipped: crate::checks::Skips::default(),
             total,
         }
     }
@@ -128,22 +147,26 @@ impl Gathered {
     /// Takes in a case that ran: its row, what its always-on checks found and counted.
     fn absorb(&mut self, outcome: CaseOutcome, sink: &mut dyn EventSink) {
         for (rule, n) in outcome.counts {
-            *self.counts.entry(rule).or_insert(0) += n;
+            *self.always_on.counts.entry(rule).or_insert(0) += n;
         }
-        self.skipped.merge(&outcome.skipped);
+        self.always_on.skipped.merge(&outcome.skipped);
         for (located, context) in outcome.always_on {
             let rule = located.violation.rule;
-            self.findings.entry(rule).or_default().push(Finding {
-                rule: rule.id().to_owned(),
-                verdict: Verdict::Fail,
-                expected: located.violation.expected,
-                actual: format!(
-                    "{} (on {} in case {})",
-                    located.violation.actual, located.conn, outcome.result.info.id
-                ),
-                step: None,
-                context,
-            });
+            self.always_on
+                .findings
+                .entry(rule)
+                .or_default()
+                .push(Finding {
+                    rule: rule.id().to_owned(),
+                    verdict: Verdict::Fail,
+                    expected: located.violation.expected,
+                    actual: format!(
+                        "{} (on {} in case {})",
+                        located.violation.actual, located.conn, outcome.result.info.id
+                    ),
+                    step: None,
+                    context,
+                });
         }
         match outcome.prerequisite {
             Some(finding) => self.blocked(outcome.result, finding, sink),
@@ -159,14 +182,8 @@ impl Gathered {
         sink: &mut dyn EventSink,
     ) {
         for rule in rules {
-            let result = always_on_result(
-                rule,
-                self.findings.remove(&rule.rule).unwrap_or_default(),
-                self.counts.get(&rule.rule).copied().unwrap_or(0),
-                &self.skipped.of(rule.rule),
-                "frame of every case",
-                format!("{rerun_prefix} --filter {}", rule.id),
-            );
+            let rerun = format!("{rerun_prefix} --filter {}", rule.id);
+            let result = self.always_on.row(rule, "frame of every case", rerun);
             self.finished(result, sink);
         }
     }

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use super::exec::Failure;
 use super::{Found, FuzzOutcome};
+use crate::checks::Violation;
 use crate::engine::baseline::Baseline;
 use crate::engine::glob;
 use crate::verdict::{CaseInfo, CaseResult, Finding, Level, RunReport, Verdict};
@@ -33,6 +34,24 @@ impl Excluded {
     /// `failure` unless its rule is excluded.
     pub fn judged(&self, failure: Option<Failure>) -> Option<Failure> {
         failure.filter(|f| self.judges(&f.rule))
+    }
+
+    /// The first of `found` (where it was found, violation) whose rule is judged, as a
+    /// failure at `op_index` ("actual (on where)").
+    pub fn first_failure(
+        &self,
+        found: impl IntoIterator<Item = (String, Violation)>,
+        op_index: Option<usize>,
+    ) -> Option<Failure> {
+        found
+            .into_iter()
+            .find(|(_, violation)| self.judges(violation.rule.id()))
+            .map(|(on, violation)| Failure {
+                rule: violation.rule.id().to_owned(),
+                expected: violation.expected,
+                actual: format!("{} (on {on})", violation.actual),
+                op_index,
+            })
     }
 }
 

@@ -253,16 +253,8 @@ impl Run<'_> {
             found.extend(conn.process(&schemas));
             conn.link.take_backlog();
         }
-        let exclude = &self.cfg.exclude;
-        found
-            .into_iter()
-            .find(|located| exclude.judges(located.violation.rule.id()))
-            .map(|located| Failure {
-                rule: located.violation.rule.id().to_owned(),
-                expected: located.violation.expected,
-                actual: format!("{} (on {})", located.violation.actual, located.conn),
-                op_index: index,
-            })
+        let found = found.into_iter().map(|l| (l.conn, l.violation));
+        self.cfg.exclude.first_failure(found, index)
     }
 
     async fn step(&mut self, index: usize, op: &Op) -> Option<Failure> {
@@ -306,16 +298,7 @@ impl Run<'_> {
         let mut conns: Vec<&mut Conn> = self.conns.iter_mut().collect();
         let channels = vec![self.session.clone(), self.chat.clone()];
         match checkpoint::compare(&mut conns, channels, observer, self.cfg.timeout).await {
-            Ok(checked) => checked
-                .violations
-                .into_iter()
-                .find(|(_, violation)| self.cfg.exclude.judges(violation.rule.id()))
-                .map(|(on, violation)| Failure {
-                    rule: violation.rule.id().to_owned(),
-                    expected: violation.expected,
-                    actual: format!("{} (on {on})", violation.actual),
-                    op_index: index,
-                }),
+            Ok(checked) => self.cfg.exclude.first_failure(checked.violations, index),
             Err(error) => Some(Failure {
                 rule: "FUZZ-001".into(),
                 expected: "fresh snapshots at a checkpoint".into(),

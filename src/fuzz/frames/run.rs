@@ -244,20 +244,12 @@ async fn one_mutation(
     // Both connections' checks run (the later one's violation is the one reported).
     let mut judged = None;
     for conn in [&mut *victim, &mut *witness] {
-        let found = conn
-            .process(&cfg.schemas)
-            .into_iter()
-            .find(|l| cfg.exclude.judges(l.violation.rule.id()));
-        judged = found.or(judged);
+        let found = conn.process(&cfg.schemas).into_iter();
+        let found = found.map(|l| (l.conn, l.violation));
+        judged = cfg.exclude.first_failure(found, Some(index)).or(judged);
     }
-    if let Some(located) = judged {
-        let failure = failure(
-            located.violation.rule.id(),
-            located.violation.expected,
-            format!("{} (on {})", located.violation.actual, located.conn),
-            index,
-        );
-        return (closed, Some(failure));
+    if judged.is_some() {
+        return (closed, judged);
     }
     let alive = witness
         .link
@@ -353,16 +345,7 @@ async fn after_sequence(
     )
     .await;
     match compared {
-        Ok(checked) => checked
-            .violations
-            .into_iter()
-            .find(|(_, v)| cfg.exclude.judges(v.rule.id()))
-            .map(|(on, violation)| Failure {
-                rule: violation.rule.id().to_owned(),
-                expected: violation.expected,
-                actual: format!("{} (on {on})", violation.actual),
-                op_index: None,
-            }),
+        Ok(checked) => cfg.exclude.first_failure(checked.violations, None),
         Err(error) => Some(Failure {
             rule: "FUZZ-002".into(),
             expected: "state intact and observable after the malformed frames".into(),
