@@ -418,9 +418,12 @@ fn profile_scripts_are_valid(file: &str) {
         .as_table()
         .expect("[behaviours] table");
     let mut scripts = 0;
-    for (name, message) in behaviours {
-        let Some(message) = message.as_str() else {
-            panic!("{file}: behaviour {name} is not a string");
+    for (name, behaviour) in behaviours {
+        let message = behaviour
+            .as_str()
+            .or_else(|| behaviour.get("message").and_then(toml::Value::as_str));
+        let Some(message) = message else {
+            panic!("{file}: behaviour {name} is neither a message nor a table with one");
         };
         if !message.starts_with(SCRIPT_PREFIX) {
             continue;

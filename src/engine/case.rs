@@ -105,6 +105,9 @@ struct Runner<'a> {
     next_client: usize,
     /// The `relies_on` rule of the step being run.
     relies_on: Option<String>,
+    /// What the steps so far named (request methods, dispatched action types), for the
+    /// rules a step's parts exercise (`suite::charge`).
+    names: Names,
 }
 
 pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
@@ -125,12 +128,14 @@ pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
         started,
         next_client: 0,
         relies_on: None,
+        names: Names::default(),
     };
     let mut stop = runner.not_runnable();
     if stop.is_none() {
         for located in &case.steps {
             runner.at = located.at.clone();
             runner.relies_on = located.step.relies_on().map(str::to_owned);
+            runner.names.note(&located.step);
             let outcome = runner.step(&located.step).await;
             runner.process_all();
             if let Err(reason) = outcome {
@@ -206,10 +211,14 @@ impl Runner<'_> {
             stop = Some(Stop::Harness(format!("unknown probe {probe:?}")));
         }
         for need in &self.case.needs {
-            if stop.is_none() && self.ctx.profile.behaviour(need).is_none() {
-                stop = Some(Stop::NotTestable(format!(
-                    "the target profile has no trigger for behaviour {need:?}"
-                )));
+            if stop.is_none() && !self.ctx.profile.provides(need) {
+                stop = Some(Stop::NotTestable(if need == super::profile::DIRECTORIES {
+                    "the target profile names no two working directories the server accepts (working_directories)".to_owned()
+                } else if need.contains('.') {
+                    format!("the target profile does not promise {need:?}")
+                } else {
+                    format!("the target profile has no trigger for behaviour {need:?}")
+                }));
             }
         }
         stop
@@ -251,9 +260,12 @@ impl Runner<'_> {
     }
 
     fn subst(&self, value: &Value) -> Result<Value, Stop> {
-        self.vars
-            .substitute(value)
-            .map_err(|e| Stop::Harness(format!("{}: {e}", self.at)))
+        self.vars.substitute(value).map_err(|e| match e {
+            super::vars::UnknownVar::Name(_) => Stop::Harness(format!("{}: {e}", self.at)),
+            super::vars::UnknownVar::Member { .. } => {
+                Stop::NotTestable(format!("{}: {e}", self.at))
+            }
+        })
     }
 
     fn subst_str(&self, text: &str) -> Result<String, Stop> {

@@ -16,10 +16,56 @@ pub struct Profile {
     pub name: String,
     /// `createSession.provider` to use (absent: the server's default).
     pub provider: Option<String>,
-    /// Behaviour name → user message text that triggers it.
+    /// Behaviour name → the user message text that triggers it, alone or with what the
+    /// behaviour promises beyond its name (`{ message = "…", promises = ["editable"] }`).
     #[serde(default)]
-    pub behaviours: BTreeMap<String, String>,
+    pub behaviours: BTreeMap<String, Behaviour>,
+    /// Working directories (URIs) the server accepts for new sessions: cases that create
+    /// sessions in directories take them from here (`${directory.0}`, `${directory.1}`),
+    /// and without two of them they are not testable.
+    #[serde(default)]
+    pub working_directories: Vec<String>,
 }
+
+/// How to trigger one behaviour, and what it promises. A case that needs more than the
+/// behaviour's name promises (`needs = ["tool-ask.editable"]`) is not testable on a
+/// profile that does not promise it.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum Behaviour {
+    Message(String),
+    Promising(PromisingBehaviour),
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PromisingBehaviour {
+    pub message: String,
+    /// What the behaviour does beyond its name, e.g. `editable` and `options` for a tool
+    /// call that asks for confirmation, `part-first` for a long turn that streams a part
+    /// before it waits.
+    #[serde(default)]
+    pub promises: Vec<String>,
+}
+
+impl Behaviour {
+    pub fn message(&self) -> &str {
+        match self {
+            Behaviour::Message(message) => message,
+            Behaviour::Promising(behaviour) => &behaviour.message,
+        }
+    }
+
+    pub fn promises(&self, promise: &str) -> bool {
+        match self {
+            Behaviour::Message(_) => false,
+            Behaviour::Promising(behaviour) => behaviour.promises.iter().any(|p| p == promise),
+        }
+    }
+}
+
+/// The profile need for working directories (`needs = ["directories"]`).
+pub const DIRECTORIES: &str = "directories";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
@@ -56,6 +102,21 @@ impl Profile {
 
     /// The message text that triggers `behaviour`, if the target has one.
     pub fn behaviour(&self, behaviour: &str) -> Option<&str> {
-        self.behaviours.get(behaviour).map(String::as_str)
+        self.behaviours.get(behaviour).map(Behaviour::message)
+    }
+
+    /// Whether the profile provides a case's need: a behaviour (`tool-ask`), a promise of
+    /// one (`tool-ask.editable`), or two working directories (`directories`).
+    pub fn provides(&self, need: &str) -> bool {
+        if need == DIRECTORIES {
+            return self.working_directories.len() >= 2;
+        }
+        match need.split_once('.') {
+            Some((behaviour, promise)) => self
+                .behaviours
+                .get(behaviour)
+                .is_some_and(|b| b.promises(promise)),
+            None => self.behaviours.contains_key(need),
+        }
     }
 }

@@ -26,8 +26,16 @@ pub struct Vars {
 
 /// A reference that cannot be resolved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown variable ${{{0}}}")]
-pub struct UnknownVar(pub String);
+pub enum UnknownVar {
+    /// No variable of that name: the suite is wrong (a harness error).
+    #[error("unknown variable ${{{0}}}")]
+    Name(String),
+    /// The variable holds what the server sent, and that lacks the member the reference
+    /// reads: the case cannot go on with what the server gave (not testable, unless a step
+    /// asserted the member first).
+    #[error("the server's {name} has no {pointer}, which the case reads (${{{name}{pointer}}})")]
+    Member { name: String, pointer: String },
+}
 
 impl Vars {
     pub fn new(token: &str) -> Vars {
@@ -40,8 +48,14 @@ impl Vars {
     /// target profile.
     pub fn with_profile(token: &str, profile: &super::profile::Profile) -> Vars {
         let mut vars = Vars::new(token);
-        for (name, text) in &profile.behaviours {
-            vars.set(&format!("behaviour.{name}"), Value::String(text.clone()));
+        for (name, behaviour) in &profile.behaviours {
+            vars.set(
+                &format!("behaviour.{name}"),
+                Value::String(behaviour.message().to_owned()),
+            );
+        }
+        for (at, directory) in profile.working_directories.iter().enumerate() {
+            vars.set(&format!("directory.{at}"), Value::String(directory.clone()));
         }
         vars
     }
@@ -71,14 +85,17 @@ impl Vars {
         let value = self
             .values
             .get(name)
-            .ok_or_else(|| UnknownVar(reference.to_owned()))?;
+            .ok_or_else(|| UnknownVar::Name(reference.to_owned()))?;
         if pointer.is_empty() {
             Ok(value.clone())
         } else {
             value
                 .pointer(pointer)
                 .cloned()
-                .ok_or_else(|| UnknownVar(reference.to_owned()))
+                .ok_or_else(|| UnknownVar::Member {
+                    name: name.to_owned(),
+                    pointer: pointer.to_owned(),
+                })
         }
     }
 
@@ -148,7 +165,7 @@ impl Vars {
             let after = &rest[start + 2..];
             let end = after
                 .find('}')
-                .ok_or_else(|| UnknownVar(after.to_owned()))?;
+                .ok_or_else(|| UnknownVar::Name(after.to_owned()))?;
             match self.resolve(&after[..end])? {
                 Value::String(s) => out.push_str(&s),
                 other => out.push_str(&other.to_string()),

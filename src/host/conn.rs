@@ -18,7 +18,7 @@ const READ_BUFFER_BYTES: usize = 8 * 1024;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
 
-use super::commands::{RpcError, INVALID_REQUEST};
+use super::commands::{RpcError, INVALID_REQUEST, METHOD_NOT_FOUND};
 use super::faults::Fault;
 use super::world::{ConnEntry, ConnId, Outbound, World};
 use super::Shared;
@@ -252,6 +252,11 @@ fn request(
             .conns
             .get(&conn)
             .is_some_and(|c| c.client_id.is_some());
+        if world.fault(Fault::NoPing) {
+            let error = RpcError::new(METHOD_NOT_FOUND, "unknown method ping");
+            world.send_to(conn, &error_response(id, &error));
+            return (Next::Continue, false);
+        }
         if !initialized && world.fault(Fault::PingNeedsInit) {
             let error = RpcError::new(INVALID_REQUEST, "initialize first");
             world.send_to(conn, &error_response(id, &error));

@@ -16,6 +16,7 @@ fault_catalog! {
     NotRequestAccepted => ("not-request-accepted", "TRANSPORT-007", "Answers an object without a method with a success instead of -32600."),
     WrongMethodNotFound => ("wrong-method-not-found", "TRANSPORT-008", "Answers unknown methods with -32603 instead of -32601."),
     PingNeedsInit => ("ping-needs-init", "TRANSPORT-010", "Refuses ping before initialize."),
+    NoPing => ("no-ping", "TRANSPORT-010", "Does not implement ping: answers it with -32601 (method not found), before and after initialize."),
     VersionNotOffered => ("version-not-offered", "VERSION-001", "Answers initialize with its own version string, not the one the client offered."),
     LowestVersion => ("lowest-version", "VERSION-002", "Selects the lowest compatible offered version instead of the highest."),
     NoSupportedVersions => ("no-supported-versions", "VERSION-005", "Omits data.supportedVersions from the -32005 error."),

@@ -2,6 +2,7 @@
 //! steps, and discovery. Parsing rejects unknown fields and reports `file:line`. Nothing
 //! here executes anything.
 
+mod charge;
 mod steps;
 
 use std::collections::HashSet;
@@ -10,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+pub use charge::{acceptance_rule, command_rule, Names};
 pub use steps::*;
 
 use crate::verdict::{CaseInfo, Level};
@@ -65,6 +67,11 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ),
 ];
 
+/// The `relies_on` value of an expectation that rests on what the target profile promises
+/// a behaviour does (not on a rule): a miss means the server does not do what its profile
+/// says, and the case is not testable.
+pub const PROFILE_PROMISE: &str = "profile";
+
 /// Why suites could not be loaded. No verdict is possible until they are fixed.
 #[derive(Debug, thiserror::Error)]
 pub enum SuiteError {
@@ -88,6 +95,8 @@ pub enum SuiteError {
     },
     #[error("{at}: relies_on names {rule}, which no case or always-on check proves")]
     UnknownRule { at: String, rule: String },
+    #[error("{at}: case {id} claims nothing of its own rule: every step exercises another rule (mark the step that proves it with claim = true)")]
+    ClaimsNothing { at: String, id: String },
     #[error("no suite files (*.toml) in {0}")]
     Empty(PathBuf),
 }
@@ -303,6 +312,7 @@ impl Catalog {
             }
         }
         catalog.check_relied_on_rules()?;
+        catalog.check_claims()?;
         Ok(catalog)
     }
 
@@ -312,7 +322,7 @@ impl Catalog {
         for case in &self.cases {
             for located in &case.steps {
                 if let Some(rule) = located.step.relies_on() {
-                    if self.rule(rule).is_none() {
+                    if rule != PROFILE_PROMISE && self.rule(rule).is_none() {
                         return Err(SuiteError::UnknownRule {
                             at: located.at.clone(),
                             rule: rule.to_owned(),
@@ -322,6 +332,17 @@ impl Catalog {
             }
         }
         Ok(())
+    }
+
+    /// Every case asserts something of its own rule (`Case::claims_own_rule`).
+    fn check_claims(&self) -> Result<(), SuiteError> {
+        match self.cases.iter().find(|case| !case.claims_own_rule()) {
+            Some(case) => Err(SuiteError::ClaimsNothing {
+                at: case.info.source.clone(),
+                id: case.info.id.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// What the run says about a rule that is not (or not only) a case of its own, e.g.

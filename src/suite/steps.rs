@@ -223,6 +223,10 @@ pub struct ExpectResponse {
     /// A close of the connection is acceptable instead of the response.
     #[serde(default)]
     pub or_close: bool,
+    /// The command's success is what the case proves: a miss is the case's own failure,
+    /// not the command rule's (see `suite::charge`).
+    #[serde(default)]
+    pub claim: bool,
     /// Level of this expectation when lower than the case's (e.g. the SHOULD part of a
     /// MUST case): a miss is reported at this level and the case continues.
     pub level: Option<Level>,
@@ -245,6 +249,10 @@ pub struct ExpectEcho {
     /// A missing echo is also acceptable for a rejection (host ignores instead).
     #[serde(default)]
     pub or_ignored: bool,
+    /// The acceptance is what the case proves: a rejection is the case's own failure, not
+    /// the acceptance rule's (see `suite::charge`).
+    #[serde(default)]
+    pub claim: bool,
     pub level: Option<Level>,
     #[serde(rename = "as")]
     pub name: Option<String>,
@@ -433,6 +441,21 @@ pub struct Checkpoint {
     /// differs from its fresh snapshot fails the case, besides INV-FOLD-1.
     #[serde(default)]
     pub own: bool,
+}
+
+impl ExpectResponse {
+    /// Whether the step asserts anything of the response's content (beyond success).
+    pub fn checks_content(&self) -> bool {
+        !(self.has.is_empty()
+            && self.lacks.is_empty()
+            && self.equals.is_empty()
+            && self.one_of.is_empty()
+            && self.at_most.is_empty()
+            && self.sorted_desc.is_empty()
+            && self.timestamps.is_empty()
+            && self.contains.is_empty()
+            && self.excludes.is_empty())
+    }
 }
 
 impl Step {

@@ -90,6 +90,7 @@ impl Runner<'_> {
         let mut outcome = Ok(());
         for step in steps {
             self.relies_on = step.relies_on().map(str::to_owned);
+            self.names.note(step);
             outcome = Box::pin(self.step(step)).await;
             if outcome.is_err() {
                 break;

@@ -87,13 +87,15 @@ impl Runner<'_> {
             Some(id) => format!("the frame with id {id}"),
             None => "the unparseable frame".into(),
         });
+        let exercised = s.exercised(&self.names);
         let response = match waited {
             Ok(response) => response,
             Err(TransportError::Closed) | Err(TransportError::Oversized) if s.or_close => {
                 return Ok(())
             }
             Err(TransportError::Closed) => {
-                return self.broken(
+                return self.broken_part(
+                    exercised.answered,
                     &s.level,
                     &on,
                     format!("a response to {what}"),
@@ -101,7 +103,8 @@ impl Runner<'_> {
                 );
             }
             Err(TransportError::Timeout(t)) => {
-                return self.broken(
+                return self.broken_part(
+                    exercised.answered,
                     &s.level,
                     &on,
                     format!("a response to {what}"),
@@ -110,7 +113,7 @@ impl Runner<'_> {
             }
             Err(error) => return Err(Stop::Harness(error.to_string())),
         };
-        self.judge_response(s, &on, &what, response)
+        self.judge_response(s, &on, &what, response, exercised.succeeded)
     }
 
     /// What an `expect_response` step asks of the response it got (`what` names it).
@@ -120,6 +123,7 @@ impl Runner<'_> {
         on: &Option<String>,
         what: &str,
         response: Value,
+        succeeded: Option<&str>,
     ) -> StepResult {
         let on = on.clone();
         if let Some(to) = &s.to {
@@ -131,7 +135,8 @@ impl Runner<'_> {
         let is_error = response.get("error").is_some();
         if let Some(ok) = s.ok {
             if ok && is_error {
-                return self.broken(
+                return self.broken_part(
+                    succeeded,
                     &s.level,
                     &on,
                     format!("{what} succeeds"),
@@ -217,11 +222,13 @@ impl Runner<'_> {
                     && json_eq(&m["params"]["action"], &dispatched)
             })
             .await?;
+        let exercised = s.exercised(&self.names);
         let Some(echo) = echo else {
             if s.or_ignored && !s.accepted {
                 return Ok(());
             }
-            return self.broken(
+            return self.broken_part(
+                exercised.answered,
                 &s.level,
                 &on,
                 format!("an echo of {} (clientSeq {seq})", s.of),
@@ -235,7 +242,8 @@ impl Runner<'_> {
             .get("rejectionReason")
             .filter(|r| !r.is_null());
         match (s.accepted, reason) {
-            (true, Some(reason)) => self.broken(
+            (true, Some(reason)) => self.broken_part(
+                exercised.succeeded,
                 &s.level,
                 &on,
                 format!("{} accepted", s.of),

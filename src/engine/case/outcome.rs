@@ -45,6 +45,25 @@ impl Runner<'_> {
         }
     }
 
+    /// A failed part of a step that exercises `exercised` (`suite::charge`) when that is
+    /// not the case's claim: that rule's prerequisite, unless the step names its own
+    /// `relies_on` or the rule is the case's; otherwise as `broken`.
+    pub(super) fn broken_part(
+        &mut self,
+        exercised: Option<&str>,
+        level: &Option<Level>,
+        on: &Option<String>,
+        expected: String,
+        actual: String,
+    ) -> StepResult {
+        match exercised {
+            Some(rule) if self.relies_on.is_none() && rule != own_rule(self.case) => {
+                Err(self.prerequisite(rule, on, expected, actual))
+            }
+            _ => self.broken(level, on, expected, actual),
+        }
+    }
+
     /// A step that rests on `rule` (or on the step's own `relies_on`, which takes
     /// precedence) failed because of the server. When that rule is the case's own, this is
     /// the case's failure; otherwise the case is blocked by it.
@@ -56,6 +75,12 @@ impl Runner<'_> {
         actual: String,
     ) -> Stop {
         let rule = self.relies_on.as_deref().unwrap_or(rule);
+        if rule == crate::suite::PROFILE_PROMISE {
+            return Stop::NotTestable(format!(
+                "the server did not do what the target profile promises: expected {expected}; got {actual} ({})",
+                self.at
+            ));
+        }
         let context = self
             .conns
             .get(&Self::conn_name(on))

@@ -1,0 +1,233 @@
+//! Which rule a step's failure is charged to. A case claims only its own assertions: a step
+//! that exercises another rule (a `ping` used as a barrier, a dispatch that must be
+//! accepted to set the scene, a command that must succeed) is that rule's prerequisite, so a
+//! server that breaks it fails that rule once and the case is blocked by it. The loader
+//! knows each step kind's own rule, so no suite author has to remember an annotation; a
+//! step says `claim = true` where the exercised rule's behaviour is what its case proves,
+//! and `relies_on` where an assertion step is set-up for another rule.
+
+use std::collections::HashMap;
+
+use super::{Case, ExpectEcho, ExpectResponse, Step};
+
+/// The rule a successful answer to a command is owed to, for the commands whose success a
+/// catalog rule states. A step that needs the command to succeed relies on it.
+pub fn command_rule(method: &str) -> Option<&'static str> {
+    Some(match method {
+        "ping" => "TRANSPORT-010",
+        "initialize" => "INIT-001",
+        "subscribe" => "SUB-001",
+        "reconnect" => "RECONNECT-001",
+        "listSessions" => "ROOT-001",
+        "createSession" => "LIFECYCLE-002",
+        "disposeSession" => "LIFECYCLE-009",
+        "createChat" => "CHAT-001",
+        "disposeChat" => "CHAT-006",
+        "moveChat" => "CHAT-MOVE-002",
+        "fetchTurns" => "TURN-010",
+        _ => return None,
+    })
+}
+
+/// The rule that says a client action of this type is accepted when its preconditions
+/// hold: the turn actions have rules of their own, every other client-dispatchable action
+/// falls under DISPATCH-008.
+pub fn acceptance_rule(action_type: &str) -> &'static str {
+    match action_type {
+        "chat/turnStarted" => "TURN-001",
+        "chat/turnCancelled" => "TURN-007",
+        "chat/turnResume" => "TURN-008",
+        "chat/truncated" => "TURN-012",
+        "chat/toolCallConfirmed" => "TOOL-003",
+        _ => "DISPATCH-008",
+    }
+}
+
+/// What the steps before a step named: request names → methods, dispatch names → action
+/// types. The loader and the engine resolve `to` / `of` references with it.
+#[derive(Debug, Default, Clone)]
+pub struct Names {
+    methods: HashMap<String, String>,
+    actions: HashMap<String, String>,
+}
+
+impl Names {
+    /// Records what a step names (requests, dispatches, turn starts).
+    pub fn note(&mut self, step: &Step) {
+        match step {
+            Step::Request(s) => {
+                if let Some(name) = &s.name {
+                    self.methods.insert(name.clone(), s.method.clone());
+                }
+            }
+            Step::Initialize(s) => {
+                let name = s.name.clone().unwrap_or_else(|| {
+                    format!("{}.init", s.on.clone().unwrap_or_else(|| "c1".into()))
+                });
+                self.methods.insert(name, "initialize".into());
+            }
+            Step::Reconnect(s) => {
+                self.methods.insert(s.name.clone(), "reconnect".into());
+            }
+            Step::Dispatch(s) => {
+                if let (Some(name), Some(kind)) = (&s.name, s.action["type"].as_str()) {
+                    self.actions.insert(name.clone(), kind.to_owned());
+                }
+            }
+            Step::Turn(s) => {
+                let name = s
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| s.id.clone().unwrap_or_else(|| "t1".into()));
+                let kind = if s.pending.is_some() {
+                    "chat/pendingMessageSet"
+                } else {
+                    "chat/turnStarted"
+                };
+                self.actions.insert(name, kind.into());
+            }
+            Step::AnyOf(s) => {
+                for step in s.alternatives.iter().flatten() {
+                    self.note(step);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub fn method(&self, request: &str) -> Option<&str> {
+        self.methods.get(request).map(String::as_str)
+    }
+
+    pub fn action(&self, dispatch: &str) -> Option<&str> {
+        self.actions.get(dispatch).map(String::as_str)
+    }
+}
+
+/// The rules a step's parts exercise when they are not the case's claim.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Exercised {
+    /// A request must be answered at all (TRANSPORT-003); a dispatch must be echoed.
+    pub answered: Option<&'static str>,
+    /// The answer must be a success (the command's rule), the echo an acceptance (the
+    /// action's acceptance rule).
+    pub succeeded: Option<&'static str>,
+}
+
+impl Step {
+    /// What this step's "it was answered" and "it succeeded" parts exercise when they are
+    /// not the case's claim: `None` parts, and steps whose every miss is their case's
+    /// (assertions, refusals, answers to raw frames, `or_close` probes, `claim = true`),
+    /// are charged to the case. Composite steps (initialize, session, turn) charge their
+    /// parts themselves.
+    pub fn exercised(&self, names: &Names) -> Exercised {
+        match self {
+            Step::Response(s) => s.exercised(names),
+            Step::Echo(s) => s.exercised(names),
+            _ => Exercised::default(),
+        }
+    }
+
+    /// Whether this step asserts something of the case's own rule `own`: a miss of some part
+    /// of it is charged to the case rather than to another rule.
+    fn claims(&self, own: &str, names: &Names) -> bool {
+        if let Some(rule) = self.relies_on() {
+            return rule == own;
+        }
+        match self {
+            // Version negotiation cases choose their offer: the refusal is their own.
+            Step::Initialize(s) => own == "INIT-001" || s.versions.is_some(),
+            Step::Session(_) => matches!(own, "LIFECYCLE-002" | "LIFECYCLE-003" | "SUB-001"),
+            Step::Turn(s) => {
+                matches!(own, "TURN-001" | "TURN-002")
+                    || (s.pending.is_some() && own == "DISPATCH-008")
+            }
+            Step::Response(s) => {
+                let exercised = self.exercised(names);
+                let own_part = |part: Option<&str>| part.is_none_or(|rule| rule == own);
+                own_part(exercised.answered)
+                    || (s.ok.is_some() && own_part(exercised.succeeded))
+                    || s.checks_content()
+            }
+            Step::Echo(_) => self
+                .exercised(names)
+                .succeeded
+                .is_none_or(|rule| rule == own),
+            Step::Action(_)
+            | Step::Notification(_)
+            | Step::Silence(_)
+            | Step::Closed(_)
+            | Step::State(_)
+            | Step::Check(_)
+            | Step::Progress(_) => true,
+            Step::Checkpoint(s) => s.own || own == "INV-FOLD-1",
+            Step::AnyOf(s) => s
+                .alternatives
+                .iter()
+                .flatten()
+                .any(|step| step.claims(own, names)),
+            Step::Connect(_)
+            | Step::Reconnect(_)
+            | Step::Request(_)
+            | Step::Notify(_)
+            | Step::Raw(_)
+            | Step::Binary(_)
+            | Step::Dispatch(_)
+            | Step::Disconnect(_)
+            | Step::Sleep(_)
+            | Step::NotApplicable(_) => false,
+        }
+    }
+}
+
+impl Case {
+    /// Whether some step of the case asserts its own rule. A case none of whose steps does
+    /// would only ever report other rules' failures as its own verdict: a load error.
+    pub fn claims_own_rule(&self) -> bool {
+        if self.probe.is_some() {
+            return true;
+        }
+        let own = super::rule_of(&self.info.id);
+        let mut names = Names::default();
+        self.steps.iter().any(|located| {
+            names.note(&located.step);
+            located.step.claims(own, &names)
+        })
+    }
+}
+
+impl ExpectResponse {
+    /// A response to a named request must come (TRANSPORT-003) and, with `ok = true`, be a
+    /// success (the command's rule). A refusal the step expects, an answer to a raw frame,
+    /// an `or_close` probe and a `claim` are the case's own throughout.
+    pub fn exercised(&self, names: &Names) -> Exercised {
+        if self.claim || self.ok == Some(false) || self.codes.is_some() {
+            return Exercised::default();
+        }
+        let Some(method) = self.to.as_deref().and_then(|to| names.method(to)) else {
+            return Exercised::default();
+        };
+        Exercised {
+            answered: (!self.or_close && method != "initialize").then_some("TRANSPORT-003"),
+            succeeded: if self.ok == Some(true) {
+                command_rule(method)
+            } else {
+                None
+            },
+        }
+    }
+}
+
+impl ExpectEcho {
+    /// An echo that must be an acceptance exercises the action's acceptance rule.
+    pub fn exercised(&self, names: &Names) -> Exercised {
+        if !self.accepted || self.claim {
+            return Exercised::default();
+        }
+        let rule = acceptance_rule(names.action(&self.of).unwrap_or_default());
+        Exercised {
+            answered: Some(rule),
+            succeeded: Some(rule),
+        }
+    }
+}
