@@ -60,7 +60,9 @@ impl Names {
                     self.methods.insert(name.clone(), s.method.clone());
                 }
             }
-            Step::Initialize(s) => {
+            // An initialize with the default offer relies on INIT-001; one that chooses its
+            // offer is a negotiation case, whose answer is its own.
+            Step::Initialize(s) if s.versions.is_none() => {
                 let name = s.name.clone().unwrap_or_else(|| {
                     format!("{}.init", s.on.clone().unwrap_or_else(|| "c1".into()))
                 });
