@@ -6,6 +6,7 @@
 
 pub mod checkpoint;
 mod conn;
+mod spelling;
 
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ use serde_json::{json, Value};
 use crate::transport::{Connection, TransportError};
 
 pub use conn::{json_equal, Conn, Located};
+pub use spelling::{is_channel, json_finds, same_channel};
 
 /// The root channel: requests that belong to no session or chat go to it.
 pub const ROOT: &str = "ahp-root://";

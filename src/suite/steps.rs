@@ -520,6 +520,16 @@ pub struct ExpectCheck {
     /// `array`, `object`, `null`), for members whose type the rule is about.
     #[serde(default)]
     pub types: BTreeMap<String, JsonType>,
+    /// Pointer → a number the member there must exceed (e.g. a later `serverSeq`).
+    #[serde(default)]
+    pub above: Matches,
+    /// Pointer → a value the member there must differ from (e.g. an empty string).
+    #[serde(default)]
+    pub differs: Matches,
+    /// Pointer to an array → elements (partial object matches) it must hold in this order;
+    /// other elements may stand between them.
+    #[serde(default)]
+    pub in_order: BTreeMap<String, Vec<Value>>,
     pub level: Option<Level>,
     /// The rule this check exercises when it is not the case's own (see `relies_on`).
     pub relies_on: Option<String>,

@@ -269,7 +269,8 @@ pub(super) struct DocChecks<'a> {
     pub(super) excludes: &'a Matches,
 }
 
-/// Whether `item` has every member of `partial` (recursively for objects).
+/// Whether `item` has every member of `partial` (recursively for objects); channel URIs match
+/// in any spelling (`client::same_channel`).
 pub(super) fn partial_match(item: &Value, partial: &Value) -> bool {
     match (item, partial) {
         (Value::Object(a), Value::Object(b)) => b
@@ -278,7 +279,7 @@ pub(super) fn partial_match(item: &Value, partial: &Value) -> bool {
         (Value::Array(a), Value::Array(b)) => {
             a.len() == b.len() && a.iter().zip(b).all(|(x, y)| partial_match(x, y))
         }
-        _ => json_eq(item, partial),
+        _ => crate::client::json_finds(item, partial),
     }
 }
 
@@ -291,9 +292,10 @@ pub(super) fn describe(matching: &Matches) -> String {
     }
 }
 
-/// Whether every pointer of `matching` holds its value in `document`.
+/// Whether every pointer of `matching` holds its value in `document` (a search: channel URIs
+/// match in any spelling).
 pub(super) fn matches_all(document: &Value, matching: &Matches) -> bool {
     matching.iter().all(|(pointer, expected)| {
-        json_eq(document.pointer(pointer).unwrap_or(&Value::Null), expected)
+        crate::client::json_finds(document.pointer(pointer).unwrap_or(&Value::Null), expected)
     })
 }

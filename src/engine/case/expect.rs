@@ -2,6 +2,7 @@
 //! notifications, silence and the connection's close.
 
 use super::*;
+use crate::client::is_channel;
 
 impl Runner<'_> {
     /// An awaited message arrived (its params are stored under `name`), or it did not.
@@ -280,7 +281,7 @@ impl Runner<'_> {
                 && method.as_ref().is_none_or(|x| m["method"] == x.as_str())
                 && channel
                     .as_ref()
-                    .is_none_or(|c| m["params"]["channel"] == c.as_str())
+                    .is_none_or(|c| is_channel(&m["params"]["channel"], c))
                 && kind
                     .as_ref()
                     .is_none_or(|k| m["params"]["action"]["type"] == k.as_str())
@@ -316,7 +317,7 @@ impl Runner<'_> {
         let found = self
             .wait_message(&s.on, within, |m| {
                 m["method"] == "action"
-                    && m["params"]["channel"] == channel.as_str()
+                    && is_channel(&m["params"]["channel"], &channel)
                     && m["params"]["action"]["type"] == kind.as_str()
                     && (next || matches_all(&m["params"], &matching))
             })
