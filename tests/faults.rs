@@ -25,8 +25,6 @@ fn expected(fault: Fault) -> BTreeSet<String> {
             "INV-FOLD-1".to_owned(),
             "INV-CHAT-6".to_owned(),
         ]),
-        // RECONNECT-007's own comparison is a fold comparison: INV-FOLD-1 sees it too.
-        Fault::ReplayDropsDeltas => rules.extend(["INV-FOLD-1".to_owned()]),
         // An origin whose clientSeq is a string breaks the envelope's schema, and it names
         // none of the client's dispatches (DISPATCH-001 checks every echo).
         Fault::ClientSeqAsString => {
@@ -62,11 +60,10 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         // A pending tool call in an ended turn is also an ended turn holding a
         // non-terminal call.
         Fault::NoSkipOnTurnEnd => rules.extend(["INV-CHAT-2".to_owned()]),
-        // The mirrors hold the entry (or the directories) the actions gave, the fresh
-        // snapshots the broken one: checkpoints see the fold differ too.
-        Fault::InputNeededChatUnlisted | Fault::ChatDirectoryStray => {
-            rules.extend(["INV-FOLD-1".to_owned()])
-        }
+        // The mirrors hold the entry the actions gave, the fresh snapshots the broken one:
+        // checkpoints see the fold differ too. (A stray chat directory is in the chat's
+        // first snapshot already: its folds agree with later snapshots.)
+        Fault::InputNeededChatUnlisted => rules.extend(["INV-FOLD-1".to_owned()]),
         // The fold sets modifiedAt as the turn's end says; the shifted one differs from it.
         Fault::ModifiedAtLate => rules.extend(["INV-FOLD-1".to_owned()]),
         // A queue holding an id twice is also the wrong queue shape.
@@ -83,10 +80,8 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::AnswerWithoutValue => rules.extend(["INV-SCHEMA-1".to_owned()]),
         // SESSION-009 reads the session's status while its entry is open too.
         Fault::SessionNotInputNeeded => rules.extend(["SESSION-009".to_owned()]),
-        // PENDING-001 and DISPATCH-008 read a steering message set on an idle chat back.
-        Fault::SteeringConsumedIdle => {
-            rules.extend(["PENDING-001".to_owned(), "DISPATCH-008".to_owned()])
-        }
+        // PENDING-001 reads a steering message set on an idle chat back.
+        Fault::SteeringConsumedIdle => rules.extend(["PENDING-001".to_owned()]),
         // A snapshot whose only request reads resolved contradicts its InputNeeded status
         // (STATUS-003), and the fold, which keeps it open, differs at checkpoints.
         Fault::InputShownResolved => {
@@ -140,13 +135,10 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         }
         // INV-SESSION-1 pairs lifecycle failed with creationError in every session state.
         Fault::FailedWithoutError => rules.extend(["INV-SESSION-1".to_owned()]),
-        // LIFECYCLE-005 reads the failed session's lifecycle, and INV-SESSION-1 pairs
-        // "failed" with creationError: neither sees "failed".
-        Fault::FailedAsCreationFailed => {
-            rules.extend(["INV-SESSION-1".to_owned(), "LIFECYCLE-005".to_owned()])
-        }
-        // ERR-001 provokes an unknown cursor too, and gets a page instead of -32602.
-        Fault::UnknownCursorRestarts => rules.extend(["ERR-001".to_owned()]),
+        // INV-SESSION-1 pairs "failed" with creationError and never sees "failed".
+        // (LIFECYCLE-005 waits for the failure in either spelling: the wire value is
+        // LIFECYCLE-004's matter.)
+        Fault::FailedAsCreationFailed => rules.extend(["INV-SESSION-1".to_owned()]),
         // SUB-004's c2 unsubscribed from the session but is still on the root channel.
         Fault::SessionActionsToAll => rules.extend(["SUB-004".to_owned()]),
         // TURN-011 reads the cursor of the same one-turn window.
@@ -159,27 +151,12 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         // TURN-008 ("accepted only for the latest errored turn") resumes an older resumable
         // turn first, which this fault accepts.
         Fault::ResumeNotResumable => rules.extend(["TURN-008".to_owned()]),
-        // Other connections that hold only the chat miss the agent's actions too: SUB-010's
-        // c2 never sees the turn end, nor VERSION-009's old connection, and INPUT-003's c2
-        // folds a turn without its input request (INV-FOLD-1 at the checkpoint).
-        Fault::TurnStreamToStarterOnly => rules.extend([
-            "SUB-010".to_owned(),
-            "VERSION-009".to_owned(),
-            "INV-FOLD-1".to_owned(),
-        ]),
+        // Other connections that hold only the chat miss the agent's actions too: INPUT-003's
+        // c2 folds a turn without its input request (INV-FOLD-1 at the checkpoint). (SUB-010's
+        // c2 and VERSION-009's old connection never see the turn end: SUB-003's matter,
+        // which blocks them.)
+        Fault::TurnStreamToStarterOnly => rules.extend(["INV-FOLD-1".to_owned()]),
         _ => {}
-    }
-    // RECONNECT-007 compares the fold of a replayed chat with a fresh snapshot of it: a
-    // snapshot that differs from what the chat's actions build fails that comparison too.
-    if matches!(
-        fault,
-        Fault::ChatListedTwice
-            | Fault::FractionalDuration
-            | Fault::InProgressStuck
-            | Fault::ModifiedAtLate
-            | Fault::NegativeDuration
-    ) {
-        rules.insert("RECONNECT-007".to_owned());
     }
     rules
 }
@@ -189,8 +166,9 @@ enum Blocks {
     Nothing,
     /// The rule is a prerequisite of almost every case (initialize, a ready session).
     Most,
-    /// These cases use the rule only on the way (e.g. truncation to end a turn).
-    Cases(&'static [&'static str]),
+    /// These cases use a rule the fault breaks only on the way (e.g. truncation to end a
+    /// turn): (case, the rule that blocks it).
+    Cases(&'static [(&'static str, &'static str)]),
 }
 
 fn blocks(fault: Fault) -> Blocks {
@@ -198,25 +176,43 @@ fn blocks(fault: Fault) -> Blocks {
         Fault::SessionsNeverReady | Fault::InitializeError | Fault::RejectsTurnStart => {
             Blocks::Most
         }
-        Fault::RejectsTruncation => Blocks::Cases(&["PENDING-002", "PENDING-006", "TURN-013"]),
+        Fault::RejectsTruncation => Blocks::Cases(&[
+            ("PENDING-002", "TURN-012"),
+            ("PENDING-006", "TURN-012"),
+            ("TURN-013", "TURN-012"),
+        ]),
         // Without the agents array the capabilities that gate these cases are unknown.
         Fault::RootWithoutAgents => Blocks::Cases(&[
-            "CHAT-001",
-            "CHAT-006",
-            "CHAT-007",
-            "CHAT-FORK-001",
-            "ROOT-008",
-            "SESSION-001",
-            "SESSION-002",
-            "SESSION-003/after-dispose",
-            "SESSION-011",
-            "TURN-014",
+            ("CHAT-001", "INIT-003"),
+            ("CHAT-006", "INIT-003"),
+            ("CHAT-007", "INIT-003"),
+            ("CHAT-FORK-001", "INIT-003"),
+            ("LIFECYCLE-010/create-chat", "INIT-003"),
+            ("ROOT-008", "INIT-003"),
+            ("SESSION-001", "INIT-003"),
+            ("SESSION-002", "INIT-003"),
+            ("SESSION-003/after-dispose", "INIT-003"),
+            ("SESSION-011", "INIT-003"),
+            ("TURN-014", "INIT-003"),
         ]),
         // TURN-009 waits for its session's failed lifecycle only on the way to its rule.
-        Fault::FailedAsCreationFailed => Blocks::Cases(&["TURN-009"]),
+        Fault::FailedAsCreationFailed => Blocks::Cases(&[("TURN-009", "LIFECYCLE-004")]),
         // FUZZ-001 knows the host read its hostile frames only when that connection still
         // answers (or closes).
-        Fault::DiesOnMalformed => Blocks::Cases(&["FUZZ-001"]),
+        Fault::DiesOnMalformed => Blocks::Cases(&[("FUZZ-001", "TRANSPORT-006")]),
+        // DISPATCH-003 needs the outside directory rejected to look at a rejection at all.
+        Fault::OutsideDirectoryAccepted => Blocks::Cases(&[("DISPATCH-003", "CHAT-VALIDATE-011")]),
+        // SUB-009 subscribes plainly first: a refusal of that is SUB-001's matter.
+        Fault::RootSubscribeRefused => Blocks::Cases(&[("SUB-009", "SUB-001")]),
+        // VERSION-009's old connection gets the turn's end only if the host streams a chat's
+        // actions to every subscriber.
+        Fault::TurnStreamToStarterOnly => {
+            Blocks::Cases(&[("SUB-010", "SUB-003"), ("VERSION-009", "SUB-003")])
+        }
+        // ERR-001 provokes an unknown-cursor error only to look at its code.
+        Fault::UnknownCursorRestarts => Blocks::Cases(&[("ERR-001", "ROOT-004")]),
+        // TRANSPORT-013 sends a plain ping before the one with unknown keys.
+        Fault::NoPing => Blocks::Cases(&[("TRANSPORT-013", "TRANSPORT-010")]),
         _ => Blocks::Nothing,
     }
 }
@@ -228,11 +224,6 @@ fn expected_with_blocking(fault: Fault) -> BTreeSet<String> {
         // ROOT-010's final root/progress frame announces the session's initialisation,
         // which never ends; the case records that at its MAY step.
         rules.insert("ROOT-010".to_owned());
-    }
-    if fault == Fault::InitializeError {
-        // VERSION-001 offers exactly ["1.0.0"] on its second connection by its own choice:
-        // the error is that case's own failure, not a prerequisite's.
-        rules.insert("VERSION-001".to_owned());
     }
     rules
 }
@@ -256,9 +247,13 @@ fn expected_not_testable(fault: Fault) -> BTreeSet<String> {
 
 async fn check(fault: Fault) {
     let (_tx, rx) = tokio::sync::watch::channel(false);
-    let blocking = match blocks(fault) {
+    let blocking = |case: &str| match blocks(fault) {
         Blocks::Nothing => None,
-        Blocks::Most | Blocks::Cases(_) => Some(fault.rule()),
+        Blocks::Most => Some(fault.rule()),
+        Blocks::Cases(pairs) => pairs
+            .iter()
+            .find(|(id, _)| *id == case)
+            .map(|(_, rule)| *rule),
     };
     let options = Options {
         faults: fault.into(),
@@ -305,7 +300,7 @@ async fn check(fault: Fault) {
             Verdict::Blocked => {
                 assert_eq!(
                     case.blocked_by.as_deref(),
-                    blocking,
+                    blocking(&case.info.id),
                     "fault {fault}: {} blocked by the wrong rule\n{}",
                     case.info.id,
                     case.summary
@@ -335,9 +330,9 @@ async fn check(fault: Fault) {
             "fault {fault} blocks only {} cases:\n{details}",
             blocked.len()
         ),
-        Blocks::Cases(ids) => assert_eq!(
+        Blocks::Cases(pairs) => assert_eq!(
             blocked,
-            ids.iter().map(|id| id.to_string()).collect(),
+            pairs.iter().map(|(id, _)| id.to_string()).collect(),
             "fault {fault}: blocked\n{details}"
         ),
         Blocks::Nothing => assert!(blocked.is_empty(), "fault {fault}: blocked\n{details}"),
@@ -378,6 +373,11 @@ fault_tests! {
     not_request_accepted => NotRequestAccepted,
     wrong_method_not_found => WrongMethodNotFound,
     ping_needs_init => PingNeedsInit,
+    no_ping => NoPing,
+    array_unanswered => ArrayUnanswered,
+    root_snapshot_unasked => RootSnapshotUnasked,
+    busy_disposed_listed => BusyDisposedListed,
+    cancel_ends_twice => CancelEndsTwice,
     version_not_offered => VersionNotOffered,
     lowest_version => LowestVersion,
     no_supported_versions => NoSupportedVersions,

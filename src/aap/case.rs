@@ -56,6 +56,10 @@ pub(super) struct Run<'a> {
     requests: usize,
     /// Set once the steps are done: the history check's requests judge no prerequisite.
     after_steps: bool,
+    /// The request being exchanged is one the case expects refused (a later `expect` of
+    /// it wants a 4xx): the case's own expectation is judged first, so an answer in the
+    /// shape of a success is its failure, not another rule's prerequisite.
+    refusal_expected: bool,
 }
 
 /// Why a step could not go on.
@@ -78,6 +82,7 @@ pub async fn run_case(case: &AapCase, ctx: CaseContext) -> CaseOutcome {
         turns: Vec::new(),
         requests: 0,
         after_steps: false,
+        refusal_expected: false,
     };
     let mut harness = None;
     for step in &case.steps {
@@ -285,6 +290,9 @@ impl Run<'_> {
             );
             return Some((miss, "AAP-AUTH-001"));
         }
+        if self.refusal_expected {
+            return None;
+        }
         if let Some(violation) = broke.filter(|v| v.rule.id() != base_rule(&self.case.info.id)) {
             let miss = Miss::new(format!("{what}: {}", violation.expected), violation.actual);
             return Some((miss, violation.rule.id()));
@@ -334,9 +342,32 @@ impl Run<'_> {
                 AuthText::Wrong => Auth::Wrong,
             },
         };
-        self.exchange(request, body.as_ref(), step.name.as_deref(), &located.at)
-            .await
-            .map(|_| ())
+        self.refusal_expected = step
+            .name
+            .as_deref()
+            .is_some_and(|name| self.expects_refusal(name));
+        let exchanged = self
+            .exchange(request, body.as_ref(), step.name.as_deref(), &located.at)
+            .await;
+        self.refusal_expected = false;
+        exchanged.map(|_| ())
+    }
+
+    /// Whether an `expect` step of the case wants the response stored as `name` refused
+    /// (a 4xx status or class).
+    fn expects_refusal(&self, name: &str) -> bool {
+        let client_error = |status: u16| (400..500).contains(&status);
+        self.case.steps.iter().any(|located| match &located.step {
+            Step::Expect(expect) if expect.of == name => {
+                expect.class.as_deref() == Some("4xx")
+                    || expect.status.is_some_and(client_error)
+                    || expect
+                        .status_in
+                        .as_ref()
+                        .is_some_and(|all| !all.is_empty() && all.iter().copied().all(client_error))
+            }
+            _ => false,
+        })
     }
 
     async fn session(&mut self, step: &SessionStep, located: &LocatedStep) -> Result<(), Stop> {

@@ -13,6 +13,7 @@ fault_catalog! {
     ListTextPlain => ("list-text-plain", "AAP-HTTP-002", "Sends the GET /sessions body as text/plain."),
     MalformedJsonCreates => ("malformed-json-creates", "AAP-HTTP-003", "Answers a POST /sessions body that is not JSON by creating a default session (201)."),
     UnknownStreamAsNone => ("unknown-stream-as-none", "AAP-HTTP-004", "Answers a turn with an unknown stream value as if it were none instead of 400."),
+    UnknownStreamAsDelta => ("unknown-stream-as-delta", "AAP-HTTP-004", "Answers a turn with an unknown stream value with a delta SSE stream instead of 400."),
     TextPlainOk200 => ("text-plain-200", "AAP-HTTP-005", "Creates a session from a text/plain body but answers 200 instead of 201 or a 4xx."),
     UnknownPath400 => ("unknown-path-400", "AAP-HTTP-006", "Answers a path that is no endpoint with 400 instead of 404."),
     Redelete500 => ("redelete-500", "AAP-HTTP-007", "Answers DELETE of a session that no longer exists with 500 instead of 404."),

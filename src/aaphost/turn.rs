@@ -158,6 +158,7 @@ fn stream_mode(stream: Option<&Value>, faults: &AapFaultSet) -> Result<StreamMod
         Some("delta") => Ok(StreamMode::Delta),
         Some("message") => Ok(StreamMode::Message),
         _ if faults.contains(AapFault::UnknownStreamAsNone) => Ok(StreamMode::None),
+        _ if faults.contains(AapFault::UnknownStreamAsDelta) => Ok(StreamMode::Delta),
         _ => Err(Refusal::bad_request(format!(
             "stream: {value} is not delta, message or none"
         ))),

@@ -26,6 +26,8 @@ pub struct Checked {
     pub violations: Vec<(String, Violation)>,
     /// Mirrors compared with a fresh snapshot (INV-FOLD-1).
     pub folds: usize,
+    /// Each comparison made: (channel, connection, whether the fold equalled the snapshot).
+    pub compared: Vec<(String, String, bool)>,
     /// Comparisons that could not be made, and why (INV-FOLD-1).
     pub skipped: Skips,
     pub catalog_entries: usize,
@@ -275,7 +277,11 @@ fn compare_folds(
                 continue;
             };
             checked.folds += 1;
-            if let Some(violation) = fold_matches(channel, kind, &folded, state) {
+            let violation = fold_matches(channel, kind, &folded, state);
+            checked
+                .compared
+                .push((channel.clone(), conn.name.clone(), violation.is_none()));
+            if let Some(violation) = violation {
                 checked.violations.push((conn.name.clone(), violation));
             }
         }

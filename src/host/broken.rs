@@ -110,6 +110,19 @@ impl World {
         }
     }
 
+    /// Fault injection: a cancelled turn's usage, and its ending once more, after the
+    /// client's accepted cancellation.
+    pub(super) fn ended_again_after_cancel(&mut self, chat: &str, before: Option<&Value>) {
+        let Some(turn) = before.map(|b| &b["activeTurn"]).filter(|t| !t.is_null()) else {
+            return;
+        };
+        let usage = json!({ "type": "chat/usage", "turnId": turn["id"],
+                            "usage": { "inputTokens": 1, "outputTokens": 1 } });
+        self.emit_chat(chat, usage);
+        let again = json!({ "type": "chat/turnCancelled", "turnId": turn["id"], "duration": 1 });
+        self.emit_chat(chat, again);
+    }
+
     /// Fault injection: the tool calls the end of the last turn skipped read as denied.
     pub(super) fn skipped_as_denied(&mut self, chat: &str) {
         let Some(turn) = self

@@ -184,6 +184,9 @@ fn handle_text(shared: &Shared, conn: ConnId, text: &str) -> (Next, bool) {
         }
     };
     let Some(object) = message.as_object() else {
+        if message.is_array() && world.fault(Fault::ArrayUnanswered) {
+            return (Next::Continue, false);
+        }
         let error = RpcError::new(INVALID_REQUEST, "a message must be one JSON-RPC object");
         world.send_to(conn, &error_response(Value::Null, &error));
         return (Next::Continue, false);

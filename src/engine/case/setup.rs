@@ -233,11 +233,26 @@ impl Runner<'_> {
         }
         self.skipped.merge(&checked.skipped);
         // An own comparison (a fold after a replay, a coalesced subscription) is judged by the
-        // case's rule, once: its misses are not INV-FOLD-1's too.
+        // case's rule, once, where another connection's fold of the same channel equals the
+        // fresh snapshot: that connection shows the host's actions and snapshot agree, so
+        // this one's difference is what the case did to it. Where no fold agrees, the host's
+        // snapshot disagrees with its actions: INV-FOLD-1's matter, not the case's.
+        let agreed = |conn: &str| {
+            let channels: Vec<&String> = checked
+                .compared
+                .iter()
+                .filter(|(_, name, equal)| name == conn && !equal)
+                .map(|(channel, _, _)| channel)
+                .collect();
+            checked
+                .compared
+                .iter()
+                .any(|(channel, name, equal)| *equal && name != conn && channels.contains(&channel))
+        };
         let (own, others): (Vec<_>, Vec<_>) = checked
             .violations
             .into_iter()
-            .partition(|(_, v)| s.own && v.rule == Rule::InvFold1);
+            .partition(|(name, v)| s.own && v.rule == Rule::InvFold1 && agreed(name));
         let own_miss = own
             .into_iter()
             .next()

@@ -52,9 +52,20 @@ impl World {
                 "initialization failed (injected fault)",
             )));
         }
-        let snapshots: Vec<Value> = params
+        let unasked = params
             .initial_subscriptions
+            .as_ref()
+            .is_none_or(Vec::is_empty)
+            && self.fault(Fault::RootSnapshotUnasked);
+        let root = [ROOT.to_owned()];
+        let asked = if unasked {
+            Some(&root[..])
+        } else {
+            params.initial_subscriptions.as_deref()
+        };
+        let snapshots: Vec<Value> = asked
             .iter()
+            .copied()
             .flatten()
             .filter_map(|uri| {
                 let snapshot = self.snapshot(uri, None)?;

@@ -276,7 +276,16 @@ impl World {
         params: &Value,
     ) -> Result<Value, RpcError> {
         let uri = channel_param(params)?;
-        if self.fault(Fault::DisposedStillListed) {
+        let had_turn = self.sessions.get(&uri).is_some_and(|entry| {
+            entry.state.chats.iter().any(|chat| {
+                self.chats
+                    .get(&chat.resource)
+                    .is_some_and(|c| !c.state.turns.is_empty() || c.state.active_turn.is_some())
+            })
+        });
+        if self.fault(Fault::DisposedStillListed)
+            || (had_turn && self.fault(Fault::BusyDisposedListed))
+        {
             if let Some(summary) = self.session_summary(&uri) {
                 self.listed_after_dispose.push((conn, summary));
             }

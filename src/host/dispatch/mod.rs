@@ -162,6 +162,9 @@ impl World {
                 if self.fault(Fault::CancelKeepsStreaming) {
                     self.delta_after_cancel(chat, before);
                 }
+                if self.fault(Fault::CancelEndsTwice) {
+                    self.ended_again_after_cancel(chat, before);
+                }
                 if self.fault(Fault::NoSkipOnTurnEnd) {
                     self.restore_last_turn_parts(chat, before);
                 }
