@@ -264,4 +264,20 @@ impl RunReport {
     pub fn conforming(&self) -> bool {
         self.unexpected_failures.is_empty() && self.stale_baseline.is_empty()
     }
+
+    /// The rules whose rows failed or warned (a case's rule without its `/slug`), with the
+    /// protocol version in a run of several: what a fault breaks, for comparing runs.
+    pub fn broken_rules(&self) -> std::collections::BTreeSet<String> {
+        self.cases
+            .iter()
+            .filter(|row| matches!(row.verdict, Verdict::Fail | Verdict::Warn))
+            .map(|row| {
+                let rule = row.info.id.split('/').next().unwrap_or_default();
+                match &row.protocol_version {
+                    Some(version) => format!("{rule}@{version}"),
+                    None => rule.to_owned(),
+                }
+            })
+            .collect()
+    }
 }

@@ -374,6 +374,7 @@ fault_tests! {
     wrong_method_not_found => WrongMethodNotFound,
     ping_needs_init => PingNeedsInit,
     no_ping => NoPing,
+    coalesced_drops_deltas => CoalescedDropsDeltas,
     array_unanswered => ArrayUnanswered,
     root_snapshot_unasked => RootSnapshotUnasked,
     busy_disposed_listed => BusyDisposedListed,

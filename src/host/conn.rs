@@ -57,6 +57,7 @@ pub async fn serve(
             client_id: None,
             version: None,
             subscriptions: HashSet::new(),
+            coalesced: HashSet::new(),
         },
     );
     let writer = tokio::spawn(write_outbound(sink, rx));

@@ -20,6 +20,7 @@ fault_catalog! {
     RootSnapshotUnasked => ("root-snapshot-unasked", "INIT-002", "Answers an initialize that asks for no initial subscriptions with the root snapshot anyway."),
     BusyDisposedListed => ("busy-disposed-listed", "LIFECYCLE-009", "Keeps listing a disposed session that had run a turn in listSessions answers to the connection that disposed it."),
     CancelEndsTwice => ("cancel-ends-twice", "TURN-007", "After accepting a client's chat/turnCancelled, sends chat/usage and a second chat/turnCancelled for the same turn."),
+    CoalescedDropsDeltas => ("coalesced-drops-deltas", "SUB-010", "Drops the chat/delta envelopes of chats a connection subscribed with a latency budget (delivery.maxLatencyMs > 0), as a coalescing that loses text."),
     NoPing => ("no-ping", "TRANSPORT-010", "Does not implement ping: answers it with -32601 (method not found), before and after initialize."),
     VersionNotOffered => ("version-not-offered", "VERSION-001", "Answers initialize with its own version string, not the one the client offered."),
     LowestVersion => ("lowest-version", "VERSION-002", "Selects the lowest compatible offered version instead of the highest."),

@@ -42,6 +42,9 @@ pub struct ConnEntry {
     pub client_id: Option<String>,
     pub version: Option<Version>,
     pub subscriptions: HashSet<String>,
+    /// Channels subscribed with a latency budget (`delivery.maxLatencyMs` > 0); only the
+    /// coalesced-drops-deltas fault reads it.
+    pub coalesced: HashSet<String>,
 }
 
 impl ConnEntry {
@@ -337,6 +340,7 @@ impl World {
             entry.changed.notify_one();
         }
         let seq = self.next_seq(channel, &action);
+        let is_delta = action["type"] == "chat/delta";
         let mut envelope = Map::new();
         envelope.insert("channel".into(), Value::String(channel.to_owned()));
         envelope.insert("action".into(), action);
@@ -391,6 +395,12 @@ impl World {
                 continue;
             }
             if !self.in_turn_audience(conn) {
+                continue;
+            }
+            if conn.coalesced.contains(channel)
+                && is_delta
+                && self.fault(Fault::CoalescedDropsDeltas)
+            {
                 continue;
             }
             if let Some(sender) = &sender_only {

@@ -437,10 +437,14 @@ pub struct Sleep {
 pub struct Checkpoint {
     /// Channels to compare (default: every channel any connection of the case mirrors).
     pub channels: Option<Vec<String>>,
-    /// The comparison is the case's own rule (e.g. a fold after a replay): a mirror that
-    /// differs from its fresh snapshot fails the case, besides INV-FOLD-1.
+    /// The comparison is the case's own rule (e.g. a fold after a replay): the mirror of
+    /// connection `on` that differs from its fresh snapshot fails the case (instead of
+    /// INV-FOLD-1), unless another connection's fold of that channel differs too (then the
+    /// host's snapshot is at fault: INV-FOLD-1).
     #[serde(default)]
     pub own: bool,
+    /// The connection whose fold an `own` comparison is about (default `c1`).
+    pub on: Option<String>,
 }
 
 impl ExpectResponse {

@@ -233,21 +233,23 @@ impl Runner<'_> {
         }
         self.skipped.merge(&checked.skipped);
         // An own comparison (a fold after a replay, a coalesced subscription) is judged by the
-        // case's rule, once, where another connection's fold of the same channel equals the
-        // fresh snapshot: that connection shows the host's actions and snapshot agree, so
-        // this one's difference is what the case did to it. Where no fold agrees, the host's
-        // snapshot disagrees with its actions: INV-FOLD-1's matter, not the case's.
+        // case's rule, once, for the connection it is about, unless another connection's fold
+        // of the same channel differs from the fresh snapshot too: then the host's snapshot
+        // disagrees with its actions, INV-FOLD-1's matter, not the case's.
+        let subject = Self::conn_name(&s.on);
         let agreed = |conn: &str| {
-            let channels: Vec<&String> = checked
-                .compared
-                .iter()
-                .filter(|(_, name, equal)| name == conn && !equal)
-                .map(|(channel, _, _)| channel)
-                .collect();
-            checked
-                .compared
-                .iter()
-                .any(|(channel, name, equal)| *equal && name != conn && channels.contains(&channel))
+            conn == subject
+                && checked
+                    .compared
+                    .iter()
+                    .filter(|(_, name, equal)| name == conn && !equal)
+                    .any(|(channel, _, _)| {
+                        checked
+                            .compared
+                            .iter()
+                            .filter(|(other, name, _)| other == channel && name != conn)
+                            .all(|(_, _, equal)| *equal)
+                    })
         };
         let (own, others): (Vec<_>, Vec<_>) = checked
             .violations

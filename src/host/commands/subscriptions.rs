@@ -37,6 +37,14 @@ impl World {
             Some(mut snapshot) => {
                 self.break_subscribe_snapshot(&mut snapshot, view_turns.is_some());
                 self.subscribe_conn(conn, &params.channel);
+                let budget = params
+                    .delivery
+                    .as_ref()
+                    .and_then(|d| d.max_latency_ms)
+                    .is_some_and(|ms| ms > 0);
+                if let Some(entry) = self.conns.get_mut(&conn).filter(|_| budget) {
+                    entry.coalesced.insert(params.channel.clone());
+                }
                 Ok(json!({ "snapshot": snapshot }))
             }
             None if self.fault(Fault::SubscribeUnknownOk)

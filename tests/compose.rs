@@ -1,0 +1,64 @@
+//! Faults compose: with two faults injected at once, no rule fails or warns that neither
+//! fault breaks alone. A fixed sample of pairs from different areas (every pair is measured
+//! by `cargo bench --bench compose`, figures in benches/README.md).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use ahpspec::certify::{certify, Options};
+use ahpspec::engine::Quiet;
+use ahpspec::host::{Fault, FaultSet};
+
+/// Pairs from different areas, and pairs of one area that touch the same cases.
+const PAIRS: &[(&str, &str)] = &[
+    ("queue-lifo", "cancel-idle-accepted"),
+    ("no-ping", "binary-frame"),
+    ("replay-wrong-range", "summary-drift"),
+    ("dies-on-malformed", "duplicate-response"),
+    ("wrong-client-seq", "no-broadcast"),
+    ("rejects-truncation", "no-skip-on-turn-end"),
+    ("in-progress-stuck", "negative-duration"),
+    ("outside-directory-accepted", "rejected-still-applied"),
+    ("cancel-ends-twice", "cancel-keeps-streaming"),
+];
+
+async fn broken(faults: &[&str]) -> BTreeSet<String> {
+    let set: FaultSet = faults.join(",").parse().expect("known faults");
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let options = Options {
+        faults: set,
+        ..Options::default()
+    };
+    certify(&options, &mut Quiet, rx)
+        .await
+        .expect("harness starts")
+        .broken_rules()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampled_fault_pairs_break_nothing_new() {
+    let mut alone: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for (a, b) in PAIRS {
+        for fault in [a, b] {
+            assert!(
+                Fault::ALL.iter().any(|f| f.name() == *fault),
+                "{fault} is no fault"
+            );
+            if !alone.contains_key(fault) {
+                alone.insert(fault, broken(&[fault]).await);
+            }
+        }
+    }
+    let mut problems = Vec::new();
+    for (a, b) in PAIRS {
+        let together = broken(&[a, b]).await;
+        let either: BTreeSet<String> = alone[a].union(&alone[b]).cloned().collect();
+        let new: Vec<&String> = together.difference(&either).collect();
+        if !new.is_empty() {
+            problems.push(format!(
+                "{a} + {b} break {new:?}, which neither breaks alone ({a}: {:?}; {b}: {:?})",
+                alone[a], alone[b]
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
