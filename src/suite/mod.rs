@@ -317,12 +317,20 @@ impl Catalog {
     }
 
     /// Every `relies_on` must name a rule the run can report on: a case's rule or an
-    /// always-on check's.
+    /// always-on check's, of these suites or of the built-in ones (a directory of some suite
+    /// files may rely on a rule another built-in file proves).
     fn check_relied_on_rules(&self) -> Result<(), SuiteError> {
+        let builtin = |rule: &str| {
+            EMBEDDED.iter().any(|(name, text)| {
+                parse_suite(name, text).is_ok_and(|cases| {
+                    cases.iter().any(|case| rule_of(&case.info.id) == rule)
+                })
+            })
+        };
         for case in &self.cases {
             for located in &case.steps {
                 if let Some(rule) = located.step.relies_on() {
-                    if rule != PROFILE_PROMISE && self.rule(rule).is_none() {
+                    if rule != PROFILE_PROMISE && self.rule(rule).is_none() && !builtin(rule) {
                         return Err(SuiteError::UnknownRule {
                             at: located.at.clone(),
                             rule: rule.to_owned(),
