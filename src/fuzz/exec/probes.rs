@@ -141,14 +141,14 @@ impl Run<'_> {
                 shown(&created),
             );
         }
-        if !self
-            .root_hears("root/sessionAdded", "/summary/resource", &uri)
-            .await
-        {
+        let added = self
+            .root_hears("ROOT-005", "root/sessionAdded", "/summary/resource", &uri)
+            .await;
+        if let Err(none) = added {
             return finding(
                 "ROOT-005",
                 "root/sessionAdded for the new session on the root subscriber",
-                format!("none within {} ms", timeout.as_millis()),
+                none,
             );
         }
         let disposed = self.conns[client]
@@ -162,30 +162,52 @@ impl Run<'_> {
                 shown(&disposed),
             );
         }
-        if self
-            .root_hears("root/sessionRemoved", "/session", &uri)
-            .await
-        {
-            return None;
-        }
+        let removed = self
+            .root_hears("ROOT-006", "root/sessionRemoved", "/session", &uri)
+            .await;
+        let none = removed.err()?;
         finding(
             "ROOT-006",
             "root/sessionRemoved for the disposed session on the root subscriber",
-            format!("none within {} ms", timeout.as_millis()),
+            none,
         )
     }
 
     /// Whether the first client (subscribed to the root channel at initialize) gets the
-    /// root notification `method` whose params at `pointer` name `uri`.
-    async fn root_hears(&mut self, method: &str, pointer: &str, uri: &str) -> bool {
-        self.conns[0]
-            .link
-            .wait_for(self.cfg.timeout, |item| {
-                matches!(item, Incoming::Message(m) if m["method"] == method
-                    && m["params"].pointer(pointer).is_some_and(|v| v == uri))
+    /// root notification `method` whose params at `pointer` name `uri`; if not, what was
+    /// seen instead. When its absence is a failure of a settled `rule`, the answer to a
+    /// ping sent now ends the wait.
+    async fn root_hears(
+        &mut self,
+        rule: &str,
+        method: &str,
+        pointer: &str,
+        uri: &str,
+    ) -> Result<(), String> {
+        let settled = self.cfg.settled(rule);
+        let link = &mut self.conns[0].link;
+        let ping = match settled {
+            true => link
+                .send_request("ping", json!({ "channel": ROOT }))
+                .await
+                .ok(),
+            false => None,
+        };
+        let heard = link
+            .wait_for(self.cfg.timeout, |item| match item {
+                Incoming::Message(m) => {
+                    (m["method"] == method
+                        && m["params"].pointer(pointer).is_some_and(|v| v == uri))
+                        || ping.is_some_and(|id| crate::transport::is_response_to(m, id))
+                }
+                _ => false,
             })
-            .await
-            .is_ok()
+            .await;
+        match heard {
+            Ok(Incoming::Message(m)) if m["method"] == method => Ok(()),
+            Ok(_) => Err("none before the answer to a ping sent after it".into()),
+            Err(error) => Err(format!("none ({error})")),
+        }
     }
 
     async fn duplicate_session(&mut self, client: usize) -> Option<Finding> {

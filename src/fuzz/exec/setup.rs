@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::{ExecError, Run};
+use super::{unreachable, ExecError, Halt, Run};
 use crate::client::{
     immediate_subscribe_params, initialize, initialize_params, Conn, DEFAULT_OFFER, ROOT,
 };
@@ -13,7 +13,7 @@ impl Run<'_> {
     pub(super) async fn connect(&self, index: usize) -> Result<Conn, ExecError> {
         let link = Connection::connect(&self.url, self.cfg.timeout)
             .await
-            .map_err(|e| ExecError::Setup(e.to_string()))?;
+            .map_err(unreachable)?;
         Ok(Conn::new(
             &format!("c{}", index + 1),
             &format!("ahpspec-{}-c{}", self.token, index + 1),
@@ -48,18 +48,18 @@ impl Run<'_> {
         params
     }
 
-    pub(super) async fn open_client(&mut self, index: usize) -> Result<(), ExecError> {
+    pub(super) async fn open_client(&mut self, index: usize) -> Result<(), Halt> {
         let mut conn = self.connect(index).await?;
         let mut params = initialize_params([DEFAULT_OFFER], &conn.checks.client_id);
         params["initialSubscriptions"] = if index == 0 { json!([ROOT]) } else { json!([]) };
-        initialize(&mut conn.link, params, self.cfg.timeout)
-            .await
-            .map_err(ExecError::initialize)?;
+        let initialized = initialize(&mut conn.link, params, self.cfg.timeout).await;
+        // Kept either way: a refused initialize's frames are the finding's.
         self.conns.push(conn);
+        initialized.map_err(|e| Halt::initialize(e, None))?;
         Ok(())
     }
 
-    pub(super) async fn setup(&mut self) -> Result<(), ExecError> {
+    pub(super) async fn setup(&mut self) -> Result<(), Halt> {
         self.open_client(0).await?;
         self.session = format!("ahp-session:/{}", self.token);
         let params = self.create_params(&self.session);
@@ -78,7 +78,7 @@ impl Run<'_> {
             .map_err(setup)?;
         let created = link.response(create, timeout).await.map_err(setup)?;
         if created.get("error").is_some() {
-            return Err(ExecError::Setup(format!("createSession failed: {created}")));
+            return Err(ExecError::Setup(format!("createSession failed: {created}")).into());
         }
         let subscribed = link.response(subscribe, timeout).await.map_err(setup)?;
         let state = subscribed
@@ -106,14 +106,16 @@ impl Run<'_> {
                 other => {
                     return Err(ExecError::Setup(format!(
                         "the session did not become ready: {other:?}"
-                    )))
+                    ))
+                    .into())
                 }
             }
         } else if state["lifecycle"] != "ready" {
             return Err(ExecError::Setup(format!(
                 "the session did not become ready: {}",
                 state["lifecycle"]
-            )));
+            ))
+            .into());
         }
         self.chat = state["defaultChat"].as_str().unwrap_or_default().to_owned();
         for index in 0..self.conns.len() {
