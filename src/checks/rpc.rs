@@ -5,7 +5,7 @@
 //! what it judged.
 
 use super::{FastMap, FastSet, Rule, Skips, Violation};
-use crate::tape::Node;
+use crate::tape::{Node, ScannedId};
 
 /// The methods a host may send to a client as requests (PROTOCOL §8.1: the resource
 /// commands are bidirectional).
@@ -273,115 +273,14 @@ impl Correlation {
     }
 }
 
-/// The id of a frame the harness could not parse, read without parsing the rest: the
-/// top-level object's members are skipped by their strings and brackets (at any depth), and
-/// the first `id` member's value is taken when it is a whole string or number.
+/// What the harness can tell of the id of a frame it could not parse.
 fn scan_id(text: &str) -> Unidentified {
-    let mut scan = Scan {
-        bytes: text.as_bytes(),
-        at: 0,
-    };
-    if scan.next_token() != Some(b'{') {
-        return Unidentified::NoId;
-    }
-    scan.at += 1;
-    loop {
-        match scan.next_token() {
-            Some(b'}') => return Unidentified::NoId,
-            Some(b'"') => {}
-            _ => return Unidentified::Unreadable,
+    match crate::tape::scan_id(text) {
+        ScannedId::Found(id) if id.is_string() || id.is_number() => {
+            Unidentified::Id(value_key(&id))
         }
-        let Some(key) = scan.string() else {
-            return Unidentified::Unreadable;
-        };
-        if scan.next_token() != Some(b':') {
-            return Unidentified::Unreadable;
-        }
-        scan.at += 1;
-        scan.next_token();
-        let start = scan.at;
-        if !scan.skip_value() {
-            return Unidentified::Unreadable;
-        }
-        if serde_json::from_str::<String>(key).is_ok_and(|key| key == "id") {
-            let value = serde_json::from_str::<serde_json::Value>(&text[start..scan.at]);
-            return match value {
-                Ok(id) if id.is_string() || id.is_number() => Unidentified::Id(value_key(&id)),
-                Ok(_) => Unidentified::NoId,
-                Err(_) => Unidentified::Unreadable,
-            };
-        }
-        match scan.next_token() {
-            Some(b',') => scan.at += 1,
-            Some(b'}') => return Unidentified::NoId,
-            _ => return Unidentified::Unreadable,
-        }
-    }
-}
-
-/// A cursor over a frame's bytes for [`scan_id`].
-struct Scan<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Scan<'a> {
-    /// Skips whitespace; the byte there, if any.
-    fn next_token(&mut self) -> Option<u8> {
-        while self.bytes.get(self.at).is_some_and(u8::is_ascii_whitespace) {
-            self.at += 1;
-        }
-        self.bytes.get(self.at).copied()
-    }
-
-    /// The string token starting here (quotes included); `None` when it is cut off.
-    fn string(&mut self) -> Option<&'a str> {
-        let start = self.at;
-        self.at += 1;
-        loop {
-            match self.bytes.get(self.at)? {
-                b'\\' => self.at += 2,
-                b'"' => {
-                    self.at += 1;
-                    let bytes: &'a [u8] = self.bytes;
-                    return std::str::from_utf8(&bytes[start..self.at]).ok();
-                }
-                _ => self.at += 1,
-            }
-        }
-    }
-
-    /// Skips one value (strings and brackets counted, not checked); whether it was whole.
-    fn skip_value(&mut self) -> bool {
-        let mut depth = 0usize;
-        loop {
-            let Some(byte) = self.bytes.get(self.at).copied() else {
-                return false;
-            };
-            match byte {
-                b'"' => {
-                    if self.string().is_none() {
-                        return false;
-                    }
-                    if depth == 0 {
-                        return true;
-                    }
-                    continue;
-                }
-                b'[' | b'{' => depth += 1,
-                b']' | b'}' if depth > 0 => {
-                    depth -= 1;
-                    if depth == 0 {
-                        self.at += 1;
-                        return true;
-                    }
-                }
-                b',' | b']' | b'}' if depth == 0 => return true,
-                byte if depth == 0 && byte.is_ascii_whitespace() => return true,
-                _ => {}
-            }
-            self.at += 1;
-        }
+        ScannedId::Found(_) | ScannedId::Absent => Unidentified::NoId,
+        ScannedId::Unreadable => Unidentified::Unreadable,
     }
 }
 
@@ -510,39 +409,6 @@ mod tests {
         );
         assert_eq!(nothing_rule(rpc.answer("null", true)), None);
         assert_eq!(rpc.end(60_000.0, 5_000.0, false), (Vec::new(), 0));
-    }
-
-    #[test]
-    fn ids_of_frames_too_deep_or_cut_off_are_read_without_parsing_them() {
-        let deep = |depth: usize| {
-            format!(
-                r#"{{"jsonrpc":"2.0","id":7000000,"method":"listSessions","params":{}{}}}"#,
-                "[".repeat(depth),
-                "]".repeat(depth)
-            )
-        };
-        assert_eq!(scan_id(&deep(5000)), Unidentified::Id("7000000".into()));
-        let after = format!(
-            r#"{{"params":{}{},"id":"s-1"}}"#,
-            "[".repeat(300),
-            "]".repeat(300)
-        );
-        assert_eq!(scan_id(&after), Unidentified::Id(r#""s-1""#.into()));
-        let tricky = r#"{"x":"a \" , } ] \\","id" : -4, "method":"ping"}"#;
-        assert_eq!(scan_id(tricky), Unidentified::Id("-4".into()));
-        assert_eq!(scan_id(r#"{"id":7.5}"#), Unidentified::Id("7.5".into()));
-        assert_eq!(
-            scan_id(r#"{"jsonrpc":"2.0","id":70"#),
-            Unidentified::Unreadable
-        );
-        assert_eq!(scan_id(r#"{"jsonrpc":"2.0","#), Unidentified::Unreadable);
-        assert_eq!(
-            scan_id(r#"{"jsonrpc":"2.0","id":null}"#),
-            Unidentified::NoId
-        );
-        assert_eq!(scan_id(r#"{"method":"x"}"#), Unidentified::NoId);
-        assert_eq!(scan_id("<binary 12 bytes>"), Unidentified::NoId);
-        assert_eq!(scan_id("[1,2"), Unidentified::NoId);
     }
 
     #[test]

@@ -454,6 +454,14 @@ mod tests {
     }
 
     #[test]
+    fn rates_keep_three_significant_figures_and_never_round_to_zero() {
+        assert_eq!(per_second(412.3), "412");
+        assert_eq!(per_second(5.254), "5.25");
+        assert_eq!(per_second(7.0 / 77.0), "0.0909");
+        assert_eq!(per_second(0.0), "0");
+    }
+
+    #[test]
     fn excluded_rules_are_not_judged() {
         let excluded = Excluded::new(vec!["INV-*".into(), "PENDING-003".into()]);
         assert!(!excluded.judges("INV-FOLD-1"));
