@@ -233,6 +233,24 @@ async fn a_server_that_dies_on_a_dispatch_is_a_fuzz_001_finding_in_model_mode() 
     assert_eq!(rows, ["FUZZ-001"], "nothing else is blamed\n{shown}");
 }
 
+/// A server that dies while a sequence is set up (on createSession): FUZZ-001's finding at
+/// set-up (no operation involved), in both modes, with reports and exit 1 — not the
+/// harness's "cannot connect" or "connection closed", exit 2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_dies_during_the_set_up_is_a_fuzz_001_finding_in_both_modes() {
+    for mode in ["frames", "model"] {
+        let host = quirky(Quirk::CrashesOn("createSession")).await;
+        let dir = TempDir::new(&format!("fuzz-crash-setup-{mode}"));
+        let args = ["--mode", mode, "--duration", "60s"];
+        let (code, shown, report) = fuzz_cli(&host.url, &dir, &args).await;
+        assert_eq!(code, Some(1), "{mode}: {shown}");
+        let trace = finding(&dir, &report, "FUZZ-001", &shown);
+        assert_eq!(trace.ops, serde_json::json!([]), "no operation involved");
+        assert_eq!(trace.failure.op_index, None);
+        assert!(shown.contains("no longer accepts connections"), "{shown}");
+    }
+}
+
 /// A host that refuses `initialize`: INIT-001's finding, in both modes, with reports and
 /// exit 1; the campaign stops (nothing past the handshake can be tested).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -257,14 +275,15 @@ async fn a_refused_initialize_is_an_init_001_finding_in_both_modes() {
 async fn a_known_missing_echo_is_not_waited_for_again() {
     let host = quirky(Quirk::NeverEchoes).await;
     let mut opts = options(Some(&host.url), 5, Duration::from_secs(10));
-    opts.shrink_time = Duration::from_secs(2);
+    opts.shrink_time = Duration::from_millis(500);
     let (_stop, interrupt) = tokio::sync::watch::channel(false);
     let outcome = fuzz(&opts, interrupt).await.expect("fuzzer runs");
     let failing = &outcome.findings.failing;
+    println!("{} sequences: {failing:?}", outcome.cases);
     // Five timeouts' worth of campaign: waiting out every missing echo, at most five
-    // sequences.
+    // sequences (two of the timeouts go to finding DISPATCH-001 and DISPATCH-003).
     assert!(
-        outcome.cases >= 25,
+        outcome.cases >= 15,
         "{} sequences: {failing:?}",
         outcome.cases
     );

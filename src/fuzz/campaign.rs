@@ -137,7 +137,8 @@ pub async fn search<T: Clone + std::fmt::Debug>(
             Err(error) => {
                 let stopped = Stopped::of(error);
                 if let (Stopped::TargetGone(why), Some(last)) = (&stopped, last.take()) {
-                    died_after(options, &mut outcome, last, why);
+                    let died = died_after(options, &mut outcome, last, why);
+                    outcome.findings.found.extend(died);
                 }
                 outcome.stopped = Some(stopped);
                 break;
@@ -182,21 +183,19 @@ pub async fn search<T: Clone + std::fmt::Debug>(
                 execution: execution.clone(),
                 failure,
             };
-            let found = if execution.at_setup {
-                found
+            let (found, died) = if execution.at_setup {
+                (found, None)
             } else {
-                shrink(
-                    options,
-                    &mut tree,
-                    found,
-                    &run,
-                    &interrupt,
-                    deadline,
-                    &mut outcome,
-                )
-                .await
+                let walk = Walk {
+                    tree: &mut tree,
+                    run: &run,
+                    interrupt: &interrupt,
+                    campaign_deadline: deadline,
+                };
+                shrink(options, walk, found, &mut outcome).await
             };
             outcome.findings.found.push(found);
+            outcome.findings.found.extend(died);
         }
         last = Some(Ran { ops, execution });
         let enough = options
@@ -211,23 +210,27 @@ pub async fn search<T: Clone + std::fmt::Debug>(
 }
 
 /// The target stopped accepting connections between sequences: the last sequence that ran
-/// is the one that killed it (FUZZ-001). Nothing can be re-run to shrink it.
+/// is the one that killed it (FUZZ-001), unless that is known already. Nothing can be
+/// re-run to shrink it.
 fn died_after<T: Clone>(
     options: &FuzzOptions,
     outcome: &mut FuzzOutcome<T>,
     last: Ran<T>,
     why: &str,
-) {
+) -> Option<Found<T>> {
     let failure = Failure {
         rule: "FUZZ-001".into(),
         expected: "the server still accepts connections after the sequence".into(),
         actual: format!("a new connection for the next sequence: {why}"),
         op_index: None,
     };
-    if outcome.findings.see(&failure, &options.baseline) != Seen::First {
-        return;
+    // Already found (the sequence saw the server die): nothing new to count.
+    if outcome.findings.failing(&failure.rule) > 0
+        || outcome.findings.see(&failure, &options.baseline) != Seen::First
+    {
+        return None;
     }
-    outcome.findings.found.push(Found {
+    Some(Found {
         seed: options.seed,
         case: outcome.cases - 1,
         original_len: last.ops.len(),
@@ -241,23 +244,45 @@ fn died_after<T: Clone>(
             ..last.execution
         },
         failure,
-    });
+    })
 }
 
-/// Shrinks `found` (the current value of `tree`) while the same rule keeps failing, for at
-/// most the shrink cap and never past the campaign's deadline. A candidate that cannot run
-/// (the target gone) ends shrinking and the campaign.
-async fn shrink<T: Clone, V: ValueTree<Value = Vec<T>>>(
-    options: &FuzzOptions,
-    tree: &mut V,
-    mut found: Found<T>,
-    run: &impl AsyncFn(Vec<T>, Instant) -> Result<Execution, ExecError>,
-    interrupt: &watch::Receiver<bool>,
+/// What shrinking walks: the generated value's tree, how a candidate runs, the interrupt,
+/// and the campaign's deadline.
+struct Walk<'a, V, R> {
+    tree: &'a mut V,
+    run: &'a R,
+    interrupt: &'a watch::Receiver<bool>,
     campaign_deadline: Instant,
+}
+
+/// Shrinks `found` (the current value of the walk's tree) while the same rule keeps failing, for at
+/// most the shrink cap and never past the campaign's deadline. A candidate that cannot run
+/// (the target gone) ends shrinking and the campaign: the sequence run before it killed the
+/// target (the second finding, FUZZ-001, unless known already).
+async fn shrink<T: Clone, V: ValueTree<Value = Vec<T>>, R>(
+    options: &FuzzOptions,
+    walk: Walk<'_, V, R>,
+    mut found: Found<T>,
     outcome: &mut FuzzOutcome<T>,
-) -> Found<T> {
+) -> (Found<T>, Option<Found<T>>)
+where
+    R: AsyncFn(Vec<T>, Instant) -> Result<Execution, ExecError>,
+{
+    let Walk {
+        tree,
+        run,
+        interrupt,
+        campaign_deadline,
+    } = walk;
     let started = Instant::now();
     let deadline = (started + options.shrink_time).min(campaign_deadline);
+    // The sequence that ran last: the one that killed the target, if it dies.
+    let mut last = Ran {
+        ops: found.ops.clone(),
+        execution: found.execution.clone(),
+    };
+    let mut died = None;
     'shrinking: while tree.simplify() {
         loop {
             if Instant::now() >= deadline || *interrupt.borrow() {
@@ -270,9 +295,16 @@ async fn shrink<T: Clone, V: ValueTree<Value = Vec<T>>>(
                 Err(error) => {
                     let stopped = Stopped::of(error);
                     found.not_shrunk = Some(stopped.to_string());
+                    if let Stopped::TargetGone(why) = &stopped {
+                        died = died_after(options, outcome, last, why);
+                    }
                     outcome.stopped = Some(stopped);
                     break 'shrinking;
                 }
+            };
+            last = Ran {
+                ops: candidate.clone(),
+                execution: attempt.clone(),
             };
             outcome.shrink_runs += 1;
             outcome.shrink_operations += attempt.operations;
@@ -295,5 +327,5 @@ async fn shrink<T: Clone, V: ValueTree<Value = Vec<T>>>(
     }
     found.shrink_elapsed = started.elapsed();
     outcome.shrinking += found.shrink_elapsed;
-    found
+    (found, died)
 }

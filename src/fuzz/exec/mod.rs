@@ -145,9 +145,32 @@ impl Halt {
     }
 }
 
-/// What a failed connect is: the server unreachable before anything of the sequence ran.
-pub(crate) fn unreachable(error: crate::transport::TransportError) -> ExecError {
-    ExecError::Unreachable(error.to_string())
+/// What a failed connect is: for the sequence's first connection, no server to fuzz; for a
+/// later one, a server that stopped taking connections during the set-up (FUZZ-001).
+pub(crate) fn refused(first: bool, error: crate::transport::TransportError) -> Halt {
+    if first {
+        return ExecError::Unreachable(error.to_string()).into();
+    }
+    Halt::Finding(Failure {
+        rule: "FUZZ-001".into(),
+        expected: "the server keeps accepting connections during the set-up".into(),
+        actual: format!("a new connection: {error}"),
+        op_index: None,
+    })
+}
+
+/// A transport error in a set-up `step`: a connection the host ended is what was seen
+/// (FUZZ-001, at set-up); anything else leaves the harness unable to go on.
+pub(crate) fn in_setup(step: &str, error: crate::transport::TransportError) -> Halt {
+    match error {
+        crate::transport::TransportError::Closed => Halt::Finding(Failure {
+            rule: "FUZZ-001".into(),
+            expected: format!("the host keeps serving the connection through {step}"),
+            actual: "the connection ended".into(),
+            op_index: None,
+        }),
+        other => ExecError::Setup(format!("{step}: {other}")).into(),
+    }
 }
 
 struct Run<'a> {

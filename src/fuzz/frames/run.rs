@@ -11,25 +11,35 @@ use crate::client::checkpoint;
 use crate::client::{
     immediate_subscribe_params, initialize, initialize_params, Conn, DEFAULT_OFFER, ROOT,
 };
-use crate::fuzz::exec::{unreachable, ExecConfig, ExecError, Execution, Failure, Halt, Target};
+use crate::fuzz::exec::{
+    in_setup, refused, ExecConfig, ExecError, Execution, Failure, Halt, Target,
+};
 use crate::transport::{is_response_to, Connection, Incoming};
 
-/// Opens and initializes a connection. `after`: the mutation after which it replaces a
-/// victim the host closed (`None`: the sequence's set-up, where a refused connection means
-/// no server to fuzz). A connection whose `initialize` failed goes to `failed` (its frames
-/// are the finding's).
+/// When a connection of a frames sequence is opened.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Opening {
+    /// The sequence's first: refused, there is no server to fuzz.
+    First,
+    /// Later in the set-up.
+    Setup,
+    /// To replace a victim the host closed after this mutation.
+    After(usize),
+}
+
+/// Opens and initializes a connection. A connection whose `initialize` failed goes to
+/// `failed` (its frames are the finding's).
 async fn open(
     url: &str,
     name: &str,
     client_id: &str,
     cfg: &ExecConfig,
-    after: Option<usize>,
+    opening: Opening,
     failed: &mut Vec<Conn>,
 ) -> Result<Conn, Halt> {
-    let link = match (Connection::connect(url, cfg.timeout).await, after) {
+    let link = match (Connection::connect(url, cfg.timeout).await, opening) {
         (Ok(link), _) => link,
-        (Err(error), None) => return Err(unreachable(error).into()),
-        (Err(error), Some(index)) => {
+        (Err(error), Opening::After(index)) => {
             return Err(Halt::Finding(failure(
                 "FUZZ-001",
                 "the server accepts a new connection after it closed the last one".into(),
@@ -37,6 +47,11 @@ async fn open(
                 index,
             )))
         }
+        (Err(error), _) => return Err(refused(opening == Opening::First, error)),
+    };
+    let after = match opening {
+        Opening::After(index) => Some(index),
+        _ => None,
     };
     let mut conn = Conn::new(name, client_id, link);
     let params = initialize_params([DEFAULT_OFFER], client_id);
@@ -131,7 +146,7 @@ async fn frames_run(
         "victim",
         &format!("ahpspec-{token}-victim"),
         cfg,
-        None,
+        Opening::First,
         conns,
     )
     .await?;
@@ -140,7 +155,7 @@ async fn frames_run(
         "witness",
         &format!("ahpspec-{token}-witness"),
         cfg,
-        None,
+        Opening::Setup,
         conns,
     )
     .await;
@@ -162,7 +177,7 @@ async fn frames_run(
             let at = Sequence { url, token, cfg };
             run_mutations(mutations, &at, pair, conns, execution).await
         }
-        Err(error) => Err(error.into()),
+        Err(halt) => Err(halt),
     };
     if run.is_ok() && execution.failure.is_none() {
         execution.failure = after_sequence(&mut witness, session, url, token, cfg).await;
@@ -185,19 +200,14 @@ struct Sequence<'a> {
 }
 
 /// The witness creates its session and subscribes to it for immediate delivery.
-async fn watch_session(
-    witness: &mut Conn,
-    session: &str,
-    cfg: &ExecConfig,
-) -> Result<(), ExecError> {
-    let setup = |e: crate::transport::TransportError| ExecError::Setup(e.to_string());
+async fn watch_session(witness: &mut Conn, session: &str, cfg: &ExecConfig) -> Result<(), Halt> {
     let created = witness
         .link
         .request("createSession", json!({ "channel": session }), cfg.timeout)
         .await
-        .map_err(setup)?;
+        .map_err(|e| in_setup("createSession", e))?;
     if created.get("error").is_some() {
-        return Err(ExecError::Setup(format!("createSession failed: {created}")));
+        return Err(ExecError::Setup(format!("createSession failed: {created}")).into());
     }
     witness
         .link
@@ -207,7 +217,7 @@ async fn watch_session(
             cfg.timeout,
         )
         .await
-        .map_err(setup)?;
+        .map_err(|e| in_setup("subscribe", e))?;
     Ok(())
 }
 
@@ -234,7 +244,15 @@ async fn run_mutations(
             victims_closed += 1;
             let name = format!("victim{victims_closed}");
             let client_id = format!("ahpspec-{}-{name}", at.token);
-            let replacement = open(at.url, &name, &client_id, at.cfg, Some(index), conns).await?;
+            let replacement = open(
+                at.url,
+                &name,
+                &client_id,
+                at.cfg,
+                Opening::After(index),
+                conns,
+            )
+            .await?;
             conns.push(std::mem::replace(victim, replacement));
         }
     }
