@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::{Failure, Performed, Run};
+use super::{ping_if, Failure, Performed, Run};
 use crate::client::{reconnect_params, Conn, ROOT};
 use crate::fuzz::model::{judge, plan, Channel, Expect};
 use crate::fuzz::ops::Op;
@@ -117,11 +117,7 @@ impl Run<'_> {
         let planned_rule = echo_rule(performed.planned.expect);
         let conn = &mut self.conns[client];
         let ping = match ping {
-            None if self.cfg.settled(planned_rule) => conn
-                .link
-                .send_request("ping", json!({ "channel": ROOT }))
-                .await
-                .ok(),
+            None => ping_if(&mut conn.link, self.cfg.settled(planned_rule)).await,
             ping => ping,
         };
         let client_id = conn.checks.client_id.clone();

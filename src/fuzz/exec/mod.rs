@@ -192,6 +192,34 @@ struct Run<'a> {
     exec: Execution,
 }
 
+/// Runs an execution's body until `deadline`: its outcome, and whether the deadline cut it
+/// off first (then it ended without a verdict).
+pub(crate) async fn until(
+    deadline: Option<Instant>,
+    body: impl std::future::Future<Output = Result<(), Halt>>,
+) -> (Result<(), Halt>, bool) {
+    let Some(deadline) = deadline else {
+        return (body.await, false);
+    };
+    let deadline = tokio::time::Instant::from_std(deadline);
+    match tokio::time::timeout_at(deadline, body).await {
+        Ok(outcome) => (outcome, false),
+        Err(_) => (Ok(()), true),
+    }
+}
+
+/// A ping sent now when `settled` (its id): the host answers it after whatever it did
+/// before, so its answer ends a wait for what a settled rule says will not come (see
+/// [`ExecConfig::settled`]). `None` when not settled, or the ping could not be sent.
+pub(crate) async fn ping_if(link: &mut Connection, settled: bool) -> Option<u64> {
+    if !settled {
+        return None;
+    }
+    link.send_request("ping", json!({ "channel": ROOT }))
+        .await
+        .ok()
+}
+
 /// Runs `ops` once.
 pub async fn execute(
     ops: &[Op],
@@ -224,19 +252,8 @@ pub async fn execute_until(
         pending: Vec::new(),
         exec: Execution::default(),
     };
-    let outcome = match deadline {
-        Some(deadline) => {
-            let deadline = tokio::time::Instant::from_std(deadline);
-            match tokio::time::timeout_at(deadline, run.go(ops)).await {
-                Ok(outcome) => outcome,
-                Err(_) => {
-                    run.exec.cut_off = true;
-                    Ok(())
-                }
-            }
-        }
-        None => run.go(ops).await,
-    };
+    let (outcome, cut_off) = until(deadline, run.go(ops)).await;
+    run.exec.cut_off = cut_off;
     for conn in &mut run.conns {
         conn.link.close().await;
     }

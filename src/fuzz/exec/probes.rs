@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::{Failure, Run};
+use super::{ping_if, Failure, Run};
 use crate::checks::frame::clip;
 use crate::client::{immediate_subscribe_params, initialize_params, subscribe_params, ROOT};
 use crate::fuzz::ops::Probe;
@@ -202,13 +202,7 @@ impl Run<'_> {
     ) -> Result<Value, String> {
         let settled = self.cfg.settled(rule);
         let link = &mut self.conns[client].link;
-        let ping = match settled {
-            true => link
-                .send_request("ping", json!({ "channel": ROOT }))
-                .await
-                .ok(),
-            false => None,
-        };
+        let ping = ping_if(link, settled).await;
         let seen = link
             .wait_for(self.cfg.timeout, |item| match item {
                 Incoming::Message(m) => {
@@ -391,13 +385,7 @@ impl Run<'_> {
         }
         // The host closes the connection after the error. Once VERSION-006 is settled, a
         // ping it answers ends the wait: the connection is still open.
-        let ping = match self.cfg.settled("VERSION-006") {
-            true => link
-                .send_request("ping", json!({ "channel": ROOT }))
-                .await
-                .ok(),
-            false => None,
-        };
+        let ping = ping_if(&mut link, self.cfg.settled("VERSION-006")).await;
         let closed = link
             .wait_for(self.cfg.timeout, |item| match item {
                 Incoming::Closed { .. } => true,

@@ -12,7 +12,7 @@ use crate::client::{
     immediate_subscribe_params, initialize, initialize_params, Conn, DEFAULT_OFFER, ROOT,
 };
 use crate::fuzz::exec::{
-    in_setup, refused, ExecConfig, ExecError, Execution, Failure, Halt, Target,
+    in_setup, refused, until, ExecConfig, ExecError, Execution, Failure, Halt, Target,
 };
 use crate::transport::{is_response_to, Connection, Incoming};
 
@@ -94,18 +94,8 @@ pub async fn execute_frames_until(
     let mut execution = Execution::default();
     let mut conns: Vec<Conn> = Vec::new();
     let run = frames_run(mutations, &url, &token, cfg, &mut conns, &mut execution);
-    let result = match deadline {
-        Some(deadline) => {
-            let deadline = tokio::time::Instant::from_std(deadline);
-            tokio::time::timeout_at(deadline, run)
-                .await
-                .unwrap_or_else(|_| {
-                    execution.cut_off = true;
-                    Ok(())
-                })
-        }
-        None => run.await,
-    };
+    let (result, cut_off) = until(deadline, run).await;
+    execution.cut_off = cut_off;
     for conn in &mut conns {
         conn.link.close().await;
     }
