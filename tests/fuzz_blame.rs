@@ -66,10 +66,10 @@ fn no_finding<T: std::fmt::Debug>(outcome: &FuzzOutcome<T>) {
 }
 
 /// The quirk is real: the answer to a listSessions sent before a ping arrives after the
-/// pong. And the frames fuzzer judges each answer by its own id: no finding in a whole
-/// campaign.
+/// pong. And the fuzzer judges each answer by its own id: no finding in a whole campaign of
+/// either mode.
 #[tokio::test]
-async fn frames_campaign_passes_a_host_that_answers_out_of_order() {
+async fn campaigns_pass_a_host_that_answers_out_of_order() {
     let host = quirky(Quirk::ReverseAnswers).await;
     let opts = options(Some(&host.url), 3, Duration::from_secs(120));
     let wrong_type = [
@@ -95,9 +95,35 @@ async fn frames_campaign_passes_a_host_that_answers_out_of_order() {
     let mut opts = opts;
     opts.cases = Some(40);
     let (_stop, interrupt) = tokio::sync::watch::channel(false);
-    let outcome = fuzz_frames(&opts, interrupt).await.expect("fuzzer runs");
+    let outcome = fuzz_frames(&opts, interrupt.clone())
+        .await
+        .expect("fuzzer runs");
     no_finding(&outcome);
     assert_eq!(outcome.cases, 40, "the whole budget ran");
+    // Model mode too (its requests always waited by id).
+    opts.cases = Some(20);
+    let outcome = fuzz(&opts, interrupt).await.expect("fuzzer runs");
+    no_finding(&outcome);
+    assert_eq!(outcome.cases, 20, "the whole budget ran");
+}
+
+/// The other conforming variants of issue 22 (auto-confirmations recorded as `"setting"`,
+/// unknown working directories refused): a campaign in either mode finds nothing.
+#[tokio::test]
+async fn campaigns_pass_the_other_conforming_variants() {
+    for quirk in [Quirk::RecordsSetting, Quirk::RefusesUnknownDirectories] {
+        let host = quirky(quirk).await;
+        let mut opts = options(Some(&host.url), 6, Duration::from_secs(120));
+        opts.cases = Some(30);
+        let (_stop, interrupt) = tokio::sync::watch::channel(false);
+        let frames = fuzz_frames(&opts, interrupt.clone())
+            .await
+            .expect("fuzzer runs");
+        no_finding(&frames);
+        let model = fuzz(&opts, interrupt).await.expect("fuzzer runs");
+        no_finding(&model);
+        assert_eq!((frames.cases, model.cases), (30, 30), "{quirk:?}");
+    }
 }
 
 /// A host whose parser has no nesting limit answers the fuzzer's deepest requests by their

@@ -27,6 +27,12 @@ pub enum Quirk {
     /// Conforming: reads requests nested deeper than serde_json goes (as a parser without a
     /// nesting limit does) and answers them `-32602` by their id.
     ReadsDeepIds,
+    /// Conforming: auto-confirmed tool calls record `confirmed: "setting"` (a setting of
+    /// the host confirmed them) instead of `"not-needed"`, in every frame alike.
+    RecordsSetting,
+    /// Conforming: `createSession` with a working directory outside `file:///accepted` is
+    /// refused with `-32602`.
+    RefusesUnknownDirectories,
     /// The whole server dies on the first client frame containing this text: every
     /// connection dropped without a close, and new connections refused.
     CrashesOn(&'static str),
@@ -131,13 +137,13 @@ async fn proxy(
     let (mut host_sink, mut host_source) = host.split();
     // Everything for the client goes through one queue: the proxy answers some frames itself.
     let (to_client, mut client_queue) = mpsc::unbounded_channel::<Message>();
-    let writer = async move {
+    let writer = tokio::spawn(async move {
         while let Some(message) = client_queue.recv().await {
             if client_sink.send(message).await.is_err() {
                 return;
             }
         }
-    };
+    });
     let answers = to_client.clone();
     let upward = async move {
         while let Some(Ok(message)) = client_source.next().await {
@@ -185,6 +191,13 @@ async fn proxy(
             if quirk == Quirk::NeverEchoes && text.as_ref().is_some_and(is_echo) {
                 continue;
             }
+            let message = match (&message, quirk) {
+                (Message::Text(text), Quirk::RecordsSetting) => Message::text(
+                    text.as_str()
+                        .replace(r#""confirmed":"not-needed""#, r#""confirmed":"setting""#),
+                ),
+                _ => message,
+            };
             if quirk == Quirk::ReverseAnswers && text.as_ref().is_some_and(is_response) {
                 held.push(message);
                 continue;
@@ -196,10 +209,17 @@ async fn proxy(
         }
     };
     tokio::select! {
-        _ = writer => {}
         _ = upward => {}
         _ = downward => {}
         _ = stopped.wait_for(|dead| *dead) => {}
+    }
+    let died = *stopped.borrow();
+    // Both queues' senders are gone: the writer sends what is queued (a host's last words
+    // before its close) and ends; a server that died says nothing more.
+    if died {
+        writer.abort();
+    } else {
+        let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
     }
 }
 
@@ -235,6 +255,23 @@ fn from_client(quirk: Quirk, text: &str) -> FromClient {
             if request["method"] == "initialize" {
                 FromClient::Answer(json!({ "jsonrpc": "2.0", "id": request["id"],
                     "error": { "code": -32603, "message": "this host refuses every client" } }))
+            } else {
+                FromClient::Forward
+            }
+        }
+        Quirk::RefusesUnknownDirectories => {
+            let request = serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
+            let unknown = request["params"]["workingDirectories"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|d| {
+                    !d.as_str()
+                        .is_some_and(|d| d.starts_with("file:///accepted"))
+                });
+            if request["method"] == "createSession" && unknown {
+                FromClient::Answer(json!({ "jsonrpc": "2.0", "id": request["id"],
+                    "error": { "code": -32602, "message": "unknown working directory" } }))
             } else {
                 FromClient::Forward
             }
