@@ -70,6 +70,7 @@ fn main() {
         schemas: schemas.clone(),
         checkpoint_every: 10,
         exclude: Default::default(),
+        known: Default::default(),
     };
     let options = FuzzOptions {
         target: Target {

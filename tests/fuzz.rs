@@ -30,6 +30,7 @@ fn options(fault: Option<Fault>, seed: u64, duration: Duration) -> FuzzOptions {
             },
             checkpoint_every: 10,
             exclude: Excluded::default(),
+            known: Default::default(),
         },
         seed,
         cases: None,
@@ -492,6 +493,7 @@ fn report_of(
             baseline: &baseline,
             traces: std::path::Path::new("reports/fuzz"),
             shard: None,
+            duration: Duration::from_secs(60),
         },
     )
 }

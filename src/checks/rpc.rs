@@ -5,7 +5,7 @@
 //! what it judged.
 
 use super::{FastMap, FastSet, Rule, Skips, Violation};
-use crate::tape::Node;
+use crate::tape::{Node, ScannedId};
 
 /// The methods a host may send to a client as requests (PROTOCOL §8.1: the resource
 /// commands are bidirectional).
@@ -28,6 +28,24 @@ pub const CLOSED_TOO_SOON: &str =
 /// Why TRANSPORT-012 could not judge whether the host kept serving the connection.
 pub const NOTHING_ASKED_AFTER: &str =
     "the harness asked nothing more after answering the host's request";
+/// Why TRANSPORT-004 could not judge a response whose id names no request of the harness.
+pub const ID_UNREADABLE: &str =
+    "it may answer a frame of the harness whose id the harness could not read";
+
+/// A frame the harness sent that is no valid request or notification (or that it could not
+/// parse at all), with its id as far as the harness can tell: an error with `id: null` may
+/// answer each once, and a response carrying the id answers it.
+#[derive(Debug, Clone, PartialEq)]
+enum Unidentified {
+    /// Its id, read (as JSON text).
+    Id(String),
+    /// It carries no usable id (not an object, no `id` member, or one that is no string or
+    /// number).
+    NoId,
+    /// Its id could not be read (the frame is cut off, or too odd to scan): a response with
+    /// an id the harness does not know may be its answer.
+    Unreadable,
+}
 
 /// A request of the harness that is not answered yet.
 #[derive(Debug, Clone)]
@@ -60,10 +78,10 @@ pub struct Correlation {
     answered: FastSet<String>,
     /// How many requests the harness has sent.
     requests_sent: u64,
-    /// Frames the harness sent that are no valid request or notification, oldest first,
-    /// with the id each carried when it was readable: an error with `id: null` may answer
-    /// each once (JSON-RPC answers what it cannot identify with a null id).
-    unidentified: Vec<Option<String>>,
+    /// Frames the harness sent that are no valid request or notification, oldest first:
+    /// an error with `id: null` may answer each once (JSON-RPC answers what it cannot
+    /// identify with a null id), and one whose id was read may be answered with that id.
+    unidentified: Vec<Unidentified>,
     /// Host-to-client request id (as JSON text) → method, until the harness answers it.
     host_requests: FastMap<String, String>,
     /// A host request the harness answered, and how many requests the harness had sent
@@ -110,13 +128,16 @@ impl Correlation {
             && (method.is_string() || answer)
             && (!id.exists() || id.is_null() || readable_id.is_some());
         if !well_formed {
-            self.unidentified.push(readable_id);
+            self.unidentified
+                .push(readable_id.map_or(Unidentified::NoId, Unidentified::Id));
         }
     }
 
-    /// Records a frame the harness sent that is not JSON (deliberately malformed input).
-    pub fn sent_unparseable(&mut self) {
-        self.unidentified.push(None);
+    /// Records a frame the harness sent that it cannot parse: deliberately malformed
+    /// input, or a request nested deeper than the harness's parser goes (which a host may
+    /// well read and answer by its id). Its id is read without parsing the rest.
+    pub fn sent_unparseable(&mut self, text: &str) {
+        self.unidentified.push(scan_id(text));
     }
 
     /// Judges a host-to-client request (TRANSPORT-012): a method the protocol lets the host
@@ -157,7 +178,7 @@ impl Correlation {
             return Answered::Nothing(self.answer_to_nothing(key, is_error));
         };
         self.unidentified
-            .retain(|id| id.as_deref() != Some(key.as_str()));
+            .retain(|sent| !matches!(sent, Unidentified::Id(id) if *id == key));
         if self
             .served_after
             .as_ref()
@@ -171,16 +192,32 @@ impl Correlation {
 
     /// TRANSPORT-004 for a response whose id names no outstanding request: an error with
     /// `id: null` answers the oldest frame the harness sent that had no usable id (and so
-    /// settles the request it was, if its id was readable); anything else answers nothing
-    /// that was asked — a notification, or no message at all.
+    /// settles the request it was, if its id was readable); a response with the id of an
+    /// invalid or unparseable frame answers that frame; one with an id the harness knows
+    /// nothing of may answer a frame whose id it could not read (not judged: a skip);
+    /// anything else answers nothing that was asked — a notification, or no message at all.
     fn answer_to_nothing(&mut self, key: &str, is_error: bool) -> Option<Violation> {
         if key == "null" && is_error && !self.unidentified.is_empty() {
-            if let Some(id) = self.unidentified.remove(0) {
+            if let Unidentified::Id(id) = self.unidentified.remove(0) {
                 if self.pending.remove(&id).is_some() {
                     self.answered.insert(id);
                 }
             }
             return None;
+        }
+        if key != "null" {
+            let own = |sent: &Unidentified| matches!(sent, Unidentified::Id(id) if id == key);
+            if let Some(at) = self.unidentified.iter().position(own) {
+                self.unidentified.remove(at);
+                self.answered.insert(key.to_owned());
+                return None;
+            }
+            let unreadable = |sent: &Unidentified| *sent == Unidentified::Unreadable;
+            if let Some(at) = self.unidentified.iter().position(unreadable) {
+                self.unidentified.remove(at);
+                self.skips.add(Rule::Transport004, ID_UNREADABLE, 1);
+                return None;
+            }
         }
         let kind = if is_error { "an error" } else { "a success" };
         let why = if key == "null" {
@@ -236,6 +273,26 @@ impl Correlation {
     }
 }
 
+/// What the harness can tell of the id of a frame it could not parse.
+fn scan_id(text: &str) -> Unidentified {
+    match crate::tape::scan_id(text) {
+        ScannedId::Found(id) if id.is_string() || id.is_number() => {
+            Unidentified::Id(value_key(&id))
+        }
+        ScannedId::Found(_) | ScannedId::Absent => Unidentified::NoId,
+        ScannedId::Unreadable => Unidentified::Unreadable,
+    }
+}
+
+/// An id value as a map key, as [`id_key`] writes it.
+fn value_key(id: &serde_json::Value) -> String {
+    match (id.as_u64(), id.as_i64()) {
+        (Some(n), _) => n.to_string(),
+        (None, Some(n)) => n.to_string(),
+        _ => id.to_string(),
+    }
+}
+
 /// A request id as a map key: its JSON text, written into `into` (cleared first) without
 /// building a `Value` for the integer ids harnesses use.
 pub fn id_key(id: Node<'_>, mut into: String) -> String {
@@ -259,7 +316,7 @@ mod tests {
         let mut tape = Tape::default();
         match tape.parse(text) {
             Ok(message) => rpc.sent(message, at_ms),
-            Err(_) => rpc.sent_unparseable(),
+            Err(_) => rpc.sent_unparseable(text),
         }
     }
 
@@ -351,6 +408,40 @@ mod tests {
             0.0,
         );
         assert_eq!(nothing_rule(rpc.answer("null", true)), None);
+        assert_eq!(rpc.end(60_000.0, 5_000.0, false), (Vec::new(), 0));
+    }
+
+    #[test]
+    fn a_request_too_deep_to_parse_is_answered_by_its_id_without_blame() {
+        let mut rpc = Correlation::default();
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":7000000,"method":"listSessions","params":{}{}}}"#,
+            "[".repeat(4000),
+            "]".repeat(4000)
+        );
+        sent(&mut rpc, &deep, 0.0);
+        assert_eq!(nothing_rule(rpc.answer("7000000", true)), None);
+        assert!(
+            matches!(rpc.answer("7000000", true), Answered::Again(_)),
+            "answered once only"
+        );
+        // Or with a null id, as a parser with a nesting limit does.
+        sent(&mut rpc, &deep.replace("7000000", "7000001"), 0.0);
+        assert_eq!(nothing_rule(rpc.answer("null", true)), None);
+        assert_eq!(
+            nothing_rule(rpc.answer("7000001", true)),
+            Some(Rule::Transport004),
+            "the frame was answered already"
+        );
+        // A frame whose id the harness cannot read: a response with an unknown id may be
+        // its answer (skipped, not judged), once.
+        sent(&mut rpc, r#"{"jsonrpc":"2.0","i"#, 0.0);
+        assert_eq!(nothing_rule(rpc.answer("55", true)), None);
+        assert_eq!(rpc.skips().of(Rule::Transport004), vec![(ID_UNREADABLE, 1)]);
+        assert_eq!(
+            nothing_rule(rpc.answer("56", true)),
+            Some(Rule::Transport004)
+        );
         assert_eq!(rpc.end(60_000.0, 5_000.0, false), (Vec::new(), 0));
     }
 

@@ -75,7 +75,7 @@ impl StreamChecks {
         let mut tape = std::mem::take(&mut self.tape);
         match tape.parse(text) {
             Ok(message) => self.check_sent(index, at_ms, message, schemas),
-            Err(_) => self.checker.on_sent_unparseable(),
+            Err(_) => self.checker.on_sent_unparseable(text),
         }
         self.tape = tape;
     }

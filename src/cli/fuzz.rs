@@ -115,6 +115,7 @@ fn exec_config(
         },
         checkpoint_every: 10,
         exclude: Excluded::default(),
+        known: Default::default(),
     })
 }
 
@@ -296,9 +297,9 @@ fn progress_line() -> (
             }
             let now = *receiver.borrow();
             eprint!(
-                "\r\x1b[2K[{elapsed:.0} s] {} sequences, {:.0} operations/s, {} rule(s) failing",
+                "\r\x1b[2K[{elapsed:.0} s] {} sequences, {} operations/s, {} rule(s) failing",
                 now.sequences,
-                now.operations as f64 / elapsed,
+                fuzz::findings::per_second(now.operations as f64 / elapsed),
                 now.rules
             );
         }
@@ -335,22 +336,15 @@ impl Campaign<'_> {
             baseline: self.baseline,
             traces: &dir,
             shard: self.args.shard.map(|s| s.to_string()),
+            duration: self.args.duration,
         };
         if let Err(error) = report::write_all(&fuzz::report(&outcome, &input), &dir) {
             eprintln!("ahpspec: {error}");
             return ExitCode::from(2);
         }
-        let rate = outcome.operations as f64 / outcome.elapsed.as_secs_f64().max(1e-9);
         println!(
-            "{} sequences, {} operations in {:.1} s ({rate:.0} operations/s){}",
-            outcome.cases,
-            outcome.operations,
-            outcome.elapsed.as_secs_f64(),
-            if outcome.interrupted {
-                ", interrupted"
-            } else {
-                ""
-            }
+            "{}",
+            fuzz::findings::render_figures(&outcome, self.args.duration)
         );
         for found in &outcome.findings.found {
             let trace = Trace::new(found, mode, self.target, self.fault.clone());
@@ -366,6 +360,9 @@ impl Campaign<'_> {
             println!("  Reproduce with: ahpspec replay {}\n", path.display());
         }
         print!("{}", fuzz::findings::render_summary(&outcome));
+        if let Some(stopped) = &outcome.stopped {
+            println!("campaign stopped: {stopped}");
+        }
         let failed = outcome.findings.any_unbaselined();
         if !failed {
             let besides = if outcome.findings.baselined.is_empty() {
@@ -376,8 +373,14 @@ impl Campaign<'_> {
             println!("no failure found{besides} (seed {})", outcome.seed);
         }
         println!("reports: {}", dir.display());
+        let harness_stopped = outcome
+            .stopped
+            .as_ref()
+            .is_some_and(|s| s.is_harness_error());
         if failed || outcome.interrupted {
             ExitCode::from(1)
+        } else if harness_stopped {
+            ExitCode::from(2)
         } else {
             ExitCode::SUCCESS
         }

@@ -55,6 +55,29 @@ impl Excluded {
     }
 }
 
+/// The rules a campaign has seen failing (found or baselined), shared with its executions:
+/// a wait whose only possible outcome is a failure of one of these (or of an excluded rule)
+/// ends at the host's next answer instead of the timeout — the fuzzer does not wait again
+/// for what it knows will not come. Empty outside a campaign (a replay waits in full).
+#[derive(Debug, Clone, Default)]
+pub struct Known(std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>);
+
+impl Known {
+    fn rules(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<String>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn insert(&self, rule: &str) {
+        self.rules().insert(rule.to_owned());
+    }
+
+    pub fn contains(&self, rule: &str) -> bool {
+        self.rules().contains(rule)
+    }
+}
+
 /// What one failing generated sequence is to the campaign.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Seen {
@@ -154,6 +177,50 @@ pub fn render_summary<T>(outcome: &FuzzOutcome<T>) -> String {
     out
 }
 
+/// What the campaign did, in figures: the sequences and their rate, shrinking, and the
+/// whole against the duration that bounds it.
+pub fn render_figures<T>(outcome: &FuzzOutcome<T>, duration: std::time::Duration) -> String {
+    let running = outcome.elapsed.saturating_sub(outcome.shrinking);
+    let mut out = format!(
+        "{} sequence{}, {} operations in {:.1} s ({} operations/s)",
+        outcome.cases,
+        plural(outcome.cases),
+        outcome.operations,
+        running.as_secs_f64(),
+        per_second(outcome.rate()),
+    );
+    if outcome.shrink_runs > 0 {
+        out.push_str(&format!(
+            "; shrinking: {} sequence{}, {} operations in {:.1} s",
+            outcome.shrink_runs,
+            plural(outcome.shrink_runs),
+            outcome.shrink_operations,
+            outcome.shrinking.as_secs_f64()
+        ));
+    }
+    out.push_str(&format!(
+        "; {:.1} s in all (duration {:.0} s)",
+        outcome.elapsed.as_secs_f64(),
+        duration.as_secs_f64()
+    ));
+    if outcome.cut_off {
+        out.push_str("; the sequence running at the end of the duration was cut off (not counted)");
+    }
+    if outcome.interrupted {
+        out.push_str(", interrupted");
+    }
+    out
+}
+
+/// A rate for people: three significant figures (412, 5.25, 0.0913), never a 0 that is not.
+pub fn per_second(rate: f64) -> String {
+    if !rate.is_finite() || rate <= 0.0 {
+        return "0".into();
+    }
+    let decimals = (2.0 - rate.log10().floor()).clamp(0.0, 9.0) as usize;
+    format!("{rate:.decimals$}")
+}
+
 fn plural(n: u64) -> &'static str {
     if n == 1 {
         ""
@@ -193,6 +260,8 @@ pub struct ReportInput<'a> {
     pub traces: &'a Path,
     /// The campaign's shard (`2/4`), when sharded.
     pub shard: Option<String>,
+    /// The duration that bounded the campaign.
+    pub duration: std::time::Duration,
 }
 
 /// The campaign as a report (JSON, JUnit, HTML, Markdown like `run`): one row per rule
@@ -200,7 +269,7 @@ pub struct ReportInput<'a> {
 /// row for the campaign when no sequence failed.
 pub fn report<T>(outcome: &FuzzOutcome<T>, input: &ReportInput<'_>) -> RunReport {
     let mode = input.mode;
-    let does = does_line(outcome, mode);
+    let does = does_line(outcome, mode, input.duration);
     let row = |id: &str, requirement: String| CaseInfo {
         id: id.to_owned(),
         level: Level::Must,
@@ -243,16 +312,26 @@ pub fn report<T>(outcome: &FuzzOutcome<T>, input: &ReportInput<'_>) -> RunReport
         });
     }
     if cases.is_empty() {
+        let (verdict, summary) = match &outcome.stopped {
+            Some(stopped) if stopped.is_harness_error() => {
+                (Verdict::HarnessError, format!("no failure, but {stopped}"))
+            }
+            Some(stopped) => (Verdict::NotTestable, stopped.to_string()),
+            None => (
+                Verdict::Pass,
+                format!(
+                    "{} sequences, {} operations, no failure",
+                    outcome.cases, outcome.operations
+                ),
+            ),
+        };
         cases.push(CaseResult {
             info: row(
                 &format!("FUZZ/{mode}"),
                 "No generated sequence breaks a rule the runner checks.".into(),
             ),
-            verdict: Verdict::Pass,
-            summary: format!(
-                "{} sequences, {} operations, no failure",
-                outcome.cases, outcome.operations
-            ),
+            verdict,
+            summary,
             findings: Vec::new(),
             blocked_by: None,
             protocol_version: None,
@@ -266,10 +345,10 @@ pub fn report<T>(outcome: &FuzzOutcome<T>, input: &ReportInput<'_>) -> RunReport
 }
 
 /// What every row of a campaign says the fuzzer did.
-fn does_line<T>(outcome: &FuzzOutcome<T>, mode: &str) -> String {
+fn does_line<T>(outcome: &FuzzOutcome<T>, mode: &str, duration: std::time::Duration) -> String {
     let mut does = format!(
-        "Seeded random {mode} sequences with every check after every step: {} sequences, {} operations",
-        outcome.cases, outcome.operations
+        "Seeded random {mode} sequences with every check after every step: {}",
+        render_figures(outcome, duration)
     );
     if !outcome.left_out.is_empty() {
         does.push_str(&format!(
@@ -278,6 +357,14 @@ fn does_line<T>(outcome: &FuzzOutcome<T>, mode: &str) -> String {
         ));
     }
     does.push('.');
+    if !outcome.findings.failing.is_empty() {
+        does.push_str(
+            " Once a rule was seen failing, a wait that could only show it failing again ended at the host's answer to a ping sent after it.",
+        );
+    }
+    if let Some(stopped) = &outcome.stopped {
+        does.push_str(&format!(" The campaign stopped early: {stopped}."));
+    }
     does
 }
 
@@ -289,12 +376,11 @@ fn found_row<T>(found: &Found<T>, n: u64, input: &ReportInput<'_>, info: CaseInf
         info,
         verdict: Verdict::Fail,
         summary: format!(
-            "{rule}: expected {}; got {} ({n} failing sequence{}; the first shrunk from {} to {} operations)",
+            "{rule}: expected {}; got {} ({n} failing sequence{}; the first {})",
             found.failure.expected,
             found.failure.actual,
             plural(n),
-            found.original_len,
-            found.ops.len()
+            found.shrinking()
         ),
         findings: vec![finding(&found.failure, context(&found.execution))],
         blocked_by: None,
@@ -365,6 +451,14 @@ mod tests {
             !findings.any_unbaselined(),
             "nothing is found until it is shrunk"
         );
+    }
+
+    #[test]
+    fn rates_keep_three_significant_figures_and_never_round_to_zero() {
+        assert_eq!(per_second(412.3), "412");
+        assert_eq!(per_second(5.254), "5.25");
+        assert_eq!(per_second(7.0 / 77.0), "0.0909");
+        assert_eq!(per_second(0.0), "0");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::{search, FuzzOptions, FuzzOutcome};
 use crate::client::ROOT;
 
 mod run;
-pub use run::execute_frames;
+pub use run::{execute_frames, execute_frames_until};
 
 /// One malformed frame, described by what was done to which valid frame.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,6 +51,27 @@ pub enum Mutation {
     Shaped { entropy: Vec<u8> },
 }
 
+impl Mutation {
+    /// The rule a host breaks that stops answering on the connection after this frame (no
+    /// answer to the ping that follows it, no close): what the frame is decides which.
+    fn answering_rule(&self) -> &'static str {
+        match self {
+            // Not JSON at all.
+            Mutation::Truncated { .. } | Mutation::Binary { .. } => "TRANSPORT-006",
+            // Oversized strings, deep nesting, hostile member values.
+            Mutation::HugeString { .. } | Mutation::Deep { .. } | Mutation::Shaped { .. } => {
+                "FUZZ-003"
+            }
+            Mutation::ParamsNotObject { .. } | Mutation::WrongMemberType => "TRANSPORT-009",
+            Mutation::UnknownMethod { .. } => "TRANSPORT-008",
+            Mutation::NoJsonrpc | Mutation::Batch | Mutation::NoMethod => "TRANSPORT-007",
+            Mutation::GarbageAction { .. } => "DISPATCH-007",
+            // Odd ids, a notification about nothing.
+            Mutation::OddId { .. } | Mutation::StrayUnsubscribe => "FUZZ-004",
+        }
+    }
+}
+
 fn base_request(base: u8, id: u64) -> Value {
     match base % 3 {
         0 => json!({ "jsonrpc": "2.0", "id": id, "method": "ping", "params": { "channel": ROOT } }),
@@ -75,6 +96,35 @@ enum Answer {
     },
     /// Anything (or nothing) but the connection keeps serving.
     Survive,
+}
+
+impl Answer {
+    /// Whether `message` is the answer awaited: a response with the frame's id, or an error
+    /// with `id: null` where JSON-RPC allows one (the frame's id could not be detected: a
+    /// parse error or an invalid request).
+    fn is_answer(&self, message: &Value) -> bool {
+        let Answer::Error { id, codes, .. } = self else {
+            return false;
+        };
+        let response = message.get("method").is_none()
+            && (message.get("result").is_some() || message.get("error").is_some());
+        let null_ok = id.is_null() || codes.iter().any(|c| [-32700, -32600].contains(c));
+        response
+            && match message.get("id") {
+                Some(Value::Null) => null_ok && message.get("error").is_some(),
+                Some(got) => got == id,
+                None => false,
+            }
+    }
+
+    /// Whether `response` is an error with one of the codes a correct host gives.
+    fn accepts(&self, response: &Value) -> bool {
+        let Answer::Error { codes, .. } = self else {
+            return true;
+        };
+        let code = response["error"]["code"].as_i64();
+        code.is_some_and(|c| codes.is_empty() || codes.contains(&c))
+    }
 }
 
 // Kept whole (over the ~80-line aim): one match arm per mutation kind, each with the answer a correct host gives.
@@ -249,8 +299,8 @@ pub async fn fuzz_frames(
     options: &FuzzOptions,
     interrupt: watch::Receiver<bool>,
 ) -> Result<FuzzOutcome<Mutation>, ExecError> {
-    let run = async |mutations: Vec<Mutation>| {
-        execute_frames(&mutations, &options.target, &options.exec).await
+    let run = async |mutations: Vec<Mutation>, deadline| {
+        execute_frames_until(&mutations, &options.target, &options.exec, Some(deadline)).await
     };
     search(
         options,

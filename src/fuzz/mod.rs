@@ -4,6 +4,7 @@
 //! check of the runner after every step, campaigns that collect distinct findings by rule
 //! ([`findings`]: each rule's first failing sequence shrunk once), and replayable traces.
 
+mod campaign;
 pub mod exec;
 pub mod findings;
 pub mod frames;
@@ -12,14 +13,14 @@ pub mod ops;
 pub mod shaped;
 pub mod trace;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use proptest::strategy::{Strategy, ValueTree};
-use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use proptest::test_runner::{RngAlgorithm, TestRng};
 use tokio::sync::watch;
 
-pub use exec::{execute, ExecConfig, ExecError, Execution, Failure, Target};
-pub use findings::{report, Excluded, Findings, ReportInput, Seen};
+pub use campaign::{search, Stopped};
+pub use exec::{execute, execute_until, ExecConfig, ExecError, Execution, Failure, Target};
+pub use findings::{report, Excluded, Findings, Known, ReportInput, Seen};
 pub use ops::{Op, Repertoire};
 
 use crate::engine::baseline::Baseline;
@@ -32,8 +33,11 @@ pub struct FuzzOptions {
     pub seed: u64,
     /// Stop after this many sequences (`None`: only the duration limits).
     pub cases: Option<u64>,
+    /// How long the whole campaign may take, shrinking included: a sequence still running
+    /// at the end is cut off (and not counted), and shrinking stops there.
     pub duration: Duration,
-    /// Cap on shrinking; the smallest failing sequence found by then is reported.
+    /// Cap on shrinking each rule's first failure (within the duration); the smallest
+    /// failing sequence found by then is reported.
     pub shrink_time: Duration,
     /// Longest generated sequence.
     pub max_len: usize,
@@ -66,6 +70,9 @@ pub struct Found<T> {
     pub shrink_steps: usize,
     /// Whether shrinking ran out of time before it was done.
     pub shrink_capped: bool,
+    /// Why the sequence was not shrunk (further) when time was not the reason: found at
+    /// set-up (no operation involved), or the target gone (nothing can be re-run).
+    pub not_shrunk: Option<String>,
     /// How long shrinking took.
     pub shrink_elapsed: Duration,
     pub ops: Vec<T>,
@@ -73,20 +80,64 @@ pub struct Found<T> {
     pub failure: Failure,
 }
 
+impl<T> Found<T> {
+    /// How the sequence came to its length: shrunk (in how many steps), or why not.
+    pub fn shrinking(&self) -> String {
+        match &self.not_shrunk {
+            Some(why) => format!(
+                "{} of {} operations ran; not shrunk: {why}",
+                self.ops.len(),
+                self.original_len
+            ),
+            None => format!(
+                "shrunk from {} to {} operations in {} steps{}",
+                self.original_len,
+                self.ops.len(),
+                self.shrink_steps,
+                if self.shrink_capped {
+                    ", shrinking capped"
+                } else {
+                    ""
+                }
+            ),
+        }
+    }
+}
+
 /// What a fuzz run did.
 #[derive(Debug, Clone)]
 pub struct FuzzOutcome<T> {
     pub seed: u64,
-    /// Generated sequences run (shrinking runs are not counted).
+    /// Generated sequences run to their end (shrinking runs are not counted, nor a
+    /// sequence cut off at the deadline).
     pub cases: u64,
-    /// Client operations that reached the server (dispatches and protocol probes).
+    /// Client operations of those sequences that reached the server (dispatches, protocol
+    /// probes, frames).
     pub operations: usize,
+    /// The whole campaign, shrinking included.
     pub elapsed: Duration,
+    /// The part of `elapsed` spent shrinking, the sequences it ran, and their operations.
+    pub shrinking: Duration,
+    pub shrink_runs: u64,
+    pub shrink_operations: usize,
     /// Distinct failures by rule.
     pub findings: Findings<T>,
     /// Operation kinds never generated because the target profile lacks their behaviours.
     pub left_out: Vec<String>,
     pub interrupted: bool,
+    /// Why the campaign ended before its budget was spent, when something other than an
+    /// interrupt or `stop_after` ended it.
+    pub stopped: Option<Stopped>,
+    /// Whether a sequence was still running at the deadline (cut off, not counted).
+    pub cut_off: bool,
+}
+
+impl<T> FuzzOutcome<T> {
+    /// Operations per second over the sequences' own time (shrinking excluded).
+    pub fn rate(&self) -> f64 {
+        let running = self.elapsed.saturating_sub(self.shrinking);
+        self.operations as f64 / running.as_secs_f64().max(1e-9)
+    }
 }
 
 /// The campaign seed of shard `shard` of a campaign seeded `seed`: distinct per shard, and
@@ -123,124 +174,14 @@ pub async fn fuzz(
     options: &FuzzOptions,
     interrupt: watch::Receiver<bool>,
 ) -> Result<FuzzOutcome<Op>, ExecError> {
-    let run = async |ops: Vec<Op>| execute(&ops, &options.target, &options.exec).await;
+    let run = async |ops: Vec<Op>, deadline| {
+        execute_until(&ops, &options.target, &options.exec, Some(deadline)).await
+    };
     let repertoire = Repertoire::of(&options.exec.profile);
     let strategy = ops::sequence(options.max_len, &repertoire);
     let mut outcome = search(options, strategy, run, interrupt).await?;
     outcome.left_out = repertoire.left_out();
     Ok(outcome)
-}
-
-/// Runs generated sequences until the budget is spent (or `stop_after` distinct rules are
-/// found). The first failure of each rule is shrunk (proptest's walk: simplify while the
-/// failure persists, complicate when a candidate passes, stop when neither moves or the
-/// shrink cap is reached); later failures of a found rule, and failures of baselined rules,
-/// are only counted.
-pub async fn search<T: Clone + std::fmt::Debug>(
-    options: &FuzzOptions,
-    strategy: impl Strategy<Value = Vec<T>>,
-    run: impl AsyncFn(Vec<T>) -> Result<Execution, ExecError>,
-    interrupt: watch::Receiver<bool>,
-) -> Result<FuzzOutcome<T>, ExecError> {
-    let started = Instant::now();
-    let mut runner = TestRunner::new_with_rng(Config::default(), rng(options.seed));
-    let mut outcome = FuzzOutcome {
-        seed: options.seed,
-        cases: 0,
-        operations: 0,
-        elapsed: Duration::ZERO,
-        findings: Findings::default(),
-        left_out: Vec::new(),
-        interrupted: false,
-    };
-    loop {
-        if let Some(progress) = &options.progress {
-            progress.send_replace(FuzzProgress {
-                sequences: outcome.cases,
-                operations: outcome.operations,
-                rules: outcome.findings.failing.len(),
-            });
-        }
-        if *interrupt.borrow() {
-            outcome.interrupted = true;
-            break;
-        }
-        if options.cases.is_some_and(|n| outcome.cases >= n)
-            || started.elapsed() >= options.duration
-        {
-            break;
-        }
-        let Ok(mut tree) = strategy.new_tree(&mut runner) else {
-            break;
-        };
-        let ops = tree.current();
-        let execution = run(ops.clone()).await?;
-        outcome.cases += 1;
-        outcome.operations += execution.operations;
-        let Some(failure) = execution.failure.clone() else {
-            continue;
-        };
-        if outcome.findings.see(&failure, &options.baseline) != Seen::First {
-            continue;
-        }
-        let found = Found {
-            seed: options.seed,
-            case: outcome.cases - 1,
-            original_len: ops.len(),
-            shrink_steps: 0,
-            shrink_capped: false,
-            shrink_elapsed: Duration::ZERO,
-            ops,
-            execution,
-            failure,
-        };
-        let found = shrink(options, &mut tree, found, &run, &interrupt).await?;
-        outcome.findings.found.push(found);
-        if options
-            .stop_after
-            .is_some_and(|n| outcome.findings.found.len() >= n)
-        {
-            break;
-        }
-    }
-    outcome.elapsed = started.elapsed();
-    Ok(outcome)
-}
-
-/// Shrinks `found` (the current value of `tree`) while the same rule keeps failing, for at
-/// most the shrink cap.
-async fn shrink<T: Clone, V: ValueTree<Value = Vec<T>>>(
-    options: &FuzzOptions,
-    tree: &mut V,
-    mut found: Found<T>,
-    run: &impl AsyncFn(Vec<T>) -> Result<Execution, ExecError>,
-    interrupt: &watch::Receiver<bool>,
-) -> Result<Found<T>, ExecError> {
-    let started = Instant::now();
-    let deadline = started + options.shrink_time;
-    'shrinking: while tree.simplify() {
-        loop {
-            if Instant::now() >= deadline || *interrupt.borrow() {
-                found.shrink_capped = true;
-                break 'shrinking;
-            }
-            let candidate = tree.current();
-            let attempt = run(candidate.clone()).await?;
-            found.shrink_steps += 1;
-            match &attempt.failure {
-                Some(failure) if same(failure, &found.failure) => {
-                    found.failure = failure.clone();
-                    found.ops = candidate;
-                    found.execution = attempt;
-                    break;
-                }
-                _ if !tree.complicate() => break 'shrinking,
-                _ => {}
-            }
-        }
-    }
-    found.shrink_elapsed = started.elapsed();
-    Ok(found)
 }
 
 /// Re-runs a model-mode sequence once; returns the failure when it is the same bug.
@@ -275,16 +216,17 @@ pub async fn replay_trace(
 
 /// The failure as a person reads it: rule → expected → actual → shrunk sequence.
 pub fn render_found<T: serde::Serialize>(found: &Found<T>) -> String {
+    let at = match found.failure.op_index {
+        Some(index) => format!("after operation {}", index + 1),
+        None if found.execution.at_setup => "at set-up".into(),
+        None => "at the end".into(),
+    };
+    let shrunk = found.shrinking();
     let mut out = format!(
-        "FOUND {} after operation {} (seed {}, sequence {}; shrunk from {} to {} operations in {} steps{})\n  Expected: {}\n    Actual: {}\n  Sequence:\n",
+        "FOUND {} {at} (seed {}, sequence {}; {shrunk})\n  Expected: {}\n    Actual: {}\n  Sequence:\n",
         found.failure.rule,
-        found.failure.op_index.map_or("-".into(), |i| (i + 1).to_string()),
         found.seed,
         found.case,
-        found.original_len,
-        found.ops.len(),
-        found.shrink_steps,
-        if found.shrink_capped { ", shrinking capped" } else { "" },
         found.failure.expected,
         found.failure.actual,
     );

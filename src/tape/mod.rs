@@ -17,10 +17,12 @@ mod decode;
 mod json;
 mod node;
 mod parse;
+mod scan;
 
 pub use json::*;
 pub use node::*;
 use parse::*;
+pub use scan::{scan_id, ScannedId};
 
 use std::borrow::Cow;
 

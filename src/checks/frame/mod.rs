@@ -120,9 +120,10 @@ impl FrameChecker {
         }
     }
 
-    /// Records a frame the harness sent that is not JSON (deliberately malformed input).
-    pub fn on_sent_unparseable(&mut self) {
-        self.rpc.sent_unparseable();
+    /// Records a frame the harness sent that it cannot parse (deliberately malformed
+    /// input, or nested deeper than its parser goes).
+    pub fn on_sent_unparseable(&mut self, text: &str) {
+        self.rpc.sent_unparseable(text);
     }
 
     /// The connection ended at `at_ms` (closed by the host when `by_host`): what never
@@ -504,7 +505,7 @@ mod tests {
         let mut tape = Tape::default();
         match tape.parse(text) {
             Ok(message) => checker.on_sent(message, at_ms),
-            Err(_) => checker.on_sent_unparseable(),
+            Err(_) => checker.on_sent_unparseable(text),
         }
     }
 

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::{Failure, Performed, Run};
+use super::{ping_if, Failure, Performed, Run};
 use crate::client::{reconnect_params, Conn, ROOT};
 use crate::fuzz::model::{judge, plan, Channel, Expect};
 use crate::fuzz::ops::Op;
@@ -111,7 +111,15 @@ impl Run<'_> {
         };
         let schemas = self.cfg.schemas.clone();
         let wait = self.cfg.timeout;
+        // Once a missing echo is known to fail (or is not judged), the host's answer to a
+        // ping sent after the dispatch ends the wait: what it did with the dispatch came
+        // before it.
+        let planned_rule = echo_rule(performed.planned.expect);
         let conn = &mut self.conns[client];
+        let ping = match ping {
+            None => ping_if(&mut conn.link, self.cfg.settled(planned_rule)).await,
+            ping => ping,
+        };
         let client_id = conn.checks.client_id.clone();
         let echo = conn
             .link
@@ -156,20 +164,27 @@ impl Run<'_> {
             | (Expect::Reject, Some(true))
             | (Expect::Either, Some(_))
             | (Expect::RejectOrIgnore, Some(true) | None) => None,
-            (Expect::Accept, Some(true)) => {
-                Some(("accepted".to_owned(), format!("{kind} rejected")))
-            }
+            (Expect::Accept, Some(true)) => Some((rule, "accepted", format!("{kind} rejected"))),
             (Expect::Reject | Expect::RejectOrIgnore, Some(false)) => {
-                Some(("rejected".to_owned(), format!("{kind} accepted")))
+                Some((rule, "rejected", format!("{kind} accepted")))
             }
+            // No echo at all: neither accepted nor rejected, which the echo rules judge,
+            // not the rule of what the dispatch would have shown.
             (_, None) => Some((
-                format!("an echo of {kind}"),
-                format!("nothing within {} ms", wait.as_millis()),
+                echo_rule(expect),
+                "echoed to its dispatcher",
+                match (&echo, ping) {
+                    (Err(crate::transport::TransportError::Closed), _) => {
+                        "the connection closed first".to_owned()
+                    }
+                    (_, Some(_)) => "no echo before the answer to a ping sent after it".into(),
+                    _ => format!("no echo within {} ms", wait.as_millis()),
+                },
             )),
         };
         failure
-            .filter(|_| self.cfg.exclude.judges(rule))
-            .map(|(expected, actual)| Failure {
+            .filter(|(rule, _, _)| self.cfg.exclude.judges(rule))
+            .map(|(rule, expected, actual)| Failure {
                 rule: rule.to_owned(),
                 expected: format!("{kind} {expected}"),
                 actual,
@@ -280,5 +295,14 @@ impl Run<'_> {
             )
             .await;
         None
+    }
+}
+
+/// The rule a dispatch without any echo breaks: an accepted one must be echoed to its
+/// dispatcher (DISPATCH-001), a rejected one too, with its reason (DISPATCH-003).
+fn echo_rule(expect: Expect) -> &'static str {
+    match expect {
+        Expect::Reject => "DISPATCH-003",
+        _ => "DISPATCH-001",
     }
 }

@@ -36,6 +36,16 @@ pub struct ExecConfig {
     pub checkpoint_every: usize,
     /// Rules not judged (`--exclude`).
     pub exclude: super::Excluded,
+    /// Rules the campaign has seen failing (see [`super::Known`]).
+    pub known: super::Known,
+}
+
+impl ExecConfig {
+    /// Whether a failure of `rule` can tell the campaign nothing new (the rule is known to
+    /// fail, or not judged): a wait that can only end in one ends at the host's next answer.
+    pub fn settled(&self, rule: &str) -> bool {
+        !self.exclude.judges(rule) || self.known.contains(rule)
+    }
 }
 
 /// A rule the server broke, at the operation that revealed it.
@@ -62,6 +72,11 @@ pub struct Performed {
 #[derive(Debug, Clone, Default)]
 pub struct Execution {
     pub failure: Option<Failure>,
+    /// Whether the failure came in the set-up, before any operation (it does not depend on
+    /// the sequence).
+    pub at_setup: bool,
+    /// Whether the campaign's deadline cut the sequence off (no verdict).
+    pub cut_off: bool,
     /// Client operations that reached the server: dispatches (operations that did not
     /// apply in the observed state are not counted) and protocol probes.
     pub operations: usize,
@@ -74,17 +89,87 @@ pub struct Execution {
 pub enum ExecError {
     #[error("cannot start the built-in host: {0}")]
     Host(std::io::Error),
+    /// The sequence's first connection was refused (or timed out): no server to fuzz.
+    #[error("{0}")]
+    Unreachable(String),
     #[error("{0}")]
     Setup(String),
 }
 
-impl ExecError {
-    /// A failed `initialize` of a sequence's client: the sequence cannot start.
-    pub(super) fn initialize(error: HandshakeError) -> ExecError {
-        match error {
-            HandshakeError::Refused(init) => ExecError::Setup(format!("initialize failed: {init}")),
-            HandshakeError::Transport(e) => ExecError::Setup(format!("initialize: {e}")),
+/// Why an execution ended before its sequence did, inside the executor.
+#[derive(Debug)]
+pub(crate) enum Halt {
+    /// The host broke a rule where the sequence could not go on past it (a refused
+    /// `initialize`, a server gone): the sequence's failure.
+    Finding(Failure),
+    Error(ExecError),
+}
+
+impl From<ExecError> for Halt {
+    fn from(error: ExecError) -> Halt {
+        Halt::Error(error)
+    }
+}
+
+impl Halt {
+    /// A connection's `initialize` without a result: INIT-001's failure (at `op_index`).
+    pub(crate) fn initialize(error: HandshakeError, op_index: Option<usize>) -> Halt {
+        let actual = match error {
+            HandshakeError::Refused(answer) => crate::checks::frame::clip(&answer.to_string()),
+            HandshakeError::Transport(error) => error.to_string(),
+        };
+        Halt::Finding(Failure {
+            rule: "INIT-001".into(),
+            expected: "a result to initialize (protocolVersion, serverSeq, snapshots)".into(),
+            actual,
+            op_index,
+        })
+    }
+
+    /// Puts what ended the execution into it: a finding becomes its failure (at set-up
+    /// unless an operation had started); an error of the harness is returned.
+    pub(crate) fn settle(
+        outcome: Result<(), Halt>,
+        execution: &mut Execution,
+        exclude: &super::Excluded,
+    ) -> Result<(), ExecError> {
+        match outcome {
+            Ok(()) => Ok(()),
+            Err(Halt::Finding(failure)) => {
+                execution.at_setup = failure.op_index.is_none();
+                execution.failure = exclude.judged(Some(failure));
+                Ok(())
+            }
+            Err(Halt::Error(error)) => Err(error),
         }
+    }
+}
+
+/// What a failed connect is: for the sequence's first connection, no server to fuzz; for a
+/// later one, a server that stopped taking connections during the set-up (FUZZ-001).
+pub(crate) fn refused(first: bool, error: crate::transport::TransportError) -> Halt {
+    if first {
+        return ExecError::Unreachable(error.to_string()).into();
+    }
+    Halt::Finding(Failure {
+        rule: "FUZZ-001".into(),
+        expected: "the server keeps accepting connections during the set-up".into(),
+        actual: format!("a new connection: {error}"),
+        op_index: None,
+    })
+}
+
+/// A transport error in a set-up `step`: a connection the host ended is what was seen
+/// (FUZZ-001, at set-up); anything else leaves the harness unable to go on.
+pub(crate) fn in_setup(step: &str, error: crate::transport::TransportError) -> Halt {
+    match error {
+        crate::transport::TransportError::Closed => Halt::Finding(Failure {
+            rule: "FUZZ-001".into(),
+            expected: format!("the host keeps serving the connection through {step}"),
+            actual: "the connection ended".into(),
+            op_index: None,
+        }),
+        other => ExecError::Setup(format!("{step}: {other}")).into(),
     }
 }
 
@@ -107,11 +192,49 @@ struct Run<'a> {
     exec: Execution,
 }
 
+/// Runs an execution's body until `deadline`: its outcome, and whether the deadline cut it
+/// off first (then it ended without a verdict).
+pub(crate) async fn until(
+    deadline: Option<Instant>,
+    body: impl std::future::Future<Output = Result<(), Halt>>,
+) -> (Result<(), Halt>, bool) {
+    let Some(deadline) = deadline else {
+        return (body.await, false);
+    };
+    let deadline = tokio::time::Instant::from_std(deadline);
+    match tokio::time::timeout_at(deadline, body).await {
+        Ok(outcome) => (outcome, false),
+        Err(_) => (Ok(()), true),
+    }
+}
+
+/// A ping sent now when `settled` (its id): the host answers it after whatever it did
+/// before, so its answer ends a wait for what a settled rule says will not come (see
+/// [`ExecConfig::settled`]). `None` when not settled, or the ping could not be sent.
+pub(crate) async fn ping_if(link: &mut Connection, settled: bool) -> Option<u64> {
+    if !settled {
+        return None;
+    }
+    link.send_request("ping", json!({ "channel": ROOT }))
+        .await
+        .ok()
+}
+
 /// Runs `ops` once.
 pub async fn execute(
     ops: &[Op],
     target: &Target,
     cfg: &ExecConfig,
+) -> Result<Execution, ExecError> {
+    execute_until(ops, target, cfg, None).await
+}
+
+/// Runs `ops` once, cut off at `deadline` (the execution then says so and has no verdict).
+pub async fn execute_until(
+    ops: &[Op],
+    target: &Target,
+    cfg: &ExecConfig,
+    deadline: Option<Instant>,
 ) -> Result<Execution, ExecError> {
     let (url, builtin) = target.start().await.map_err(ExecError::Host)?;
     let token = crate::client::unique_token("fz");
@@ -129,7 +252,8 @@ pub async fn execute(
         pending: Vec::new(),
         exec: Execution::default(),
     };
-    let outcome = run.go(ops).await;
+    let (outcome, cut_off) = until(deadline, run.go(ops)).await;
+    run.exec.cut_off = cut_off;
     for conn in &mut run.conns {
         conn.link.close().await;
     }
@@ -141,12 +265,15 @@ pub async fn execute(
     if let Some(host) = builtin {
         host.shutdown().await;
     }
-    outcome?;
+    Halt::settle(outcome, &mut run.exec, &cfg.exclude)?;
+    if run.exec.cut_off {
+        run.exec.failure = None;
+    }
     Ok(run.exec)
 }
 
 impl Run<'_> {
-    async fn go(&mut self, ops: &[Op]) -> Result<(), ExecError> {
+    async fn go(&mut self, ops: &[Op]) -> Result<(), Halt> {
         self.setup().await?;
         // Violations of excluded rules are dropped where they are found (the always-on
         // checks, echoes, checkpoints) and the sequence goes on; any other failure ends it,
@@ -155,11 +282,13 @@ impl Run<'_> {
         let exclude = &cfg.exclude;
         for (index, op) in ops.iter().enumerate() {
             if let Some(failure) = self.step(index, op).await {
+                let failure = self.lost_during(Some(index), failure).await;
                 self.exec.failure = exclude.judged(Some(failure));
                 return Ok(());
             }
             if (index + 1) % self.cfg.checkpoint_every.max(1) == 0 {
                 if let Some(failure) = self.checkpoint(Some(index)).await {
+                    let failure = self.lost_during(Some(index), failure).await;
                     self.exec.failure = exclude.judged(Some(failure));
                     return Ok(());
                 }
@@ -169,8 +298,50 @@ impl Run<'_> {
         if failure.is_none() {
             failure = self.alive().await;
         }
+        if let Some(found) = failure {
+            failure = Some(self.lost_during(None, found).await);
+        }
         self.exec.failure = exclude.judged(failure);
         Ok(())
+    }
+
+    /// A step's failure when the host ended a client's connection: the end is what was seen,
+    /// not the answer it cut off — FUZZ-001, saying whether the server still takes
+    /// connections (a crash when it does not).
+    async fn lost_during(&mut self, index: Option<usize>, failure: Failure) -> Failure {
+        let ended = |conn: &&Conn| {
+            let last = conn.link.transcript().frames.last();
+            conn.link.is_closed()
+                && last.is_some_and(|f| {
+                    f.direction == crate::transport::Direction::Received
+                        && (f.text.starts_with("<close") || f.text == "<connection lost>")
+                })
+        };
+        let Some(lost) = self.conns.iter().find(ended) else {
+            return failure;
+        };
+        let end = lost
+            .link
+            .transcript()
+            .frames
+            .last()
+            .map_or(String::new(), |f| f.text.clone());
+        let name = lost.name.clone();
+        let actual = match Connection::connect(&self.url, self.cfg.timeout).await {
+            Ok(mut link) => {
+                link.close().await;
+                format!("{name}'s connection ended during the operation ({end})")
+            }
+            Err(error) => format!(
+                "{name}'s connection ended during the operation ({end}) and the server no longer accepts connections: {error}"
+            ),
+        };
+        Failure {
+            rule: "FUZZ-001".into(),
+            expected: "the host keeps serving its clients".into(),
+            actual,
+            op_index: index,
+        }
     }
 
     /// Brings every client up to date: a ping round trip on each flushes whatever the host
@@ -308,18 +479,20 @@ impl Run<'_> {
         }
     }
 
-    /// Every client still gets an answer to ping (the server did not die or hang).
+    /// Every client still gets an answer to ping (the server did not die or hang). Any
+    /// answer will do: a host that refuses ping (TRANSPORT-010's matter, judged by its
+    /// probe) still answers.
     async fn alive(&mut self) -> Option<Failure> {
         for conn in &mut self.conns {
             let pong = conn
                 .link
                 .request("ping", json!({ "channel": ROOT }), self.cfg.timeout)
                 .await;
-            if !matches!(&pong, Ok(response) if response.get("result").is_some()) {
+            if let Err(error) = pong {
                 return Some(Failure {
                     rule: "FUZZ-001".into(),
                     expected: format!("ping answered on {}", conn.name),
-                    actual: format!("{pong:?}"),
+                    actual: error.to_string(),
                     op_index: None,
                 });
             }

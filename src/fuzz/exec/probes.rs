@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::{Failure, Run};
+use super::{ping_if, Failure, Run};
 use crate::checks::frame::clip;
 use crate::client::{immediate_subscribe_params, initialize_params, subscribe_params, ROOT};
 use crate::fuzz::ops::Probe;
@@ -141,14 +141,14 @@ impl Run<'_> {
                 shown(&created),
             );
         }
-        if !self
-            .root_hears("root/sessionAdded", "/summary/resource", &uri)
-            .await
-        {
+        let added = self
+            .root_hears("ROOT-005", "root/sessionAdded", "/summary/resource", &uri)
+            .await;
+        if let Err(none) = added {
             return finding(
                 "ROOT-005",
                 "root/sessionAdded for the new session on the root subscriber",
-                format!("none within {} ms", timeout.as_millis()),
+                none,
             );
         }
         let disposed = self.conns[client]
@@ -162,30 +162,60 @@ impl Run<'_> {
                 shown(&disposed),
             );
         }
-        if self
-            .root_hears("root/sessionRemoved", "/session", &uri)
-            .await
-        {
-            return None;
-        }
+        let removed = self
+            .root_hears("ROOT-006", "root/sessionRemoved", "/session", &uri)
+            .await;
+        let none = removed.err()?;
         finding(
             "ROOT-006",
             "root/sessionRemoved for the disposed session on the root subscriber",
-            format!("none within {} ms", timeout.as_millis()),
+            none,
         )
     }
 
     /// Whether the first client (subscribed to the root channel at initialize) gets the
-    /// root notification `method` whose params at `pointer` name `uri`.
-    async fn root_hears(&mut self, method: &str, pointer: &str, uri: &str) -> bool {
-        self.conns[0]
-            .link
-            .wait_for(self.cfg.timeout, |item| {
-                matches!(item, Incoming::Message(m) if m["method"] == method
-                    && m["params"].pointer(pointer).is_some_and(|v| v == uri))
+    /// root notification `method` whose params at `pointer` name `uri`; if not, what was
+    /// seen instead.
+    async fn root_hears(
+        &mut self,
+        rule: &str,
+        method: &str,
+        pointer: &str,
+        uri: &str,
+    ) -> Result<(), String> {
+        self.wait_or_ping(0, rule, |m| {
+            m["method"] == method && m["params"].pointer(pointer).is_some_and(|v| v == uri)
+        })
+        .await
+        .map(drop)
+    }
+
+    /// Waits on client `client` for the first message `wanted` matches, for the timeout —
+    /// or, when missing it could only be a failure of a settled `rule` (known to fail, or
+    /// not judged), until the host answers a ping sent now: the fuzzer does not wait again
+    /// for what it knows will not come. The message, or what was seen instead.
+    pub(super) async fn wait_or_ping(
+        &mut self,
+        client: usize,
+        rule: &str,
+        wanted: impl Fn(&Value) -> bool,
+    ) -> Result<Value, String> {
+        let settled = self.cfg.settled(rule);
+        let link = &mut self.conns[client].link;
+        let ping = ping_if(link, settled).await;
+        let seen = link
+            .wait_for(self.cfg.timeout, |item| match item {
+                Incoming::Message(m) => {
+                    wanted(m) || ping.is_some_and(|id| crate::transport::is_response_to(m, id))
+                }
+                _ => false,
             })
-            .await
-            .is_ok()
+            .await;
+        match seen {
+            Ok(Incoming::Message(m)) if wanted(&m) => Ok(m),
+            Ok(_) => Err("none before the answer to a ping sent after it".into()),
+            Err(error) => Err(format!("none ({error})")),
+        }
     }
 
     async fn duplicate_session(&mut self, client: usize) -> Option<Finding> {
@@ -353,15 +383,26 @@ impl Run<'_> {
                 shown(&answer),
             );
         }
-        // The host closes the connection after the error.
+        // The host closes the connection after the error. Once VERSION-006 is settled, a
+        // ping it answers ends the wait: the connection is still open.
+        let ping = ping_if(&mut link, self.cfg.settled("VERSION-006")).await;
         let closed = link
-            .wait_for(self.cfg.timeout, |item| {
-                matches!(item, Incoming::Closed { .. })
+            .wait_for(self.cfg.timeout, |item| match item {
+                Incoming::Closed { .. } => true,
+                Incoming::Message(m) => {
+                    ping.is_some_and(|id| crate::transport::is_response_to(m, id))
+                }
+                _ => false,
             })
             .await;
         link.close().await;
         match closed {
-            Ok(_) | Err(TransportError::Closed) => None,
+            Ok(Incoming::Closed { .. }) | Err(TransportError::Closed) => None,
+            Ok(_) => finding(
+                "VERSION-006",
+                "the host closes the connection after -32005",
+                "still open: it answered a ping sent after the error",
+            ),
             Err(error) => finding(
                 "VERSION-006",
                 "the host closes the connection after -32005",
@@ -396,19 +437,20 @@ impl Run<'_> {
         let client_id = first.checks.client_id.clone();
         let _ = first.dispatch(&session, &action).await;
         let seq = first.client_seq;
-        let echoed = first
-            .link
-            .wait_for(timeout, |item| {
-                matches!(item, Incoming::Message(m) if m["method"] == "action"
+        // Without its echo the probe cannot tell when the host has taken the change: the
+        // echo's rule (DISPATCH-001) is what failed.
+        let echoed = self
+            .wait_or_ping(0, "DISPATCH-001", |m| {
+                m["method"] == "action"
                     && m["params"]["origin"]["clientId"] == client_id.as_str()
-                    && m["params"]["origin"]["clientSeq"] == seq)
+                    && m["params"]["origin"]["clientSeq"] == seq
             })
             .await;
-        if echoed.is_err() {
+        if let Err(none) = echoed {
             return finding(
-                "DISPATCH-008",
-                "an echo of session/titleChanged",
-                format!("none within {} ms", timeout.as_millis()),
+                "DISPATCH-001",
+                "an echo of session/titleChanged to its dispatcher",
+                none,
             );
         }
         let link = &mut self.conns[client].link;
@@ -455,7 +497,7 @@ impl Run<'_> {
     ) -> Option<Finding> {
         let timeout = self.cfg.timeout;
         if !matches!(&init, Ok(m) if m.get("result").is_some()) {
-            return finding("FUZZ-001", "initialize answered", shown(&init));
+            return finding("INIT-001", "a result to initialize", shown(&init));
         }
         let windowed = link
             .request(

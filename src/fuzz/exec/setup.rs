@@ -3,17 +3,17 @@
 
 use serde_json::{json, Value};
 
-use super::{ExecError, Run};
+use super::{in_setup, refused, ExecError, Halt, Run};
 use crate::client::{
     immediate_subscribe_params, initialize, initialize_params, Conn, DEFAULT_OFFER, ROOT,
 };
 use crate::transport::{Connection, Incoming};
 
 impl Run<'_> {
-    pub(super) async fn connect(&self, index: usize) -> Result<Conn, ExecError> {
+    pub(super) async fn connect(&self, index: usize) -> Result<Conn, Halt> {
         let link = Connection::connect(&self.url, self.cfg.timeout)
             .await
-            .map_err(|e| ExecError::Setup(e.to_string()))?;
+            .map_err(|e| refused(index == 0, e))?;
         Ok(Conn::new(
             &format!("c{}", index + 1),
             &format!("ahpspec-{}-c{}", self.token, index + 1),
@@ -48,18 +48,18 @@ impl Run<'_> {
         params
     }
 
-    pub(super) async fn open_client(&mut self, index: usize) -> Result<(), ExecError> {
+    pub(super) async fn open_client(&mut self, index: usize) -> Result<(), Halt> {
         let mut conn = self.connect(index).await?;
         let mut params = initialize_params([DEFAULT_OFFER], &conn.checks.client_id);
         params["initialSubscriptions"] = if index == 0 { json!([ROOT]) } else { json!([]) };
-        initialize(&mut conn.link, params, self.cfg.timeout)
-            .await
-            .map_err(ExecError::initialize)?;
+        let initialized = initialize(&mut conn.link, params, self.cfg.timeout).await;
+        // Kept either way: a refused initialize's frames are the finding's.
         self.conns.push(conn);
+        initialized.map_err(|e| Halt::initialize(e, None))?;
         Ok(())
     }
 
-    pub(super) async fn setup(&mut self) -> Result<(), ExecError> {
+    pub(super) async fn setup(&mut self) -> Result<(), Halt> {
         self.open_client(0).await?;
         self.session = format!("ahp-session:/{}", self.token);
         let params = self.create_params(&self.session);
@@ -67,20 +67,25 @@ impl Run<'_> {
         // Subscribing in the same breath sees the session while it is still `creating`, so
         // the envelope that ends it is checked too.
         let link = &mut self.conns[0].link;
-        let setup = |e: crate::transport::TransportError| ExecError::Setup(e.to_string());
         let create = link
             .send_request("createSession", params)
             .await
-            .map_err(setup)?;
+            .map_err(|e| in_setup("createSession", e))?;
         let subscribe = link
             .send_request("subscribe", immediate_subscribe_params(&self.session))
             .await
-            .map_err(setup)?;
-        let created = link.response(create, timeout).await.map_err(setup)?;
+            .map_err(|e| in_setup("subscribe", e))?;
+        let created = link
+            .response(create, timeout)
+            .await
+            .map_err(|e| in_setup("createSession", e))?;
         if created.get("error").is_some() {
-            return Err(ExecError::Setup(format!("createSession failed: {created}")));
+            return Err(ExecError::Setup(format!("createSession failed: {created}")).into());
         }
-        let subscribed = link.response(subscribe, timeout).await.map_err(setup)?;
+        let subscribed = link
+            .response(subscribe, timeout)
+            .await
+            .map_err(|e| in_setup("subscribe", e))?;
         let state = subscribed
             .pointer("/result/snapshot/state")
             .cloned()
@@ -103,17 +108,22 @@ impl Run<'_> {
                 .await;
             match ended {
                 Ok(Incoming::Message(m)) if m["params"]["action"]["type"] == "session/ready" => {}
+                Err(error @ crate::transport::TransportError::Closed) => {
+                    return Err(in_setup("the session's creation", error))
+                }
                 other => {
                     return Err(ExecError::Setup(format!(
                         "the session did not become ready: {other:?}"
-                    )))
+                    ))
+                    .into())
                 }
             }
         } else if state["lifecycle"] != "ready" {
             return Err(ExecError::Setup(format!(
                 "the session did not become ready: {}",
                 state["lifecycle"]
-            )));
+            ))
+            .into());
         }
         self.chat = state["defaultChat"].as_str().unwrap_or_default().to_owned();
         for index in 0..self.conns.len() {
@@ -127,17 +137,13 @@ impl Run<'_> {
         Ok(())
     }
 
-    pub(super) async fn subscribe(
-        &mut self,
-        index: usize,
-        channel: &str,
-    ) -> Result<Value, ExecError> {
+    pub(super) async fn subscribe(&mut self, index: usize, channel: &str) -> Result<Value, Halt> {
         let timeout = self.cfg.timeout;
         let response = self.conns[index]
             .link
             .request("subscribe", immediate_subscribe_params(channel), timeout)
             .await
-            .map_err(|e| ExecError::Setup(format!("subscribe {channel}: {e}")))?;
+            .map_err(|e| in_setup(&format!("subscribe {channel}"), e))?;
         Ok(response
             .pointer("/result/snapshot/state")
             .cloned()

@@ -2,7 +2,7 @@
 //! right after it), a witness connection watches a session of its own and must go on being
 //! served; at the end the witness's session is compared with a fresh snapshot.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -11,19 +11,57 @@ use crate::client::checkpoint;
 use crate::client::{
     immediate_subscribe_params, initialize, initialize_params, Conn, DEFAULT_OFFER, ROOT,
 };
-use crate::fuzz::exec::{ExecConfig, ExecError, Execution, Failure, Target};
-use crate::transport::{Connection, Incoming};
+use crate::fuzz::exec::{
+    in_setup, refused, until, ExecConfig, ExecError, Execution, Failure, Halt, Target,
+};
+use crate::transport::{is_response_to, Connection, Incoming};
 
-async fn open(url: &str, name: &str, client_id: &str, cfg: &ExecConfig) -> Result<Conn, ExecError> {
-    let link = Connection::connect(url, cfg.timeout)
-        .await
-        .map_err(|e| ExecError::Setup(e.to_string()))?;
+/// When a connection of a frames sequence is opened.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Opening {
+    /// The sequence's first: refused, there is no server to fuzz.
+    First,
+    /// Later in the set-up.
+    Setup,
+    /// To replace a victim the host closed after this mutation.
+    After(usize),
+}
+
+/// Opens and initializes a connection. A connection whose `initialize` failed goes to
+/// `failed` (its frames are the finding's).
+async fn open(
+    url: &str,
+    name: &str,
+    client_id: &str,
+    cfg: &ExecConfig,
+    opening: Opening,
+    failed: &mut Vec<Conn>,
+) -> Result<Conn, Halt> {
+    let link = match (Connection::connect(url, cfg.timeout).await, opening) {
+        (Ok(link), _) => link,
+        (Err(error), Opening::After(index)) => {
+            return Err(Halt::Finding(failure(
+                "FUZZ-001",
+                "the server accepts a new connection after it closed the last one".into(),
+                format!("a new connection: {error}"),
+                index,
+            )))
+        }
+        (Err(error), _) => return Err(refused(opening == Opening::First, error)),
+    };
+    let after = match opening {
+        Opening::After(index) => Some(index),
+        _ => None,
+    };
     let mut conn = Conn::new(name, client_id, link);
     let params = initialize_params([DEFAULT_OFFER], client_id);
-    initialize(&mut conn.link, params, cfg.timeout)
-        .await
-        .map_err(ExecError::initialize)?;
-    Ok(conn)
+    match initialize(&mut conn.link, params, cfg.timeout).await {
+        Ok(_) => Ok(conn),
+        Err(error) => {
+            failed.push(conn);
+            Err(Halt::initialize(error, after))
+        }
+    }
 }
 
 fn failure(rule: &str, expected: String, actual: String, index: usize) -> Failure {
@@ -41,11 +79,23 @@ pub async fn execute_frames(
     target: &Target,
     cfg: &ExecConfig,
 ) -> Result<Execution, ExecError> {
+    execute_frames_until(mutations, target, cfg, None).await
+}
+
+/// [`execute_frames`], cut off at `deadline` (the execution then says so and has no verdict).
+pub async fn execute_frames_until(
+    mutations: &[Mutation],
+    target: &Target,
+    cfg: &ExecConfig,
+    deadline: Option<Instant>,
+) -> Result<Execution, ExecError> {
     let (url, builtin) = target.start().await.map_err(ExecError::Host)?;
     let token = crate::client::unique_token("ff");
     let mut execution = Execution::default();
     let mut conns: Vec<Conn> = Vec::new();
-    let result = frames_run(mutations, &url, &token, cfg, &mut conns, &mut execution).await;
+    let run = frames_run(mutations, &url, &token, cfg, &mut conns, &mut execution);
+    let (result, cut_off) = until(deadline, run).await;
+    execution.cut_off = cut_off;
     for conn in &mut conns {
         conn.link.close().await;
     }
@@ -61,10 +111,13 @@ pub async fn execute_frames(
     if let Some(host) = builtin {
         host.shutdown().await;
     }
-    result?;
+    Halt::settle(result, &mut execution, &cfg.exclude)?;
     // Violations of excluded rules are dropped where they are found; any other failure
     // of one ends the sequence without a verdict.
     execution.failure = cfg.exclude.judged(execution.failure.take());
+    if execution.cut_off {
+        execution.failure = None;
+    }
     Ok(execution)
 }
 
@@ -77,9 +130,32 @@ async fn frames_run(
     cfg: &ExecConfig,
     conns: &mut Vec<Conn>,
     execution: &mut Execution,
-) -> Result<(), ExecError> {
-    let mut victim = open(url, "victim", &format!("ahpspec-{token}-victim"), cfg).await?;
-    let mut witness = open(url, "witness", &format!("ahpspec-{token}-witness"), cfg).await?;
+) -> Result<(), Halt> {
+    let mut victim = open(
+        url,
+        "victim",
+        &format!("ahpspec-{token}-victim"),
+        cfg,
+        Opening::First,
+        conns,
+    )
+    .await?;
+    let witness = open(
+        url,
+        "witness",
+        &format!("ahpspec-{token}-witness"),
+        cfg,
+        Opening::Setup,
+        conns,
+    )
+    .await;
+    let mut witness = match witness {
+        Ok(witness) => witness,
+        Err(halt) => {
+            conns.push(victim);
+            return Err(halt);
+        }
+    };
     let session = format!("ahp-session:/{token}");
     let setup = watch_session(&mut witness, &session, cfg).await;
     let run = match setup {
@@ -88,9 +164,10 @@ async fn frames_run(
                 victim: &mut victim,
                 witness: &mut witness,
             };
-            run_mutations(mutations, url, token, cfg, pair, conns, execution).await
+            let at = Sequence { url, token, cfg };
+            run_mutations(mutations, &at, pair, conns, execution).await
         }
-        Err(error) => Err(error),
+        Err(halt) => Err(halt),
     };
     if run.is_ok() && execution.failure.is_none() {
         execution.failure = after_sequence(&mut witness, session, url, token, cfg).await;
@@ -105,20 +182,22 @@ struct Pair<'a> {
     witness: &'a mut Conn,
 }
 
+/// Where a frames sequence runs.
+struct Sequence<'a> {
+    url: &'a str,
+    token: &'a str,
+    cfg: &'a ExecConfig,
+}
+
 /// The witness creates its session and subscribes to it for immediate delivery.
-async fn watch_session(
-    witness: &mut Conn,
-    session: &str,
-    cfg: &ExecConfig,
-) -> Result<(), ExecError> {
-    let setup = |e: crate::transport::TransportError| ExecError::Setup(e.to_string());
+async fn watch_session(witness: &mut Conn, session: &str, cfg: &ExecConfig) -> Result<(), Halt> {
     let created = witness
         .link
         .request("createSession", json!({ "channel": session }), cfg.timeout)
         .await
-        .map_err(setup)?;
+        .map_err(|e| in_setup("createSession", e))?;
     if created.get("error").is_some() {
-        return Err(ExecError::Setup(format!("createSession failed: {created}")));
+        return Err(ExecError::Setup(format!("createSession failed: {created}")).into());
     }
     witness
         .link
@@ -128,7 +207,7 @@ async fn watch_session(
             cfg.timeout,
         )
         .await
-        .map_err(setup)?;
+        .map_err(|e| in_setup("subscribe", e))?;
     Ok(())
 }
 
@@ -136,18 +215,16 @@ async fn watch_session(
 /// goes to `conns` and a fresh one takes its place.
 async fn run_mutations(
     mutations: &[Mutation],
-    url: &str,
-    token: &str,
-    cfg: &ExecConfig,
+    at: &Sequence<'_>,
     pair: Pair<'_>,
     conns: &mut Vec<Conn>,
     execution: &mut Execution,
-) -> Result<(), ExecError> {
+) -> Result<(), Halt> {
     let Pair { victim, witness } = pair;
     let mut victims_closed = 0;
     for (index, mutation) in mutations.iter().enumerate() {
         execution.operations += 1;
-        let (closed, failure) = one_mutation(mutation, index, cfg, victim, witness).await;
+        let (closed, failure) = one_mutation(mutation, index, at, victim, witness).await;
         if failure.is_some() {
             execution.failure = failure;
             return Ok(());
@@ -156,7 +233,16 @@ async fn run_mutations(
             // The host may close on hostile input; go on with a fresh victim connection.
             victims_closed += 1;
             let name = format!("victim{victims_closed}");
-            let replacement = open(url, &name, &format!("ahpspec-{token}-{name}"), cfg).await?;
+            let client_id = format!("ahpspec-{}-{name}", at.token);
+            let replacement = open(
+                at.url,
+                &name,
+                &client_id,
+                at.cfg,
+                Opening::After(index),
+                conns,
+            )
+            .await?;
             conns.push(std::mem::replace(victim, replacement));
         }
     }
@@ -165,17 +251,24 @@ async fn run_mutations(
 
 /// What the victim got back for one mutated frame and the ping sent right after it.
 struct Probed {
-    /// The last response (not the ping's) before the ping's answer.
+    /// The answer to the mutated frame (a response with its id, or an id-null error where
+    /// JSON-RPC allows one), if it came.
     answered: Option<Value>,
     pong: bool,
     closed: bool,
+    /// Whether the wait for the answer ended at the pong because its rule is known to fail
+    /// (or not judged): a missing answer then says nothing.
+    cut_short: bool,
 }
 
-/// Sends one mutated frame and a ping, and reads up to the ping's answer (or a close):
-/// everything before it belongs to the mutated frame.
+/// Sends one mutated frame and a ping, and reads until both are answered (each by its own
+/// id, in whatever order the host answers them), the connection closes, or the timeout
+/// passes. The answer to the frame is not waited for past the pong when its rule is
+/// settled ([`ExecConfig::settled`]).
 async fn send_and_probe(
     victim: &mut Conn,
     frame: Result<String, Vec<u8>>,
+    answer: &Answer,
     probe: u64,
     cfg: &ExecConfig,
 ) -> Probed {
@@ -183,10 +276,15 @@ async fn send_and_probe(
         Ok(text) => victim.link.send_raw(&text).await,
         Err(bytes) => victim.link.send_binary(bytes).await,
     };
+    let awaited = match answer {
+        Answer::Error { rule, .. } => !cfg.settled(rule),
+        Answer::Survive => false,
+    };
     let mut probed = Probed {
         answered: None,
         pong: false,
         closed: sent.is_err(),
+        cut_short: false,
     };
     if !probed.closed {
         let ping = json!({ "jsonrpc": "2.0", "id": probe, "method": "ping", "params": { "channel": ROOT } });
@@ -195,17 +293,32 @@ async fn send_and_probe(
     if probed.closed {
         return probed;
     }
-    loop {
-        match victim.link.recv(cfg.timeout).await {
-            Ok(Incoming::Message(m)) if m.get("id") == Some(&json!(probe)) => {
-                probed.pong = true;
-                break;
+    let deadline = Instant::now() + cfg.timeout;
+    let wanted = matches!(answer, Answer::Error { .. });
+    // An id-null error answers whichever frame the host could not identify, in whatever
+    // order it answers: one with a code this frame does not get may answer an earlier
+    // frame, so it is this frame's answer only if no right one comes.
+    let mut other = None;
+    while !(probed.pong && (probed.answered.is_some() || !awaited)) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        match victim.link.recv(left).await {
+            Ok(Incoming::Message(m)) if is_response_to(&m, probe) => probed.pong = true,
+            Ok(Incoming::Message(m)) if wanted && answer.is_answer(&m) => {
+                if m["id"].is_null() && !answer.accepts(&m) {
+                    other = Some(m);
+                } else {
+                    probed.answered = Some(m);
+                }
             }
-            Ok(Incoming::Message(m)) if m.get("method").is_none() => probed.answered = Some(m),
             Ok(Incoming::Closed { .. }) | Err(_) => break,
             Ok(_) => {}
         }
     }
+    probed.answered = probed.answered.or(other);
+    probed.cut_short = wanted && !awaited && probed.pong && probed.answered.is_none();
     probed.closed = victim.link.is_closed();
     probed
 }
@@ -215,20 +328,28 @@ async fn send_and_probe(
 async fn one_mutation(
     mutation: &Mutation,
     index: usize,
-    cfg: &ExecConfig,
+    at: &Sequence<'_>,
     victim: &mut Conn,
     witness: &mut Conn,
 ) -> (bool, Option<Failure>) {
+    let cfg = at.cfg;
     let (frame, answer) = render(mutation, 7_000_000 + index as u64);
     victim
         .checks
         .intended_invalid
         .push(victim.link.transcript().frames.len());
-    let probed = send_and_probe(victim, frame, 8_000_000 + index as u64, cfg).await;
+    let probed = send_and_probe(victim, frame, &answer, 8_000_000 + index as u64, cfg).await;
     let closed = probed.closed;
+    // A closed connection may be a server that died: that is the finding, not the answer
+    // the close cut off.
+    if closed {
+        if let Some(failure) = others_served(witness, at, mutation, index).await {
+            return (closed, Some(failure));
+        }
+    }
     if !probed.pong && !closed {
         let failure = failure(
-            "TRANSPORT-006",
+            mutation.answering_rule(),
             format!("an answer to ping after {mutation:?} (or a close)"),
             format!(
                 "nothing within {} ms: the connection stopped answering",
@@ -251,23 +372,46 @@ async fn one_mutation(
     if judged.is_some() {
         return (closed, judged);
     }
-    let alive = witness
-        .link
-        .request("ping", json!({ "channel": ROOT }), cfg.timeout)
-        .await;
-    if !matches!(&alive, Ok(r) if r.get("result").is_some()) {
-        let failure = failure(
-            "FUZZ-001",
-            format!("the other connection still served after {mutation:?}"),
-            format!("{alive:?}"),
-            index,
-        );
-        return (closed, Some(failure));
-    }
-    (closed, None)
+    (closed, others_served(witness, at, mutation, index).await)
 }
 
-/// The error (or close) a correct host gives for the mutated frame, when its rule is judged.
+/// FUZZ-001 when the witness is no longer served after `mutation`; whether the server
+/// still takes connections says whether it died.
+async fn others_served(
+    witness: &mut Conn,
+    at: &Sequence<'_>,
+    mutation: &Mutation,
+    index: usize,
+) -> Option<Failure> {
+    let timeout = at.cfg.timeout;
+    let alive = witness
+        .link
+        .request("ping", json!({ "channel": ROOT }), timeout)
+        .await;
+    // Any answer will do: a host that refuses ping (TRANSPORT-010's matter) still answers.
+    let shown = match &alive {
+        Ok(_) => return None,
+        Err(error) => error.to_string(),
+    };
+    let actual = match Connection::connect(at.url, timeout).await {
+        Ok(mut link) => {
+            link.close().await;
+            format!("its ping: {shown}")
+        }
+        Err(error) => format!(
+            "its ping: {shown}; the server no longer accepts connections ({error}): it died"
+        ),
+    };
+    Some(failure(
+        "FUZZ-001",
+        format!("the other connection still served after {mutation:?}"),
+        actual,
+        index,
+    ))
+}
+
+/// The error (or close) a correct host gives for the mutated frame, when its rule is judged
+/// and its answer was waited for.
 fn judge_answer(
     answer: &Answer,
     probed: Probed,
@@ -276,29 +420,25 @@ fn judge_answer(
     cfg: &ExecConfig,
 ) -> Option<Failure> {
     let Answer::Error {
-        id: want,
         codes,
         close_ok,
         rule,
+        ..
     } = answer
     else {
         return None;
     };
     let ok = match &probed.answered {
-        Some(response) => {
-            let code = response["error"]["code"].as_i64();
-            (response.get("id") == Some(want) || want.is_null())
-                && code.is_some_and(|c| codes.is_empty() || codes.contains(&c))
-        }
+        Some(response) => answer.accepts(response),
         None => probed.closed && *close_ok,
     };
-    if ok || !cfg.exclude.judges(rule) {
+    if ok || probed.cut_short || !cfg.exclude.judges(rule) {
         return None;
     }
     let got = match probed.answered {
         Some(response) => crate::checks::frame::clip(&response.to_string()),
         None if probed.closed => "the connection closed".into(),
-        None => "no response".into(),
+        None => format!("no response within {} ms", cfg.timeout.as_millis()),
     };
     let or_close = if *close_ok { " (or a close)" } else { "" };
     Some(failure(
