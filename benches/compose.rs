@@ -35,8 +35,9 @@ async fn broken(faults: &str, timeout: Duration) -> Result<BTreeSet<String>, Str
         .map_err(|e| e.to_string())
 }
 
-/// Runs `work` with at most `parallel` at once, in order of `items`.
-async fn in_parallel<T: Clone + Send + 'static>(
+/// Runs the catalog for each item, at most `parallel` at once (each on a thread and runtime
+/// of its own: a run's futures are not `Send`), in order of `items`.
+fn in_parallel<T: Clone + Send + Sync>(
     items: Vec<T>,
     parallel: usize,
     timeout: Duration,
@@ -44,18 +45,30 @@ async fn in_parallel<T: Clone + Send + 'static>(
 ) -> Vec<(T, Result<BTreeSet<String>, String>)> {
     let mut results = Vec::new();
     for chunk in items.chunks(parallel.max(1)) {
-        let mut handles = Vec::new();
-        for item in chunk {
-            let faults = key(item);
-            handles.push((
-                item.clone(),
-                tokio::spawn(async move { broken(&faults, timeout).await }),
-            ));
-        }
-        for (item, handle) in handles {
-            let result = handle.await.unwrap_or_else(|e| Err(e.to_string()));
-            results.push((item, result));
-        }
+        let chunk_results: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = chunk
+                .iter()
+                .map(|item| {
+                    let faults = key(item);
+                    scope.spawn(move || {
+                        let runtime = tokio::runtime::Builder::new_current_thread()
+                            .enable_all()
+                            .build()
+                            .map_err(|e| e.to_string())?;
+                        runtime.block_on(broken(&faults, timeout))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|handle| {
+                    handle
+                        .join()
+                        .unwrap_or_else(|_| Err("the run panicked".to_owned()))
+                })
+                .collect()
+        });
+        results.extend(chunk.iter().cloned().zip(chunk_results));
     }
     results
 }
@@ -80,21 +93,8 @@ fn main() {
     }
     let limit: usize = env("AHPSPEC_COMPOSE_PAIRS").unwrap_or(pairs.len());
     pairs.truncate(limit);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("cannot start runtime: {error}");
-            std::process::exit(2);
-        }
-    };
     let started = Instant::now();
-    let singles = runtime.block_on(in_parallel(names.clone(), parallel, timeout, |n| {
-        n.to_string()
-    }));
+    let singles = in_parallel(names.clone(), parallel, timeout, |n| n.to_string());
     let mut alone: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     for (name, result) in singles {
         match result {
@@ -116,9 +116,9 @@ fn main() {
     let mut not_composing = Vec::new();
     let total = pairs.len();
     for (done, chunk) in pairs.chunks(200).enumerate() {
-        let results = runtime.block_on(in_parallel(chunk.to_vec(), parallel, timeout, |p| {
+        let results = in_parallel(chunk.to_vec(), parallel, timeout, |p| {
             format!("{},{}", p.0, p.1)
-        }));
+        });
         for ((a, b), result) in results {
             let together = match result {
                 Ok(rules) => rules,

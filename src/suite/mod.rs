@@ -322,9 +322,8 @@ impl Catalog {
     fn check_relied_on_rules(&self) -> Result<(), SuiteError> {
         let builtin = |rule: &str| {
             EMBEDDED.iter().any(|(name, text)| {
-                parse_suite(name, text).is_ok_and(|cases| {
-                    cases.iter().any(|case| rule_of(&case.info.id) == rule)
-                })
+                parse_suite(name, text)
+                    .is_ok_and(|cases| cases.iter().any(|case| rule_of(&case.info.id) == rule))
             })
         };
         for case in &self.cases {
