@@ -332,7 +332,19 @@ impl World {
     ) -> Result<u64, EmitError> {
         let decoded: StateAction =
             serde_json::from_value(action.clone()).map_err(|e| EmitError::Decode(e.to_string()))?;
-        self.apply(channel, &decoded)?;
+        self.emit_shown(channel, &decoded, action, origin)
+    }
+
+    /// [`World::emit`] of `decoded`, whose envelope shows `action` (the same action, unless
+    /// a fault echoes a client's malformed action as it was sent).
+    pub fn emit_shown(
+        &mut self,
+        channel: &str,
+        decoded: &StateAction,
+        action: Value,
+        origin: Option<(&str, i64)>,
+    ) -> Result<u64, EmitError> {
+        self.apply(channel, decoded)?;
         if let Some(entry) = self.chats.get(channel) {
             entry.changed.notify_one();
         }
