@@ -215,6 +215,9 @@ fn blocks(fault: Fault) -> Blocks {
         // FUZZ-001 knows the host read its hostile frames only when that connection still
         // answers (or closes).
         Fault::DiesOnMalformed => Blocks::Cases(&["FUZZ-001"]),
+        // Cases whose second client subscribes to the chat before the first one's turn ends:
+        // the first client waits for an end that went to the other (SUB-003).
+        Fault::TurnEndElsewhere => Blocks::Cases(&["SUB-010", "VERSION-009"]),
         _ => Blocks::Nothing,
     }
 }
@@ -566,6 +569,7 @@ fault_tests! {
     result_denial_as_denial => ResultDenialAsDenial,
     // Issue 22, class 5: verdicts on frames that repeat what the client said.
     malformed_accepted => MalformedAccepted,
+    turn_end_elsewhere => TurnEndElsewhere,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

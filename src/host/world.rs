@@ -155,7 +155,7 @@ pub struct World {
     /// (sender, clientId group) of binary frames, for the binary-wedges-peers fault.
     pub wedged_groups: Vec<(ConnId, String)>,
     /// (client, session) the agent action being emitted is restricted to, for the
-    /// turn-stream-to-starter-only fault.
+    /// turn-stream-to-starter-only and turn-end-elsewhere faults.
     pub turn_audience: Option<(String, String)>,
 }
 
@@ -387,6 +387,9 @@ impl World {
                 self.replay_floor = old.seq;
             }
         }
+        let kind = action_type(&envelope["action"])
+            .unwrap_or_default()
+            .to_owned();
         let frame = Utf8Bytes::from(notification("action", envelope).to_string());
         let session_action = channel.starts_with("ahp-session:");
         let sender_only = if origin.is_some() && self.fault(Fault::NoBroadcast) && session_action {
@@ -402,7 +405,7 @@ impl World {
             if !receives || !version_ok {
                 continue;
             }
-            if !self.in_turn_audience(conn) {
+            if !self.in_turn_audience(conn, channel, &kind) {
                 continue;
             }
             if let Some(sender) = &sender_only {
