@@ -4,9 +4,12 @@
 //! the host then sends on that URI (the spelling is the client's: neither ENV-004 nor SUB-012
 //! fails); and a host that streams a turn on the session channel instead of the chat's
 //! (ENV-004 fails, and TURN-003/004/005 still judge the turn's deltas, parts and turn ids).
+//! And one connection's checks fed frame by frame: the answer to a request and the echo of a
+//! dispatch sent invalid are left to the rule that message tests, counted as skipped.
 
 use ahpspec::capture::{Peer, Record, Recorder};
 use ahpspec::checks::frame::Schemas;
+use ahpspec::checks::stream::StreamChecks;
 use ahpspec::verdict::{CaseResult, RunReport, Verdict};
 use serde_json::{json, Value};
 
@@ -245,5 +248,109 @@ fn a_delta_for_a_missing_part_breaks_turn_003_wherever_it_arrived() {
             .starts_with("1 violation(s) in 2 text deltas"),
         "{}",
         deltas.summary
+    );
+}
+
+/// The rules a host frame broke on a connection.
+fn broke(checks: &mut StreamChecks, schemas: &Schemas, frame: &Value) -> Vec<String> {
+    checks
+        .received(&frame.to_string(), schemas)
+        .iter()
+        .map(|v| v.rule.id().to_owned())
+        .collect()
+}
+
+fn skips_of(checks: &StreamChecks, rule: &str) -> Vec<(String, usize)> {
+    let mut counts = Default::default();
+    let mut skipped = ahpspec::checks::Skips::default();
+    checks.tally(&mut counts, &mut skipped);
+    let rule = *ahpspec::checks::Rule::ALL
+        .iter()
+        .find(|r| r.id() == rule)
+        .expect("an always-on rule");
+    skipped
+        .of(rule)
+        .into_iter()
+        .map(|(why, n)| (why.to_owned(), n))
+        .collect()
+}
+
+/// An accepted echo of a dispatch the harness sent invalid on purpose (a case's malformed
+/// title change) is the case's to judge: neither INV-SCHEMA-1 nor DISPATCH-001 judges the
+/// action it carries back, and both say they skipped it. The same holds when the invalid
+/// dispatch was not declared (a harness error, or behind a proxy a client's problem).
+#[test]
+fn the_echo_of_an_invalid_dispatch_is_left_to_the_rule_it_tests() {
+    let schemas = Schemas::load(None).expect("schemas");
+    for declared in [true, false] {
+        let mut checks = StreamChecks::new("client-1");
+        if declared {
+            checks.intended_invalid.push(0);
+        }
+        let (_, sent) = dispatch(
+            "ahp-session:/s",
+            1,
+            json!({ "type": "session/titleChanged", "title": 42 }),
+        );
+        checks
+            .dispatched
+            .insert(1, json!({ "type": "session/titleChanged", "title": 42 }));
+        checks.sent(0, 0.0, &sent.to_string(), &schemas);
+        assert_eq!(checks.harness_errors.len(), usize::from(!declared));
+        let (_, echo) = envelope(
+            "ahp-session:/s",
+            3,
+            json!({ "type": "session/titleChanged", "title": 42 }),
+            Some(1),
+        );
+        assert!(broke(&mut checks, &schemas, &echo).is_empty());
+        let why = ahpspec::checks::words::ECHOES_INVALID.to_owned();
+        assert_eq!(skips_of(&checks, "INV-SCHEMA-1"), vec![(why.clone(), 1)]);
+        assert_eq!(skips_of(&checks, "DISPATCH-001"), vec![(why, 1)]);
+        // A host action of the same shape is the host's own words: judged.
+        let (_, own) = envelope(
+            "ahp-session:/s",
+            4,
+            json!({ "type": "session/titleChanged", "title": 42 }),
+            None,
+        );
+        assert_eq!(broke(&mut checks, &schemas, &own), vec!["INV-SCHEMA-1"]);
+    }
+}
+
+/// A success answering a request sent invalid is that request's rule's matter: its result is
+/// not schema-checked, and a request sent invalid that is never answered is not TRANSPORT-003's
+/// (both counted as skipped); a valid request left unanswered still is.
+#[test]
+fn answers_to_requests_sent_invalid_are_left_to_the_rule_they_test() {
+    let schemas = Schemas::load(None).expect("schemas");
+    let mut checks = StreamChecks::new("client-1");
+    checks.intended_invalid.extend([0, 1]);
+    let (_, wrong) = request(
+        5,
+        "listSessions",
+        json!({ "channel": "ahp-root://", "limit": "x" }),
+    );
+    checks.sent(0, 0.0, &wrong.to_string(), &schemas);
+    let (_, never) = request(6, "subscribe", json!({}));
+    checks.sent(1, 0.0, &never.to_string(), &schemas);
+    let (_, valid) = request(7, "ping", json!({ "channel": "ahp-root://" }));
+    checks.sent(2, 0.0, &valid.to_string(), &schemas);
+    let (_, answer) = result(5, json!({ "items": "not a list" }));
+    assert!(broke(&mut checks, &schemas, &answer).is_empty());
+    assert_eq!(
+        skips_of(&checks, "INV-SCHEMA-1"),
+        vec![(ahpspec::checks::words::ANSWERS_INVALID.to_owned(), 1)]
+    );
+    let ended: Vec<String> = checks
+        .ended(60_000.0, 5_000.0, false)
+        .iter()
+        .map(|v| v.actual.clone())
+        .collect();
+    assert_eq!(ended.len(), 1, "{ended:?}");
+    assert!(ended[0].contains("none in"), "{ended:?}");
+    assert_eq!(
+        skips_of(&checks, "TRANSPORT-003"),
+        vec![(ahpspec::checks::words::ASKED_INVALID.to_owned(), 1)]
     );
 }

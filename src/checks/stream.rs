@@ -180,8 +180,13 @@ impl StreamChecks {
                 "/channel: {channel} is a legacy URI, not one of the 1.0.0 schemes"
             ));
         }
-        if method == "dispatchAction" && self.dispatch_is_valid(params, schemas) {
-            return None;
+        if method == "dispatchAction" {
+            if let Some(newer) = self.newer_than_negotiated(params.member("action"), schemas) {
+                return Some(format!("/action/type: {newer}"));
+            }
+            if self.dispatch_is_valid(params, schemas) {
+                return None;
+            }
         }
         let def = schemas.map.params.get(method)?;
         match self.checker.validate_node(schemas, def, params) {
@@ -259,26 +264,32 @@ impl StreamChecks {
                 return;
             }
         }
-        let Some(negotiated) = self.negotiated else {
-            return;
-        };
         let action = message.member("params").member("action");
-        let Some(kind) = action.member("type").as_str() else {
-            return;
-        };
-        if let Some(&introduced) = schemas.map.introduced_in.get(kind) {
-            if introduced > negotiated {
-                let show = |(a, b, c): Version| format!("{a}.{b}.{c}");
-                found.push(Violation::new(
-                    Rule::InvSchema1,
-                    format!(
-                        "only action types of the negotiated version {}",
-                        show(negotiated)
-                    ),
-                    format!("{kind}, introduced in {}", show(introduced)),
-                ));
-            }
+        if let (Some(newer), Some((a, b, c))) =
+            (self.newer_than_negotiated(action, schemas), self.negotiated)
+        {
+            found.push(Violation::new(
+                Rule::InvSchema1,
+                format!("only action types of the negotiated version {a}.{b}.{c}"),
+                newer,
+            ));
         }
+    }
+
+    /// The type of `action` and the version that introduced it, when that is later than
+    /// the version negotiated on this connection (the action is not in its schema).
+    fn newer_than_negotiated(&self, action: Node<'_>, schemas: &Schemas) -> Option<String> {
+        let negotiated = self.negotiated?;
+        let kind = action.member("type").as_str()?;
+        let introduced = *schemas.map.introduced_in.get(kind)?;
+        let show = |(a, b, c): Version| format!("{a}.{b}.{c}");
+        (introduced > negotiated).then(|| {
+            format!(
+                "{kind}, introduced in {}, is not in the negotiated version {}",
+                show(introduced),
+                show(negotiated)
+            )
+        })
     }
 
     /// ERR-002 and ERR-003 on an error response with code -32007 or -32009.

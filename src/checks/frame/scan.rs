@@ -9,16 +9,17 @@ use crate::checks::words::{is_legacy, ClientWords};
 use crate::checks::{Rule, Violation};
 use crate::tape::{Node, Scanned};
 
-/// What is wrong with an envelope's own members (`channel`, `action.type` when `action` is
-/// the host's to answer for, `serverSeq`, `origin`, `rejectionReason`), if anything.
-pub(super) fn envelope_shape(envelope: &Envelope<'_>, action: bool) -> Option<String> {
+/// What is wrong with an envelope's own members (`channel` and `action.type` when they are
+/// the host's to answer for, not an echo's of what the client sent invalid; `serverSeq`,
+/// `origin`, `rejectionReason`), if anything.
+pub(super) fn envelope_shape(envelope: &Envelope<'_>, hosts: bool) -> Option<String> {
     if !envelope.params.is_object() {
         return Some("(root): not an object".into());
     }
-    if !envelope.channel.is_string() {
+    if hosts && !envelope.channel.is_string() {
         return Some("/channel: a string is required".into());
     }
-    if action && (!envelope.action.is_object() || !envelope.kind.is_string()) {
+    if hosts && (!envelope.action.is_object() || !envelope.kind.is_string()) {
         return Some("/action: an object with a string type is required".into());
     }
     if envelope.server_seq.as_u64().is_none() {
