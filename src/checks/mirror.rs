@@ -144,8 +144,11 @@ impl Mirror {
     }
 
     /// The channel's state can no longer be known from what was folded (`why`): it is
-    /// unknown until its next snapshot.
+    /// unknown until its next snapshot. (A channel this mirror does not follow stays so.)
     pub fn unknown(&mut self, channel: &str, why: &str) {
+        if !self.channels.contains_key(channel) && !self.shadows.contains_key(channel) {
+            return;
+        }
         self.channels.remove(channel);
         self.shadows.remove(channel);
         self.turn_modified.remove(channel);

@@ -14,11 +14,11 @@ use super::mirror::Mirror;
 use super::toolcalls::ToolCalls;
 use super::words::{Says, ECHOES_INVALID};
 use super::{Rule, Skips, Violation};
+use crate::tape::{Node, Tape};
 
 /// Why a mirror stopped knowing its channel's state after an echo.
 pub const ACCEPTED_INVALID: &str =
     "the host accepted an action dispatched invalid, which the reducers cannot fold";
-use crate::tape::{Node, Tape};
 
 /// One connection's check state.
 #[derive(Debug, Default)]
