@@ -203,6 +203,9 @@ impl World {
             return true;
         };
         let starts = conn.client_id.as_deref() == Some(starter.as_str());
+        // With both faults, the starter-only one decides: withholding the end from the
+        // starter too would leave nobody but the session's subscribers a turn end, a
+        // failure (TURN-002) neither fault makes alone.
         if self.fault(Fault::TurnStreamToStarterOnly) {
             return starts || conn.subscriptions.contains(session);
         }
