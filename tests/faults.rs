@@ -18,13 +18,10 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         // TURN-014 requires the turn attaching an empty chat to be accepted, and every turn is
         // rejected; its own step, not a prerequisite.
         Fault::RejectsTurnStart => rules.extend(["TURN-014".to_owned()]),
-        // A turn end whose duration is no integer does not decode, so the harness cannot fold
-        // it: its mirrors keep the turn active and the modifiedAt from before the end.
-        Fault::FractionalDuration => rules.extend([
-            "INV-SCHEMA-1".to_owned(),
-            "INV-FOLD-1".to_owned(),
-            "INV-CHAT-6".to_owned(),
-        ]),
+        // A turn end whose duration is no integer breaks its schema. It does not decode, so
+        // the harness cannot fold it: its mirrors of the chat are unknown until the next
+        // snapshot (their comparisons skipped, never failed).
+        Fault::FractionalDuration => rules.extend(["INV-SCHEMA-1".to_owned()]),
         // An origin whose clientSeq is a string breaks the envelope's schema, and it names
         // none of the client's dispatches (DISPATCH-001 checks every echo).
         Fault::ClientSeqAsString => {
@@ -76,8 +73,6 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         // ROOT-003 waits for the second page, which never comes.
         Fault::UnansweredRequest => rules.extend(["ROOT-003".to_owned()]),
         // Issue 12, session, status, pending and input (faults-c).
-        // The accepted echo repeats the ill-kinded answer, which the schema rejects.
-        Fault::AnswerWithoutValue => rules.extend(["INV-SCHEMA-1".to_owned()]),
         // SESSION-009 reads the session's status while its entry is open too.
         Fault::SessionNotInputNeeded => rules.extend(["SESSION-009".to_owned()]),
         // PENDING-001 reads a steering message set on an idle chat back.
@@ -121,11 +116,15 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::RootChatsUnpublished => rules.extend(["ROOT-008".to_owned()]),
         // A root snapshot ahead of serverSeq is ahead of the next root action too.
         Fault::RootFromSeqAhead => rules.extend(["SUB-002".to_owned()]),
-        // An unanswered ping is an unanswered request.
-        // ... and so is the ping FUZZ-001 sends on a connection the fault left deaf.
-        Fault::NegativeIdUnanswered | Fault::BinaryWedgesPeers | Fault::DiesOnMalformed => {
-            rules.extend(["TRANSPORT-003".to_owned()])
-        }
+        // CHAT-VALIDATE-006 is DISPATCH-007 for input answers: its answers without a value
+        // do not decode, and the fault accepts them. (Their echoes are the cases' to judge:
+        // INV-SCHEMA-1 does not see them again.)
+        Fault::MalformedAccepted => rules.extend(["CHAT-VALIDATE-006".to_owned()]),
+        // The ping FUZZ-001 sends on a connection the fault left deaf is an unanswered
+        // request. (The requests FUZZ-004 and TRANSPORT-006 send deliberately invalid are
+        // theirs to see answered: NegativeIdUnanswered and DiesOnMalformed break their rule
+        // alone.)
+        Fault::BinaryWedgesPeers => rules.extend(["TRANSPORT-003".to_owned()]),
         // serverInfo.name and the root state's agents are required members: the result
         // breaks its schema too.
         Fault::ServerInfoNameless | Fault::RootWithoutAgents => {
@@ -211,6 +210,11 @@ fn blocks(fault: Fault) -> Blocks {
         Fault::UnknownCursorRestarts => Blocks::Cases(&[("ERR-001", "ROOT-004")]),
         // TRANSPORT-013 sends a plain ping before the one with unknown keys.
         Fault::NoPing => Blocks::Cases(&[("TRANSPORT-013", "TRANSPORT-010")]),
+        // Cases whose second client subscribes to the chat before the first one's turn ends:
+        // the first client waits for an end that went to the other (SUB-003).
+        Fault::TurnEndElsewhere => {
+            Blocks::Cases(&[("SUB-010", "SUB-003"), ("VERSION-009", "SUB-003")])
+        }
         _ => Blocks::Nothing,
     }
 }
@@ -229,14 +233,20 @@ fn expected_with_blocking(fault: Fault) -> BTreeSet<String> {
 /// Always-on checks a fault leaves with nothing to look at.
 fn expected_not_testable(fault: Fault) -> BTreeSet<String> {
     match fault {
-        // Chat snapshots that do not decode leave the stream checks without a mirror.
+        // Chat snapshots that do not decode leave the stream checks without a mirror
+        // (TURN-005 needs none), and the cases whose claim is a fold of the chat
+        // (RECONNECT-005, RECONNECT-007) without the comparison they make.
         Fault::SnapshotMissingField => BTreeSet::from([
             "INV-CHAT-6".to_owned(),
             "PENDING-003".to_owned(),
+            "RECONNECT-005".to_owned(),
+            "RECONNECT-007".to_owned(),
             "TURN-003".to_owned(),
             "TURN-004".to_owned(),
-            "TURN-005".to_owned(),
         ]),
+        // RECONNECT-007's fold of the replay cannot fold the fractional turn end: the
+        // comparison it proves is not made.
+        Fault::FractionalDuration => BTreeSet::from(["RECONNECT-007".to_owned()]),
         // AUTH-001's authenticate is the only request that earns a -32007 in the catalog.
         Fault::AuthenticateAnything => BTreeSet::from(["ERR-002".to_owned()]),
         _ => BTreeSet::new(),
@@ -559,6 +569,9 @@ fault_tests! {
     selected_option_dropped => SelectedOptionDropped,
     denial_as_skip => DenialAsSkip,
     result_denial_as_denial => ResultDenialAsDenial,
+    // Issue 22, class 5: verdicts on frames that repeat what the client said.
+    malformed_accepted => MalformedAccepted,
+    turn_end_elsewhere => TurnEndElsewhere,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

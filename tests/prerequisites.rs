@@ -191,3 +191,46 @@ fn a_blocked_case_is_never_conforming() {
     assert_eq!(report.unexpected_failures, ["B-001"]);
     assert_eq!(report.tally.blocked, 1);
 }
+
+/// An always-on row that saw nothing because the cases that would have fed it were blocked
+/// says so, and by which rule, rather than that nothing was seen.
+#[tokio::test]
+async fn always_on_rows_that_saw_nothing_because_cases_were_blocked_say_so() {
+    use ahpspec::certify::{certify, Options};
+    use ahpspec::engine::{Quiet, Selection};
+    use ahpspec::host::Fault;
+    let (_stop, interrupt) = tokio::sync::watch::channel(false);
+    let options = Options {
+        faults: Fault::InitializeError.into(),
+        selection: Selection {
+            filter: vec!["TURN-*".to_owned()],
+            ..Selection::default()
+        },
+        timeout: std::time::Duration::from_secs(1),
+        ..Options::default()
+    };
+    let report = certify(&options, &mut Quiet, interrupt)
+        .await
+        .expect("the run starts");
+    let blocked = report
+        .cases
+        .iter()
+        .filter(|c| c.verdict == Verdict::Blocked)
+        .count();
+    assert!(blocked > 5, "only {blocked} cases blocked");
+    for id in ["TURN-003", "TURN-004", "TURN-005"] {
+        let row = report
+            .cases
+            .iter()
+            .find(|c| c.info.id == id)
+            .unwrap_or_else(|| panic!("no row {id}"));
+        assert_eq!(row.verdict, Verdict::NotTestable, "{id}: {}", row.summary);
+        assert!(
+            row.summary.starts_with(&format!(
+                "Not testable: {blocked} cases blocked by INIT-001"
+            )),
+            "{id}: {}",
+            row.summary
+        );
+    }
+}

@@ -512,3 +512,174 @@ async fn a_refused_upgrade_comes_back_with_the_servers_status() {
     }
     let _ = proxy.finish().await;
 }
+
+/// A client of its own through the proxy to a host with `faults`: it creates a ready session
+/// and subscribes to it and its default chat (`maxLatencyMs: 0`). Returns the connection,
+/// the chat, and the proxy and host to finish.
+async fn client_through_proxy(
+    faults: FaultSet,
+    session: &str,
+) -> (
+    ahpspec::transport::Connection,
+    String,
+    Proxy,
+    host::HostHandle,
+) {
+    use ahpspec::client::{initialize, initialize_params, ROOT};
+    use ahpspec::transport::{Connection, Incoming};
+    use serde_json::json;
+    let timeout = Duration::from_secs(5);
+    let host = host::spawn(HostConfig::with_fault(faults))
+        .await
+        .expect("host starts");
+    let proxy = Proxy::start(ProxyConfig {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        upstream: host.url().to_owned(),
+        schemas: Schemas::load(None).expect("schemas"),
+        timeout,
+        recorder: None,
+        log: None,
+    })
+    .await
+    .expect("proxy starts");
+    let mut link = Connection::connect(&proxy.url(), timeout)
+        .await
+        .expect("connects");
+    let mut params = initialize_params(["1.0.0"], "own-client");
+    params["initialSubscriptions"] = json!([ROOT]);
+    initialize(&mut link, params, timeout)
+        .await
+        .expect("initialized");
+    let created = link
+        .request(
+            "createSession",
+            json!({ "channel": session, "provider": "ahpspec-scripted" }),
+            timeout,
+        )
+        .await
+        .expect("createSession answered");
+    assert!(created.get("result").is_some(), "{created}");
+    let subscribe = json!({ "channel": session, "delivery": { "maxLatencyMs": 0 } });
+    let snapshot = link
+        .request("subscribe", subscribe, timeout)
+        .await
+        .expect("subscribed");
+    if snapshot["result"]["snapshot"]["state"]["lifecycle"] != "ready" {
+        link.wait_for(timeout, |item| {
+            matches!(item, Incoming::Message(m) if m["params"]["action"]["type"] == "session/ready")
+        })
+        .await
+        .expect("the session gets ready");
+    }
+    let state = link
+        .request("subscribe", json!({ "channel": session }), timeout)
+        .await
+        .expect("subscribed again");
+    let chat = state["result"]["snapshot"]["state"]["defaultChat"]
+        .as_str()
+        .expect("a default chat")
+        .to_owned();
+    let subscribe = json!({ "channel": chat, "delivery": { "maxLatencyMs": 0 } });
+    link.request("subscribe", subscribe, timeout)
+        .await
+        .expect("chat subscribed");
+    (link, chat, proxy, host)
+}
+
+/// Behind the proxy, the host's echo of a client's invalid action is the client's (the proxy
+/// already lists the client's frame), not the server's INV-SCHEMA-1; and the mirror that
+/// cannot fold it does not judge the turn it started against a state that missed it (before,
+/// every delta of that turn broke TURN-003 and TURN-004): its actions are counted skipped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_echo_of_a_clients_invalid_action_is_the_clients_and_does_not_cascade() {
+    use ahpspec::transport::Incoming;
+    use serde_json::json;
+    let timeout = Duration::from_secs(5);
+    let (mut link, chat, proxy, host) =
+        client_through_proxy(Fault::MalformedAccepted.into(), "ahp-session:/invalid-echo").await;
+    let profile = ahpspec::engine::Profile::scripted().expect("profile");
+    let stream = profile.behaviour("stream").expect("a stream behaviour");
+    // No startedAt: a turn start that does not decode, which this host accepts and runs.
+    let action = json!({ "type": "chat/turnStarted", "turnId": "t1",
+                         "message": { "text": stream, "origin": { "kind": "user" } } });
+    link.send_notification(
+        "dispatchAction",
+        json!({ "channel": chat, "clientSeq": 1, "action": action }),
+    )
+    .await
+    .expect("dispatched");
+    link.wait_for(timeout * 2, |item| {
+        matches!(item, Incoming::Message(m)
+            if m["params"]["action"]["type"] == "chat/turnComplete"
+                && m["params"]["action"]["turnId"] == "t1")
+    })
+    .await
+    .expect("the turn runs to its end");
+    link.close().await;
+    // The proxy's checks run behind the frames they forward.
+    let mut seen = proxy.client_problems();
+    for _ in 0..100 {
+        if seen.1 > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        seen = proxy.client_problems();
+    }
+    let (problems, count) = seen;
+    let (report, _) = proxy.finish().await;
+    host.shutdown().await;
+    assert_eq!(count, 1, "the client's frame is listed: {problems:?}");
+    assert!(problems[0].contains("the client sent an invalid dispatchAction"));
+    for id in [
+        "INV-SCHEMA-1",
+        "TURN-003",
+        "TURN-004",
+        "TURN-005",
+        "DISPATCH-001",
+    ] {
+        let row = row(&report, id);
+        assert!(
+            !matches!(row.verdict, Verdict::Fail | Verdict::Warn),
+            "{id}: {}",
+            row.summary
+        );
+    }
+    assert!(
+        row(&report, "INV-SCHEMA-1")
+            .summary
+            .contains("it echoes an action dispatched invalid"),
+        "{}",
+        row(&report, "INV-SCHEMA-1").summary
+    );
+    let deltas = row(&report, "TURN-003");
+    assert_eq!(deltas.verdict, Verdict::NotTestable, "{}", deltas.summary);
+    assert!(
+        deltas.summary.contains(ahpspec::checks::mirror::SKIP_LOST),
+        "{}",
+        deltas.summary
+    );
+    // TURN-005 needs no state: it judged the turn's parts.
+    assert_eq!(row(&report, "TURN-005").verdict, Verdict::Pass);
+}
+
+/// The catalog through the proxy to a host that accepts malformed actions: the runner
+/// reports DISPATCH-007's (and CHAT-VALIDATE-006's) failure, and the proxy, which saw the
+/// runner's deliberately invalid dispatches as a client's invalid frames, blames the server
+/// for none of their echoes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_the_proxy_echoes_of_invalid_dispatches_are_not_the_servers() {
+    let dir = TempDir::new("proxy-invalid");
+    let capture = dir.path().join("malformed.jsonl");
+    let through = through_proxy(Fault::MalformedAccepted.into(), &capture).await;
+    let broken_in_run = broken(&through.run);
+    assert!(broken_in_run.contains("DISPATCH-007"), "{broken_in_run:?}");
+    for report in [&through.proxy, &through.offline] {
+        assert!(
+            broken(report).is_empty(),
+            "{}: {:?}\n{}",
+            report.target,
+            broken(report),
+            row(report, "INV-SCHEMA-1").summary
+        );
+    }
+}

@@ -402,6 +402,7 @@ struct Rows {
 
 impl Rows {
     fn absorb(&mut self, outcome: &CaseOutcome) {
+        self.found.case_finished(&outcome.result);
         for (rule, n) in &outcome.observer.counts {
             *self.found.counts.entry(*rule).or_insert(0) += n;
         }

@@ -26,25 +26,33 @@ pub fn decode_action(action: Node<'_>) -> Result<StateAction, serde_json::Error>
     }
 }
 
-/// Expands to a `match` from the wire tag to the variant, decoding its payload type from
-/// the tape.
-macro_rules! variants {
-    ($kind:expr, $action:expr, { $($tag:literal => $variant:ident($payload:ty),)* }) => {
-        match $kind {
-            $($tag => <$payload>::deserialize($action).ok().map(StateAction::$variant),)*
-            _ => None,
+/// Expands to [`by_type`], a `match` from the wire tag to the variant decoding its payload
+/// type from the tape, and [`is_known`], from one table.
+macro_rules! state_actions {
+    ({ $($tag:literal => $variant:ident($payload:ty),)* }) => {
+        /// The variant for a known tag whose payload decodes; `None` otherwise. The payload
+        /// structs ignore unknown members (none of them is `deny_unknown_fields` or has a
+        /// `flatten`ed or `type` member), so the tag left in the object changes nothing. The
+        /// list is the variant list of `ahp-types` 1.0.0's `StateAction`;
+        /// `tests/action_decode.rs` checks it against the derived decoder on every upstream
+        /// reducer vector.
+        fn by_type(kind: &str, action: Node<'_>) -> Option<StateAction> {
+            match kind {
+                $($tag => <$payload>::deserialize(action).ok().map(StateAction::$variant),)*
+                _ => None,
+            }
+        }
+
+        /// Whether `kind` is an action type of the 1.0.0 crate (one that decodes as
+        /// `Unknown` only when it is malformed).
+        pub fn is_known(kind: &str) -> bool {
+            matches!(kind, $($tag)|*)
         }
     };
 }
 
-/// The variant for a known tag whose payload decodes; `None` otherwise. The payload structs
-/// ignore unknown members (none of them is `deny_unknown_fields` or has a `flatten`ed or
-/// `type` member), so the tag left in the object changes nothing. The list is the variant
-/// list of `ahp-types` 1.0.0's `StateAction`; `tests/action_decode.rs` checks it against the
-/// derived decoder on every upstream reducer vector.
 // Kept whole (over the ~80-line aim): a table: one line per `StateAction` variant.
-fn by_type(kind: &str, action: Node<'_>) -> Option<StateAction> {
-    variants!(kind, action, {
+state_actions!({
         "root/agentsChanged" => RootAgentsChanged(RootAgentsChangedAction),
         "root/activeSessionsChanged" => RootActiveSessionsChanged(RootActiveSessionsChangedAction),
         "root/configChanged" => RootConfigChanged(RootConfigChangedAction),
@@ -151,5 +159,4 @@ fn by_type(kind: &str, action: Node<'_>) -> Option<StateAction> {
         "automationRun/sessionRemoved" => AutomationRunSessionRemoved(AutomationRunSessionRemovedAction),
         "automationRun/primarySessionChanged" => AutomationRunPrimarySessionChanged(AutomationRunPrimarySessionChangedAction),
         "automationRun/cancelRequested" => AutomationRunCancelRequested(AutomationRunCancelRequestedAction),
-    })
-}
+});

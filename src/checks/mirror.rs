@@ -1,17 +1,41 @@
 //! The reducer mirror of one connection: per subscribed channel, the snapshot it got plus
 //! every accepted envelope folded through the official `ahp` reducers. Stream checks run
 //! against the state *before* each action is applied.
+//!
+//! The rows judge what arrived wherever it arrived: TURN-005 needs no state and judges every
+//! response part; chat actions on a channel without a chat snapshot (a chat never
+//! subscribed to, or a channel of another kind: ENV-004's matter) are followed from a turn
+//! start the connection saw, in a shadow chat state; what cannot be judged is counted as
+//! skipped with its reason. A channel whose mirror cannot fold an action (it does not
+//! decode) is unknown until its next snapshot: its actions are skipped, never judged against
+//! a state that missed one.
 
 use ahp::reducers::{apply_action_to_chat, apply_action_to_root, apply_action_to_session};
 use ahp_types::actions::StateAction;
 use ahp_types::state::{ChatState, ResponsePart, RootState, SessionState};
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::action_decode::decode_action;
 use super::compare::Kind;
-use super::{FastMap, Rule, Violation};
+use super::{FastMap, Rule, Skips, Violation};
 use crate::tape::Node;
+
+/// Why a chat rule skipped an action: the channel's mirror had lost track of it.
+pub const SKIP_LOST: &str =
+    "the channel's mirror could not fold an earlier action (unknown until its next snapshot)";
+/// Why a chat rule skipped an action on a channel that is no chat's.
+pub const SKIP_NOT_A_CHAT: &str =
+    "a chat action on a channel of another kind (ENV-004's matter), outside any turn seen starting there";
+/// Why a chat rule skipped an action on a chat without a snapshot.
+pub const SKIP_NO_STATE: &str =
+    "a chat whose state the connection never got (no snapshot), outside any turn seen starting there";
+/// Why a chat rule skipped an action followed in a shadow state.
+pub const SKIP_OTHER_TURN: &str =
+    "a turn other than the one seen starting on a channel without a chat snapshot";
+/// Why PENDING-003 skipped a consumption followed in a shadow state.
+pub const SKIP_NO_QUEUE: &str = "a queue the connection never saw (no chat snapshot)";
 
 #[derive(Debug, Clone)]
 enum State {
@@ -76,6 +100,10 @@ pub struct Mirror {
     /// Per chat, the `modifiedAt` the last turn start or end this mirror folded gave the
     /// chat (INV-CHAT-6: no other chat action changes it).
     turn_modified: FastMap<String, String>,
+    /// Chat states started from a turn start seen on a channel without a chat snapshot.
+    shadows: FastMap<String, Box<ChatState>>,
+    /// What the chat rules could not judge, and why.
+    pub skips: Skips,
 }
 
 impl Mirror {
@@ -89,6 +117,7 @@ impl Mirror {
         };
         // The snapshot is the new baseline: no turn start or end folded since.
         self.turn_modified.remove(resource);
+        self.shadows.remove(resource);
         match State::decode(kind, snapshot.member("state")) {
             Some(state) => {
                 self.lost.remove(resource);
@@ -111,6 +140,19 @@ impl Mirror {
         self.channels.remove(channel);
         self.seqs.remove(channel);
         self.lost.remove(channel);
+        self.shadows.remove(channel);
+    }
+
+    /// The channel's state can no longer be known from what was folded (`why`): it is
+    /// unknown until its next snapshot. (A channel this mirror does not follow stays so.)
+    pub fn unknown(&mut self, channel: &str, why: &str) {
+        if !self.channels.contains_key(channel) && !self.shadows.contains_key(channel) {
+            return;
+        }
+        self.channels.remove(channel);
+        self.shadows.remove(channel);
+        self.turn_modified.remove(channel);
+        self.lost.insert(channel.to_owned(), why.to_owned());
     }
 
     /// Channels whose mirror stopped following.
@@ -166,26 +208,42 @@ impl Mirror {
         let Some(channel) = envelope.member("channel").as_str() else {
             return found;
         };
+        let action = envelope.member("action");
+        let kind = action.member("type").as_str().unwrap_or_default();
+        let host = envelope.member("origin").is_null();
+        error_part(kind, action, &mut found, &mut self.parts_checked);
+        let chat_action = kind.starts_with("chat/");
+        match self.channels.get(channel) {
+            Some(State::Chat(_)) => self.fold(channel, envelope, kind, host, &mut found),
+            Some(_) if !chat_action => self.fold(channel, envelope, kind, host, &mut found),
+            _ if chat_action => self.shadow(channel, action, kind, host, &mut found),
+            _ => {}
+        }
+        found
+    }
+
+    /// Folds one accepted envelope into the channel's mirror, after the chat rules judged it
+    /// against the state before it.
+    fn fold(
+        &mut self,
+        channel: &str,
+        envelope: Node<'_>,
+        kind: &str,
+        host: bool,
+        found: &mut Vec<Violation>,
+    ) {
         let Some(state) = self.channels.get_mut(channel) else {
-            return found;
+            return;
         };
         let action = envelope.member("action");
         if let State::Chat(chat) = state {
-            let kind = action.member("type").as_str().unwrap_or_default();
-            stream_checks(
-                chat,
-                kind,
-                action,
-                &mut found,
-                &mut self.deltas_checked,
-                &mut self.parts_checked,
-            );
-            if envelope.member("origin").is_null() {
+            stream_checks(chat, kind, action, found, &mut self.deltas_checked);
+            if host {
                 host_action_checks(
                     chat,
                     kind,
                     action,
-                    &mut found,
+                    found,
                     &mut self.queue_consumptions,
                     &mut self.turn_ids_checked,
                 );
@@ -201,26 +259,137 @@ impl Mirror {
                 }
             }
         }
-        match decode_action(action) {
+        match folds(action) {
             Ok(decoded) => {
                 state.apply(&decoded);
                 if let State::Chat(chat) = state {
-                    let kind = action.member("type").as_str().unwrap_or_default();
                     if TURN_EVENTS.contains(&kind) {
                         self.turn_modified
                             .insert(channel.to_owned(), chat.modified_at.clone());
                     }
                 }
             }
-            Err(error) => {
-                self.lost.insert(
-                    channel.to_owned(),
-                    format!("action does not decode: {error}"),
-                );
-                self.channels.remove(channel);
+            Err(error) => self.unknown(channel, &format!("action does not decode: {error}")),
+        }
+    }
+
+    /// A chat action on a channel without a chat mirror: judged against a shadow chat state
+    /// started from a turn start seen on the channel, within that turn; skipped otherwise.
+    fn shadow(
+        &mut self,
+        channel: &str,
+        action: Node<'_>,
+        kind: &str,
+        host: bool,
+        found: &mut Vec<Violation>,
+    ) {
+        let fed = rules_fed(kind, action, host);
+        if self.lost.contains_key(channel) {
+            skip(&mut self.skips, fed, SKIP_LOST);
+            return;
+        }
+        if kind == "chat/turnStarted" {
+            if let Some(state) = empty_chat(channel) {
+                self.shadows.insert(channel.to_owned(), state);
             }
         }
-        found
+        let Some(chat) = self.shadows.get_mut(channel) else {
+            let why = match Kind::of(channel) {
+                Some(Kind::Chat) => SKIP_NO_STATE,
+                _ => SKIP_NOT_A_CHAT,
+            };
+            skip(&mut self.skips, fed, why);
+            return;
+        };
+        let active = chat.active_turn.as_ref().map(|turn| turn.id.as_str());
+        let in_turn = active.is_some() && action.member("turnId").as_str() == active;
+        if in_turn {
+            stream_checks(chat, kind, action, found, &mut self.deltas_checked);
+            if host && STREAMING.contains(&kind) {
+                // The action names the turn the shadow follows: its turnId is right.
+                self.turn_ids_checked += 1;
+            }
+            if fed.contains(&Rule::Pending003) {
+                self.skips.add(Rule::Pending003, SKIP_NO_QUEUE, 1);
+            }
+        } else if kind != "chat/turnStarted" {
+            skip(&mut self.skips, fed, SKIP_OTHER_TURN);
+        }
+        match folds(action) {
+            Ok(decoded) => {
+                apply_action_to_chat(chat, &decoded);
+            }
+            Err(_) => {
+                self.shadows.remove(channel);
+            }
+        }
+    }
+}
+
+/// Counts one action of each of `rules` as skipped because of `why`.
+fn skip(skips: &mut Skips, rules: Vec<Rule>, why: &'static str) {
+    for rule in rules {
+        skips.add(rule, why, 1);
+    }
+}
+
+/// The action as the reducers fold it, or why it cannot be folded: an action of a known type
+/// that does not decode is not folded as a no-op (the state would silently miss it).
+fn folds(action: Node<'_>) -> Result<StateAction, String> {
+    match decode_action(action) {
+        Ok(StateAction::Unknown(_)) => {
+            let kind = action.member("type").as_str().unwrap_or_default();
+            if super::action_decode::is_known(kind) {
+                Err(format!("a {kind} that does not decode"))
+            } else {
+                // A type this version does not know changes nothing (forward compatibility).
+                Ok(StateAction::Unknown(serde_json::Value::Null))
+            }
+        }
+        Ok(decoded) => Ok(decoded),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+/// An empty chat state for `channel`, for a shadow started from a turn start.
+fn empty_chat(channel: &str) -> Option<Box<ChatState>> {
+    let state = serde_json::json!({
+        "resource": channel, "title": "", "status": 1,
+        "modifiedAt": "1970-01-01T00:00:00Z", "turns": []
+    });
+    ChatState::deserialize(&state).ok().map(Box::new)
+}
+
+/// The chat rules (other than TURN-005, which needs no state) an action gives work to.
+fn rules_fed(kind: &str, action: Node<'_>, host: bool) -> Vec<Rule> {
+    let mut rules = Vec::new();
+    if matches!(kind, "chat/delta" | "chat/reasoning") {
+        rules.push(Rule::Turn003);
+    }
+    if host && STREAMING.contains(&kind) {
+        rules.push(Rule::Turn004);
+    }
+    if host
+        && kind == "chat/pendingMessageRemoved"
+        && action.member("kind").as_str() == Some("queued")
+    {
+        rules.push(Rule::Pending003);
+    }
+    rules
+}
+
+/// TURN-005: an error part is never sent through `chat/responsePart` (no state needed).
+fn error_part(kind: &str, action: Node<'_>, found: &mut Vec<Violation>, parts: &mut usize) {
+    if kind != "chat/responsePart" {
+        return;
+    }
+    *parts += 1;
+    if action.member("part").member("kind").as_str() == Some("error") {
+        found.push(Violation::new(
+            Rule::Turn005,
+            "errors only through chat/error",
+            "chat/responsePart carrying an error part",
+        ));
     }
 }
 
@@ -293,57 +462,44 @@ const STREAMING: &[&str] = &[
     "chat/toolCallResultConfirmed",
 ];
 
-/// TURN-003 and TURN-005, judged against the chat state before the action.
+/// TURN-003, judged against the chat state before the action.
 fn stream_checks(
     chat: &ChatState,
     kind: &str,
     action: Node<'_>,
     found: &mut Vec<Violation>,
     deltas: &mut usize,
-    parts: &mut usize,
 ) {
-    match kind {
-        "chat/delta" | "chat/reasoning" => {
-            *deltas += 1;
-            let wanted = if kind == "chat/delta" {
-                "markdown"
-            } else {
-                "reasoning"
-            };
-            let part_id = action.member("partId").as_str().unwrap_or_default();
-            let turn_id = action.member("turnId");
-            let active = chat
-                .active_turn
-                .as_ref()
-                .filter(|turn| turn_id.as_str() == Some(turn.id.as_str()));
-            let exists = active.is_some_and(|turn| {
-                turn.response_parts.iter().any(|part| match part {
-                    ResponsePart::Markdown(m) => wanted == "markdown" && m.id == part_id,
-                    ResponsePart::Reasoning(r) => wanted == "reasoning" && r.id == part_id,
-                    _ => false,
-                })
-            });
-            if !exists {
-                found.push(Violation::new(
-                    Rule::Turn003,
-                    format!(
-                        "{kind} for a {wanted} part created earlier in active turn {}",
-                        turn_id.to_value()
-                    ),
-                    format!("partId {part_id:?}, which the turn does not have"),
-                ));
-            }
-        }
-        "chat/responsePart" => {
-            *parts += 1;
-            if action.member("part").member("kind").as_str() == Some("error") {
-                found.push(Violation::new(
-                    Rule::Turn005,
-                    "errors only through chat/error",
-                    "chat/responsePart carrying an error part",
-                ));
-            }
-        }
-        _ => {}
+    if !matches!(kind, "chat/delta" | "chat/reasoning") {
+        return;
+    }
+    *deltas += 1;
+    let wanted = if kind == "chat/delta" {
+        "markdown"
+    } else {
+        "reasoning"
+    };
+    let part_id = action.member("partId").as_str().unwrap_or_default();
+    let turn_id = action.member("turnId");
+    let active = chat
+        .active_turn
+        .as_ref()
+        .filter(|turn| turn_id.as_str() == Some(turn.id.as_str()));
+    let exists = active.is_some_and(|turn| {
+        turn.response_parts.iter().any(|part| match part {
+            ResponsePart::Markdown(m) => wanted == "markdown" && m.id == part_id,
+            ResponsePart::Reasoning(r) => wanted == "reasoning" && r.id == part_id,
+            _ => false,
+        })
+    });
+    if !exists {
+        found.push(Violation::new(
+            Rule::Turn003,
+            format!(
+                "{kind} for a {wanted} part created earlier in active turn {}",
+                turn_id.to_value()
+            ),
+            format!("partId {part_id:?}, which the turn does not have"),
+        ));
     }
 }

@@ -15,6 +15,7 @@ pub mod rpc;
 mod rules;
 pub mod stream;
 pub mod toolcalls;
+pub mod words;
 
 pub use crate::fasthash::{FastHasher, FastMap, FastSet};
 use crate::verdict::Level;

@@ -4,6 +4,7 @@
 //! keeps serving the connection (TRANSPORT-012). The frame checker feeds it ids and tallies
 //! what it judged.
 
+use super::words::ASKED_INVALID;
 use super::{FastMap, FastSet, Rule, Skips, Violation};
 use crate::tape::{Node, ScannedId};
 
@@ -55,6 +56,8 @@ struct Pending {
     sent_at_ms: f64,
     /// How many requests the harness had sent with it.
     ordinal: u64,
+    /// Sent invalid: whether it is answered is the rule it tests' matter.
+    invalid: bool,
 }
 
 /// What a response with a given id answers.
@@ -99,9 +102,10 @@ impl Correlation {
         &self.skips
     }
 
-    /// Records a frame the harness sent at `at_ms`: a request is remembered until it is
-    /// answered, an answer to a host request starts the wait for the host to go on serving.
-    pub fn sent(&mut self, message: Node<'_>, at_ms: f64) {
+    /// Records a frame the harness sent at `at_ms` (`invalid` when it was sent invalid): a
+    /// request is remembered until it is answered, an answer to a host request starts the
+    /// wait for the host to go on serving.
+    pub fn sent(&mut self, message: Node<'_>, at_ms: f64, invalid: bool) {
         let method = message.member("method");
         let id = message.member("id");
         let answer = message.member("result").exists() || message.member("error").exists();
@@ -113,6 +117,7 @@ impl Correlation {
                 method: method.as_str().unwrap_or("(no method)").to_owned(),
                 sent_at_ms: at_ms,
                 ordinal: self.requests_sent,
+                invalid,
             };
             self.pending.insert(id_key(id, String::new()), pending);
         }
@@ -138,6 +143,11 @@ impl Correlation {
     /// well read and answer by its id). Its id is read without parsing the rest.
     pub fn sent_unparseable(&mut self, text: &str) {
         self.unidentified.push(scan_id(text));
+    }
+
+    /// Whether the unanswered request with id `key` (as JSON text) was sent invalid.
+    pub fn asked_invalid(&self, key: &str) -> bool {
+        self.pending.get(key).is_some_and(|pending| pending.invalid)
     }
 
     /// Judges a host-to-client request (TRANSPORT-012): a method the protocol lets the host
@@ -234,7 +244,7 @@ impl Correlation {
 
     /// The connection ended at `at_ms` (closed by the host when `by_host`): every request
     /// still unanswered after `timeout_ms` breaks TRANSPORT-003; one the connection ended on
-    /// sooner is skipped. A host that closed the connection after its own request was
+    /// sooner, or one sent invalid (its rule judges whether it is answered), is skipped. A host that closed the connection after its own request was
     /// answered, before answering anything asked after that, breaks TRANSPORT-012. Returns
     /// the violations and how many unanswered requests were judged.
     pub fn end(&mut self, at_ms: f64, timeout_ms: f64, by_host: bool) -> (Vec<Violation>, usize) {
@@ -247,7 +257,9 @@ impl Correlation {
         let mut judged = 0;
         for (key, pending) in unanswered {
             let waited = at_ms - pending.sent_at_ms;
-            if waited >= timeout_ms {
+            if pending.invalid {
+                self.skips.add(Rule::Transport003, ASKED_INVALID, 1);
+            } else if waited >= timeout_ms {
                 judged += 1;
                 found.push(Violation::new(
                     Rule::Transport003,
@@ -315,7 +327,7 @@ mod tests {
     fn sent(rpc: &mut Correlation, text: &str, at_ms: f64) {
         let mut tape = Tape::default();
         match tape.parse(text) {
-            Ok(message) => rpc.sent(message, at_ms),
+            Ok(message) => rpc.sent(message, at_ms, false),
             Err(_) => rpc.sent_unparseable(text),
         }
     }

@@ -8,12 +8,17 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use super::error_data;
-use super::frame::{parse_version, snapshots_in, Counts, FrameChecker, Schemas, Version};
+use super::frame::{parse_version, snapshots_in, Counts, FrameChecker, Received, Schemas, Version};
 use super::invariants;
 use super::mirror::Mirror;
 use super::toolcalls::ToolCalls;
-use super::{Rule, Violation};
+use super::words::{Says, ECHOES_INVALID};
+use super::{Rule, Skips, Violation};
 use crate::tape::{Node, Tape};
+
+/// Why a mirror stopped knowing its channel's state after an echo.
+pub const ACCEPTED_INVALID: &str =
+    "the host accepted an action dispatched invalid, which the reducers cannot fold";
 
 /// One connection's check state.
 #[derive(Debug, Default)]
@@ -40,6 +45,8 @@ pub struct StreamChecks {
     /// The protocol version the host selected for this connection (from its initialize
     /// result): action types introduced after it are not in its schema.
     pub negotiated: Option<Version>,
+    /// Echoes DISPATCH-001 left to the rule their dispatch tests.
+    echo_skips: Skips,
     /// The parse buffer every frame is read into.
     tape: Tape,
 }
@@ -110,7 +117,9 @@ impl StreamChecks {
     /// Adds what every always-on rule looked at on this connection to `counts`, and what it
     /// could not judge to `skipped`.
     pub fn tally(&self, counts: &mut Counts, skipped: &mut crate::checks::Skips) {
-        skipped.merge(self.checker.skips());
+        skipped.merge(&self.checker.skips());
+        skipped.merge(&self.mirror.skips);
+        skipped.merge(&self.echo_skips);
         for (rule, n) in self.checker.counts() {
             *counts.entry(rule).or_insert(0) += n;
         }
@@ -129,8 +138,20 @@ impl StreamChecks {
         self.checker.on_end(at_ms, timeout_ms, by_host)
     }
 
+    /// Takes in a frame the harness (or an observed client) sent: it is invalid when sent
+    /// deliberately so, or when the schemas (or the 1.0.0 URI schemes) find it so, and what
+    /// answers or echoes an invalid frame is then judged by the rule it tests, not again by
+    /// the always-on checks. An invalid frame not declared deliberate is a harness error (a
+    /// client's problem, behind a proxy).
     fn check_sent(&mut self, index: usize, at_ms: f64, message: Node<'_>, schemas: &Schemas) {
-        self.checker.on_sent(message, at_ms);
+        let deliberate = self.intended_invalid.contains(&index);
+        let problem = if deliberate {
+            None
+        } else {
+            self.sent_problem(message, schemas)
+        };
+        self.checker
+            .on_sent(message, at_ms, deliberate || problem.is_some());
         let method = message.member("method").as_str();
         if method == Some("unsubscribe") {
             if let Some(channel) = message.member("params").member("channel").as_str() {
@@ -138,27 +159,44 @@ impl StreamChecks {
                 self.tool_calls.forget(channel);
             }
         }
-        if self.intended_invalid.contains(&index) {
-            return;
-        }
-        let Some(method) = method else {
-            return;
-        };
-        let params = message.member("params");
-        if method == "dispatchAction" && self.dispatch_is_valid(params, schemas) {
-            return;
-        }
-        let Some(def) = schemas.map.params.get(method) else {
-            return;
-        };
-        if let Some(Err(errors)) = self.checker.validate_node(schemas, def, params) {
-            let first = errors
-                .first()
-                .map(|e| format!("{}: {}", e.instance_path, e.message));
+        if let (Some(problem), Some(method)) = (problem, method) {
             self.harness_errors.push(format!(
-                "the harness sent an invalid {method} (not declared deliberate): {}",
-                first.unwrap_or_default()
+                "the harness sent an invalid {method} (not declared deliberate): {problem}"
             ));
+        }
+    }
+
+    /// What is wrong with a frame sent, if anything: its params against the method's schema
+    /// (a dispatch's by parts), or a channel it names in a legacy scheme.
+    fn sent_problem(&mut self, message: Node<'_>, schemas: &Schemas) -> Option<String> {
+        let method = message.member("method").as_str()?;
+        let params = message.member("params");
+        if let Some(channel) = params
+            .member("channel")
+            .as_str()
+            .filter(|c| super::words::is_legacy(c))
+        {
+            return Some(format!(
+                "/channel: {channel} is a legacy URI, not one of the 1.0.0 schemes"
+            ));
+        }
+        if method == "dispatchAction" {
+            if let Some(newer) = self.newer_than_negotiated(params.member("action"), schemas) {
+                return Some(format!("/action/type: {newer}"));
+            }
+            if self.dispatch_is_valid(params, schemas) {
+                return None;
+            }
+        }
+        let def = schemas.map.params.get(method)?;
+        match self.checker.validate_node(schemas, def, params) {
+            Some(Err(errors)) => Some(
+                errors
+                    .first()
+                    .map(|e| format!("{}: {}", e.instance_path, e.message))
+                    .unwrap_or_default(),
+            ),
+            _ => None,
         }
     }
 
@@ -192,11 +230,19 @@ impl StreamChecks {
             return Vec::new();
         }
         let mut tape = std::mem::take(&mut self.tape);
-        let (message, _method, mut found) = self.checker.on_text(&mut tape, text, schemas);
+        let Received {
+            message,
+            says,
+            mut found,
+        } = self
+            .checker
+            .on_text(&mut tape, text, schemas, &self.client_id);
         if let Some(message) = message {
             self.error_data(message, schemas, &mut found);
-            self.newer_actions(message, schemas, &mut found);
-            self.follow(message, &mut found);
+            if !says.echoes_invalid() {
+                self.newer_actions(message, schemas, &mut found);
+            }
+            self.follow(message, says, &mut found);
         }
         self.tape = tape;
         found
@@ -218,26 +264,32 @@ impl StreamChecks {
                 return;
             }
         }
-        let Some(negotiated) = self.negotiated else {
-            return;
-        };
         let action = message.member("params").member("action");
-        let Some(kind) = action.member("type").as_str() else {
-            return;
-        };
-        if let Some(&introduced) = schemas.map.introduced_in.get(kind) {
-            if introduced > negotiated {
-                let show = |(a, b, c): Version| format!("{a}.{b}.{c}");
-                found.push(Violation::new(
-                    Rule::InvSchema1,
-                    format!(
-                        "only action types of the negotiated version {}",
-                        show(negotiated)
-                    ),
-                    format!("{kind}, introduced in {}", show(introduced)),
-                ));
-            }
+        if let (Some(newer), Some((a, b, c))) =
+            (self.newer_than_negotiated(action, schemas), self.negotiated)
+        {
+            found.push(Violation::new(
+                Rule::InvSchema1,
+                format!("only action types of the negotiated version {a}.{b}.{c}"),
+                newer,
+            ));
         }
+    }
+
+    /// The type of `action` and the version that introduced it, when that is later than
+    /// the version negotiated on this connection (the action is not in its schema).
+    fn newer_than_negotiated(&self, action: Node<'_>, schemas: &Schemas) -> Option<String> {
+        let negotiated = self.negotiated?;
+        let kind = action.member("type").as_str()?;
+        let introduced = *schemas.map.introduced_in.get(kind)?;
+        let show = |(a, b, c): Version| format!("{a}.{b}.{c}");
+        (introduced > negotiated).then(|| {
+            format!(
+                "{kind}, introduced in {}, is not in the negotiated version {}",
+                show(introduced),
+                show(negotiated)
+            )
+        })
     }
 
     /// ERR-002 and ERR-003 on an error response with code -32007 or -32009.
@@ -275,9 +327,20 @@ impl StreamChecks {
     }
 
     /// The mirror, the echo check and the snapshot invariants over one parsed host message.
-    fn follow(&mut self, message: Node<'_>, found: &mut Vec<Violation>) {
+    /// The echo of an action dispatched invalid is not judged (its rule judges it): the
+    /// mirror of its channel, when it was accepted, no longer knows the state until the
+    /// channel's next snapshot. The result of a request sent invalid is not taken in.
+    fn follow(&mut self, message: Node<'_>, says: Says, found: &mut Vec<Violation>) {
         if message.member("method").as_str() == Some("action") {
             let envelope = message.member("params");
+            if says.echoes_invalid() {
+                self.echo_skips.add(Rule::Dispatch001, ECHOES_INVALID, 1);
+                let channel = envelope.member("channel").as_str().unwrap_or_default();
+                if envelope.member("rejectionReason").is_null() {
+                    self.mirror.unknown(channel, ACCEPTED_INVALID);
+                }
+                return;
+            }
             let (echo_violations, faithful) = self.check_echo(envelope);
             // Only a faithful echo (its clientSeq names this very action) marks the state.
             if let Some(seq) = faithful.filter(|seq| self.watched.remove(seq)) {
@@ -290,7 +353,7 @@ impl StreamChecks {
             return;
         }
         let result = message.member("result");
-        if !result.exists() {
+        if !result.exists() || says == Says::AnswerToInvalid {
             return;
         }
         for snapshot in snapshots_in(result) {

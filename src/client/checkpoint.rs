@@ -73,7 +73,7 @@ pub const NO_SNAPSHOT: &str = "the observer got no snapshot of the channel";
 pub const MIRROR_AHEAD: &str = "the mirror was ahead of the snapshot";
 /// Why INV-FOLD-1 skipped a mirror at a checkpoint.
 pub const MIRROR_LOST: &str =
-    "the mirror had lost track of the channel (a snapshot or action it could not decode)";
+    "the mirror had lost track of the channel (a snapshot or action it could not decode or fold)";
 
 /// Whether a connection's mirror of a channel (its `serverSeq`, `None` when it does not
 /// mirror the channel; `lost` when it stopped following it) can be compared with the

@@ -99,19 +99,59 @@ pub struct AlwaysOnFound {
     pub findings: HashMap<Rule, Vec<Finding>>,
     pub counts: Counts,
     pub skipped: crate::checks::Skips,
+    /// Cases that finished (ran or were blocked), and the blocked ones by the rule that
+    /// blocked them: a row that saw nothing says when that is because cases were blocked.
+    cases: usize,
+    blocked: std::collections::BTreeMap<String, usize>,
 }
 
 impl AlwaysOnFound {
-    /// The row of `rule` (see [`always_on_result`]), with the findings it takes.
+    /// Takes note of a finished case row (blocked or not).
+    pub fn case_finished(&mut self, result: &CaseResult) {
+        self.cases += 1;
+        if let (Verdict::Blocked, Some(rule)) = (result.verdict, &result.blocked_by) {
+            *self.blocked.entry(rule.clone()).or_insert(0) += 1;
+        }
+    }
+
+    /// The row of `rule` (see [`always_on_result`]), with the findings it takes. A row that
+    /// judged nothing while cases were blocked says how many, and by what.
     pub fn row(&mut self, rule: &AlwaysOnRule, over: &str, rerun: String) -> CaseResult {
-        always_on_result(
+        let looked_at = self.counts.get(&rule.rule).copied().unwrap_or(0);
+        let skipped = self.skipped.of(rule.rule);
+        let mut row = always_on_result(
             rule,
             self.findings.remove(&rule.rule).unwrap_or_default(),
-            self.counts.get(&rule.rule).copied().unwrap_or(0),
-            &self.skipped.of(rule.rule),
+            looked_at,
+            &skipped,
             over,
             rerun,
-        )
+        );
+        let blocked: usize = self.blocked.values().sum();
+        if row.verdict == Verdict::NotTestable && blocked > 0 {
+            let by = match self.blocked.iter().collect::<Vec<_>>().as_slice() {
+                [(rule, _)] => format!("by {rule}"),
+                several => {
+                    let each: Vec<String> = several
+                        .iter()
+                        .map(|(rule, n)| format!("{n} by {rule}"))
+                        .collect();
+                    format!("({})", each.join(", "))
+                }
+            };
+            let unit = rule.unit;
+            row.summary = if blocked == self.cases {
+                format!("Not testable: {blocked} cases blocked {by}, so no {unit} were seen")
+            } else if skipped.is_empty() {
+                format!(
+                    "Not testable: no {unit} were seen in the {} cases that ran; {blocked} cases blocked {by}",
+                    self.cases - blocked
+                )
+            } else {
+                format!("{}; {blocked} cases blocked {by}", row.summary)
+            };
+        }
+        row
     }
 }
 
@@ -137,6 +177,7 @@ impl Gathered {
 
     /// Keeps the row of a case blocked by `finding`'s rule.
     fn blocked(&mut self, result: CaseResult, finding: Finding, sink: &mut dyn EventSink) {
+        self.always_on.case_finished(&result);
         self.prerequisites
             .entry(finding.rule.clone())
             .or_default()
@@ -170,7 +211,10 @@ impl Gathered {
         }
         match outcome.prerequisite {
             Some(finding) => self.blocked(outcome.result, finding, sink),
-            None => self.finished(outcome.result, sink),
+            None => {
+                self.always_on.case_finished(&outcome.result);
+                self.finished(outcome.result, sink)
+            }
         }
     }
 

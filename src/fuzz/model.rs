@@ -297,9 +297,14 @@ fn plan_action(
                 (Some(call), false, _) | (_, _, Some(call)) => call["toolCallId"].clone(),
                 _ => json!("fz-no-such-tool"),
             };
-            in_chat(
-                json!({ "type": "chat/toolCallConfirmed", "turnId": turn_id, "toolCallId": id, "approved": approve }),
-            )
+            let mut confirm = json!({ "type": "chat/toolCallConfirmed", "turnId": turn_id, "toolCallId": id, "approved": approve });
+            // The official 1.0.0 schemas ask an approval for `confirmed`, a denial for `reason`.
+            if *approve {
+                confirm["confirmed"] = json!("user-action");
+            } else {
+                confirm["reason"] = json!("denied");
+            }
+            in_chat(confirm)
         }
         Op::ConfirmResult { approve, .. } => {
             let id = turn

@@ -189,23 +189,35 @@ impl World {
     /// the agent lets go of the world, which resets `turn_audience`).
     pub(super) fn enter_turn(&mut self, chat: &str, starter: Option<&str>) {
         let session = self.chats.get(chat).map(|entry| entry.session.clone());
-        if let (true, Some(starter), Some(session)) =
-            (self.fault(Fault::TurnStreamToStarterOnly), starter, session)
-        {
+        let restricted =
+            self.fault(Fault::TurnStreamToStarterOnly) || self.fault(Fault::TurnEndElsewhere);
+        if let (true, Some(starter), Some(session)) = (restricted, starter, session) {
             self.turn_audience = Some((starter.to_owned(), session));
         }
     }
 
-    /// Whether `conn` may receive the envelope being emitted (always, unless the
-    /// `turn-stream-to-starter-only` fault restricts it).
-    pub(super) fn in_turn_audience(&self, conn: &ConnEntry) -> bool {
-        match &self.turn_audience {
-            Some((starter, session)) => {
-                conn.client_id.as_deref() == Some(starter.as_str())
-                    || conn.subscriptions.contains(session)
-            }
-            None => true,
+    /// Whether `conn` may receive the envelope of `kind` being emitted on `channel` (always,
+    /// unless the `turn-stream-to-starter-only` or `turn-end-elsewhere` fault restricts it).
+    pub(super) fn in_turn_audience(&self, conn: &ConnEntry, channel: &str, kind: &str) -> bool {
+        let Some((starter, session)) = &self.turn_audience else {
+            return true;
+        };
+        let starts = conn.client_id.as_deref() == Some(starter.as_str());
+        // With both faults, the starter-only one decides: withholding the end from the
+        // starter too would leave nobody but the session's subscribers a turn end, a
+        // failure (TURN-002) neither fault makes alone.
+        if self.fault(Fault::TurnStreamToStarterOnly) {
+            return starts || conn.subscriptions.contains(session);
         }
+        let ending = matches!(
+            kind,
+            "chat/turnComplete" | "chat/turnCancelled" | "chat/error"
+        );
+        let elsewhere = self.conns.values().any(|other| {
+            other.client_id.as_deref() != Some(starter.as_str())
+                && other.subscriptions.contains(channel)
+        });
+        !(ending && starts && elsewhere)
     }
 
     /// The `tool-delta-before-start` fault: a first input delta for a tool call the chat

@@ -200,6 +200,9 @@ fault_catalog! {
     TurnStreamToStarterOnly => ("turn-stream-to-starter-only", "SUB-003", "Sends the agent's actions of a client's turn only to that client and the session's subscribers, not to the chat's other subscribers."),
     CursorWithoutWindow => ("cursor-without-window", "SUB-007", "Adds a turnsNextCursor to the snapshot of chats with three or more turns subscribed without a view, as if older turns were left out."),
     MalformedTitleApplied => ("malformed-title-applied", "DISPATCH-007", "Sets the session's title to the JSON text of the title member of a session/titleChanged it rejects as malformed."),
+    // Issue 22, class 5: verdicts on frames that repeat what the client said.
+    TurnEndElsewhere => ("turn-end-elsewhere", "SUB-003", "Sends the agent's ending of a client's turn (chat/turnComplete, chat/turnCancelled, chat/error) only to the chat's subscribers on other clients, when it has any, not to the client that started the turn."),
+    MalformedAccepted => ("malformed-accepted", "DISPATCH-007", "Accepts a client action of a known type that does not decode, echoing it as sent: it changes nothing, except a chat/turnStarted whose startedAt is missing or no string, which starts now and runs."),
     // Issue 12, session 6: the last case rules without a fault (TURN-006, ENV-001, RECONNECT-005/007, SUB-013).
     FractionalDuration => ("fractional-duration", "TURN-006", "Sends every chat/turnComplete with a duration of n + 0.5 ms, a number that is not an integer."),
     ReplayDropsDeltas => ("replay-drops-deltas", "RECONNECT-007", "Leaves the chat/delta envelopes out of every reconnect replay, so a client's fold misses the streamed text."),

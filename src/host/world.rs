@@ -158,7 +158,7 @@ pub struct World {
     /// (sender, clientId group) of binary frames, for the binary-wedges-peers fault.
     pub wedged_groups: Vec<(ConnId, String)>,
     /// (client, session) the agent action being emitted is restricted to, for the
-    /// turn-stream-to-starter-only fault.
+    /// turn-stream-to-starter-only and turn-end-elsewhere faults.
     pub turn_audience: Option<(String, String)>,
 }
 
@@ -335,7 +335,19 @@ impl World {
     ) -> Result<u64, EmitError> {
         let decoded: StateAction =
             serde_json::from_value(action.clone()).map_err(|e| EmitError::Decode(e.to_string()))?;
-        self.apply(channel, &decoded)?;
+        self.emit_shown(channel, &decoded, action, origin)
+    }
+
+    /// [`World::emit`] of `decoded`, whose envelope shows `action` (the same action, unless
+    /// a fault echoes a client's malformed action as it was sent).
+    pub fn emit_shown(
+        &mut self,
+        channel: &str,
+        decoded: &StateAction,
+        action: Value,
+        origin: Option<(&str, i64)>,
+    ) -> Result<u64, EmitError> {
+        self.apply(channel, decoded)?;
         if let Some(entry) = self.chats.get(channel) {
             entry.changed.notify_one();
         }
@@ -379,6 +391,9 @@ impl World {
                 self.replay_floor = old.seq;
             }
         }
+        let kind = action_type(&envelope["action"])
+            .unwrap_or_default()
+            .to_owned();
         let frame = Utf8Bytes::from(notification("action", envelope).to_string());
         let session_action = channel.starts_with("ahp-session:");
         let sender_only = if origin.is_some() && self.fault(Fault::NoBroadcast) && session_action {
@@ -394,7 +409,7 @@ impl World {
             if !receives || !version_ok {
                 continue;
             }
-            if !self.in_turn_audience(conn) {
+            if !self.in_turn_audience(conn, channel, &kind) {
                 continue;
             }
             if conn.coalesced.contains(channel)

@@ -3,6 +3,7 @@
 //! notification routing members, schema validity, and `serverSeq` order.
 
 use super::rpc::{id_key, Answered, Correlation};
+use super::words::{ClientWords, Says, ANSWERS_INVALID, CLIENT_CHANNEL, ECHOES_INVALID};
 use super::{FastMap, FastSet, Rule, Skips, Violation};
 
 use crate::tape::{Node, Tape};
@@ -35,7 +36,19 @@ pub struct FrameChecker {
     coalescable: FastSet<String>,
     /// The highest accepted `serverSeq` among immediate subscriptions, and its channel.
     last_on_connection: Option<(u64, String)>,
+    /// What the client said that the host's frames may repeat (whose words a frame carries).
+    pub words: ClientWords,
+    /// What the frame rules could not judge, and why (besides the correlation's).
+    skips: Skips,
     tally: Tally,
+}
+
+/// A host text frame as the frame checks took it: the parsed message (when it is JSON),
+/// whose content it carries, and what it broke.
+pub struct Received<'t> {
+    pub message: Option<Node<'t>>,
+    pub says: Says,
+    pub found: Vec<Violation>,
 }
 
 /// The members of an action envelope the checks read, each looked up once.
@@ -79,14 +92,18 @@ impl FrameChecker {
     }
 
     /// What the rules could not judge, and why.
-    pub fn skips(&self) -> &Skips {
-        self.rpc.skips()
+    pub fn skips(&self) -> Skips {
+        let mut all = self.rpc.skips().clone();
+        all.merge(&self.skips);
+        all
     }
 
     /// Records a frame the harness sent at `at_ms` (requests are remembered for
-    /// correlation, answers to host requests for TRANSPORT-012).
-    pub fn on_sent(&mut self, message: Node<'_>, at_ms: f64) {
-        self.rpc.sent(message, at_ms);
+    /// correlation, answers to host requests for TRANSPORT-012); `invalid` when it was sent
+    /// invalid (what answers or echoes it is then judged by the rule it tests).
+    pub fn on_sent(&mut self, message: Node<'_>, at_ms: f64, invalid: bool) {
+        self.rpc.sent(message, at_ms, invalid);
+        self.words.said(message, invalid);
         let method = message.member("method");
         let params = message.member("params");
         match method.as_str() {
@@ -144,15 +161,16 @@ impl FrameChecker {
         )]
     }
 
-    /// Checks one text frame from the host, parsed into `tape`; returns the parsed message
-    /// (when it is JSON) and any violations. `method` of the answered request is returned
-    /// alongside for responses.
+    /// Checks one text frame from the host, parsed into `tape`, on the connection of client
+    /// `client_id` (its echoes name it): the parsed message (when it is JSON), whose content
+    /// it carries, and any violations.
     pub fn on_text<'t>(
         &mut self,
         tape: &'t mut Tape,
         text: &'t str,
         schemas: &Schemas,
-    ) -> (Option<Node<'t>>, Option<String>, Vec<Violation>) {
+        client_id: &str,
+    ) -> Received<'t> {
         let mut found = Vec::new();
         self.tally.bump(Rule::Transport001);
         let message = match tape.parse(text) {
@@ -167,7 +185,11 @@ impl FrameChecker {
                     "one JSON object per text frame",
                     format!("not JSON ({reason}): {}", clip(text)),
                 ));
-                return (None, None, found);
+                return Received {
+                    message: None,
+                    says: Says::Host,
+                    found,
+                };
             }
         };
         if !message.is_object() {
@@ -176,7 +198,11 @@ impl FrameChecker {
                 "one JSON object per text frame",
                 format!("a JSON {}", kind_of(&message.to_value())),
             ));
-            return (Some(message), None, found);
+            return Received {
+                message: Some(message),
+                says: Says::Host,
+                found,
+            };
         }
         self.tally.bump(Rule::Transport002);
         let jsonrpc = message.member("jsonrpc");
@@ -194,41 +220,68 @@ impl FrameChecker {
                 ),
             ));
         }
-        scan_strings_and_status(message, &mut found, &mut self.tally);
-        let mut answered_method = None;
-        if let Some(method) = message.member("method").as_str() {
+        let method = message.member("method").as_str();
+        let says = match method {
+            Some("action") => self.words.envelope(message.member("params"), client_id),
+            Some(_) => Says::Host,
+            None => {
+                let key = id_key(message.member("id"), std::mem::take(&mut self.id_buffer));
+                let says = if self.rpc.asked_invalid(&key) {
+                    Says::AnswerToInvalid
+                } else {
+                    Says::Host
+                };
+                self.id_buffer = key;
+                says
+            }
+        };
+        if says.echoes_invalid() {
+            // The echoed action is the client's words, and so is the channel it chose.
+            self.skips.add(Rule::Sub012, ECHOES_INVALID, 1);
+        } else {
+            scan_strings_and_status(message, &self.words, &mut found, &mut self.tally);
+        }
+        if let Some(method) = method {
             if message.member("id").exists() {
                 self.tally.bump(Rule::Transport012);
                 found.extend(self.rpc.host_request(method, message));
             } else {
                 let params = message.member("params");
-                self.check_notification(method, params, schemas, &mut found);
+                self.check_notification(method, params, says, schemas, &mut found);
             }
         } else {
-            answered_method = self.check_response(message, schemas, &mut found);
+            self.check_response(message, says, schemas, &mut found);
         }
-        (Some(message), answered_method, found)
+        Received {
+            message: Some(message),
+            says,
+            found,
+        }
     }
 
     fn check_response(
         &mut self,
         message: Node<'_>,
+        says: Says,
         schemas: &Schemas,
         found: &mut Vec<Violation>,
-    ) -> Option<String> {
+    ) {
         let key = id_key(message.member("id"), std::mem::take(&mut self.id_buffer));
-        let outcome = self.check_answer(message, &key, schemas, found);
+        self.check_answer(message, &key, says, schemas, found);
         self.id_buffer = key;
-        outcome
     }
 
+    /// The form of a response (TRANSPORT-005), what it answers (TRANSPORT-003/004) and its
+    /// result's schema. The result of a request sent invalid is the content the rule that
+    /// request tests judges: not judged again here.
     fn check_answer(
         &mut self,
         message: Node<'_>,
         key: &str,
+        says: Says,
         schemas: &Schemas,
         found: &mut Vec<Violation>,
-    ) -> Option<String> {
+    ) {
         let result = message.member("result");
         let error = message.member("error");
         let (has_result, has_error) = (result.exists(), error.exists());
@@ -258,14 +311,16 @@ impl FrameChecker {
             Answered::Request(method) => method,
             Answered::Again(violation) => {
                 found.push(violation);
-                return None;
+                return;
             }
             Answered::Nothing(violation) => {
                 found.extend(violation);
-                return None;
+                return;
             }
         };
-        if has_result && !has_error {
+        if has_result && !has_error && says == Says::AnswerToInvalid {
+            self.skips.add(Rule::InvSchema1, ANSWERS_INVALID, 1);
+        } else if has_result && !has_error {
             self.record_snapshots(result);
             if let Some(def) = schemas.map.results.get(&method) {
                 validate(
@@ -278,7 +333,6 @@ impl FrameChecker {
                 );
             }
         }
-        Some(method)
     }
 
     /// Remembers `fromSeq` of every snapshot in a result.
@@ -297,17 +351,26 @@ impl FrameChecker {
         &mut self,
         method: &str,
         params: Node<'_>,
+        says: Says,
         schemas: &Schemas,
         found: &mut Vec<Violation>,
     ) {
-        self.tally.bump(Rule::Transport011);
         let envelope = Envelope::of(params);
-        if !envelope.channel.is_string() {
-            found.push(Violation::new(
-                Rule::Transport011,
-                "params.channel (string)",
-                format!("{method} without a string channel"),
-            ));
+        // The echo of an action dispatched invalid carries the client's words back (its
+        // action, and the channel it named): the host vouches for the members it added, the
+        // rest is the rule's the dispatch tests.
+        let echoes_invalid = says.echoes_invalid();
+        if echoes_invalid {
+            self.skips.add(Rule::Transport011, ECHOES_INVALID, 1);
+        } else {
+            self.tally.bump(Rule::Transport011);
+            if !envelope.channel.is_string() {
+                found.push(Violation::new(
+                    Rule::Transport011,
+                    "params.channel (string)",
+                    format!("{method} without a string channel"),
+                ));
+            }
         }
         let is_action = method == "action";
         // A rejected echo carries the client's own action back, valid or not: the host only
@@ -317,7 +380,7 @@ impl FrameChecker {
             // The envelope's own members directly, the action against its own type's
             // definition: the same verdict as the ActionEnvelope schema (whose action union
             // tries every type in turn), at a fraction of the cost on every envelope.
-            if let Some(problem) = envelope_shape(&envelope) {
+            if let Some(problem) = envelope_shape(&envelope, !echoes_invalid) {
                 found.push(Violation::new(
                     Rule::InvSchema1,
                     "action params valid against ActionEnvelope",
@@ -326,6 +389,7 @@ impl FrameChecker {
             }
             let kind = envelope.kind.as_str().unwrap_or_default();
             match schemas.map.actions.get(kind) {
+                _ if echoes_invalid => self.skips.add(Rule::InvSchema1, ECHOES_INVALID, 1),
                 Some(def) => validate(
                     schemas,
                     def,
@@ -348,27 +412,42 @@ impl FrameChecker {
             );
         }
         if is_action {
-            self.check_envelope(&envelope, schemas, found);
+            self.check_envelope(&envelope, says, schemas, found);
         }
     }
 
     fn check_envelope(
         &mut self,
         envelope: &Envelope<'_>,
+        says: Says,
         schemas: &Schemas,
         found: &mut Vec<Violation>,
     ) {
         let channel = envelope.channel.as_str().unwrap_or_default();
         let action_type = envelope.kind.as_str().unwrap_or_default();
-        self.tally.bump(Rule::Env004);
-        if let Some(prefix) = expected_scheme(action_type) {
-            if !channel.starts_with(prefix) {
-                found.push(Violation::new(
-                    Rule::Env004,
-                    format!("{action_type} on a {prefix} channel"),
-                    format!("channel {channel}"),
-                ));
+        match expected_scheme(action_type) {
+            Some(prefix) if !channel.starts_with(prefix) => {
+                // A channel the client chose (the one it dispatched to, or one it spelled
+                // its own way) is the client's: the host only answers on it.
+                let clients = matches!(
+                    says,
+                    Says::Echo {
+                        same_channel: true,
+                        ..
+                    }
+                ) || self.words.spelled(channel);
+                if clients {
+                    self.skips.add(Rule::Env004, CLIENT_CHANNEL, 1);
+                } else {
+                    self.tally.bump(Rule::Env004);
+                    found.push(Violation::new(
+                        Rule::Env004,
+                        format!("{action_type} on a {prefix} channel"),
+                        format!("channel {channel}"),
+                    ));
+                }
             }
+            _ => self.tally.bump(Rule::Env004),
         }
         let rejected = envelope.rejected();
         self.tally.bump(Rule::Env005);
@@ -463,6 +542,7 @@ impl FrameChecker {
     pub fn resume_from(&mut self, old: &FrameChecker) {
         self.last_seq = old.last_seq.clone();
         self.from_seq = old.from_seq.clone();
+        self.words.resume_from(&old.words);
     }
 
     /// Highest accepted `serverSeq` seen on any channel.
@@ -480,80 +560,4 @@ pub fn snapshots_in(result: Node<'_>) -> impl Iterator<Item = Node<'_>> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::schema::SchemaSet;
-    use std::sync::Arc;
-
-    fn schemas() -> Schemas {
-        Schemas {
-            set: Arc::new(SchemaSet::embedded().expect("embedded schemas compile")),
-            map: Arc::new(SchemaMap::embedded()),
-        }
-    }
-
-    fn rules(checker: &mut FrameChecker, text: &str) -> Vec<Rule> {
-        checker
-            .on_text(&mut Tape::default(), text, &schemas())
-            .2
-            .iter()
-            .map(|v| v.rule)
-            .collect()
-    }
-
-    fn sent(checker: &mut FrameChecker, text: &str, at_ms: f64) {
-        let mut tape = Tape::default();
-        match tape.parse(text) {
-            Ok(message) => checker.on_sent(message, at_ms),
-            Err(_) => checker.on_sent_unparseable(text),
-        }
-    }
-
-    fn count(checker: &FrameChecker, rule: Rule) -> usize {
-        checker
-            .counts()
-            .find(|(id, _)| *id == rule)
-            .map_or(0, |(_, n)| n)
-    }
-
-    #[test]
-    fn sub_002_counts_only_envelopes_of_a_channel_whose_snapshot_was_seen() {
-        let mut checker = FrameChecker::default();
-        let envelope = |seq: u64| {
-            format!(
-                r#"{{"jsonrpc":"2.0","method":"action","params":{{"channel":"ahp-session:/s","serverSeq":{seq},"action":{{"type":"session/titleChanged","title":"t"}}}}}}"#
-            )
-        };
-        assert!(rules(&mut checker, &envelope(1)).is_empty());
-        assert_eq!(
-            count(&checker, Rule::Sub002),
-            0,
-            "no snapshot to compare with"
-        );
-        sent(
-            &mut checker,
-            r#"{"jsonrpc":"2.0","id":7,"method":"subscribe","params":{"channel":"ahp-session:/s"}}"#,
-            0.0,
-        );
-        let snapshot = r#"{"jsonrpc":"2.0","id":7,"result":{"snapshot":{"resource":"ahp-session:/s","fromSeq":4,"state":{}}}}"#;
-        rules(&mut checker, snapshot);
-        assert!(rules(&mut checker, &envelope(5)).is_empty());
-        assert_eq!(count(&checker, Rule::Sub002), 1);
-    }
-
-    #[test]
-    fn envelopes_are_checked_member_by_member_and_by_action_type() {
-        let mut checker = FrameChecker::default();
-        let good = r#"{"jsonrpc":"2.0","method":"action","params":{"channel":"ahp-session:/s","serverSeq":3,"action":{"type":"session/titleChanged","title":"t"}}}"#;
-        assert!(rules(&mut checker, good).is_empty());
-        let missing_title = r#"{"jsonrpc":"2.0","method":"action","params":{"channel":"ahp-session:/s","serverSeq":4,"action":{"type":"session/titleChanged"}}}"#;
-        assert_eq!(rules(&mut checker, missing_title), vec![Rule::InvSchema1]);
-        let bad_seq = r#"{"jsonrpc":"2.0","method":"action","params":{"channel":"ahp-session:/s","serverSeq":-1,"action":{"type":"session/titleChanged","title":"t"}}}"#;
-        assert!(rules(&mut checker, bad_seq).contains(&Rule::InvSchema1));
-        let future = r#"{"jsonrpc":"2.0","method":"action","params":{"channel":"ahp-session:/s","serverSeq":5,"action":{"type":"session/fromTheFuture","x":1}}}"#;
-        assert!(
-            rules(&mut checker, future).is_empty(),
-            "unknown action types are accepted"
-        );
-    }
-}
+mod tests;

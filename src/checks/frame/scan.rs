@@ -5,19 +5,21 @@ use serde_json::Value;
 
 use super::tally::Tally;
 use super::Envelope;
+use crate::checks::words::{is_legacy, ClientWords};
 use crate::checks::{Rule, Violation};
 use crate::tape::{Node, Scanned};
 
-/// What is wrong with an envelope's own members (`channel`, `action.type`, `serverSeq`,
+/// What is wrong with an envelope's own members (`channel` and `action.type` when they are
+/// the host's to answer for, not an echo's of what the client sent invalid; `serverSeq`,
 /// `origin`, `rejectionReason`), if anything.
-pub(super) fn envelope_shape(envelope: &Envelope<'_>) -> Option<String> {
+pub(super) fn envelope_shape(envelope: &Envelope<'_>, hosts: bool) -> Option<String> {
     if !envelope.params.is_object() {
         return Some("(root): not an object".into());
     }
-    if !envelope.channel.is_string() {
+    if hosts && !envelope.channel.is_string() {
         return Some("/channel: a string is required".into());
     }
-    if !envelope.action.is_object() || !envelope.kind.is_string() {
+    if hosts && (!envelope.action.is_object() || !envelope.kind.is_string()) {
         return Some("/action: an object with a string type is required".into());
     }
     if envelope.server_seq.as_u64().is_none() {
@@ -60,13 +62,13 @@ pub(super) fn expected_scheme(action_type: &str) -> Option<&'static str> {
     }
 }
 
-const LEGACY_PREFIXES: &[&str] = &["agenthost:", "copilot:"];
-
-/// SUB-012 (no legacy URIs anywhere in a host message) and STATUS-001 (every integer
-/// `status` member holds exactly one activity value): both look at every member of every
-/// frame, which on a tape is a pass over its entries; a path is built only for a violation.
+/// SUB-012 (no legacy URIs anywhere in a host message, but those the client spelled
+/// itself) and STATUS-001 (every integer `status` member holds exactly one activity value):
+/// both look at every member of every frame, which on a tape is a pass over its entries; a
+/// path is built only for a violation.
 pub(super) fn scan_strings_and_status(
     message: Node<'_>,
+    words: &ClientWords,
     found: &mut Vec<Violation>,
     tally: &mut Tally,
 ) {
@@ -76,11 +78,8 @@ pub(super) fn scan_strings_and_status(
     let mut statuses = 0;
     for item in message.scan("status") {
         match item {
-            // First bytes before prefixes: this looks at every string of every frame.
             Scanned::String { text, .. }
-                if legacy.is_none()
-                    && matches!(text.as_bytes().first(), Some(b'a' | b'c'))
-                    && LEGACY_PREFIXES.iter().any(|p| text.starts_with(p)) =>
+                if legacy.is_none() && is_legacy(text) && !words.spelled(text) =>
             {
                 legacy = Some(text);
             }

@@ -155,6 +155,17 @@ impl Runner<'_> {
                 })
                 .await?;
             if ended.is_none() {
+                let on = Self::conn_name(&s.on);
+                if let Some(other) = self.ended_elsewhere(&on, &chat, &turn_id) {
+                    // The turn did end: the connection waiting for it, subscribed to the
+                    // chat, was not sent the end another connection got (SUB-003).
+                    return Err(self.prerequisite(
+                        "SUB-003",
+                        &s.on,
+                        format!("turn {turn_id}'s end on {on}, subscribed to {chat}"),
+                        format!("it reached {other} only"),
+                    ));
+                }
                 // Every started turn ends (TURN-002); a case that waits for one relies on it.
                 return Err(self.prerequisite(
                     "TURN-002",
@@ -165,6 +176,38 @@ impl Runner<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Another connection of the case that received the end of `turn_id` in `chat` when
+    /// connection `on`, subscribed to the chat, did not: where the end went instead.
+    fn ended_elsewhere(&mut self, on: &str, chat: &str, turn_id: &str) -> Option<String> {
+        let subscribed = self.conns.get(on).is_some_and(|conn| {
+            let mirror = &conn.checks.mirror;
+            mirror
+                .channels()
+                .chain(mirror.lost_channels())
+                .any(|c| c == chat)
+        });
+        if !subscribed {
+            return None;
+        }
+        let ends = |m: &Value| {
+            m["method"] == "action"
+                && m["params"]["channel"] == chat
+                && m["params"]["action"]["turnId"] == turn_id
+                && matches!(
+                    m["params"]["action"]["type"].as_str(),
+                    Some("chat/turnComplete" | "chat/turnCancelled" | "chat/error")
+                )
+        };
+        self.conns
+            .iter_mut()
+            .filter(|(name, _)| name.as_str() != on)
+            .find_map(|(name, conn)| {
+                conn.link.take_arrived();
+                let seen = conn.link.received_since(0).any(|m| ends(&m));
+                seen.then(|| name.clone())
+            })
     }
 
     /// The rejection reason of this connection's echo of `chat/turnStarted` for `turn_id`, if
@@ -274,8 +317,19 @@ impl Runner<'_> {
                 context,
             ));
         }
+        // A case whose claim is the comparison claims nothing when a mirror could not fold
+        // what it was sent (that is another rule's matter, charged there).
+        let unfolded = checked
+            .skipped
+            .of(Rule::InvFold1)
+            .iter()
+            .any(|(why, _)| *why == crate::client::checkpoint::MIRROR_LOST);
         match own_miss {
             Some((name, expected, actual)) => self.broken(&None, &Some(name), expected, actual),
+            None if s.own && unfolded => Err(Stop::NotTestable(format!(
+                "the comparison this case makes was skipped: {}",
+                crate::client::checkpoint::MIRROR_LOST
+            ))),
             None => Ok(()),
         }
     }

@@ -14,6 +14,9 @@ pub(super) use validate::open_request;
 /// Why a dispatch was refused; becomes the echo's `rejectionReason`.
 type Rejection = String;
 
+/// How the rejection of an action that does not decode begins.
+const MALFORMED: &str = "malformed ";
+
 impl World {
     /// Handles one `dispatchAction` notification from `conn`.
     pub fn client_dispatch(&mut self, conn: ConnId, params: &Value) {
@@ -62,10 +65,45 @@ impl World {
                 self.accept(channel, action.clone(), &client_id, client_seq);
                 self.read_attachments(conn, channel, action);
             }
+            Err(reason)
+                if reason.starts_with(MALFORMED) && self.fault(Fault::MalformedAccepted) =>
+            {
+                self.accept_malformed(channel, action, &client_id, client_seq);
+            }
             Err(reason) => {
                 self.reject(conn, channel, action, &client_id, client_seq, reason);
                 self.apply_rejected(channel, action);
             }
+        }
+    }
+
+    /// Echoes a client's malformed action as accepted, as it was sent (the
+    /// `malformed-accepted` fault): a turn start without a usable `startedAt` starts now and
+    /// runs; anything else changes nothing.
+    fn accept_malformed(
+        &mut self,
+        channel: &str,
+        action: &Value,
+        client_id: &str,
+        client_seq: i64,
+    ) {
+        let mut repaired = action.clone();
+        if action["type"] == "chat/turnStarted" && !action["startedAt"].is_string() {
+            repaired["startedAt"] = json!(super::world::now_iso());
+        }
+        let decoded = serde_json::from_value(repaired.clone())
+            .unwrap_or(ahp_types::actions::StateAction::Unknown(Value::Null));
+        let before = self.chats.get(channel).map(|entry| to_value(&entry.state));
+        let origin = Some((client_id, client_seq));
+        if self
+            .emit_shown(channel, &decoded, action.clone(), origin)
+            .is_err()
+        {
+            return;
+        }
+        if !matches!(decoded, ahp_types::actions::StateAction::Unknown(_)) {
+            let type_name = action_type(action).unwrap_or_default().to_owned();
+            self.after_accept(channel, &type_name, &repaired, before.as_ref(), client_id);
         }
     }
 

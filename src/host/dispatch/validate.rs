@@ -31,9 +31,9 @@ impl World {
         let info =
             action_info(type_name).ok_or_else(|| format!("unknown action type {type_name}"))?;
         let decoded: StateAction = serde_json::from_value(action.clone())
-            .map_err(|e| format!("malformed {type_name} action: {e}"))?;
+            .map_err(|e| format!("{}{type_name} action: {e}", super::MALFORMED))?;
         if matches!(decoded, StateAction::Unknown(_)) {
-            return Err(format!("malformed {type_name} action"));
+            return Err(format!("{}{type_name} action", super::MALFORMED));
         }
         if !info.client_dispatchable && !self.fault(Fault::ServerOnlyAccepted) {
             return Err(format!("{type_name} may only be dispatched by the host"));

@@ -1,0 +1,134 @@
+//! Every frame the harness sends in a whole catalog run is valid under both the schemas
+//! derived from the 1.0.0 crate (`schemas/ahp/1.0.0`) and the official TypeScript-generated
+//! 1.0.0 schemas (`schemas/ahp/official-1.0.0`, minus the defects its SOURCE.md lists): a host
+//! that validates what it receives strictly, with either, must not reject the harness and be
+//! blamed for it. Frames the crate's schemas reject are the ones the harness sends invalid on
+//! purpose (the run itself turns any other into a harness error, and must conform).
+
+use std::path::PathBuf;
+
+use ahpspec::capture::{Payload, Peer};
+use ahpspec::certify::{certify, Options};
+use ahpspec::checks::frame::SchemaMap;
+use ahpspec::engine::Quiet;
+use ahpspec::schema::{SchemaSet, SchemaViolation};
+use serde_json::Value;
+
+mod run_support;
+use run_support::TempDir;
+
+fn official_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schemas/ahp/official-1.0.0")
+}
+
+/// The definitions a frame the client sent is held against: (what, def, instance). A
+/// dispatch is checked by parts (its channel, its clientSeq, and its action against its own
+/// type's definition): the official `StateAction` union does not compile (SOURCE.md).
+fn parts(message: &Value, map: &SchemaMap) -> Vec<(String, String, Value)> {
+    let Some(method) = message["method"].as_str() else {
+        return Vec::new();
+    };
+    let params = message.get("params").cloned().unwrap_or(Value::Null);
+    if method == "dispatchAction" {
+        let kind = params["action"]["type"].as_str().unwrap_or_default();
+        return map
+            .actions
+            .get(kind)
+            .map(|def| {
+                vec![(
+                    format!("{kind} action"),
+                    def.clone(),
+                    params["action"].clone(),
+                )]
+            })
+            .unwrap_or_default();
+    }
+    map.params
+        .get(method)
+        .map(|def| vec![(format!("{method} params"), def.clone(), params)])
+        .unwrap_or_default()
+}
+
+/// Whether a dispatch's own members are what both schema sets ask.
+fn dispatch_members_ok(message: &Value) -> bool {
+    message["method"] != "dispatchAction"
+        || (message["params"]["channel"].is_string() && message["params"]["clientSeq"].is_i64())
+}
+
+fn first(errors: &[SchemaViolation]) -> String {
+    errors
+        .iter()
+        .take(2)
+        .map(|e| format!("{}: {}", e.instance_path, e.message))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_frame_the_harness_sends_is_valid_under_the_crate_and_the_official_schemas() {
+    let dir = TempDir::new("harness-frames");
+    let capture = dir.path().join("catalog.jsonl");
+    let (_stop, interrupt) = tokio::sync::watch::channel(false);
+    let options = Options {
+        record: Some(capture.clone()),
+        ..Options::default()
+    };
+    let report = certify(&options, &mut Quiet, interrupt)
+        .await
+        .expect("the run starts");
+    assert!(
+        report.conforming() && report.tally.harness_error == 0,
+        "the catalog run does not pass: {:?}",
+        report.unexpected_failures
+    );
+    let derived = SchemaSet::embedded().expect("crate-derived schemas");
+    let official = SchemaSet::from_dir(&official_dir()).expect("official schemas");
+    let map = SchemaMap::embedded();
+    let mut checked = 0;
+    let mut deliberate = Vec::new();
+    let mut failures = Vec::new();
+    ahpspec::capture::read(&capture, |record| {
+        let (Some(Peer::Client), Payload::Text(text)) = (record.from, &record.payload) else {
+            return;
+        };
+        let Ok(message) = serde_json::from_str::<Value>(text) else {
+            return;
+        };
+        let parts = parts(&message, &map);
+        let derived_ok = dispatch_members_ok(&message)
+            && parts
+                .iter()
+                .all(|(_, def, instance)| derived.validate(def, instance).is_ok());
+        if !derived_ok {
+            deliberate.push(text.clone());
+            return;
+        }
+        for (what, def, instance) in parts {
+            checked += 1;
+            if let Err(errors) = official.validate(&def, &instance) {
+                failures.push(format!(
+                    "{what} against {def}: {}\n  {text}",
+                    first(&errors)
+                ));
+            }
+        }
+    })
+    .expect("capture read");
+    assert!(checked > 1_000, "only {checked} frames checked");
+    // The catalog's deliberately invalid frames (malformed dispatches, wrong params): a
+    // handful, not a sign that the harness's ordinary frames drift from the crate's schemas.
+    assert!(
+        !deliberate.is_empty() && deliberate.len() < 40,
+        "{} frames invalid under the crate's schemas:\n{}",
+        deliberate.len(),
+        deliberate.join("\n")
+    );
+    failures.sort();
+    failures.dedup();
+    assert!(
+        failures.is_empty(),
+        "{} harness frames the official 1.0.0 schemas reject:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
