@@ -25,6 +25,9 @@ fn expected(fault: Fault) -> BTreeSet<String> {
             "INV-FOLD-1".to_owned(),
             "INV-CHAT-6".to_owned(),
         ]),
+        // The snapshots show the completed call cancelled: the always-on tool-call tracking
+        // sees the terminal status change too.
+        Fault::CompletedToolSkipped => rules.extend(["INV-TOOL-1".to_owned()]),
         // RECONNECT-007's own comparison is a fold comparison: INV-FOLD-1 sees it too.
         Fault::ReplayDropsDeltas => rules.extend(["INV-FOLD-1".to_owned()]),
         // An origin whose clientSeq is a string breaks the envelope's schema, and it names
@@ -81,12 +84,9 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         // Issue 12, session, status, pending and input (faults-c).
         // The accepted echo repeats the ill-kinded answer, which the schema rejects.
         Fault::AnswerWithoutValue => rules.extend(["INV-SCHEMA-1".to_owned()]),
-        // SESSION-009 reads the session's status while its entry is open too.
-        Fault::SessionNotInputNeeded => rules.extend(["SESSION-009".to_owned()]),
-        // PENDING-001 and DISPATCH-008 read a steering message set on an idle chat back.
-        Fault::SteeringConsumedIdle => {
-            rules.extend(["PENDING-001".to_owned(), "DISPATCH-008".to_owned()])
-        }
+        // DISPATCH-008 reads a steering message set on an idle chat back. (PENDING-001 does
+        // too, but relies on PENDING-005 for it: blocked, see `blocks`.)
+        Fault::SteeringConsumedIdle => rules.extend(["DISPATCH-008".to_owned()]),
         // A snapshot whose only request reads resolved contradicts its InputNeeded status
         // (STATUS-003), and the fold, which keeps it open, differs at checkpoints.
         Fault::InputShownResolved => {
@@ -149,8 +149,6 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::UnknownCursorRestarts => rules.extend(["ERR-001".to_owned()]),
         // SUB-004's c2 unsubscribed from the session but is still on the root channel.
         Fault::SessionActionsToAll => rules.extend(["SUB-004".to_owned()]),
-        // TURN-011 reads the cursor of the same one-turn window.
-        Fault::WindowWithoutCursor => rules.extend(["TURN-011".to_owned()]),
         // The reconnect result is schema-checked too, and its type is replay or snapshot.
         Fault::EmptyReplayRenamed => rules.extend(["INV-SCHEMA-1".to_owned()]),
         // RECONNECT-003 alone: RECONNECT-005 now gets the snapshot form (lastSeenServerSeq 0),
@@ -212,8 +210,18 @@ fn blocks(fault: Fault) -> Blocks {
             "SESSION-011",
             "TURN-014",
         ]),
-        // TURN-009 waits for its session's failed lifecycle only on the way to its rule.
-        Fault::FailedAsCreationFailed => Blocks::Cases(&["TURN-009"]),
+        // SESSION-009 reads the session's InputNeeded status (SESSION-007's) while its entry
+        // is open.
+        Fault::SessionNotInputNeeded => Blocks::Cases(&["SESSION-009"]),
+        // PENDING-001 reads the steering slot of an idle chat back (keeping it is
+        // PENDING-005's).
+        Fault::SteeringConsumedIdle => Blocks::Cases(&["PENDING-001"]),
+        // TURN-011 fetches with the cursor of the same one-turn window (SUB-008's).
+        Fault::WindowWithoutCursor => Blocks::Cases(&["TURN-011"]),
+        // PENDING-007 inspects the turn of a message queued on an idle chat.
+        Fault::QueuedIdleKept => Blocks::Cases(&["PENDING-007"]),
+        // The status cases mark a chat read on the way to their rule.
+        Fault::ReadUnapplied => Blocks::Cases(&["STATUS-005", "STATUS-006", "STATUS-007"]),
         // FUZZ-001 knows the host read its hostile frames only when that connection still
         // answers (or closes).
         Fault::DiesOnMalformed => Blocks::Cases(&["FUZZ-001"]),
@@ -543,7 +551,7 @@ fault_tests! {
     window_without_cursor => WindowWithoutCursor,
     foreign_client_completes => ForeignClientCompletes,
     tool_delta_before_start => ToolDeltaBeforeStart,
-    auto_tool_never_completes => AutoToolNeverCompletes,
+    completed_tool_skipped => CompletedToolSkipped,
     summary_change_identity => SummaryChangeIdentity,
     summary_chats_partial => SummaryChatsPartial,
     tool_input_needed_kept => ToolInputNeededKept,
@@ -560,6 +568,9 @@ fault_tests! {
     selected_option_dropped => SelectedOptionDropped,
     denial_as_skip => DenialAsSkip,
     result_denial_as_denial => ResultDenialAsDenial,
+    // Issue 22, chat, tool, input, pending and status cases (i22-agent).
+    queued_idle_kept => QueuedIdleKept,
+    read_unapplied => ReadUnapplied,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.
