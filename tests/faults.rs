@@ -28,6 +28,9 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         // The snapshots show the completed call cancelled: the always-on tool-call tracking
         // sees the terminal status change too.
         Fault::CompletedToolSkipped => rules.extend(["INV-TOOL-1".to_owned()]),
+        // A chat whose only blocking part reads running is InputNeeded (24) for no reason a
+        // snapshot shows.
+        Fault::PendingShownRunning => rules.extend(["STATUS-003".to_owned()]),
         // RECONNECT-007's own comparison is a fold comparison: INV-FOLD-1 sees it too.
         Fault::ReplayDropsDeltas => rules.extend(["INV-FOLD-1".to_owned()]),
         // An origin whose clientSeq is a string breaks the envelope's schema, and it names
@@ -220,6 +223,9 @@ fn blocks(fault: Fault) -> Blocks {
         Fault::WindowWithoutCursor => Blocks::Cases(&["TURN-011"]),
         // PENDING-007 inspects the turn of a message queued on an idle chat.
         Fault::QueuedIdleKept => Blocks::Cases(&["PENDING-007"]),
+        // TOOL-003 and TOOL-009 read the pending call from the host's snapshot before they
+        // confirm it.
+        Fault::PendingShownRunning => Blocks::Cases(&["TOOL-003", "TOOL-009"]),
         // The status cases mark a chat read on the way to their rule.
         Fault::ReadUnapplied => Blocks::Cases(&["STATUS-005", "STATUS-006", "STATUS-007"]),
         // FUZZ-001 knows the host read its hostile frames only when that connection still
@@ -570,6 +576,7 @@ fault_tests! {
     result_denial_as_denial => ResultDenialAsDenial,
     // Issue 22, chat, tool, input, pending and status cases (i22-agent).
     queued_idle_kept => QueuedIdleKept,
+    pending_shown_running => PendingShownRunning,
     read_unapplied => ReadUnapplied,
 }
 

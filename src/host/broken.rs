@@ -238,6 +238,36 @@ impl World {
         if self.fault(Fault::ChatSnapshotElsewhere) {
             state["resource"] = Value::String(format!("{uri}-elsewhere"));
         }
+        if self.fault(Fault::PendingShownRunning) {
+            let parts = state
+                .pointer_mut("/activeTurn/responseParts")
+                .and_then(Value::as_array_mut);
+            for call in parts.into_iter().flatten().filter_map(|p| p.get_mut("toolCall")) {
+                show_running(call);
+            }
+        }
+    }
+}
+
+/// A tool call waiting for confirmation, as a running one would read (fault injection).
+fn show_running(call: &mut Value) {
+    if call["status"] != "pending-confirmation" {
+        return;
+    }
+    let running = [
+        "toolCallId",
+        "toolName",
+        "displayName",
+        "intention",
+        "contributor",
+        "_meta",
+        "toolInput",
+        "invocationMessage",
+    ];
+    if let Some(fields) = call.as_object_mut() {
+        fields.retain(|key, _| running.contains(&key.as_str()));
+        fields.insert("status".into(), json!("running"));
+        fields.insert("confirmed".into(), json!("not-needed"));
     }
 }
 

@@ -204,6 +204,7 @@ fault_catalog! {
     // Issue 22, chat, tool, input, pending and status cases (i22-agent): set-up steps that
     // exercise another rule are blocked by it.
     QueuedIdleKept => ("queued-idle-kept", "PENDING-004", "Keeps a message queued on an idle chat in the queue: no turn starts for it until another turn ends."),
+    PendingShownRunning => ("pending-shown-running", "INV-FOLD-1", "Shows tool calls waiting for confirmation as already running (confirmed not-needed) in chat snapshots (its actions are right)."),
     ReadUnapplied => ("read-unapplied", "DISPATCH-008", "Accepts chat/isReadChanged (an echo without rejectionReason) but leaves the chat's IsRead bit as it was, behind the reducers' back."),
 }
 
