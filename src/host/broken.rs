@@ -242,7 +242,11 @@ impl World {
             let parts = state
                 .pointer_mut("/activeTurn/responseParts")
                 .and_then(Value::as_array_mut);
-            for call in parts.into_iter().flatten().filter_map(|p| p.get_mut("toolCall")) {
+            for call in parts
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p.get_mut("toolCall"))
+            {
                 show_running(call);
             }
         }
