@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use ahpspec::certify::{certify, Options};
 use ahpspec::engine::{Quiet, Selection};
+use ahpspec::host::variants::{AutoConfirmed, Variants};
 use ahpspec::host::{self, HostConfig};
 use ahpspec::verdict::{RunReport, Verdict};
 
@@ -205,4 +206,293 @@ async fn lifecycle_006_accepts_a_creation_that_fails() {
 
 fn remove(dir: &Path) {
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Runs `options` against a built-in host that makes the conforming choices `variants`,
+/// with the short client grace period the built-in target uses (RECONNECT-009).
+async fn run_against(variants: Variants, options: Options) -> RunReport {
+    let host = host::spawn(HostConfig {
+        client_grace: std::time::Duration::from_millis(300),
+        variants,
+        ..HostConfig::default()
+    })
+    .await
+    .expect("host starts");
+    let report = run(&Options {
+        url: Some(host.url().to_owned()),
+        ..options
+    })
+    .await;
+    host.shutdown().await;
+    report
+}
+
+/// The built-in profile with `edit` applied to its TOML table, written to a file of its
+/// own (removed by the caller with `remove`).
+fn profile_with(name: &str, edit: impl FnOnce(&mut toml::Table)) -> (PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("ahpspec-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let text = std::fs::read_to_string(crate_root().join("profiles/ahpspec-scripted.toml"))
+        .expect("built-in profile");
+    let mut profile: toml::Table = toml::from_str(&text).expect("built-in profile parses");
+    edit(&mut profile);
+    let file = dir.join("profile.toml");
+    std::fs::write(
+        &file,
+        toml::to_string(&profile).expect("profile serialises"),
+    )
+    .expect("write");
+    (dir, file)
+}
+
+fn set_behaviour(profile: &mut toml::Table, name: &str, behaviour: toml::Value) {
+    profile
+        .get_mut("behaviours")
+        .and_then(toml::Value::as_table_mut)
+        .expect("behaviours")
+        .insert(name.to_owned(), behaviour);
+}
+
+/// Each case's verdict, by case ID.
+fn verdicts(report: &RunReport) -> std::collections::BTreeMap<String, Verdict> {
+    report
+        .cases
+        .iter()
+        .map(|c| (c.info.id.clone(), c.verdict))
+        .collect()
+}
+
+/// Every case of the report passed but `exceptions`, which got the verdict named.
+fn assert_all_pass_but(report: &RunReport, exceptions: &[(&str, Verdict)], what: &str) {
+    let mut expected = verdicts(report);
+    expected.values_mut().for_each(|v| *v = Verdict::Pass);
+    for (case, verdict) in exceptions {
+        expected.insert((*case).to_owned(), *verdict);
+    }
+    let summaries: Vec<String> = report
+        .cases
+        .iter()
+        .filter(|c| c.verdict != Verdict::Pass)
+        .map(|c| format!("{} [{}] {}", c.info.id, c.verdict.as_str(), c.summary))
+        .collect();
+    assert_eq!(verdicts(report), expected, "{what}: {summaries:#?}");
+}
+
+/// `confirmed` of an auto-approved tool call may be "not-needed", "user-action" or
+/// "setting" (ToolCallConfirmationReason): hosts recording either of the other two are
+/// conforming variants, and the whole catalog passes against them.
+#[tokio::test]
+async fn auto_confirmation_recorded_as_setting_or_user_action_passes_the_catalog() {
+    for recorded in [AutoConfirmed::Setting, AutoConfirmed::UserAction] {
+        let variants = Variants {
+            auto_confirmed: recorded,
+            ..Variants::default()
+        };
+        let report = run_against(variants, Options::default()).await;
+        assert_all_pass(&report);
+        let confirmed = format!("\"confirmed\":\"{}\"", recorded.as_str());
+        assert!(
+            received(&report, "TOOL-001", &confirmed),
+            "TOOL-001 saw no tool call recorded {confirmed}"
+        );
+    }
+}
+
+/// What a tool-ask call offers beyond asking is what the profile promises: without
+/// `editable` and `options` promised, TOOL-004 and TOOL-005 are not testable; promised
+/// but not done by the agent, they are not testable either — never a failure of the
+/// server, never a harness error. The other tool-ask cases pass.
+#[tokio::test]
+async fn tool_ask_cases_read_only_what_the_profile_promises() {
+    let plain_ask = r#"ahpspec-script:{"steps":[{"toolCall":{"name":"write_file","input":"{\"path\":\"a.txt\"}","confirmation":"ask"}},{"markdown":{"text":"after the tool"}}]}"#;
+    let tool_cases = only(&["TOOL-*", "CHAT-VALIDATE-010"]);
+    // The agent's call is neither editable nor offers options, and the profile says so.
+    let (dir, unpromised) = profile_with("tool-ask-unpromised", |profile| {
+        set_behaviour(
+            profile,
+            "tool-ask",
+            toml::Value::String(plain_ask.to_owned()),
+        );
+    });
+    // The profile promises both, but the agent does neither.
+    let (dir2, broken_promise) = profile_with("tool-ask-broken-promise", |profile| {
+        let mut ask = toml::Table::new();
+        ask.insert("message".into(), toml::Value::String(plain_ask.to_owned()));
+        ask.insert(
+            "promises".into(),
+            toml::Value::Array(vec!["editable".into(), "options".into()]),
+        );
+        set_behaviour(profile, "tool-ask", toml::Value::Table(ask));
+    });
+    for profile in [unpromised, broken_promise] {
+        let report = run(&Options {
+            profile: Some(profile.clone()),
+            selection: tool_cases.clone(),
+            ..Options::default()
+        })
+        .await;
+        assert_all_pass_but(
+            &report,
+            &[
+                ("TOOL-004", Verdict::NotTestable),
+                ("TOOL-005", Verdict::NotTestable),
+            ],
+            &profile.display().to_string(),
+        );
+        assert!(report.cases.len() >= 10);
+    }
+    remove(&dir);
+    remove(&dir2);
+}
+
+/// `long` promises only that the turn runs until cancelled: a case that needs a response
+/// part first (TURN-007) says so (`long.part-first`) and is not testable without it, while
+/// the other long-turn cases wait for no part and pass.
+#[tokio::test]
+async fn long_turn_cases_wait_for_no_part_long_did_not_promise() {
+    let silent_long = r#"ahpspec-script:{"steps":[{"waitForCancel":{}}]}"#;
+    let long_cases = only(&[
+        "TURN-001",
+        "TURN-007",
+        "TURN-012",
+        "STATUS-003/turn",
+        "PENDING-002",
+        "PENDING-006",
+        "CHAT-VALIDATE-013",
+    ]);
+    let (dir, unpromised) = profile_with("long-unpromised", |profile| {
+        set_behaviour(profile, "long", toml::Value::String(silent_long.to_owned()));
+    });
+    let (dir2, broken_promise) = profile_with("long-broken-promise", |profile| {
+        let mut long = toml::Table::new();
+        long.insert(
+            "message".into(),
+            toml::Value::String(silent_long.to_owned()),
+        );
+        long.insert(
+            "promises".into(),
+            toml::Value::Array(vec!["part-first".into()]),
+        );
+        set_behaviour(profile, "long", toml::Value::Table(long));
+    });
+    for profile in [unpromised, broken_promise] {
+        let report = run(&Options {
+            profile: Some(profile.clone()),
+            selection: long_cases.clone(),
+            // A long turn that streams nothing is waited for only by TURN-007's part.
+            timeout: std::time::Duration::from_secs(2),
+            ..Options::default()
+        })
+        .await;
+        assert_all_pass_but(
+            &report,
+            &[("TURN-007", Verdict::NotTestable)],
+            &profile.display().to_string(),
+        );
+        assert_eq!(report.cases.len(), 7);
+    }
+    remove(&dir);
+    remove(&dir2);
+}
+
+/// A host may refuse working directories it does not know (-32602): the cases that create
+/// sessions in directories take them from the target profile, so with a profile naming
+/// two the host knows the whole catalog passes; with a profile naming none they are not
+/// testable.
+#[tokio::test]
+async fn a_host_that_refuses_unknown_directories_passes_with_the_profiles_directories() {
+    let known = ["file:///srv/known-a", "file:///srv/known-b"];
+    let variants = || Variants {
+        known_directories: Some(known.iter().map(|d| (*d).to_owned()).collect()),
+        ..Variants::default()
+    };
+    let (dir, knowing) = profile_with("known-directories", |profile| {
+        profile.insert(
+            "working_directories".into(),
+            toml::Value::Array(known.iter().map(|d| (*d).into()).collect()),
+        );
+    });
+    let report = run_against(
+        variants(),
+        Options {
+            profile: Some(knowing),
+            ..Options::default()
+        },
+    )
+    .await;
+    assert_all_pass(&report);
+    let directory_cases = ["CHAT-007", "CHAT-VALIDATE-011", "CHAT-MOVE-001"];
+    for case in directory_cases {
+        assert!(
+            report.cases.iter().any(|c| c.info.id == case),
+            "{case} did not run"
+        );
+    }
+    let (dir2, without) = profile_with("no-directories", |profile| {
+        profile.remove("working_directories");
+    });
+    let report = run_against(
+        variants(),
+        Options {
+            profile: Some(without),
+            selection: only(&directory_cases),
+            ..Options::default()
+        },
+    )
+    .await;
+    assert_all_pass_but(
+        &report,
+        &directory_cases.map(|case| (case, Verdict::NotTestable)),
+        "a profile without working directories",
+    );
+    assert_eq!(report.cases.len(), 3);
+    remove(&dir);
+    remove(&dir2);
+}
+
+/// "An unknown turnId changes nothing": a host that rejects such a truncation changes
+/// nothing either, and TURN-012 passes it.
+#[tokio::test]
+async fn a_rejected_unknown_truncation_changes_nothing() {
+    let variants = Variants {
+        rejects_unknown_truncation: true,
+        ..Variants::default()
+    };
+    let report = run_against(
+        variants,
+        Options {
+            selection: only(&["TURN-*", "PENDING-*"]),
+            ..Options::default()
+        },
+    )
+    .await;
+    assert_all_pass(&report);
+    assert!(received(
+        &report,
+        "TURN-012",
+        "\"rejectionReason\":\"turnId names no turn of this chat\""
+    ));
+}
+
+/// `SessionSummary.chats` is optional: a host whose summaries carry no chats list has no
+/// chats[].status to project a chat's status into, and CHAT-005 does not apply to it.
+#[tokio::test]
+async fn chat_status_projection_does_not_apply_without_summary_chats() {
+    let variants = Variants {
+        summaries_without_chats: true,
+        ..Variants::default()
+    };
+    let report = run_against(
+        variants,
+        Options {
+            selection: only(&["CHAT-*"]),
+            ..Options::default()
+        },
+    )
+    .await;
+    assert_all_pass_but(
+        &report,
+        &[("CHAT-005", Verdict::NotApplicable)],
+        "summaries without chats",
+    );
 }

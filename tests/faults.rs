@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use ahpspec::certify::{certify, Options};
 use ahpspec::engine::Quiet;
 use ahpspec::host::Fault;
-use ahpspec::verdict::Verdict;
+use ahpspec::verdict::{Level, Verdict};
 
 /// Rules a fault is expected to break. Faults that change host state behind the reducers'
 /// back also make the fold differ from a fresh snapshot (INV-FOLD-1) by construction.
@@ -22,6 +22,12 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         // the harness cannot fold it: its mirrors of the chat are unknown until the next
         // snapshot (their comparisons skipped, never failed).
         Fault::FractionalDuration => rules.extend(["INV-SCHEMA-1".to_owned()]),
+        // The snapshots show the completed call cancelled: the always-on tool-call tracking
+        // sees the terminal status change too.
+        Fault::CompletedToolSkipped => rules.extend(["INV-TOOL-1".to_owned()]),
+        // A chat whose only blocking part reads running is InputNeeded (24) for no reason a
+        // snapshot shows.
+        Fault::PendingShownRunning => rules.extend(["STATUS-003".to_owned()]),
         // An origin whose clientSeq is a string breaks the envelope's schema, and it names
         // none of the client's dispatches (DISPATCH-001 checks every echo).
         Fault::ClientSeqAsString => {
@@ -73,10 +79,6 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         // ROOT-003 waits for the second page, which never comes.
         Fault::UnansweredRequest => rules.extend(["ROOT-003".to_owned()]),
         // Issue 12, session, status, pending and input (faults-c).
-        // SESSION-009 reads the session's status while its entry is open too.
-        Fault::SessionNotInputNeeded => rules.extend(["SESSION-009".to_owned()]),
-        // PENDING-001 reads a steering message set on an idle chat back.
-        Fault::SteeringConsumedIdle => rules.extend(["PENDING-001".to_owned()]),
         // A snapshot whose only request reads resolved contradicts its InputNeeded status
         // (STATUS-003), and the fold, which keeps it open, differs at checkpoints.
         Fault::InputShownResolved => {
@@ -138,8 +140,6 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::FailedAsCreationFailed => rules.extend(["INV-SESSION-1".to_owned()]),
         // SUB-004's c2 unsubscribed from the session but is still on the root channel.
         Fault::SessionActionsToAll => rules.extend(["SUB-004".to_owned()]),
-        // TURN-011 reads the cursor of the same one-turn window.
-        Fault::WindowWithoutCursor => rules.extend(["TURN-011".to_owned()]),
         // The reconnect result is schema-checked too, and its type is replay or snapshot.
         Fault::EmptyReplayRenamed => rules.extend(["INV-SCHEMA-1".to_owned()]),
         // RECONNECT-003 alone: RECONNECT-005 now gets the snapshot form (lastSeenServerSeq 0),
@@ -192,8 +192,24 @@ fn blocks(fault: Fault) -> Blocks {
             ("SESSION-011", "INIT-003"),
             ("TURN-014", "INIT-003"),
         ]),
-        // TURN-009 waits for its session's failed lifecycle only on the way to its rule.
-        Fault::FailedAsCreationFailed => Blocks::Cases(&[("TURN-009", "LIFECYCLE-004")]),
+        // SESSION-009 reads the session's InputNeeded status (SESSION-007's) while its entry
+        // is open.
+        Fault::SessionNotInputNeeded => Blocks::Cases(&[("SESSION-009", "SESSION-007")]),
+        // TURN-011 fetches with the cursor of the same one-turn window (SUB-008's).
+        Fault::WindowWithoutCursor => Blocks::Cases(&[("TURN-011", "SUB-008")]),
+        // PENDING-007 inspects the turn of a message queued on an idle chat.
+        Fault::QueuedIdleKept => Blocks::Cases(&[("PENDING-007", "PENDING-004")]),
+        // TOOL-003 and TOOL-009 read the pending call from the host's snapshot before they
+        // confirm it.
+        Fault::PendingShownRunning => {
+            Blocks::Cases(&[("TOOL-003", "INV-FOLD-1"), ("TOOL-009", "INV-FOLD-1")])
+        }
+        // The status cases mark a chat read on the way to their rule.
+        Fault::ReadUnapplied => Blocks::Cases(&[
+            ("STATUS-005", "DISPATCH-008"),
+            ("STATUS-006", "DISPATCH-008"),
+            ("STATUS-007", "DISPATCH-008"),
+        ]),
         // FUZZ-001 knows the host read its hostile frames only when that connection still
         // answers (or closes).
         Fault::DiesOnMalformed => Blocks::Cases(&[("FUZZ-001", "TRANSPORT-006")]),
@@ -346,10 +362,18 @@ async fn check(fault: Fault) {
         Blocks::Nothing => assert!(blocked.is_empty(), "fault {fault}: blocked\n{details}"),
     }
     // Every fault makes a strict run fail (`ahpspec run --strict` exits 1): a failed MUST,
-    // a broken SHOULD, a failed prerequisite or a blocked case is never conforming.
-    assert!(
-        !report.conforming(),
-        "fault {fault}: the strict run conforms"
+    // a broken SHOULD, a failed prerequisite or a blocked case is never conforming. A fault
+    // that takes the other path of a MAY (steering-consumed-idle) is recorded as info only,
+    // and the cases that needed the first path are not applicable: a strict run conforms.
+    let may = report
+        .cases
+        .iter()
+        .any(|case| case.info.id == fault.rule() && case.info.level == Level::May);
+    assert_eq!(
+        report.conforming(),
+        may,
+        "fault {fault}: the strict run conforms: {}",
+        report.conforming()
     );
 }
 
@@ -552,7 +576,7 @@ fault_tests! {
     window_without_cursor => WindowWithoutCursor,
     foreign_client_completes => ForeignClientCompletes,
     tool_delta_before_start => ToolDeltaBeforeStart,
-    auto_tool_never_completes => AutoToolNeverCompletes,
+    completed_tool_skipped => CompletedToolSkipped,
     summary_change_identity => SummaryChangeIdentity,
     summary_chats_partial => SummaryChatsPartial,
     tool_input_needed_kept => ToolInputNeededKept,
@@ -572,6 +596,10 @@ fault_tests! {
     // Issue 22, class 5: verdicts on frames that repeat what the client said.
     malformed_accepted => MalformedAccepted,
     turn_end_elsewhere => TurnEndElsewhere,
+    // Issue 22: chat, tool, input, pending and status cases.
+    queued_idle_kept => QueuedIdleKept,
+    pending_shown_running => PendingShownRunning,
+    read_unapplied => ReadUnapplied,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

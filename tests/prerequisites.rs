@@ -93,6 +93,7 @@ steps = [
   { initialize = {} },
   { request = { method = "noSuchMethod", params = { channel = "ahp-root://" }, as = "q" } },
   { response = { to = "q", ok = true, relies_on = "TRANSPORT-010" } },
+  { state = { channel = "ahp-root://", lacks = ["/sessions"] } },
 ]
 "#;
 
@@ -137,6 +138,27 @@ fn relies_on_must_name_a_rule_the_run_reports() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("relying.toml:") && stderr.contains("NOPE-001"),
+        "{}",
+        show(&out)
+    );
+}
+
+#[test]
+fn a_case_that_claims_nothing_of_its_own_rule_does_not_load() {
+    let suites = TempDir::new("claims-nothing");
+    // Without its last step, ROOT-001 only exercises TRANSPORT-010 (its relies_on) and
+    // TRANSPORT-003 (a response to a named request must come): nothing of ROOT-001.
+    let text = RELYING_SUITE.replace(
+        "  { state = { channel = \"ahp-root://\", lacks = [\"/sessions\"] } },\n",
+        "",
+    );
+    assert_ne!(text, RELYING_SUITE);
+    std::fs::write(suites.path().join("relying.toml"), text).expect("suite");
+    let out = ahpspec(&["run", "--suites", suites.str()]);
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("relying.toml:") && stderr.contains("ROOT-001 claims nothing"),
         "{}",
         show(&out)
     );

@@ -1,11 +1,13 @@
 //! Fault injection for the checks of quiescent and tool-call state: session and chat
 //! snapshots and `listSessions` entries that the host's state and actions contradict
 //! (INV-SESSION-1/2/3, INV-SUMMARY-2/3 at checkpoints), and state changed behind the
-//! reducers' back at a turn's end (TOOL-007, INV-CHAT-6); and for the chat channel: rows
+//! reducers' back at a turn's end (TOOL-001, TOOL-007, INV-CHAT-6); and for the chat channel: rows
 //! of its validation table skipped (CHAT-VALIDATE-*), a delta after a cancellation
 //! (TURN-007), createChat answered before its actions (CHAT-001).
 
-use ahp_types::state::{ResponsePart, ToolCallCancellationReason, ToolCallState};
+use ahp_types::state::{
+    ResponsePart, ToolCallCancellationReason, ToolCallCancelledState, ToolCallState, Turn,
+};
 use serde_json::{json, Value};
 
 use super::commands::{AfterReply, Reply};
@@ -123,13 +125,16 @@ impl World {
         self.emit_chat(chat, again);
     }
 
-    /// Fault injection: the tool calls the end of the last turn skipped read as denied.
-    pub(super) fn skipped_as_denied(&mut self, chat: &str) {
-        let Some(turn) = self
-            .chats
+    /// The chat's newest ended turn, to change behind the reducers' back.
+    fn last_turn_mut(&mut self, chat: &str) -> Option<&mut Turn> {
+        self.chats
             .get_mut(chat)
             .and_then(|entry| entry.state.turns.last_mut())
-        else {
+    }
+
+    /// Fault injection: the tool calls the end of the last turn skipped read as denied.
+    pub(super) fn skipped_as_denied(&mut self, chat: &str) {
+        let Some(turn) = self.last_turn_mut(chat) else {
             return;
         };
         for part in &mut turn.response_parts {
@@ -140,6 +145,38 @@ impl World {
                     }
                 }
             }
+        }
+    }
+
+    /// Fault injection: a completed host tool call with input that is the only response
+    /// part of the turn that just ended reads as cancelled (skipped), as if the turn's end
+    /// had skipped it.
+    pub(super) fn skip_completed_tool_call(&mut self, chat: &str) {
+        let Some(turn) = self.last_turn_mut(chat) else {
+            return;
+        };
+        if let [ResponsePart::ToolCall(part)] = turn.response_parts.as_mut_slice() {
+            let ToolCallState::Completed(call) = &part.tool_call else {
+                return;
+            };
+            if call.tool_input.is_none() || call.contributor.is_some() {
+                return;
+            }
+            let call = call.clone();
+            part.tool_call = ToolCallState::Cancelled(ToolCallCancelledState {
+                tool_call_id: call.tool_call_id,
+                tool_name: call.tool_name,
+                display_name: call.display_name,
+                intention: call.intention,
+                contributor: call.contributor,
+                meta: call.meta,
+                invocation_message: call.invocation_message,
+                tool_input: call.tool_input,
+                reason: ToolCallCancellationReason::Skipped,
+                reason_message: None,
+                user_suggestion: None,
+                selected_option: call.selected_option,
+            });
         }
     }
 
@@ -214,6 +251,40 @@ impl World {
         if self.fault(Fault::ChatSnapshotElsewhere) {
             state["resource"] = Value::String(format!("{uri}-elsewhere"));
         }
+        if self.fault(Fault::PendingShownRunning) {
+            let parts = state
+                .pointer_mut("/activeTurn/responseParts")
+                .and_then(Value::as_array_mut);
+            for call in parts
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p.get_mut("toolCall"))
+            {
+                show_running(call);
+            }
+        }
+    }
+}
+
+/// A tool call waiting for confirmation, as a running one would read (fault injection).
+fn show_running(call: &mut Value) {
+    if call["status"] != "pending-confirmation" {
+        return;
+    }
+    let running = [
+        "toolCallId",
+        "toolName",
+        "displayName",
+        "intention",
+        "contributor",
+        "_meta",
+        "toolInput",
+        "invocationMessage",
+    ];
+    if let Some(fields) = call.as_object_mut() {
+        fields.retain(|key, _| running.contains(&key.as_str()));
+        fields.insert("status".into(), json!("running"));
+        fields.insert("confirmed".into(), json!("not-needed"));
     }
 }
 

@@ -25,6 +25,9 @@ impl World {
             "chat/turnStarted" if self.fault(Fault::TurnKeepsRead) => {
                 self.restore_read_flag(channel, before);
             }
+            "chat/isReadChanged" if self.fault(Fault::ReadUnapplied) => {
+                self.keep_read_flag(channel, before);
+            }
             "chat/pendingMessageSet"
                 if action["kind"] == "queued" && self.fault(Fault::QueuedIdleNotRemoved) =>
             {
@@ -145,6 +148,17 @@ impl World {
             .is_some_and(|status| status & u64::from(IS_READ) != 0);
         if let (true, Some(entry)) = (was_read, self.chats.get_mut(chat)) {
             entry.state.status |= IS_READ;
+        }
+    }
+
+    /// Puts the chat's IsRead flag back to what it was in `before` (a chat state as JSON),
+    /// behind the reducers' back.
+    pub(super) fn keep_read_flag(&mut self, chat: &str, before: Option<&Value>) {
+        let was = before
+            .and_then(|state| state["status"].as_u64())
+            .map_or(0, |status| status & u64::from(IS_READ));
+        if let Some(entry) = self.chats.get_mut(chat) {
+            entry.state.status = (entry.state.status & !IS_READ) | u32::try_from(was).unwrap_or(0);
         }
     }
 

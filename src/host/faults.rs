@@ -183,7 +183,7 @@ fault_catalog! {
     WindowWithoutCursor => ("window-without-cursor", "SUB-008", "Leaves turnsNextCursor out of chat snapshots whose view.turns window omits older turns."),
     ForeignClientCompletes => ("foreign-client-completes", "CHAT-VALIDATE-010", "Accepts chat/toolCallComplete for a client tool from a client that does not own it."),
     ToolDeltaBeforeStart => ("tool-delta-before-start", "TOOL-002", "Sends an empty chat/toolCallDelta for each host tool call before its chat/toolCallStart."),
-    AutoToolNeverCompletes => ("auto-tool-never-completes", "TOOL-001", "Never completes auto-approved host tool calls that stream input: they stay running until the turn's end skips them."),
+    CompletedToolSkipped => ("completed-tool-skipped", "TOOL-001", "Turns a completed host tool call with input that is its turn's only response part into cancelled (reason skipped) once the turn has ended, behind the reducers' back: a terminal status changes."),
     SummaryChangeIdentity => ("summary-change-identity", "ROOT-007", "Repeats the session's resource, provider and createdAt in every root/sessionSummaryChanged."),
     SummaryChatsPartial => ("summary-chats-partial", "ROOT-008", "Lists only the newest chat in changes.chats of root/sessionSummaryChanged for sessions with several chats."),
     ToolInputNeededKept => ("tool-input-needed-kept", "TOOL-011", "Never removes a toolConfirmation entry from the session's inputNeeded once its confirmation is resolved."),
@@ -209,6 +209,11 @@ fault_catalog! {
     ClientSeqAsString => ("client-seq-as-string", "ENV-001", "Writes the origin clientSeq of session/titleChanged envelopes as a string (\"3\")."),
     ReconnectSnapshotShort => ("reconnect-snapshot-short", "RECONNECT-005", "Answers a reconnect in the snapshot form without the snapshot of the last subscription it resumes."),
     RootSubscribeRefused => ("root-subscribe-refused", "SUB-013", "Refuses a subscribe to ahp-root:// from a connection that did not subscribe to it at initialize."),
+    // Issue 22, chat, tool, input, pending and status cases (i22-agent): set-up steps that
+    // exercise another rule are blocked by it.
+    QueuedIdleKept => ("queued-idle-kept", "PENDING-004", "Keeps a message queued on an idle chat in the queue: no turn starts for it until another turn ends."),
+    PendingShownRunning => ("pending-shown-running", "INV-FOLD-1", "Shows tool calls waiting for confirmation as already running (confirmed not-needed) in chat snapshots (its actions are right)."),
+    ReadUnapplied => ("read-unapplied", "DISPATCH-008", "Accepts chat/isReadChanged (an echo without rejectionReason) but leaves the chat's IsRead bit as it was, behind the reducers' back."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

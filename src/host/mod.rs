@@ -21,6 +21,7 @@ pub mod faults;
 mod projection;
 pub mod script;
 mod swap;
+pub mod variants;
 mod world;
 
 use std::io;
@@ -64,6 +65,9 @@ pub struct HostConfig {
     /// `turnsNextCursor` (the view is advisory: false gives every snapshot all its turns,
     /// as a conforming host that ignores views does).
     pub turn_windows: bool,
+    /// Conforming choices the protocol leaves to a host ([`variants::Variants`]): the
+    /// catalog passes with every one of them.
+    pub variants: variants::Variants,
 }
 
 impl Default for HostConfig {
@@ -76,6 +80,7 @@ impl Default for HostConfig {
             client_grace: DEFAULT_CLIENT_GRACE,
             session_init: DEFAULT_SESSION_INIT,
             turn_windows: true,
+            variants: variants::Variants::default(),
         }
     }
 }
@@ -170,6 +175,7 @@ pub async fn spawn(config: HostConfig) -> io::Result<HostHandle> {
             replay_capacity: config.replay_capacity,
             session_init: config.session_init,
             turn_windows: config.turn_windows,
+            variants: config.variants.clone(),
         });
         world.shared = weak.clone();
         Shared {

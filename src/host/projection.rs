@@ -280,7 +280,9 @@ impl World {
                 Value::Object(item)
             })
             .collect();
-        summary.insert("chats".into(), Value::Array(compact));
+        if !self.config.variants.summaries_without_chats {
+            summary.insert("chats".into(), Value::Array(compact));
+        }
         if let Some(default_chat) = &state.default_chat {
             summary.insert("defaultChat".into(), json!(default_chat));
         }

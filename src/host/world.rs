@@ -121,6 +121,8 @@ pub struct WorldConfig {
     pub session_init: std::time::Duration,
     /// Whether `view.turns` windows snapshots (see `HostConfig::turn_windows`).
     pub turn_windows: bool,
+    /// Conforming choices (see `HostConfig::variants`).
+    pub variants: super::variants::Variants,
 }
 
 #[derive(Debug)]

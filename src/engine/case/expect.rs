@@ -88,7 +88,7 @@ impl Runner<'_> {
             Some(id) => format!("the frame with id {id}"),
             None => "the unparseable frame".into(),
         });
-        let exercised = s.exercised(&self.names);
+        let exercised = s.exercised(&self.names).for_case(own_rule(self.case));
         let response = match waited {
             Ok(response) => response,
             Err(TransportError::Closed) | Err(TransportError::Oversized) if s.or_close => {

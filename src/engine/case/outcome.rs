@@ -87,6 +87,13 @@ impl Runner<'_> {
             .map(|conn| context_frames(conn, conn.link.transcript().frames.len()))
             .unwrap_or_default();
         let own = rule == crate::suite::rule_of(&self.case.info.id);
+        // A MAY leaves the host a choice: a case that needs one path of it, where the host
+        // took the other, has nothing to judge (not applicable), and nothing is broken.
+        if !own && self.ctx.rule_level(rule) == Level::May {
+            return Stop::NotApplicable(format!(
+                "the host took a path {rule} (a MAY) allows, on which this rule does not arise: expected {expected}; got {actual}"
+            ));
+        }
         let finding = Finding {
             rule: if own {
                 self.case.info.id.clone()

@@ -53,7 +53,13 @@ pub(super) async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallS
     let auto = call.confirmation == Confirmation::Auto;
     let maybe = call.result_confirmation
         && with_turn(shared, turn, |world| world.fault(Fault::ConfirmedMaybe)) == Some(true);
-    let confirmed = if maybe { "maybe" } else { "not-needed" };
+    let confirmed = if maybe {
+        "maybe"
+    } else {
+        with_turn(shared, turn, |world| world.config.variants.auto_confirmed)
+            .unwrap_or_default()
+            .as_str()
+    };
     if emit(shared, turn, ready(auto.then_some(confirmed))).is_none() {
         return Flow::Stop;
     }
@@ -84,7 +90,7 @@ pub(super) async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallS
     if call.client {
         return client_settles(shared, turn, &id).await;
     }
-    if host_completes(shared, turn, call, &id, auto).is_none() {
+    if host_completes(shared, turn, call, &id).is_none() {
         return Flow::Stop;
     }
     if with_turn(shared, turn, |world| {
@@ -171,14 +177,8 @@ async fn client_settles(shared: &Shared, turn: &Turn, id: &str) -> Flow {
     }
 }
 
-/// The host's own `toolCallComplete` (withheld by a fault); `None` once the turn has ended.
-fn host_completes(
-    shared: &Shared,
-    turn: &Turn,
-    call: &ToolCallStep,
-    id: &str,
-    auto: bool,
-) -> Option<()> {
+/// The host's own `toolCallComplete`; `None` once the turn has ended.
+fn host_completes(shared: &Shared, turn: &Turn, call: &ToolCallStep, id: &str) -> Option<()> {
     let result = call.result.clone().unwrap_or(ToolResultStep {
         success: true,
         message: None,
@@ -200,15 +200,7 @@ fn host_completes(
         "toolCallId": id, "requiresResultConfirmation": call.result_confirmation.then_some(true),
         "result": { "success": result.success, "pastTenseMessage": message, "content": content } }),
     );
-    let withheld = auto
-        && call.input.is_some()
-        && with_turn(shared, turn, |world| {
-            world.fault(Fault::AutoToolNeverCompletes)
-        }) == Some(true);
-    if !withheld {
-        emit(shared, turn, complete)?;
-    }
-    Some(())
+    emit(shared, turn, complete)
 }
 
 pub(super) async fn run_input_request(

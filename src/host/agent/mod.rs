@@ -213,6 +213,9 @@ impl World {
         if self.fault(Fault::ModifiedAtLate) {
             self.shift_modified_at(&turn.chat);
         }
+        if self.fault(Fault::CompletedToolSkipped) {
+            self.skip_completed_tool_call(&turn.chat);
+        }
         if let Some(entry) = self.chats.get_mut(&turn.chat) {
             entry.runner = None;
         }

@@ -124,6 +124,16 @@ impl World {
                 ))
             }
         };
+        if let Some(unknown) = params
+            .working_directories
+            .as_deref()
+            .and_then(|directories| self.unknown_directory(directories))
+        {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                format!("unknown working directory {unknown}"),
+            ));
+        }
         let client_id = self.conns.get(&conn).and_then(|c| c.client_id.clone());
         if let Some(active) = &params.active_client {
             if Some(&active.client_id) != client_id.as_ref()

@@ -256,7 +256,9 @@ impl World {
                 if self.fault(Fault::QueuedUpdateAppends) {
                     self.append_duplicate_queued(chat, before, action);
                 }
-                self.consume_queue(chat);
+                if !self.fault(Fault::QueuedIdleKept) {
+                    self.consume_queue(chat);
+                }
             }
             _ => {}
         }

@@ -121,6 +121,9 @@ impl World {
             "chat/truncated" if self.fault(Fault::RejectsTruncation) => {
                 Err("truncation is not supported (injected fault)".into())
             }
+            "chat/truncated" if self.rejects_truncation(context.state, action) => {
+                Err("turnId names no turn of this chat".into())
+            }
             "chat/pendingMessageSet" if self.steering_slot_taken(context.state, action) => {
                 Err("a steering message is already set".into())
             }
