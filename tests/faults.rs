@@ -109,6 +109,9 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         // DISPATCH-004's case dispatches to a missing chat too: the chat row is an
         // instance of its rule.
         Fault::EchoMissingChat => rules.extend(["DISPATCH-004".to_owned()]),
+        // The second ending is a second end of the turn (TURN-002), and the usage after the
+        // cancellation belongs to no active turn (TURN-004).
+        Fault::CancelEndsTwice => rules.extend(["TURN-002".to_owned(), "TURN-004".to_owned()]),
         // The late delta belongs to no active turn: the stream checks see it too.
         Fault::CancelKeepsStreaming => rules.extend(["TURN-003".to_owned(), "TURN-004".to_owned()]),
         // A checkpoint during a turn (PENDING-002's) finds the catalog idle and the chat
