@@ -66,23 +66,9 @@ fn four_merged_shards_of_a_faulty_host_fail_the_same_rules() {
     same_verdicts_sharded_and_whole("faulty", &["--fault", "queue-lifo,cancel-idle-accepted"], 1);
 }
 
-/// Every row of the report a run wrote into `dir`, in report order: `ID@version` (or `ID`)
-/// and its verdict.
+/// Every row of the report a run wrote into `dir`, in report order.
 fn rows(dir: &str) -> Vec<(String, String)> {
-    let report = report_json(Path::new(dir));
-    report["cases"]
-        .as_array()
-        .expect("cases")
-        .iter()
-        .map(|c| {
-            let id = c["info"]["id"].as_str().unwrap_or_default();
-            let key = match c["protocolVersion"].as_str() {
-                Some(v) => format!("{id}@{v}"),
-                None => id.to_owned(),
-            };
-            (key, c["verdict"].as_str().unwrap_or_default().to_owned())
-        })
-        .collect()
+    run_support::rows(&report_json(Path::new(dir)))
 }
 
 /// Runs two protocol versions whole and as two shards, merges the shards, and checks that

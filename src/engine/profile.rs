@@ -19,6 +19,10 @@ pub struct Profile {
     /// Behaviour name → user message text that triggers it.
     #[serde(default)]
     pub behaviours: BTreeMap<String, String>,
+    /// Names of the query parameters and headers this server takes credentials in, besides
+    /// the usual ones ([`crate::redact`]): their values never reach a report or capture.
+    #[serde(default)]
+    pub secrets: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -51,7 +55,11 @@ impl Profile {
             path: shown.clone(),
             source,
         })?;
-        Profile::parse(&shown, &text)
+        let profile = Profile::parse(&shown, &text)?;
+        for name in &profile.secrets {
+            crate::redact::learn_name(name);
+        }
+        Ok(profile)
     }
 
     /// The message text that triggers `behaviour`, if the target has one.
