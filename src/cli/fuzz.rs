@@ -362,7 +362,7 @@ impl Campaign<'_> {
                     return ExitCode::from(2);
                 }
             };
-            println!("{}", fuzz::render_found(found));
+            println!("{}", ahpspec::redact::text(&fuzz::render_found(found)));
             println!("  Trace: {}", path.display());
             println!("  Reproduce with: ahpspec replay {}\n", path.display());
         }
