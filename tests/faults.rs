@@ -40,7 +40,8 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         // These snapshots differ from the state the actions build (a repeated entry the
         // reducers update once, a duration they never gave), so folds and fresh snapshots
         // disagree at checkpoints too.
-        Fault::ClientListedTwice | Fault::NegativeDuration => {
+        // The same holds for an open input request listed twice (INV-CHAT-4's fault).
+        Fault::ClientListedTwice | Fault::NegativeDuration | Fault::InputRequestListedTwice => {
             rules.extend(["INV-FOLD-1".to_owned()])
         }
         // ... and listSessions, built from the state, lists the chat once: the entry's
@@ -560,6 +561,7 @@ fault_tests! {
     selected_option_dropped => SelectedOptionDropped,
     denial_as_skip => DenialAsSkip,
     result_denial_as_denial => ResultDenialAsDenial,
+    input_request_listed_twice => InputRequestListedTwice,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.
