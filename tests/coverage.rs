@@ -6,8 +6,21 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+mod ledger;
+
 use ahpspec::checks::ALWAYS_ON;
-use ahpspec::suite::{rule_of, Catalog};
+use ahpspec::suite::Catalog;
+use ledger::{cites, covered_by_problems};
+
+/// Every case of the catalog and every always-on check, with its spec.
+fn defined(catalog: &Catalog) -> Vec<(&str, &str)> {
+    catalog
+        .cases
+        .iter()
+        .map(|case| (case.info.id.as_str(), case.info.spec.as_str()))
+        .chain(ALWAYS_ON.iter().map(|rule| (rule.id, rule.spec)))
+        .collect()
+}
 
 fn rule_ids() -> BTreeSet<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/ahp/RULES.md");
@@ -61,7 +74,7 @@ fn every_rule_is_covered_or_excluded_with_a_reason() {
             .unwrap_or_default()
     };
     let covered_by = listed("covered_by");
-    let problems = covered_by_problems(&ledger, &catalog);
+    let problems = covered_by_problems(&ledger, &defined(&catalog));
     assert!(
         problems.is_empty(),
         "coverage.toml [covered_by]:\n{}",
@@ -110,73 +123,6 @@ fn every_rule_is_covered_or_excluded_with_a_reason() {
     );
 }
 
-/// What is wrong with the `[covered_by]` entries of `ledger`: each is a table with a
-/// non-empty `by` list, a `how` and, optionally, a `partial`; each name in `by` is a case
-/// of `catalog` (its ID, or the rule ID its cases share) or an always-on check, and (one
-/// of) its `spec` cites the covered rule.
-fn covered_by_problems(ledger: &toml::Table, catalog: &Catalog) -> Vec<String> {
-    let mut problems = Vec::new();
-    let Some(entries) = ledger.get("covered_by").and_then(|v| v.as_table()) else {
-        return vec!["no [covered_by] table".to_owned()];
-    };
-    for (rule, entry) in entries {
-        let Some(entry) = entry.as_table() else {
-            problems.push(format!(
-                "{rule}: not a table {{ by = [...], how = \"...\" }}"
-            ));
-            continue;
-        };
-        for key in entry.keys() {
-            if !["by", "how", "partial"].contains(&key.as_str()) {
-                problems.push(format!("{rule}: unknown key {key:?}"));
-            }
-        }
-        for key in ["how", "partial"] {
-            let text = entry.get(key).map(|v| v.as_str().map(str::trim));
-            if matches!(text, Some(None | Some(""))) || (key == "how" && text.is_none()) {
-                problems.push(format!("{rule}: `{key}` must be a sentence"));
-            }
-        }
-        let names: Vec<&str> = entry
-            .get("by")
-            .and_then(|v| v.as_array())
-            .map(|names| names.iter().filter_map(|n| n.as_str()).collect())
-            .unwrap_or_default();
-        if names.is_empty() {
-            problems.push(format!("{rule}: `by` names no case or check"));
-        }
-        for name in names {
-            let specs: Vec<&str> = catalog
-                .cases
-                .iter()
-                .filter(|case| case.info.id == name || rule_of(&case.info.id) == name)
-                .map(|case| case.info.spec.as_str())
-                .chain(ALWAYS_ON.iter().filter(|r| r.id == name).map(|r| r.spec))
-                .collect();
-            if specs.is_empty() {
-                problems.push(format!(
-                    "{rule}: names {name}, which is no case and no always-on check"
-                ));
-            } else if !specs.iter().any(|spec| cites(spec, rule)) {
-                problems.push(format!(
-                    "{rule}: {name} does not cite {rule} in its spec ({specs:?})"
-                ));
-            }
-        }
-    }
-    problems
-}
-
-/// Whether `spec` names `rule` as a whole ID (`INV-SEQ-1`, not `INV-SEQ-10`).
-fn cites(spec: &str, rule: &str) -> bool {
-    spec.match_indices(rule).any(|(at, _)| {
-        !spec[at + rule.len()..]
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_digit())
-    })
-}
-
 /// The ledger check can fail: an entry naming a case that does not exist, a case that does
 /// not cite the rule, a plain string, or an entry without `how` is each a problem.
 #[test]
@@ -186,7 +132,10 @@ fn a_covered_by_entry_naming_a_missing_or_unrelated_case_fails() {
         toml::from_str(&format!("[covered_by]\n{entries}")).expect("parses")
     };
     let good = ledger(r#""INV-SEQ-2" = { by = ["INIT-004", "SUB-002"], how = "both." }"#);
-    assert_eq!(covered_by_problems(&good, &catalog), Vec::<String>::new());
+    assert_eq!(
+        covered_by_problems(&good, &defined(&catalog)),
+        Vec::<String>::new()
+    );
     for (entries, problem) in [
         (
             r#""INV-SEQ-2" = { by = ["INIT-404"], how = "x." }"#,
@@ -204,7 +153,7 @@ fn a_covered_by_entry_naming_a_missing_or_unrelated_case_fails() {
         ),
         (r#""INV-SEQ-2" = { by = [], how = "x." }"#, "names no case"),
     ] {
-        let problems = covered_by_problems(&ledger(entries), &catalog);
+        let problems = covered_by_problems(&ledger(entries), &defined(&catalog));
         assert!(
             problems.iter().any(|p| p.contains(problem)),
             "{entries}: {problems:?}"

@@ -159,7 +159,7 @@ rules! {
             "Host-to-client requests are resource* or createResourceWatch on channel ahp-root://, and after the harness answers one with -32601 the host still answers later requests."),
     }
     aap {
-        (AapHttp001, "AAP-HTTP-001", Must, "aap/http", "docs/schema.md", "JSON bodies",
+        (AapHttp001, "AAP-HTTP-001", Must, "aap/http", "docs/schema.md; aap/RULES.md AAP-META-002, AAP-META-006", "JSON bodies",
             "Every JSON success body matches the schema of its endpoint."),
         (AapHttp002, "AAP-HTTP-002", Must, "aap/http", "docs/response.md § stream: \"none\"", "JSON bodies",
             "A JSON body is sent as application/json."),
