@@ -159,19 +159,22 @@ fn check_shards(reports: &[RunReport]) -> Result<(), MergeError> {
     }
 }
 
-/// A row's identity across runs: its case ID and, in a run of several protocol versions,
-/// the version it ran at (the same case at 1.0.0 and at 0.9.0 are two rows).
-type RowKey = (String, Option<String>);
+/// A row's identity across runs: its case ID, in a run of several protocol versions the
+/// version it ran at (the same case at 1.0.0 and at 0.9.0 are two rows), and whether it is
+/// an always-on check's row (an AAP case may share its ID with the always-on check of its
+/// rule: two rows).
+type RowKey = (String, Option<String>, bool);
 
 /// One row per case ID and protocol version, in the order a single run writes them: version
 /// by version (as `versions`, the report's comma-separated header, lists them), and within
 /// a version the cases in catalog order (the built-in suites'), then prerequisite rows, then
-/// always-on rows, each group in the order first seen.
+/// always-on rows, the rows the catalog does not order in the order first seen.
 fn merge_rows<'a>(rows: impl Iterator<Item = &'a CaseResult>, versions: &str) -> Vec<CaseResult> {
     let mut by_key: Vec<(RowKey, Vec<&CaseResult>)> = Vec::new();
     let mut index: HashMap<RowKey, usize> = HashMap::new();
     for row in rows {
-        let key = (row.info.id.clone(), row.protocol_version.clone());
+        let always_on = row.info.source == "builtin";
+        let key = (row.info.id.clone(), row.protocol_version.clone(), always_on);
         match index.get(&key) {
             Some(&at) => by_key[at].1.push(row),
             None => {
@@ -190,13 +193,18 @@ fn merge_rows<'a>(rows: impl Iterator<Item = &'a CaseResult>, versions: &str) ->
     let mut merged: Vec<((usize, usize, usize, usize), CaseResult)> = by_key
         .into_iter()
         .enumerate()
-        .filter_map(|(seen, ((id, version), rows))| {
+        .filter_map(|(seen, ((id, version, _), rows))| {
             let row = combine(&rows)?;
             let version = version
                 .and_then(|v| version_order.iter().position(|x| *x == v))
                 .unwrap_or(0);
-            let order = catalog_order.get(&id).copied().unwrap_or(usize::MAX);
-            Some(((version, group(&row), order, seen), row))
+            // Always-on rows keep the order every run writes them in (first seen).
+            let group = group(&row);
+            let order = match group {
+                2 => usize::MAX,
+                _ => catalog_order.get(&id).copied().unwrap_or(usize::MAX),
+            };
+            Some(((version, group, order, seen), row))
         })
         .collect();
     merged.sort_by_key(|(order, _)| *order);

@@ -71,25 +71,22 @@ fn rows(dir: &str) -> Vec<(String, String)> {
     run_support::rows(&report_json(Path::new(dir)))
 }
 
-/// Runs two protocol versions whole and as two shards, merges the shards, and checks that
-/// the merged report equals the whole run row by row: the same rows in the same order with
-/// the same verdicts, the same header and the same unexpected failures.
-fn two_versions_sharded_equal_whole(label: &str, fault: Option<&str>, exit: i32) {
+/// Runs the catalog (with `extra` arguments) whole and as two shards, merges the shards,
+/// and checks that the merged report equals the whole run row by row: the same rows in the
+/// same order with the same verdicts, the same header and the same unexpected failures.
+/// Returns the rows.
+fn two_shards_equal_whole(label: &str, extra: &[&str], exit: i32) -> Vec<(String, String)> {
     let dir = TempDir::new(label);
-    let mut extra = vec!["--protocol-version", "1.0.0,0.9.0"];
-    if let Some(fault) = fault {
-        extra.extend(["--fault", fault]);
-    }
     let whole = dir.sub("whole");
     let mut args = vec!["run", "--report-dir", &whole];
-    args.extend_from_slice(&extra);
+    args.extend_from_slice(extra);
     let out = ahpspec(&args);
     assert_eq!(out.status.code(), Some(exit), "whole run\n{}", show(&out));
     let shards: Vec<String> = (1..=2).map(|i| dir.sub(&format!("shard-{i}"))).collect();
     for (index, shard_dir) in shards.iter().enumerate() {
         let shard = format!("{}/2", index + 1);
         let mut args = vec!["run", "--shard", &shard, "--report-dir", shard_dir];
-        args.extend_from_slice(&extra);
+        args.extend_from_slice(extra);
         let out = ahpspec(&args);
         assert!(
             matches!(out.status.code(), Some(0 | 1)),
@@ -101,14 +98,6 @@ fn two_versions_sharded_equal_whole(label: &str, fault: Option<&str>, exit: i32)
     let out = ahpspec(&["merge", &shards[0], &shards[1], "--report-dir", &merged]);
     assert_eq!(out.status.code(), Some(exit), "merge\n{}", show(&out));
     let (whole_rows, merged_rows) = (rows(&whole), rows(&merged));
-    for version in ["1.0.0", "0.9.0"] {
-        assert!(
-            whole_rows
-                .iter()
-                .any(|(k, _)| k.ends_with(&format!("@{version}"))),
-            "the whole run has rows of {version}"
-        );
-    }
     assert_eq!(merged_rows.len(), whole_rows.len(), "row count");
     for (at, (merged_row, whole_row)) in merged_rows.iter().zip(&whole_rows).enumerate() {
         assert_eq!(merged_row, whole_row, "row {at}");
@@ -119,6 +108,23 @@ fn two_versions_sharded_equal_whole(label: &str, fault: Option<&str>, exit: i32)
     );
     for field in ["protocolVersion", "unexpectedFailures", "tally", "fault"] {
         assert_eq!(merged[field], whole[field], "{field}");
+    }
+    whole_rows
+}
+
+/// Two protocol versions (and `fault`, if any): every case has a row per version.
+fn two_versions_sharded_equal_whole(label: &str, fault: Option<&str>, exit: i32) {
+    let mut extra = vec!["--protocol-version", "1.0.0,0.9.0"];
+    if let Some(fault) = fault {
+        extra.extend(["--fault", fault]);
+    }
+    let rows = two_shards_equal_whole(label, &extra, exit);
+    for version in ["1.0.0", "0.9.0"] {
+        assert!(
+            rows.iter()
+                .any(|(k, _)| k.ends_with(&format!("@{version}"))),
+            "the whole run has rows of {version}"
+        );
     }
 }
 
@@ -134,6 +140,15 @@ fn two_merged_shards_of_two_versions_of_a_faulty_host_fail_both_versions() {
         Some("cancel-idle-accepted,binary-frame"),
         1,
     );
+}
+
+/// AAP: a case may share its ID with its rule's always-on check (AAP-OPTION-003); the
+/// merge keeps both rows, as the whole run has them.
+#[test]
+fn two_merged_aap_shards_equal_the_whole_run() {
+    let rows = two_shards_equal_whole("aap", &["--protocol", "aap"], 0);
+    let shared = rows.iter().filter(|(k, _)| k == "AAP-OPTION-003").count();
+    assert_eq!(shared, 2, "the case and the always-on check");
 }
 
 #[test]
