@@ -1,7 +1,8 @@
 //! Captures: the frames of one or more WebSocket connections in JSON Lines, one record a
 //! line (format: `schemas/capture.schema.json`), written by `proxy --record`,
 //! `run --record` and `fuzz --record` and read back by `ahpspec check`. Secrets
-//! (`authenticate` tokens) are redacted before a frame is recorded anywhere.
+//! ([`crate::redact`]: `authenticate` tokens, credentials in the connection's URL, learned
+//! keys) are redacted before a record is written.
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -18,8 +19,7 @@ use crate::traffic::{ConnWatch, Seen, Traffic};
 /// The JSON Schema (draft 2020-12) every capture line conforms to.
 pub const CAPTURE_SCHEMA: &str = include_str!("../schemas/capture.schema.json");
 
-/// What replaces a secret in transcripts, reports and captures.
-pub const REDACTED: &str = "<redacted>";
+pub use crate::redact::REDACTED;
 
 /// Which peer sent a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,6 +100,43 @@ impl Record {
 }
 
 impl Record {
+    /// The record with its secrets redacted ([`crate::redact`]): the connection's path and
+    /// upstream URL, a text frame, a close reason. `None` when there was none.
+    fn redacted(&self) -> Option<Record> {
+        let payload = match &self.payload {
+            Payload::Open { path, upstream } => {
+                let (path_r, upstream_r) = (
+                    crate::redact::url(path),
+                    upstream.as_deref().map(crate::redact::url),
+                );
+                if matches!(path_r, Cow::Borrowed(_)) && !matches!(upstream_r, Some(Cow::Owned(_)))
+                {
+                    return None;
+                }
+                Payload::Open {
+                    path: path_r.into_owned(),
+                    upstream: upstream_r.map(Cow::into_owned),
+                }
+            }
+            Payload::Text(text) => match crate::redact::frame(text) {
+                Cow::Borrowed(_) => return None,
+                Cow::Owned(text) => Payload::Text(text),
+            },
+            Payload::Close(close) => match crate::redact::text(&close.reason) {
+                Cow::Borrowed(_) => return None,
+                Cow::Owned(reason) => Payload::Close(Close {
+                    code: close.code,
+                    reason,
+                }),
+            },
+            Payload::Binary(_) | Payload::Lost(_) => return None,
+        };
+        Some(Record {
+            payload,
+            ..self.clone()
+        })
+    }
+
     /// The frame this record holds as the checks see it (`None` for an `open` record), or
     /// why it cannot be one.
     fn seen(&self) -> Result<Option<Seen<'_>>, String> {
@@ -153,26 +190,9 @@ pub enum CaptureError {
     },
 }
 
-/// Secrets redacted: the `token` of an `authenticate` request (PROTOCOL §authenticate), the
-/// one member the protocol carries a credential in. Other text comes back unchanged (and
-/// uncopied); a frame that is not such a request is never re-serialised.
+/// A frame as a capture or transcript keeps it: secrets redacted ([`crate::redact::frame`]).
 pub fn redact(text: &str) -> Cow<'_, str> {
-    if !text.contains("authenticate") || !text.contains("token") {
-        return Cow::Borrowed(text);
-    }
-    let Ok(mut message) = serde_json::from_str::<Value>(text) else {
-        return Cow::Borrowed(text);
-    };
-    if message.get("method").and_then(Value::as_str) != Some("authenticate") {
-        return Cow::Borrowed(text);
-    }
-    match message.pointer_mut("/params/token") {
-        Some(token) if token.as_str() != Some(REDACTED) => {
-            *token = Value::String(REDACTED.to_owned());
-            Cow::Owned(message.to_string())
-        }
-        _ => Cow::Borrowed(text),
-    }
+    crate::redact::frame(text)
 }
 
 /// Appends records to a capture file; cheap to clone and share between connections (each
@@ -213,9 +233,10 @@ impl Recorder {
         });
     }
 
-    /// Appends one record.
+    /// Appends one record, its secrets redacted.
     pub fn write(&self, record: &Record) {
-        let mut line = match serde_json::to_vec(record) {
+        let redacted = record.redacted();
+        let mut line = match serde_json::to_vec(redacted.as_ref().unwrap_or(record)) {
             Ok(line) => line,
             Err(error) => return self.fail(error.to_string()),
         };

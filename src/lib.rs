@@ -19,6 +19,7 @@ pub mod fuzz;
 pub mod host;
 pub mod merge;
 pub mod proxy;
+pub mod redact;
 pub mod report;
 pub mod schema;
 pub mod schemagen;

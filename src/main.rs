@@ -129,21 +129,41 @@ struct ListArgs {
     protocol: Option<String>,
 }
 
+/// How the harness connects to a server, shared by `run`, `fuzz`, `replay` and `proxy`.
 #[derive(Debug, Args)]
-struct TlsArgs {
+struct ConnectArgs {
     /// Trust the certificates in this PEM file for wss:// besides the system's roots (a
     /// self-signed server or a private CA); may be repeated.
     #[arg(long = "ca-cert", value_name = "PEM")]
     ca_cert: Vec<PathBuf>,
+    /// Send this header on every connection: AHP's WebSocket upgrade requests (the proxy's
+    /// upstream ones too) and AAP's HTTP requests, e.g. 'Authorization: Bearer KEY'; may be
+    /// repeated. A credential header's value is redacted from reports, captures and logs.
+    #[arg(long, value_name = "NAME: VALUE")]
+    header: Vec<String>,
+    /// Also treat query parameters and headers of this name as secrets (besides token,
+    /// access_token, key, secret, password, auth…); may be repeated.
+    #[arg(long, value_name = "NAME")]
+    redact: Vec<String>,
 }
 
-impl TlsArgs {
-    /// Adds the `--ca-cert` files to the process's trust; a one-line error for the first
-    /// unusable one.
+impl ConnectArgs {
+    /// Adds the `--ca-cert` files to the process's trust, the `--redact` names to the
+    /// secrets, and sets the `--header`s; a one-line error for the first unusable one.
     fn apply(&self) -> Result<(), String> {
+        for name in &self.redact {
+            ahpspec::redact::learn_name(name);
+        }
         for path in &self.ca_cert {
             ahpspec::transport::tls::trust_ca_file(path).map_err(|e| e.to_string())?;
         }
+        let headers = self
+            .header
+            .iter()
+            .map(|h| ahpspec::transport::headers::parse(h))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        ahpspec::transport::headers::set(headers);
         Ok(())
     }
 }
@@ -160,7 +180,7 @@ struct RunArgs {
     #[arg(long)]
     token: Option<String>,
     #[command(flatten)]
-    tls: TlsArgs,
+    connect: ConnectArgs,
     #[command(flatten)]
     select: SelectArgs,
     /// Break rules in the built-in host: one fault or several (`a,b`; see `ahpspec serve --fault list`).
@@ -286,8 +306,12 @@ fn main() -> ExitCode {
 
 /// What `run` and `fuzz` share before they touch a server: the TLS options applied, the
 /// faults parsed, and faults only for the built-in host (`has_url`: a server was named).
-fn target_faults(tls: &TlsArgs, fault: Option<&str>, has_url: bool) -> Result<FaultSet, ExitCode> {
-    tls.apply().map_err(|error| usage_error(&error))?;
+fn target_faults(
+    connect: &ConnectArgs,
+    fault: Option<&str>,
+    has_url: bool,
+) -> Result<FaultSet, ExitCode> {
+    connect.apply().map_err(|error| usage_error(&error))?;
     let faults = parse_faults(fault).map_err(|error| usage_error(&error))?;
     if !faults.is_empty() && has_url {
         return Err(usage_error(
@@ -304,8 +328,9 @@ fn parse_faults(names: Option<&str>) -> Result<FaultSet, String> {
     })
 }
 
+/// A one-line error (its secrets redacted), exit code 2.
 fn usage_error(message: &str) -> ExitCode {
-    eprintln!("ahpspec: {message}");
+    eprintln!("ahpspec: {}", ahpspec::redact::text(message));
     ExitCode::from(2)
 }
 

@@ -2,7 +2,9 @@
 //! parallel CI jobs — combined into one report, as if one run had taken every case. Rows
 //! that several runs report (the always-on checks, prerequisite rules) are combined: a
 //! verdict about the server outranks "saw nothing", findings are kept, and the baseline is
-//! applied to the merged whole.
+//! applied to the merged whole. A row is a case at a protocol version: a run of several
+//! versions has one row per case and version, and so has the merge of its shards. Reports of
+//! different targets, faults, versions or selections are refused, never mixed.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -75,6 +77,11 @@ pub fn merge(
             &format!("{:?}", first.fault),
             &format!("{:?}", other.fault),
         )?;
+        same(
+            "selection",
+            first.selection.as_deref().unwrap_or("the whole catalog"),
+            other.selection.as_deref().unwrap_or("the whole catalog"),
+        )?;
     }
     check_shards(&reports)?;
     let mut merged = RunReport {
@@ -93,9 +100,13 @@ pub fn merge(
         duration_ms: reports.iter().map(|r| r.duration_ms).fold(0.0, f64::max),
         interrupted: reports.iter().any(|r| r.interrupted),
         shard: None,
+        selection: first.selection.clone(),
         strict: reports.iter().any(|r| r.strict),
         tally: Tally::default(),
-        cases: merge_rows(reports.iter().flat_map(|r| r.cases.iter())),
+        cases: merge_rows(
+            reports.iter().flat_map(|r| r.cases.iter()),
+            &first.protocol_version,
+        ),
         stale_baseline: Vec::new(),
         unexpected_failures: Vec::new(),
     };
@@ -148,46 +159,71 @@ fn check_shards(reports: &[RunReport]) -> Result<(), MergeError> {
     }
 }
 
-/// One row per case ID, in catalog order (the built-in suites'), then prerequisite rows,
-/// then always-on rows, each group in the order first seen.
-fn merge_rows<'a>(rows: impl Iterator<Item = &'a CaseResult>) -> Vec<CaseResult> {
-    let mut by_id: Vec<(String, Vec<&CaseResult>)> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
+/// A row's identity across runs: its case ID, in a run of several protocol versions the
+/// version it ran at (the same case at 1.0.0 and at 0.9.0 are two rows), and whether it is
+/// an always-on check's row (an AAP case may share its ID with the always-on check of its
+/// rule: two rows).
+type RowKey = (String, Option<String>, bool);
+
+/// One row per case ID and protocol version, in the order a single run writes them: version
+/// by version (as `versions`, the report's comma-separated header, lists them), and within
+/// a version the cases in catalog order (the built-in suites'), then prerequisite rows, then
+/// always-on rows, the rows the catalog does not order in the order first seen.
+fn merge_rows<'a>(rows: impl Iterator<Item = &'a CaseResult>, versions: &str) -> Vec<CaseResult> {
+    let mut by_key: Vec<(RowKey, Vec<&CaseResult>)> = Vec::new();
+    let mut index: HashMap<RowKey, usize> = HashMap::new();
     for row in rows {
-        match index.get(&row.info.id) {
-            Some(&at) => by_id[at].1.push(row),
+        let always_on = row.info.source == "builtin";
+        let key = (row.info.id.clone(), row.protocol_version.clone(), always_on);
+        match index.get(&key) {
+            Some(&at) => by_key[at].1.push(row),
             None => {
-                index.insert(row.info.id.clone(), by_id.len());
-                by_id.push((row.info.id.clone(), vec![row]));
+                index.insert(key.clone(), by_key.len());
+                by_key.push((key, vec![row]));
             }
         }
     }
-    let catalog_order: HashMap<String, usize> = Catalog::embedded()
-        .map(|catalog| {
-            catalog
-                .cases
-                .into_iter()
-                .enumerate()
-                .map(|(at, case)| (case.info.id, at))
-                .collect()
-        })
-        .unwrap_or_default();
+    let catalog_order = catalog_order();
+    let version_order: Vec<&str> = versions.split(',').collect();
     let group = |row: &CaseResult| match row.info.source.as_str() {
         "builtin" => 2,
         "prerequisite" => 1,
         _ => 0,
     };
-    let mut merged: Vec<(usize, usize, usize, CaseResult)> = by_id
+    let mut merged: Vec<((usize, usize, usize, usize), CaseResult)> = by_key
         .into_iter()
         .enumerate()
-        .filter_map(|(seen, (id, rows))| {
+        .filter_map(|(seen, ((id, version, _), rows))| {
             let row = combine(&rows)?;
-            let order = catalog_order.get(&id).copied().unwrap_or(usize::MAX);
-            Some((group(&row), order, seen, row))
+            let version = version
+                .and_then(|v| version_order.iter().position(|x| *x == v))
+                .unwrap_or(0);
+            // Always-on rows keep the order every run writes them in (first seen).
+            let group = group(&row);
+            let order = match group {
+                2 => usize::MAX,
+                _ => catalog_order.get(&id).copied().unwrap_or(usize::MAX),
+            };
+            Some(((version, group, order, seen), row))
         })
         .collect();
-    merged.sort_by_key(|(group, order, seen, _)| (*group, *order, *seen));
-    merged.into_iter().map(|(_, _, _, row)| row).collect()
+    merged.sort_by_key(|(order, _)| *order);
+    merged.into_iter().map(|(_, row)| row).collect()
+}
+
+/// Each case ID of the built-in suites (AHP's, then AAP's) with its place in the catalog.
+fn catalog_order() -> HashMap<String, usize> {
+    let ahp = Catalog::embedded()
+        .map(|catalog| catalog.cases.into_iter().map(|case| case.info.id).collect())
+        .unwrap_or_else(|_| Vec::new());
+    let aap = crate::aap::suite::embedded()
+        .map(|cases| cases.into_iter().map(|case| case.info.id).collect())
+        .unwrap_or_else(|_| Vec::new());
+    ahp.into_iter()
+        .chain(aap)
+        .enumerate()
+        .map(|(at, id)| (id, at))
+        .collect()
 }
 
 /// One row from the reports of the same case or check. A verdict about the server
@@ -228,4 +264,115 @@ fn combine(rows: &[&CaseResult]) -> Option<CaseResult> {
             .filter(|_| verdict == Verdict::Blocked);
     }
     Some(row)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::{CaseInfo, Level};
+
+    fn row(id: &str, version: &str, verdict: Verdict) -> CaseResult {
+        CaseResult {
+            info: CaseInfo {
+                id: id.to_owned(),
+                level: Level::Must,
+                area: "cancel".to_owned(),
+                spec: String::new(),
+                requirement: String::new(),
+                does: String::new(),
+                source: "suites/cancel.toml:1".to_owned(),
+            },
+            verdict,
+            summary: verdict.as_str().to_owned(),
+            findings: Vec::new(),
+            blocked_by: None,
+            protocol_version: Some(version.to_owned()),
+            transcript: Vec::new(),
+            duration_ms: 1.0,
+            rerun: String::new(),
+        }
+    }
+
+    fn shard(index: usize, cases: Vec<CaseResult>) -> RunReport {
+        RunReport {
+            shard: Some(format!("{index}/2")),
+            ..RunReport::of("builtin".into(), "1.0.0,0.9.0".into(), cases)
+        }
+    }
+
+    #[test]
+    fn each_version_of_a_case_stays_a_row_of_its_own() {
+        let one = shard(
+            1,
+            vec![
+                row("CANCEL-001", "1.0.0", Verdict::Pass),
+                row("CANCEL-001", "0.9.0", Verdict::Fail),
+            ],
+        );
+        let two = shard(
+            2,
+            vec![
+                row("CANCEL-002", "1.0.0", Verdict::Fail),
+                row("CANCEL-002", "0.9.0", Verdict::Pass),
+            ],
+        );
+        let merged = merge(vec![one, two], None).expect("merges");
+        let keys: Vec<(String, Verdict)> =
+            merged.cases.iter().map(|c| (c.key(), c.verdict)).collect();
+        assert_eq!(
+            keys,
+            [
+                ("CANCEL-001@1.0.0".to_owned(), Verdict::Pass),
+                ("CANCEL-002@1.0.0".to_owned(), Verdict::Fail),
+                ("CANCEL-001@0.9.0".to_owned(), Verdict::Fail),
+                ("CANCEL-002@0.9.0".to_owned(), Verdict::Pass),
+            ]
+        );
+        assert_eq!(
+            merged.unexpected_failures,
+            ["CANCEL-002@1.0.0", "CANCEL-001@0.9.0"]
+        );
+    }
+
+    #[test]
+    fn reports_of_other_targets_faults_versions_or_selections_are_refused() {
+        let base = || shard(1, vec![row("CANCEL-001", "1.0.0", Verdict::Pass)]);
+        let others: [(&str, RunReport); 4] = [
+            (
+                "target",
+                RunReport {
+                    target: "ws://127.0.0.1:1".into(),
+                    ..shard(2, Vec::new())
+                },
+            ),
+            (
+                "fault",
+                RunReport {
+                    fault: Some("queue-lifo".into()),
+                    ..shard(2, Vec::new())
+                },
+            ),
+            (
+                "protocol version",
+                RunReport {
+                    protocol_version: "1.0.0".into(),
+                    ..shard(2, Vec::new())
+                },
+            ),
+            (
+                "selection",
+                RunReport {
+                    selection: Some("--level MUST".into()),
+                    ..shard(2, Vec::new())
+                },
+            ),
+        ];
+        for (what, other) in others {
+            match merge(vec![base(), other], None) {
+                Err(MergeError::Mismatch { what: found, .. }) => assert_eq!(found, what),
+                other => panic!("{what}: {other:?}"),
+            }
+        }
+        assert!(merge(vec![base(), shard(2, Vec::new())], None).is_ok());
+    }
 }

@@ -12,9 +12,12 @@ use futures_util::{FutureExt, SinkExt, StreamExt};
 use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+pub mod headers;
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
@@ -123,15 +126,24 @@ impl Connection {
         } else {
             None
         };
-        let connecting =
-            tokio_tungstenite::connect_async_tls_with_config(url, Some(config), true, connector);
+        // A credential in the URL is a secret from now on: no report or log line shows it.
+        crate::redact::learn_url(url);
+        let failed = |source| TransportError::Connect {
+            url: crate::redact::url(url).into_owned(),
+            source,
+        };
+        let mut request = url.into_client_request().map_err(failed)?;
+        headers::apply(request.headers_mut());
+        let connecting = tokio_tungstenite::connect_async_tls_with_config(
+            request,
+            Some(config),
+            true,
+            connector,
+        );
         let (socket, _) = tokio::time::timeout(timeout, connecting)
             .await
             .map_err(|_| TransportError::Timeout(timeout))?
-            .map_err(|source| TransportError::Connect {
-                url: url.to_owned(),
-                source,
-            })?;
+            .map_err(failed)?;
         let (sink, source) = socket.split();
         Ok(Connection {
             sink,
@@ -162,7 +174,7 @@ impl Connection {
     fn record(&mut self, direction: Direction, text: String) {
         let at_ms = self.opened.elapsed().as_secs_f64() * 1000.0;
         // Secrets never reach a transcript (and so a report).
-        let text = match (direction, crate::capture::redact(&text)) {
+        let text = match (direction, crate::redact::frame(&text)) {
             (Direction::Sent, std::borrow::Cow::Owned(redacted)) => redacted,
             _ => text,
         };

@@ -161,6 +161,18 @@ pub struct CaseResult {
     pub rerun: String,
 }
 
+impl CaseResult {
+    /// The row's name in a report: the case ID, or `ID@version` in a run of several protocol
+    /// versions, where each case has a row per version (the name failure lists, baselines,
+    /// JUnit tests and HTML anchors use).
+    pub fn key(&self) -> String {
+        match &self.protocol_version {
+            Some(version) => format!("{}@{version}", self.info.id),
+            None => self.info.id.clone(),
+        }
+    }
+}
+
 /// Counts per verdict.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -226,6 +238,10 @@ pub struct RunReport {
     /// The slice of the catalog this run took (`2/4`), when sharded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
+    /// The cases and rules the run selected, as options (`--filter TOOL-* --level MUST`),
+    /// when not the whole catalog.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<String>,
     /// Whether warnings fail the run (`--strict`).
     pub strict: bool,
     pub tally: Tally,
@@ -252,6 +268,7 @@ impl RunReport {
             duration_ms: 0.0,
             interrupted: false,
             shard: None,
+            selection: None,
             strict: false,
             tally: Tally::default(),
             cases,

@@ -271,7 +271,10 @@ async fn option_rule(rule: &str, c: &Client) -> bool {
             let list = c.get("/sessions").await.body;
             !one.contains(secret) && !list.contains(secret)
         }
-        "AAP-OPTION-004" => session(c).await["agent"]["options"]["api_key"].is_string(),
+        // Present, with a placeholder: a non-empty string other than the secret.
+        "AAP-OPTION-004" => session(c).await["agent"]["options"]["api_key"]
+            .as_str()
+            .is_some_and(|shown| !shown.is_empty() && shown != secret),
         "AAP-OPTION-005" => {
             let tools = json!([{"name": "publish"}]);
             c.turn(&id, json!({"agent": {"tools": tools}, "messages": [echo]}))

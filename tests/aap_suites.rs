@@ -2,6 +2,8 @@
 //! accounted for in aap/coverage.toml (a case, an always-on check, `covered_by` or
 //! `not_covered` with a reason).
 
+mod ledger;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -95,6 +97,18 @@ fn every_rule_is_covered_or_excluded_with_a_reason() {
             .unwrap_or_default()
     };
     let (covered_by, not_covered) = (listed("covered_by"), listed("not_covered"));
+    let cases = embedded().expect("suites");
+    let defined: Vec<(&str, &str)> = cases
+        .iter()
+        .map(|c| (c.info.id.as_str(), c.info.spec.as_str()))
+        .chain(AAP_ALWAYS_ON.iter().map(|r| (r.id, r.spec)))
+        .collect();
+    let problems = ledger::covered_by_problems(&ledger, &defined);
+    assert!(
+        problems.is_empty(),
+        "aap/coverage.toml [covered_by]:\n{}",
+        problems.join("\n")
+    );
     for rule in &rules {
         let accounted =
             proven.contains(rule) || covered_by.contains(rule) || not_covered.contains(rule);

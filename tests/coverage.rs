@@ -1,11 +1,26 @@
 //! Every rule of RULES.md is accounted for: proven by a case or an always-on check, checked
-//! under another rule, or listed in coverage.toml as not covered yet, with a reason.
+//! under another rule, or listed in coverage.toml as not covered yet, with a reason. A rule
+//! checked under another rule names cases and checks that exist and cite it, says how they
+//! check it, and says what they leave out when they cover it in part.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
+mod ledger;
+
 use ahpspec::checks::ALWAYS_ON;
 use ahpspec::suite::Catalog;
+use ledger::{cites, covered_by_problems};
+
+/// Every case of the catalog and every always-on check, with its spec.
+fn defined(catalog: &Catalog) -> Vec<(&str, &str)> {
+    catalog
+        .cases
+        .iter()
+        .map(|case| (case.info.id.as_str(), case.info.spec.as_str()))
+        .chain(ALWAYS_ON.iter().map(|rule| (rule.id, rule.spec)))
+        .collect()
+}
 
 fn rule_ids() -> BTreeSet<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/ahp/RULES.md");
@@ -59,6 +74,12 @@ fn every_rule_is_covered_or_excluded_with_a_reason() {
             .unwrap_or_default()
     };
     let covered_by = listed("covered_by");
+    let problems = covered_by_problems(&ledger, &defined(&catalog));
+    assert!(
+        problems.is_empty(),
+        "coverage.toml [covered_by]:\n{}",
+        problems.join("\n")
+    );
     let not_covered = listed("not_covered");
     for (section, ids) in [("covered_by", &covered_by), ("not_covered", &not_covered)] {
         for id in ids {
@@ -88,11 +109,56 @@ fn every_rule_is_covered_or_excluded_with_a_reason() {
         missing.is_empty(),
         "rules neither covered nor listed in coverage.toml: {missing:?}"
     );
+    let partial: Vec<&String> = covered_by
+        .iter()
+        .filter(|id| ledger["covered_by"][id.as_str()].get("partial").is_some())
+        .collect();
     println!(
-        "{} rules: {} proven by cases or always-on checks, {} checked under another rule, {} not covered yet",
+        "{} rules: {} proven by cases or always-on checks, {} checked under another rule ({} of them in part: {partial:?}), {} not covered yet",
         rules.len(),
         rules.iter().filter(|id| proven.contains(*id)).count(),
         covered_by.len(),
+        partial.len(),
         not_covered.len()
     );
+}
+
+/// The ledger check can fail: an entry naming a case that does not exist, a case that does
+/// not cite the rule, a plain string, or an entry without `how` is each a problem.
+#[test]
+fn a_covered_by_entry_naming_a_missing_or_unrelated_case_fails() {
+    let catalog = Catalog::embedded().expect("suites parse");
+    let ledger = |entries: &str| -> toml::Table {
+        toml::from_str(&format!("[covered_by]\n{entries}")).expect("parses")
+    };
+    let good = ledger(r#""INV-SEQ-2" = { by = ["INIT-004", "SUB-002"], how = "both." }"#);
+    assert_eq!(
+        covered_by_problems(&good, &defined(&catalog)),
+        Vec::<String>::new()
+    );
+    for (entries, problem) in [
+        (
+            r#""INV-SEQ-2" = { by = ["INIT-404"], how = "x." }"#,
+            "names INIT-404, which is no case",
+        ),
+        (
+            r#""INV-SEQ-2" = { by = ["TRANSPORT-001"], how = "x." }"#,
+            "TRANSPORT-001 does not cite INV-SEQ-2",
+        ),
+        (r#""INV-SEQ-2" = "INIT-004, SUB-002""#, "not a table"),
+        (r#""INV-SEQ-2" = { by = ["INIT-004"] }"#, "`how` must be"),
+        (
+            r#""INV-SEQ-2" = { by = ["INIT-004"], how = "x.", partal = "y" }"#,
+            "unknown key",
+        ),
+        (r#""INV-SEQ-2" = { by = [], how = "x." }"#, "names no case"),
+    ] {
+        let problems = covered_by_problems(&ledger(entries), &defined(&catalog));
+        assert!(
+            problems.iter().any(|p| p.contains(problem)),
+            "{entries}: {problems:?}"
+        );
+    }
+    assert!(cites("RULES.md §17 INV-SEQ-1, INV-SEQ-2", "INV-SEQ-1"));
+    assert!(!cites("RULES.md §17 INV-SEQ-10", "INV-SEQ-1"));
 }

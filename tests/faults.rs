@@ -41,7 +41,8 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         // These snapshots differ from the state the actions build (a repeated entry the
         // reducers update once, a duration they never gave), so folds and fresh snapshots
         // disagree at checkpoints too.
-        Fault::ClientListedTwice | Fault::NegativeDuration => {
+        // The same holds for an open input request listed twice (INV-CHAT-4's fault).
+        Fault::ClientListedTwice | Fault::NegativeDuration | Fault::InputRequestListedTwice => {
             rules.extend(["INV-FOLD-1".to_owned()])
         }
         // ... and listSessions, built from the state, lists the chat once: the entry's
@@ -281,6 +282,8 @@ fn expected_not_testable(fault: Fault) -> BTreeSet<String> {
         }
         // AUTH-001's authenticate is the only request that earns a -32007 in the catalog.
         Fault::AuthenticateAnything => BTreeSet::from(["ERR-002".to_owned()]),
+        // Every open input request shows resolved in snapshots: INV-CHAT-4 sees none open.
+        Fault::InputShownResolved => BTreeSet::from(["INV-CHAT-4".to_owned()]),
         _ => BTreeSet::new(),
     }
 }
@@ -625,6 +628,7 @@ fault_tests! {
     queued_idle_kept => QueuedIdleKept,
     pending_shown_running => PendingShownRunning,
     read_unapplied => ReadUnapplied,
+    input_request_listed_twice => InputRequestListedTwice,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

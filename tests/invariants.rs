@@ -1,7 +1,7 @@
-//! The snapshot invariants as pure functions: each part of INV-SESSION-1 and INV-CHAT-5 on
-//! a state that breaks only it, and nothing on a state that breaks none. (The fault tests
-//! show the same checks failing against a faulty host; these pin the parts no fault
-//! reaches.)
+//! The snapshot invariants as pure functions: each part of INV-SESSION-1, INV-CHAT-4 and
+//! INV-CHAT-5 on a state that breaks only it, and nothing on a state that breaks none.
+//! (The fault tests show the same checks failing against a faulty host; these pin the
+//! parts no fault reaches.)
 
 use ahpspec::checks::compare::summary_matches;
 use ahpspec::checks::invariants::{chat_state, session_at_rest, session_state};
@@ -123,6 +123,41 @@ fn inv_chat_5_fails_on_a_repeated_queued_id_only() {
     assert!(found[0].actual.contains("\"q1\""), "{found:?}");
     // `[]` counts as absent (the reducer drops the list with its last entry).
     assert_eq!(rules_of(&chat_state(&chat(json!([])))), vec![]);
+}
+
+fn input_request(id: &str, response: Option<&str>) -> Value {
+    let mut part = json!({ "kind": "inputRequest", "request": { "id": id, "message": "?" } });
+    if let Some(response) = response {
+        part["response"] = json!(response);
+    }
+    part
+}
+
+/// INV-CHAT-4: two open requests of one id in the active turn fail; an answered one beside
+/// an open one of the same id, and unanswered parts left in ended turns, do not.
+#[test]
+fn inv_chat_4_fails_on_an_open_request_id_twice_in_the_active_turn_only() {
+    let with = |active: Vec<Value>, ended: Vec<Value>| {
+        json!({
+            "resource": "ahp-chat:/a",
+            "status": 24,
+            "turns": [{ "id": "t0", "state": "cancelled", "responseParts": ended }],
+            "activeTurn": { "id": "t1", "responseParts": active }
+        })
+    };
+    let open = |id| input_request(id, None);
+    let distinct = with(vec![open("r1"), open("r2")], vec![open("r1"), open("r1")]);
+    assert_eq!(rules_of(&chat_state(&distinct)), vec![]);
+    let answered = with(
+        vec![input_request("r1", Some("accept")), open("r1")],
+        vec![],
+    );
+    assert_eq!(rules_of(&chat_state(&answered)), vec![]);
+    let twice = with(vec![open("r1"), open("r2"), open("r1")], vec![]);
+    let found = chat_state(&twice);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].rule.id(), "INV-CHAT-4");
+    assert!(found[0].actual.contains("\"r1\""), "{found:?}");
 }
 
 fn chat_with_turn(turn: Value) -> Value {

@@ -199,6 +199,7 @@ fn a_blocked_case_is_never_conforming() {
         duration_ms: 0.0,
         interrupted: false,
         shard: None,
+        selection: None,
         strict: false,
         tally: Tally::default(),
         cases: vec![row("A-001", Verdict::Pass), row("B-001", Verdict::Pass)],

@@ -19,7 +19,7 @@ use ahpspec::host::{self, Fault, FaultSet, HostConfig};
 use ahpspec::proxy::{Proxy, ProxyConfig};
 use ahpspec::verdict::{RunReport, Verdict};
 use futures_util::stream::{self, StreamExt};
-use run_support::TempDir;
+use run_support::{Served, TempDir};
 
 /// Always-on rules judged only at the runner's checkpoints (a fresh snapshot compared with
 /// the fold, listSessions with the states): a proxy sees no checkpoint, so it reports them
@@ -217,63 +217,6 @@ async fn through_the_proxy_every_always_on_fault_is_named_by_its_rule() {
         "the proxy missed:\n{}",
         missed.join("\n")
     );
-}
-
-/// A child process whose first stdout line is a URL (`serve`, `proxy`), killed with
-/// SIGTERM when dropped unless waited for.
-struct Served {
-    child: std::process::Child,
-    url: String,
-    /// Kept open: the process prints its summary there at the end.
-    _stdout: std::io::BufReader<std::process::ChildStdout>,
-}
-
-impl Served {
-    fn start(args: &[&str]) -> Served {
-        use std::io::BufRead;
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ahpspec"))
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("ahpspec starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut url = String::new();
-        let mut stdout = std::io::BufReader::new(stdout);
-        stdout.read_line(&mut url).expect("a URL line");
-        Served {
-            child,
-            url: url.trim().to_owned(),
-            _stdout: stdout,
-        }
-    }
-
-    /// SIGTERM, then its exit code and stderr.
-    fn terminate(mut self) -> (Option<i32>, String) {
-        let pid = self.child.id().to_string();
-        let status = std::process::Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("kill runs");
-        assert!(status.success());
-        let child = std::mem::replace(
-            &mut self.child,
-            std::process::Command::new("true").spawn().expect("true"),
-        );
-        let out = child.wait_with_output().expect("exits");
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[test]

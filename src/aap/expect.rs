@@ -77,8 +77,10 @@ pub fn check_expect(
         misses.push(Miss::new("no body", shown(response)));
     }
     let body = response.json();
-    let needs_json =
-        !expect.json.is_empty() || !expect.present.is_empty() || !expect.differs.is_empty();
+    let needs_json = !expect.json.is_empty()
+        || !expect.present.is_empty()
+        || !expect.differs.is_empty()
+        || !expect.non_empty.is_empty();
     if needs_json && body.is_none() {
         misses.push(Miss::new("a JSON body", shown(response)));
     }
@@ -194,6 +196,16 @@ fn json_misses(
         let pointer = resolve(pointer);
         if let Some(got) = body.pointer(&pointer) {
             misses.push(Miss::new(format!("{pointer} absent"), got.to_string()));
+        }
+    }
+    for pointer in &expect.non_empty {
+        let pointer = resolve(pointer);
+        match body.pointer(&pointer) {
+            Some(Value::String(text)) if !text.is_empty() => {}
+            got => misses.push(Miss::new(
+                format!("{pointer} a non-empty string"),
+                got.map_or("absent".to_owned(), Value::to_string),
+            )),
         }
     }
     for (pointer, not) in &expect.differs {

@@ -44,7 +44,7 @@ pub struct Target {
 
 impl Target {
     pub fn parse(url: &str) -> Result<Target, HttpError> {
-        let bad = || HttpError::BadUrl(url.to_owned());
+        let bad = || HttpError::BadUrl(crate::redact::url(url).into_owned());
         let (tls, rest) = if let Some(rest) = url.strip_prefix("http://") {
             (false, rest)
         } else if let Some(rest) = url.strip_prefix("https://") {
@@ -163,6 +163,9 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
 impl Client {
     pub fn new(target: Target, token: Option<String>, timeout: Duration) -> Client {
+        if let Some(token) = &token {
+            crate::redact::learn_value(token);
+        }
         Client {
             target,
             token,
@@ -176,9 +179,12 @@ impl Client {
         &self.transcript
     }
 
-    /// Whether an API key is configured.
+    /// Whether an API key is configured (`--token`, or an `Authorization` `--header`).
     pub fn has_token(&self) -> bool {
         self.token.is_some()
+            || crate::transport::headers::extra()
+                .iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case("authorization"))
     }
 
     pub fn target(&self) -> &Target {
@@ -318,6 +324,14 @@ impl Client {
             .method(request.method.as_str())
             .uri(&uri)
             .header(HOST, self.target.authority());
+        // The `--header`s first: a configured key (`--token`) replaces theirs, and the
+        // requests that go without a key, or with a wrong one, drop theirs.
+        if let Some(headers) = builder.headers_mut() {
+            crate::transport::headers::apply(headers);
+            if request.auth != Auth::Configured {
+                headers.remove(AUTHORIZATION);
+            }
+        }
         let bearer = match request.auth {
             Auth::Configured => self.token.clone(),
             Auth::Omitted => None,
@@ -326,7 +340,9 @@ impl Client {
         if let Some(token) = bearer {
             let value = HeaderValue::from_str(&format!("Bearer {token}"))
                 .map_err(|e| HttpError::Exchange(format!("unusable API key: {e}")))?;
-            builder = builder.header(AUTHORIZATION, value);
+            if let Some(headers) = builder.headers_mut() {
+                headers.insert(AUTHORIZATION, value);
+            }
         }
         if request.body.is_some() {
             let content_type = request

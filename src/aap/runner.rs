@@ -232,6 +232,7 @@ pub async fn run(
     report.started_at = started_at;
     report.interrupted = interrupted;
     report.shard = options.selection.shard.map(|s| s.to_string());
+    report.selection = options.selection.choice();
     report.strict = options.strict;
     reconcile(&mut report, baseline.as_ref());
     sink.event(&Event::RunFinished);

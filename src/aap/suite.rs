@@ -187,6 +187,10 @@ pub struct Expect {
     /// JSON pointer → value the body must NOT hold there (e.g. a secret).
     #[serde(default, skip_serializing_if = "is_empty")]
     pub differs: BTreeMap<String, Value>,
+    /// JSON pointers that must hold a non-empty string (e.g. a placeholder in place of a
+    /// secret: present, and not blanked).
+    #[serde(default, skip_serializing_if = "is_empty")]
+    pub non_empty: Vec<String>,
     /// The response has no body at all.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub empty_body: bool,

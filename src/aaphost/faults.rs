@@ -40,6 +40,7 @@ fault_catalog! {
     OptionsReplaced => ("options-replaced", "AAP-OPTION-002", "Replaces the session's options with a turn's agent.options instead of merging by key."),
     SecretPlaintext => ("secret-plaintext", "AAP-OPTION-003", "Returns secret option values in plaintext."),
     SecretDropped => ("secret-dropped", "AAP-OPTION-004", "Leaves set secret options out of agent.options instead of a placeholder."),
+    SecretBlanked => ("secret-blanked", "AAP-OPTION-004", "Keeps set secret options in agent.options with an empty value instead of a placeholder."),
     TurnAgentToolsIgnored => ("turn-agent-tools-ignored", "AAP-OPTION-005", "Ignores a turn's agent.tools."),
     TurnToolsIgnored => ("turn-tools-ignored", "AAP-OPTION-006", "Ignores a turn's tools (client tools)."),
     AgentRenamed => ("agent-renamed", "AAP-OPTION-007", "Accepts a turn's agent.name and renames the session's agent."),

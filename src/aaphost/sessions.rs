@@ -284,6 +284,8 @@ pub fn session_body(session: &Session, faults: &AapFaultSet) -> Value {
                 Some((name.clone(), value.clone()))
             } else if faults.contains(AapFault::SecretDropped) {
                 None
+            } else if faults.contains(AapFault::SecretBlanked) {
+                Some((name.clone(), json!("")))
             } else {
                 Some((name.clone(), json!("***")))
             }

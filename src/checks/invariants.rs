@@ -26,6 +26,7 @@ pub fn snapshot(
         let statuses = usize::from(state["status"].is_u64());
         let active = state.get("activeTurn").filter(|turn| !turn.is_null());
         let calls = all_turns(state).flat_map(tool_calls).count();
+        let open_requests = active.is_some_and(|turn| open_input_requests(turn).next().is_some());
         for (rule, n) in [
             (Rule::Status003, statuses),
             (Rule::InvChat5, 1),
@@ -34,6 +35,7 @@ pub fn snapshot(
             (Rule::InvChat2, turns + usize::from(active.is_some())),
             (Rule::InvTool2, calls),
             (Rule::InvChat3, turns),
+            (Rule::InvChat4, usize::from(open_requests)),
         ] {
             tally(rule, n);
         }
@@ -49,11 +51,12 @@ pub fn snapshot(
 }
 
 /// Invariants of a chat state: STATUS-003 (activity matches content), INV-CHAT-1 and
-/// INV-CHAT-3 (ended turns), INV-CHAT-2 and INV-TOOL-2 (tool calls) and INV-CHAT-5 (the
-/// queue's shape).
+/// INV-CHAT-3 (ended turns), INV-CHAT-2 and INV-TOOL-2 (tool calls), INV-CHAT-4 (open
+/// input requests) and INV-CHAT-5 (the queue's shape).
 pub fn chat_state(state: &Value) -> Vec<Violation> {
     let mut found = Vec::new();
     queue_shape(state, &mut found);
+    open_requests_once(state, &mut found);
     directories_once(state["resource"].as_str().unwrap_or("?"), state, &mut found);
     for turn in state["turns"].as_array().into_iter().flatten() {
         ended_turn(turn, &mut found);
@@ -222,6 +225,38 @@ fn queue_shape(state: &Value, found: &mut Vec<Violation>) {
     }
 }
 
+/// INV-CHAT-4: within the active turn, the unresolved input requests carry distinct ids
+/// (`chat/inputRequested` replaces the open part with the same id). Ended turns may keep
+/// unanswered parts of any id: not checked here.
+fn open_requests_once(state: &Value, found: &mut Vec<Violation>) {
+    let Some(active) = state.get("activeTurn").filter(|turn| !turn.is_null()) else {
+        return;
+    };
+    let ids = open_input_requests(active).map(|part| &part["request"]["id"]);
+    if let Some(id) = first_repeat(ids) {
+        found.push(Violation::new(
+            Rule::InvChat4,
+            "the open input requests of the active turn carry distinct ids (chat/inputRequested replaces the open part with the same id)",
+            format!(
+                "input request {id} is open more than once in active turn {} of {}",
+                active["id"],
+                state["resource"].as_str().unwrap_or("?")
+            ),
+        ));
+    }
+}
+
+/// A turn's `inputRequest` parts without a response.
+fn open_input_requests(turn: &Value) -> impl Iterator<Item = &Value> {
+    turn["responseParts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|part| {
+            part["kind"] == "inputRequest" && part.get("response").is_none_or(Value::is_null)
+        })
+}
+
 /// Invariants of a session state. INV-SESSION-1: each chat is listed once, the default
 /// chat is not movable, and `lifecycle` is `failed` exactly when `creationError` is set.
 /// INV-SESSION-2: active clients and input-needed entries are listed once each.
@@ -323,15 +358,9 @@ fn tool_calls(turn: &Value) -> impl Iterator<Item = &Value> {
 /// Whether an active turn holds a part that needs the user: an open input request or a
 /// tool call awaiting confirmation or authentication.
 pub fn has_blocking_part(turn: &Value) -> bool {
-    turn["responseParts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|part| match part["kind"].as_str() {
-            Some("inputRequest") => part.get("response").is_none_or(Value::is_null),
-            Some("toolCall") => BLOCKING_TOOL_STATUSES
-                .contains(&part["toolCall"]["status"].as_str().unwrap_or_default()),
-            _ => false,
+    open_input_requests(turn).next().is_some()
+        || tool_calls(turn).any(|call| {
+            BLOCKING_TOOL_STATUSES.contains(&call["status"].as_str().unwrap_or_default())
         })
 }
 

@@ -11,14 +11,14 @@ use ahpspec::proxy;
 use ahpspec::report;
 use clap::Args;
 
-use crate::{parse_duration, parse_faults, target_faults, usage_error, with_runtime, TlsArgs};
+use crate::{parse_duration, parse_faults, target_faults, usage_error, with_runtime, ConnectArgs};
 
 #[derive(Debug, Args)]
 pub struct FuzzArgs {
     /// Server to fuzz (ws:// or wss:// URL); omitted: a fresh built-in host per sequence.
     url: Option<String>,
     #[command(flatten)]
-    tls: TlsArgs,
+    connect: ConnectArgs,
     /// Seed (printed at start; the same seed reproduces the run against a deterministic server).
     #[arg(long)]
     seed: Option<u64>,
@@ -83,7 +83,7 @@ pub struct ReplayArgs {
     /// Server to replay against; omitted: the trace's own target (the built-in host, with its fault).
     url: Option<String>,
     #[command(flatten)]
-    tls: TlsArgs,
+    connect: ConnectArgs,
     /// Print the trace as a suite case (TOML) instead of replaying it.
     #[arg(long)]
     to_case: bool,
@@ -195,7 +195,7 @@ async fn record_through(
 pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
     match ahpspec::aap::protocol_of(args.url.as_deref(), args.protocol.as_deref()) {
         Ok(ahpspec::aap::Protocol::Aap) => {
-            if let Err(error) = args.tls.apply() {
+            if let Err(error) = args.connect.apply() {
                 return usage_error(&error);
             }
             return aap_fuzz(args);
@@ -203,7 +203,7 @@ pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
         Ok(ahpspec::aap::Protocol::Ahp) => {}
         Err(error) => return usage_error(&error),
     }
-    let faults = match target_faults(&args.tls, args.fault.as_deref(), args.url.is_some()) {
+    let faults = match target_faults(&args.connect, args.fault.as_deref(), args.url.is_some()) {
         Ok(faults) => faults,
         Err(exit) => return exit,
     };
@@ -219,9 +219,10 @@ pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
     let target_label = args.url.clone().unwrap_or_else(|| "builtin".into());
     let fault_name = options.target.faults.label();
     println!(
-        "ahpspec fuzz: seed {}, mode {}, target {target_label}{}",
+        "ahpspec fuzz: seed {}, mode {}, target {}{}",
         options.seed,
         args.mode,
+        ahpspec::redact::url(&target_label),
         fault_name
             .as_ref()
             .map(|f| format!(" (fault {f})"))
@@ -355,7 +356,7 @@ impl Campaign<'_> {
                     return ExitCode::from(2);
                 }
             };
-            println!("{}", fuzz::render_found(found));
+            println!("{}", ahpspec::redact::text(&fuzz::render_found(found)));
             println!("  Trace: {}", path.display());
             println!("  Reproduce with: ahpspec replay {}\n", path.display());
         }
@@ -388,7 +389,7 @@ impl Campaign<'_> {
 }
 
 pub fn replay_command(args: ReplayArgs) -> ExitCode {
-    if let Err(error) = args.tls.apply() {
+    if let Err(error) = args.connect.apply() {
         return usage_error(&error);
     }
     let trace = match Trace::load(&args.file) {

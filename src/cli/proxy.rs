@@ -12,7 +12,7 @@ use ahpspec::proxy::{self, ProxyConfig};
 use clap::Args;
 
 use crate::cli::run::finish;
-use crate::{parse_duration, usage_error, TlsArgs};
+use crate::{parse_duration, usage_error, ConnectArgs};
 
 #[derive(Debug, Args)]
 pub struct ProxyArgs {
@@ -24,7 +24,7 @@ pub struct ProxyArgs {
     #[arg(long)]
     upstream: String,
     #[command(flatten)]
-    tls: TlsArgs,
+    connect: ConnectArgs,
     /// Record every frame into this capture (JSON Lines; `ahpspec check` re-checks it).
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
@@ -59,7 +59,7 @@ pub struct CheckArgs {
 }
 
 pub fn proxy_command(args: ProxyArgs) -> ExitCode {
-    if let Err(error) = args.tls.apply() {
+    if let Err(error) = args.connect.apply() {
         return usage_error(&error);
     }
     let schemas = match Schemas::load(args.schemas.as_deref()) {

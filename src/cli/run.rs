@@ -120,7 +120,7 @@ impl EventSink for Console {
                 if self.progress {
                     eprint!("\r\x1b[2K");
                 }
-                eprintln!("ahpspec: {text}");
+                eprintln!("ahpspec: {}", ahpspec::redact::text(text));
             }
             Event::RunFinished if self.progress => eprint!("\r\x1b[2K"),
             _ => {}
@@ -134,7 +134,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(ahpspec::aap::Protocol::Ahp) => {}
         Err(error) => return usage_error(&error),
     }
-    let faults = match target_faults(&args.tls, args.fault.as_deref(), args.url.is_some()) {
+    let faults = match target_faults(&args.connect, args.fault.as_deref(), args.url.is_some()) {
         Ok(faults) => faults,
         Err(exit) => return exit,
     };
@@ -167,9 +167,13 @@ pub fn run(args: RunArgs) -> ExitCode {
 /// `run` against an AAP server (or the built-in one): the library does the work. AAP
 /// faults are the AAP server's own (`serve --protocol aap --fault list`).
 fn run_aap(args: RunArgs) -> ExitCode {
-    if let Err(error) = args.tls.apply() {
+    if let Err(error) = args.connect.apply() {
         return usage_error(&error);
     }
+    let token = match aap_key(args.token.clone()) {
+        Ok(token) => token,
+        Err(error) => return usage_error(&error),
+    };
     if args.schemas.is_some() || args.target_profile.is_some() || args.record.is_some() {
         return usage_error("--schemas, --target-profile and --record apply to AHP runs only");
     }
@@ -182,7 +186,7 @@ fn run_aap(args: RunArgs) -> ExitCode {
         url: args.url.clone(),
         target_label: args.url.clone().unwrap_or_else(|| "builtin".to_owned()),
         fault: args.fault.clone(),
-        token: args.token.clone(),
+        token,
         selection: args.select.selection(),
         timeout: args.timeout,
         jobs: args.jobs.max(1),
@@ -205,6 +209,33 @@ fn run_aap(args: RunArgs) -> ExitCode {
         Ok(Ok(report)) => finish(&report, &args.report_dir),
         Ok(Err(error)) => usage_error(&error.to_string()),
         Err(exit) => exit,
+    }
+}
+
+/// The AAP key: `--token`, or the key of an `Authorization: Bearer KEY` `--header` (which
+/// then stops being an extra header: the key is sent as `--token`'s is, and left out where
+/// a case must go without it).
+fn aap_key(token: Option<String>) -> Result<Option<String>, String> {
+    use ahpspec::transport::headers;
+    let (authorization, others): (Vec<_>, Vec<_>) = headers::extra()
+        .into_iter()
+        .partition(|(name, _)| name == "authorization");
+    let bearer = authorization.iter().find_map(|(_, value)| {
+        let (scheme, key) = value.split_once(' ')?;
+        scheme
+            .eq_ignore_ascii_case("bearer")
+            .then(|| key.trim().to_owned())
+    });
+    match (token, bearer) {
+        (Some(_), Some(_)) => {
+            Err("--token and an Authorization: Bearer --header both give the key: give one".into())
+        }
+        (Some(token), None) => Ok(Some(token)),
+        (None, Some(key)) => {
+            headers::set(others);
+            Ok(Some(key))
+        }
+        (None, None) => Ok(None),
     }
 }
 

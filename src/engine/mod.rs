@@ -397,6 +397,7 @@ fn run_report(
         duration_ms: started.elapsed().as_secs_f64() * 1000.0,
         interrupted,
         shard: config.selection.shard.map(|s| s.to_string()),
+        selection: config.selection.choice(),
         strict: config.strict,
         ..RunReport::of(
             config.target_label.clone(),
@@ -481,10 +482,7 @@ pub fn reconcile(report: &mut RunReport, baseline: Option<&Baseline>) {
             || (report.strict && case.verdict == Verdict::Warn);
         // In a run of several protocol versions a row is `ID@version`; the baseline may
         // name the case (every version) or one version of it.
-        let key = match &case.protocol_version {
-            Some(version) => format!("{}@{version}", case.info.id),
-            None => case.info.id.clone(),
-        };
+        let key = case.key();
         let listed = baseline.is_some_and(|b| b.lists(&case.info.id) || b.lists(&key));
         if failing && listed {
             tally.baselined += 1;

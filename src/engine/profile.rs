@@ -25,6 +25,10 @@ pub struct Profile {
     /// and without two of them they are not testable.
     #[serde(default)]
     pub working_directories: Vec<String>,
+    /// Names of the query parameters and headers this server takes credentials in, besides
+    /// the usual ones ([`crate::redact`]): their values never reach a report or capture.
+    #[serde(default)]
+    pub secrets: Vec<String>,
 }
 
 /// How to trigger one behaviour, and what it promises. A case that needs more than the
@@ -97,7 +101,11 @@ impl Profile {
             path: shown.clone(),
             source,
         })?;
-        Profile::parse(&shown, &text)
+        let profile = Profile::parse(&shown, &text)?;
+        for name in &profile.secrets {
+            crate::redact::learn_name(name);
+        }
+        Ok(profile)
     }
 
     /// The message text that triggers `behaviour`, if the target has one.

@@ -63,8 +63,28 @@ impl Selection {
                     .any(|rule| self.includes(rule.id, rule.level)))
     }
 
+    /// Which cases and rules the selection admits, as command-line options (`--filter
+    /// TOOL-* --level MUST`), without the shard; `None` for the whole catalog. Reports carry
+    /// it, so that `ahpspec merge` combines only shards of one selection.
+    pub fn choice(&self) -> Option<String> {
+        let parts = self.choice_parts();
+        (!parts.is_empty()).then(|| parts.join(" "))
+    }
+
     /// The selection as command-line options, for messages (`--filter NOPE-*`).
     pub fn describe(&self) -> String {
+        let mut parts = self.choice_parts();
+        if let Some(shard) = self.shard {
+            parts.push(format!("--shard {shard}"));
+        }
+        if parts.is_empty() {
+            "the whole catalog".to_owned()
+        } else {
+            parts.join(" ")
+        }
+    }
+
+    fn choice_parts(&self) -> Vec<String> {
         let mut parts = Vec::new();
         if !self.filter.is_empty() {
             parts.push(format!("--filter {}", self.filter.join(",")));
@@ -76,14 +96,7 @@ impl Selection {
             let levels: Vec<&str> = self.levels.iter().map(|l| l.as_str()).collect();
             parts.push(format!("--level {}", levels.join(",")));
         }
-        if let Some(shard) = self.shard {
-            parts.push(format!("--shard {shard}"));
-        }
-        if parts.is_empty() {
-            "the whole catalog".to_owned()
-        } else {
-            parts.join(" ")
-        }
+        parts
     }
 }
 

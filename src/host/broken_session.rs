@@ -310,11 +310,28 @@ impl World {
     }
 
     /// Breaks the status and open input requests of a chat snapshot as the active fault
-    /// says.
+    /// says (shown resolved, or listed twice).
     pub(super) fn break_chat_status(&self, state: &mut Value) {
         if self.fault(Fault::InputNeededWithoutInProgress) {
             if let Some(status) = state["status"].as_u64().filter(|s| s & 31 == 24) {
                 state["status"] = json!(status & !8);
+            }
+        }
+        if self.fault(Fault::InputRequestListedTwice) {
+            let parts = state
+                .get_mut("activeTurn")
+                .and_then(|turn| turn.get_mut("responseParts"))
+                .and_then(Value::as_array_mut);
+            if let Some(parts) = parts {
+                let open: Vec<Value> = parts
+                    .iter()
+                    .filter(|part| {
+                        part["kind"] == "inputRequest"
+                            && part.get("response").is_none_or(Value::is_null)
+                    })
+                    .cloned()
+                    .collect();
+                parts.extend(open);
             }
         }
         if self.fault(Fault::InputShownResolved) {

@@ -124,6 +124,7 @@ fault_catalog! {
     DefaultChatMovable => ("default-chat-movable", "SESSION-004", "Creates every session's default chat movable (its state and catalog entry say movable: true)."),
     InputNeededWithoutInProgress => ("input-needed-without-in-progress", "STATUS-002", "Reports InputNeeded chats as 16 (bit 4 without bit 3) in chat snapshots (its state and the actions are right)."),
     InputShownResolved => ("input-shown-resolved", "INPUT-001", "Shows the open input requests of the active turn as declined in chat snapshots (its state and the actions are right)."),
+    InputRequestListedTwice => ("input-request-listed-twice", "INV-CHAT-4", "Lists each open input request of the active turn twice in chat snapshots, as a host appending a re-announced request would (its state and the actions are right)."),
     QueuedTurnUnreferenced => ("queued-turn-unreferenced", "PENDING-007", "Starts the turns of queued messages without queuedMessageId."),
     NewestChatListedTwice => ("newest-chat-listed-twice", "SESSION-001", "Lists the newest chat of a session with several chats twice in session snapshots (its state and the actions are right)."),
     // Issue 12, chat-channel (faults-a).

@@ -11,23 +11,12 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::handshake::client::Request;
 use tokio_tungstenite::tungstenite::http::{header, HeaderValue, Response, StatusCode};
 
+use crate::transport::headers::HOP_HEADERS;
+
 /// Longest HTTP request head the proxy reads.
 const MAX_HEAD_BYTES: usize = 16 * 1024;
 /// How long a client may take to send its request head.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Headers that belong to one hop of the upgrade (the upstream handshake makes its own).
-const HOP_HEADERS: &[&str] = &[
-    "host",
-    "connection",
-    "upgrade",
-    "sec-websocket-key",
-    "sec-websocket-version",
-    "sec-websocket-extensions",
-    "sec-websocket-accept",
-    "content-length",
-    "transfer-encoding",
-];
 
 /// Why a client's handshake could not be taken.
 #[derive(Debug, thiserror::Error)]
@@ -47,7 +36,9 @@ pub struct ClientHead {
     pub headers: Vec<(String, Vec<u8>)>,
 }
 
-/// Reads the client's request head (and whatever followed it in the same reads).
+/// Reads the client's request head (and whatever followed it in the same reads). The
+/// credentials it carries — in its query or its headers — are learned as secrets: the
+/// proxy forwards them, and nothing it writes shows them.
 pub async fn read_head(
     stream: &mut (impl AsyncRead + Unpin),
 ) -> Result<ClientHead, HandshakeError> {
@@ -67,11 +58,15 @@ pub async fn read_head(
         match request.parse(&bytes) {
             Ok(httparse::Status::Complete(_)) => {
                 let target = request.path.unwrap_or("/").to_owned();
-                let headers = request
+                let headers: Vec<(String, Vec<u8>)> = request
                     .headers
                     .iter()
                     .map(|h| (h.name.to_owned(), h.value.to_vec()))
                     .collect();
+                crate::redact::learn_url(&target);
+                for (name, value) in &headers {
+                    crate::redact::learn_header(name, &String::from_utf8_lossy(value));
+                }
                 return Ok(ClientHead {
                     bytes,
                     target,
@@ -102,7 +97,7 @@ pub fn replay<R: AsyncRead + Unpin>(
 /// (subprotocols, authorization, cookies, origin…).
 pub fn upstream_request(upstream: &str, head: &ClientHead) -> Result<Request, HandshakeError> {
     let bad = |why: String| HandshakeError::Upstream {
-        url: upstream.to_owned(),
+        url: crate::redact::url(upstream).into_owned(),
         why,
     };
     let (scheme_host, path) = split_url(upstream);
@@ -125,6 +120,8 @@ pub fn upstream_request(upstream: &str, head: &ClientHead) -> Result<Request, Ha
         };
         request.headers_mut().append(name, value);
     }
+    // The proxy's own `--header`s (a credential the upstream wants and clients lack).
+    crate::transport::headers::apply(request.headers_mut());
     Ok(request)
 }
 

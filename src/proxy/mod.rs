@@ -81,9 +81,10 @@ struct Shared {
 }
 
 impl Shared {
+    /// Logs one line, its secrets redacted.
     fn log(&self, line: &str) {
         if let Some(log) = &self.config.log {
-            log(line);
+            log(&crate::redact::text(line));
         }
     }
 
@@ -108,8 +109,11 @@ pub struct Proxy {
 impl Proxy {
     /// Binds `config.listen` and starts proxying on the current runtime.
     pub async fn start(config: ProxyConfig) -> Result<Proxy, ProxyError> {
+        crate::redact::learn_url(&config.upstream);
         if !(config.upstream.starts_with("ws://") || config.upstream.starts_with("wss://")) {
-            return Err(ProxyError::NotWebSocket(config.upstream.clone()));
+            return Err(ProxyError::NotWebSocket(
+                crate::redact::url(&config.upstream).into_owned(),
+            ));
         }
         let listener =
             TcpListener::bind(config.listen)

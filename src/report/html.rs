@@ -288,10 +288,7 @@ fn case_card(out: &mut String, case: &CaseResult) {
     let v = case.verdict.as_str();
     // In a run of several protocol versions each version's row is `ID@version`, the name
     // the failure lists link to.
-    let id = match &case.protocol_version {
-        Some(version) => format!("{}@{version}", info.id),
-        None => info.id.clone(),
-    };
+    let id = case.key();
     let _ = writeln!(
         out,
         "<article class=\"case v-{v}\" id=\"{}\">",

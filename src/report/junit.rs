@@ -96,10 +96,7 @@ fn property(out: &mut String, name: &str, value: &str) {
 
 fn testcase(out: &mut String, case: &CaseResult, area: &str, strict: bool) {
     // In a run of several protocol versions each version's row is a test of its own.
-    let id = match &case.protocol_version {
-        Some(version) => format!("{}@{version}", case.info.id),
-        None => case.info.id.clone(),
-    };
+    let id = case.key();
     let _ = write!(
         out,
         "    <testcase name=\"{} — {}\" classname=\"ahpspec.{}\" time=\"{}\"",

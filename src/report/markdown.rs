@@ -149,7 +149,7 @@ fn problem_lists(out: &mut String, report: &RunReport) {
             let _ = writeln!(
                 out,
                 "- **{}** ({}, {}) — {}  \n  Actual: {}",
-                md(&case.info.id),
+                md(&case.key()),
                 case.info.level.as_str(),
                 verdict_label(case.verdict),
                 md(&case.info.requirement),
@@ -169,7 +169,7 @@ fn problem_lists(out: &mut String, report: &RunReport) {
             let _ = writeln!(
                 out,
                 "- **{}** ({}) — {}  \n  {}",
-                md(&case.info.id),
+                md(&case.key()),
                 case.info.level.as_str(),
                 md(&case.info.requirement),
                 md(&truncate_chars(&case.summary, ACTUAL_LIMIT))

@@ -58,13 +58,19 @@ pub enum ReportError {
     Json(#[from] serde_json::Error),
 }
 
-/// Writes every report format into `dir` (created if missing). Each file is written to a
-/// temporary file in `dir` and renamed into place, so a reader never sees half a report.
+/// Writes every report format into `dir` (created if missing), secrets redacted. Each file
+/// is written to a temporary file in `dir` and renamed into place, so a reader never sees
+/// half a report.
 pub fn write_all(report: &RunReport, dir: &Path) -> Result<WrittenReports, ReportError> {
     fs::create_dir_all(dir).map_err(|source| ReportError::CreateDir {
         path: dir.to_path_buf(),
         source,
     })?;
+    // No secret reaches a report file (crate::redact): the URL, re-run commands,
+    // transcripts, findings.
+    let mut redacted = report.clone();
+    crate::redact::report(&mut redacted);
+    let report = &redacted;
     // Render everything first: a serialisation error then leaves the directory untouched.
     let json = json::render(report)?;
     let junit = junit::render(report);
@@ -134,8 +140,12 @@ pub fn render_summary_line(report: &RunReport) -> String {
 }
 
 /// The terminal block for a case that did not pass, read top to bottom as
-/// requirement → spec → expected → actual → step → frames → how to re-run it.
+/// requirement → spec → expected → actual → step → frames → how to re-run it. Secrets are
+/// redacted as in the report files.
 pub fn render_failure(case: &CaseResult) -> String {
+    let mut redacted = case.clone();
+    crate::redact::case_result(&mut redacted);
+    let case = &redacted;
     let info = &case.info;
     let mut out = String::new();
     let version = case

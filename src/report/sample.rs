@@ -252,6 +252,7 @@ pub(crate) fn sample_report() -> RunReport {
         duration_ms: 1840.0,
         interrupted: false,
         shard: None,
+        selection: None,
         strict: false,
         tally,
         cases,

@@ -72,6 +72,11 @@ pub fn report_json(dir: &Path) -> Value {
 
 /// Every row's verdict by `ID`, or `ID@version` in a run of several protocol versions.
 pub fn verdicts(report: &Value) -> BTreeMap<String, String> {
+    rows(report).into_iter().collect()
+}
+
+/// Every row of a report in report order: `ID` (or `ID@version`) and its verdict.
+pub fn rows(report: &Value) -> Vec<(String, String)> {
     report["cases"]
         .as_array()
         .expect("cases")
@@ -85,4 +90,61 @@ pub fn verdicts(report: &Value) -> BTreeMap<String, String> {
             (key, c["verdict"].as_str().unwrap_or_default().to_owned())
         })
         .collect()
+}
+
+/// A child process whose first stdout line is a URL (`serve`, `proxy`), killed with
+/// SIGTERM when dropped unless waited for.
+pub struct Served {
+    child: std::process::Child,
+    pub url: String,
+    /// Kept open: the process prints its summary there at the end.
+    _stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Served {
+    pub fn start(args: &[&str]) -> Served {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ahpspec"))
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("ahpspec starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut url = String::new();
+        let mut stdout = std::io::BufReader::new(stdout);
+        stdout.read_line(&mut url).expect("a URL line");
+        Served {
+            child,
+            url: url.trim().to_owned(),
+            _stdout: stdout,
+        }
+    }
+
+    /// SIGTERM, then its exit code and stderr.
+    pub fn terminate(mut self) -> (Option<i32>, String) {
+        let pid = self.child.id().to_string();
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+        let child = std::mem::replace(
+            &mut self.child,
+            std::process::Command::new("true").spawn().expect("true"),
+        );
+        let out = child.wait_with_output().expect("exits");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
