@@ -16,8 +16,10 @@ use ahpspec::checks::frame::{SchemaMap, Schemas};
 use ahpspec::engine::profile::Profile;
 use ahpspec::fuzz::frames::{execute_frames, fuzz_frames, Mutation};
 use ahpspec::fuzz::{fuzz, Excluded, ExecConfig, FuzzOptions, FuzzOutcome, Target};
+use ahpspec::host::variants::{AutoConfirmed, Variants};
+use ahpspec::host::{self, HostConfig};
 use ahpspec::schema::SchemaSet;
-use quirky_hosts::{quirky, Quirk};
+use quirky_hosts::{quirky, quirky_on, Quirk};
 use run_support::{ahpspec, report_json, show, TempDir};
 
 /// A whole campaign (no stop at the first finding) against `url` (the built-in host with
@@ -107,13 +109,63 @@ async fn campaigns_pass_a_host_that_answers_out_of_order() {
     assert_eq!(outcome.cases, 20, "the whole budget ran");
 }
 
-/// The other conforming variants of issue 22 (auto-confirmations recorded as `"setting"`,
-/// unknown working directories refused): a campaign in either mode finds nothing.
+/// The whole catalog passes a host that answers out of order, as JSON-RPC allows (with the
+/// short client grace period the built-in target uses, for RECONNECT-009).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catalog_passes_a_host_that_answers_out_of_order() {
+    let host = quirky_on(
+        Quirk::ReverseAnswers,
+        HostConfig {
+            client_grace: Duration::from_millis(300),
+            ..HostConfig::default()
+        },
+    )
+    .await;
+    let (_stop, interrupt) = tokio::sync::watch::channel(false);
+    let options = ahpspec::certify::Options {
+        url: Some(host.url.clone()),
+        ..Default::default()
+    };
+    let report = ahpspec::certify::certify(&options, &mut ahpspec::engine::Quiet, interrupt)
+        .await
+        .expect("harness starts");
+    let failing: Vec<String> = report
+        .cases
+        .iter()
+        .filter(|c| c.verdict != ahpspec::verdict::Verdict::Pass)
+        .map(|c| format!("{} [{}] {}", c.info.id, c.verdict.as_str(), c.summary))
+        .collect();
+    assert!(failing.is_empty(), "{}", failing.join("\n"));
+}
+
+/// The other conforming variants of issue 22, as the built-in host makes them
+/// (`host::variants`: auto-confirmations recorded as `"setting"` or `"user-action"`, unknown
+/// working directories refused): a campaign in either mode finds nothing.
 #[tokio::test]
 async fn campaigns_pass_the_other_conforming_variants() {
-    for quirk in [Quirk::RecordsSetting, Quirk::RefusesUnknownDirectories] {
-        let host = quirky(quirk).await;
-        let mut opts = options(Some(&host.url), 6, Duration::from_secs(120));
+    let profile = Profile::scripted().expect("built-in profile");
+    let all = [
+        Variants {
+            auto_confirmed: AutoConfirmed::Setting,
+            ..Variants::default()
+        },
+        Variants {
+            auto_confirmed: AutoConfirmed::UserAction,
+            ..Variants::default()
+        },
+        Variants {
+            known_directories: Some(profile.working_directories.clone()),
+            ..Variants::default()
+        },
+    ];
+    for variants in all {
+        let host = host::spawn(HostConfig {
+            variants: variants.clone(),
+            ..HostConfig::default()
+        })
+        .await
+        .expect("host starts");
+        let mut opts = options(Some(host.url()), 6, Duration::from_secs(120));
         opts.cases = Some(30);
         let (_stop, interrupt) = tokio::sync::watch::channel(false);
         let frames = fuzz_frames(&opts, interrupt.clone())
@@ -122,7 +174,7 @@ async fn campaigns_pass_the_other_conforming_variants() {
         no_finding(&frames);
         let model = fuzz(&opts, interrupt).await.expect("fuzzer runs");
         no_finding(&model);
-        assert_eq!((frames.cases, model.cases), (30, 30), "{quirk:?}");
+        assert_eq!((frames.cases, model.cases), (30, 30), "{variants:?}");
     }
 }
 

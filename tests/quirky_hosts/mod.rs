@@ -27,12 +27,6 @@ pub enum Quirk {
     /// Conforming: reads requests nested deeper than serde_json goes (as a parser without a
     /// nesting limit does) and answers them `-32602` by their id.
     ReadsDeepIds,
-    /// Conforming: auto-confirmed tool calls record `confirmed: "setting"` (a setting of
-    /// the host confirmed them) instead of `"not-needed"`, in every frame alike.
-    RecordsSetting,
-    /// Conforming: `createSession` with a working directory outside `file:///accepted` is
-    /// refused with `-32602`.
-    RefusesUnknownDirectories,
     /// The whole server dies on the first client frame containing this text: every
     /// connection dropped without a close, and new connections refused.
     CrashesOn(&'static str),
@@ -77,7 +71,12 @@ impl Drop for Quirky {
 
 /// The built-in host (correct) behind a proxy with `quirk`.
 pub async fn quirky(quirk: Quirk) -> Quirky {
-    let host = ahpspec::host::spawn(HostConfig::default())
+    quirky_on(quirk, HostConfig::default()).await
+}
+
+/// A quirky host in front of a built-in host with `config`.
+pub async fn quirky_on(quirk: Quirk, config: HostConfig) -> Quirky {
+    let host = ahpspec::host::spawn(config)
         .await
         .expect("the built-in host starts");
     let upstream = host.url().to_owned();
@@ -191,13 +190,6 @@ async fn proxy(
             if quirk == Quirk::NeverEchoes && text.as_ref().is_some_and(is_echo) {
                 continue;
             }
-            let message = match (&message, quirk) {
-                (Message::Text(text), Quirk::RecordsSetting) => Message::text(
-                    text.as_str()
-                        .replace(r#""confirmed":"not-needed""#, r#""confirmed":"setting""#),
-                ),
-                _ => message,
-            };
             if quirk == Quirk::ReverseAnswers && text.as_ref().is_some_and(is_response) {
                 held.push(message);
                 continue;
@@ -255,23 +247,6 @@ fn from_client(quirk: Quirk, text: &str) -> FromClient {
             if request["method"] == "initialize" {
                 FromClient::Answer(json!({ "jsonrpc": "2.0", "id": request["id"],
                     "error": { "code": -32603, "message": "this host refuses every client" } }))
-            } else {
-                FromClient::Forward
-            }
-        }
-        Quirk::RefusesUnknownDirectories => {
-            let request = serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
-            let unknown = request["params"]["workingDirectories"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|d| {
-                    !d.as_str()
-                        .is_some_and(|d| d.starts_with("file:///accepted"))
-                });
-            if request["method"] == "createSession" && unknown {
-                FromClient::Answer(json!({ "jsonrpc": "2.0", "id": request["id"],
-                    "error": { "code": -32602, "message": "unknown working directory" } }))
             } else {
                 FromClient::Forward
             }
