@@ -142,15 +142,28 @@ fn end_marker(text: &str) -> bool {
 
 /// JSON equality where integers and floats of equal value match.
 pub fn json_equal(a: &Value, b: &Value) -> bool {
+    json_equal_with(a, b, &|x, y| x == y)
+}
+
+/// `json_equal` with strings compared by `same_string`.
+pub(super) fn json_equal_with(
+    a: &Value,
+    b: &Value,
+    same_string: &dyn Fn(&str, &str) -> bool,
+) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::String(x), Value::String(y)) => same_string(x, y),
         (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q))
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|(p, q)| json_equal_with(p, q, same_string))
         }
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
                 && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal_with(v, w, same_string)))
         }
         _ => a == b,
     }

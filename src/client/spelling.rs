@@ -53,18 +53,7 @@ pub fn is_channel(value: &Value, uri: &str) -> bool {
 
 /// `json_equal`, with strings compared as channels (`same_channel`): for searches.
 pub fn json_finds(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::String(x), Value::String(y)) => same_channel(x, y),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_finds(p, q))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_finds(v, w)))
-        }
-        _ => super::json_equal(a, b),
-    }
+    super::conn::json_equal_with(a, b, &same_channel)
 }
 
 #[cfg(test)]
