@@ -185,12 +185,25 @@ impl Runner<'_> {
                         "needs capabilities.{capability}, which could not be read: {why}"
                     )));
                 }
-                Ok(caps) if caps.get(capability).is_none_or(Value::is_null) => {
-                    stop = Some(Stop::NotApplicable(format!(
-                        "the agent does not advertise capabilities.{capability}"
-                    )));
+                Ok(caps) => {
+                    // `a.b` reads a member of a capability; `!a.b` gates a rule about agents
+                    // that do not advertise it.
+                    let (without, path) = match capability.strip_prefix('!') {
+                        Some(path) => (true, path),
+                        None => (false, capability.as_str()),
+                    };
+                    let pointer = format!("/{}", path.replace('.', "/"));
+                    let advertised = caps
+                        .pointer(&pointer)
+                        .is_some_and(|v| !v.is_null() && *v != Value::Bool(false));
+                    if advertised == without {
+                        stop = Some(Stop::NotApplicable(if without {
+                            format!("the agent advertises capabilities.{path}: the rule is about agents without it")
+                        } else {
+                            format!("the agent does not advertise capabilities.{path}")
+                        }));
+                    }
                 }
-                Ok(_) => {}
             }
         }
         // A rule younger than the version this run offers does not apply to it.
