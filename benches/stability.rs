@@ -42,6 +42,15 @@ impl Drop for Hogs {
 }
 
 fn main() {
+    // The busy loops are killed when `Hogs` drops: every error path returns from `run`
+    // (std::process::exit would skip the drop and leave them running).
+    if let Err(error) = run() {
+        eprintln!("{error}");
+        std::process::exit(2);
+    }
+}
+
+fn run() -> Result<(), String> {
     let env = |name: &str| {
         std::env::var(name)
             .ok()
@@ -61,16 +70,10 @@ fn main() {
             })
             .collect(),
     );
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("cannot start runtime: {error}");
-            std::process::exit(2);
-        }
-    };
+        .map_err(|error| format!("cannot start runtime: {error}"))?;
     println!("{hogs} busy processes on {cores} cores; {runs} runs per target");
     let started = Instant::now();
     let mut unstable = 0;
@@ -78,13 +81,7 @@ fn main() {
         let faults: FaultSet = if fault.is_empty() {
             FaultSet::default()
         } else {
-            match fault.parse() {
-                Ok(faults) => faults,
-                Err(error) => {
-                    eprintln!("{fault}: {error}");
-                    std::process::exit(2);
-                }
-            }
+            fault.parse().map_err(|error| format!("{fault}: {error}"))?
         };
         let mut first: Option<BTreeMap<String, &'static str>> = None;
         let mut differing = 0;
@@ -94,13 +91,9 @@ fn main() {
                 faults: faults.clone(),
                 ..Options::default()
             };
-            let report = match runtime.block_on(certify(&options, &mut Quiet, rx)) {
-                Ok(report) => report,
-                Err(error) => {
-                    eprintln!("harness error: {error}");
-                    std::process::exit(2);
-                }
-            };
+            let report = runtime
+                .block_on(certify(&options, &mut Quiet, rx))
+                .map_err(|error| format!("harness error: {error}"))?;
             let verdicts: BTreeMap<String, &'static str> = report
                 .cases
                 .iter()
@@ -133,4 +126,5 @@ fn main() {
         SAMPLE.len(),
         started.elapsed().as_secs_f64()
     );
+    Ok(())
 }

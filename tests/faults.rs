@@ -177,11 +177,9 @@ fn blocks(fault: Fault) -> Blocks {
         Fault::SessionsNeverReady | Fault::InitializeError | Fault::RejectsTurnStart => {
             Blocks::Most
         }
-        Fault::RejectsTruncation => Blocks::Cases(&[
-            ("PENDING-002", "TURN-012"),
-            ("PENDING-006", "TURN-012"),
-            ("TURN-013", "TURN-012"),
-        ]),
+        // PENDING-002 and PENDING-006 truncate only to end their turn, after their claims
+        // (their verdicts stand; TURN-012's row carries the failure).
+        Fault::RejectsTruncation => Blocks::Cases(&[("TURN-013", "TURN-012")]),
         // Without the agents array the capabilities that gate these cases are unknown.
         Fault::RootWithoutAgents => Blocks::Cases(&[
             ("CHAT-001", "INIT-003"),

@@ -19,7 +19,7 @@ use ahpspec::fuzz::{fuzz, Excluded, ExecConfig, FuzzOptions, FuzzOutcome, Target
 use ahpspec::host::variants::{AutoConfirmed, Variants};
 use ahpspec::host::{self, HostConfig};
 use ahpspec::schema::SchemaSet;
-use quirky_hosts::{quirky, quirky_on, Quirk};
+use quirky_hosts::{quirky, Quirk};
 use run_support::{ahpspec, report_json, show, TempDir};
 
 /// A whole campaign (no stop at the first finding) against `url` (the built-in host with
@@ -107,35 +107,6 @@ async fn campaigns_pass_a_host_that_answers_out_of_order() {
     let outcome = fuzz(&opts, interrupt).await.expect("fuzzer runs");
     no_finding(&outcome);
     assert_eq!(outcome.cases, 20, "the whole budget ran");
-}
-
-/// The whole catalog passes a host that answers out of order, as JSON-RPC allows (with the
-/// short client grace period the built-in target uses, for RECONNECT-009).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_catalog_passes_a_host_that_answers_out_of_order() {
-    let host = quirky_on(
-        Quirk::ReverseAnswers,
-        HostConfig {
-            client_grace: Duration::from_millis(300),
-            ..HostConfig::default()
-        },
-    )
-    .await;
-    let (_stop, interrupt) = tokio::sync::watch::channel(false);
-    let options = ahpspec::certify::Options {
-        url: Some(host.url.clone()),
-        ..Default::default()
-    };
-    let report = ahpspec::certify::certify(&options, &mut ahpspec::engine::Quiet, interrupt)
-        .await
-        .expect("harness starts");
-    let failing: Vec<String> = report
-        .cases
-        .iter()
-        .filter(|c| c.verdict != ahpspec::verdict::Verdict::Pass)
-        .map(|c| format!("{} [{}] {}", c.info.id, c.verdict.as_str(), c.summary))
-        .collect();
-    assert!(failing.is_empty(), "{}", failing.join("\n"));
 }
 
 /// The other conforming variants of issue 22, as the built-in host makes them

@@ -31,6 +31,28 @@ impl Kind {
             None
         }
     }
+
+    /// The kind of a channel from its URI, or, for a URI in a scheme the host chose itself
+    /// (`pi:/x` for a session the client named `ahp-session:/x`: SUB-001/ROOT-005/ENV-004's
+    /// matter, judged there), from the shape of its state, so that the state is still
+    /// mirrored and judged.
+    pub fn infer(uri: &str, state: &Value) -> Option<Kind> {
+        Kind::of(uri).or_else(|| Kind::of_shape(|member| state.get(member).is_some()))
+    }
+
+    /// The kind a state has by its required members: a root state lists `agents`, a session
+    /// state has a `lifecycle` and `chats`, a chat state `turns`.
+    pub fn of_shape(has: impl Fn(&str) -> bool) -> Option<Kind> {
+        if has("agents") {
+            Some(Kind::Root)
+        } else if has("lifecycle") && has("chats") {
+            Some(Kind::Session)
+        } else if has("turns") {
+            Some(Kind::Chat)
+        } else {
+            None
+        }
+    }
 }
 
 /// Drops null members and turns timestamps into comparable instants.

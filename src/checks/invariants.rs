@@ -20,7 +20,8 @@ pub fn snapshot(
     state: &Value,
     tally: &mut dyn FnMut(Rule, usize),
 ) -> Vec<Violation> {
-    if resource.starts_with("ahp-chat:") {
+    let kind = super::compare::Kind::infer(resource, state);
+    if kind == Some(super::compare::Kind::Chat) {
         let turns = state["turns"].as_array().map_or(0, Vec::len);
         // STATUS-003 reads the activity bits: a state without a status gives it nothing.
         let statuses = usize::from(state["status"].is_u64());
@@ -40,7 +41,7 @@ pub fn snapshot(
             tally(rule, n);
         }
         chat_state(state)
-    } else if resource.starts_with("ahp-session:") {
+    } else if kind == Some(super::compare::Kind::Session) {
         tally(Rule::InvSession1, 1);
         tally(Rule::InvSession2, 1);
         tally(Rule::InvSession3, 1);

@@ -107,12 +107,22 @@ pub struct Mirror {
 }
 
 impl Mirror {
+    /// Whether `channel` is a chat: by its URI, or by the state this mirror holds (or
+    /// follows) for it, when the host names it in a scheme of its own.
+    pub fn is_chat(&self, channel: &str) -> bool {
+        Kind::of(channel) == Some(Kind::Chat)
+            || self.shadows.contains_key(channel)
+            || matches!(self.channels.get(channel), Some(State::Chat(_)))
+    }
+
     /// Starts (or restarts) the mirror of a channel from a snapshot.
     pub fn load_snapshot(&mut self, snapshot: Node<'_>) {
         let Some(resource) = snapshot.member("resource").as_str() else {
             return;
         };
-        let Some(kind) = Kind::of(resource) else {
+        let state = snapshot.member("state");
+        let kind = Kind::of(resource).or_else(|| Kind::of_shape(|m| state.member(m).exists()));
+        let Some(kind) = kind else {
             return;
         };
         // The snapshot is the new baseline: no turn start or end folded since.

@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
+use super::compare::Kind;
 use super::error_data;
 use super::frame::{parse_version, snapshots_in, Counts, FrameChecker, Received, Schemas, Version};
 use super::invariants;
@@ -363,7 +364,7 @@ impl StreamChecks {
             found.extend(invariants::snapshot(resource, &state, &mut |rule, n| {
                 *counts.entry(rule).or_insert(0) += n;
             }));
-            if resource.starts_with("ahp-chat:") {
+            if Kind::infer(resource, &state) == Some(Kind::Chat) {
                 self.tool_calls.snapshot(resource, &state, counts, found);
             }
             self.mirror.load_snapshot(snapshot);
@@ -385,7 +386,7 @@ impl StreamChecks {
         if let Some(chat) = envelope
             .member("channel")
             .as_str()
-            .filter(|channel| channel.starts_with("ahp-chat:"))
+            .filter(|channel| self.mirror.is_chat(channel))
         {
             let host = envelope.member("origin").is_null();
             let action = envelope.member("action");

@@ -199,7 +199,7 @@ async fn take_snapshots(
                 unsnapped.push(channel);
                 continue;
             };
-            if Kind::of(&channel) == Some(Kind::Session) {
+            if Kind::infer(&channel, &state) == Some(Kind::Session) {
                 for chat in state["chats"]
                     .as_array()
                     .into_iter()
@@ -253,7 +253,7 @@ fn compare_folds(
     checked: &mut Checked,
 ) {
     for (channel, state, from) in fresh {
-        let Some(kind) = Kind::of(channel) else {
+        let Some(kind) = Kind::infer(channel, state) else {
             continue;
         };
         let counts = &mut checked.invariant_counts;
@@ -302,7 +302,7 @@ fn compare_folds(
 fn catalogs(fresh: &[Fresh], checked: &mut Checked) {
     for (channel, state, _) in fresh
         .iter()
-        .filter(|(c, _, _)| Kind::of(c) == Some(Kind::Session))
+        .filter(|(c, state, _)| Kind::infer(c, state) == Some(Kind::Session))
     {
         let chats: Vec<(String, Value)> = fresh
             .iter()
@@ -327,7 +327,7 @@ fn catalogs(fresh: &[Fresh], checked: &mut Checked) {
 fn sessions_at_rest(fresh: &[Fresh], checked: &mut Checked) {
     for (session, state, _) in fresh
         .iter()
-        .filter(|(c, _, _)| Kind::of(c) == Some(Kind::Session))
+        .filter(|(c, state, _)| Kind::infer(c, state) == Some(Kind::Session))
     {
         let listed = state["chats"]
             .as_array()
@@ -355,7 +355,7 @@ fn sessions_at_rest(fresh: &[Fresh], checked: &mut Checked) {
 fn per_connection_chat_checks(conns: &mut [&mut Conn], fresh: &[Fresh], checked: &mut Checked) {
     for (channel, state, from) in fresh
         .iter()
-        .filter(|(c, _, _)| Kind::of(c) == Some(Kind::Chat))
+        .filter(|(c, state, _)| Kind::infer(c, state) == Some(Kind::Chat))
     {
         for conn in conns.iter_mut().filter(|c| !c.link.is_closed()) {
             if conn
@@ -434,11 +434,13 @@ fn summaries(
         return;
     };
     let entry = |list: &'_ [Value], session: &str| -> Option<Value> {
-        list.iter().find(|e| e["resource"] == session).cloned()
+        list.iter()
+            .find(|e| super::is_channel(&e["resource"], session))
+            .cloned()
     };
     for (session, state, _) in fresh
         .iter()
-        .filter(|(c, _, _)| Kind::of(c) == Some(Kind::Session))
+        .filter(|(c, state, _)| Kind::infer(c, state) == Some(Kind::Session))
     {
         let (Some(first), Some(second)) = (entry(&before, session), entry(&after, session)) else {
             continue;

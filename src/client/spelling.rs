@@ -1,23 +1,30 @@
 //! Channel URIs compared modulo spelling. AHP URIs are opaque strings, so a host that answers
 //! with another spelling of the client's URI (`ahp-session://x` for `ahp-session:/x`, an
-//! upper-case scheme, percent-encoding) breaks the rules that pin the URI — the snapshot's
-//! `resource` (SUB-001), a new session's summary (ROOT-005), the envelope's channel (ENV-004) —
-//! and those say so exactly. Everywhere else a case *searches* (a `where`, a `contains`, an
+//! upper-case scheme, percent-encoding, or a scheme of its own: `pi:/x` for `ahp-session:/x`)
+//! breaks the rules that pin the URI — the snapshot's `resource` (SUB-001), a new session's
+//! summary (ROOT-005), the envelope's channel (ENV-004), the 1.0.0 schemes (SUB-012) — and
+//! those say so exactly. Everywhere else a case *searches* (a `where`, a `contains`, an
 //! `excludes`, a channel filter, a silence) it finds the channel in any spelling, so the one
 //! deviation is not charged again to every rule that happens to look for that channel, and a
 //! negative check cannot pass vacuously because the host spells the URI its own way.
 
 use serde_json::Value;
 
-/// The spelling-free form of an `ahp-…:` URI: lower-case scheme, the rest percent-decoded
-/// without leading or trailing slashes. `None` for anything else (other schemes stay exact).
+/// The spelling-free form of a URI: lower-case scheme, the rest percent-decoded without
+/// leading or trailing slashes. `None` for a string that is no URI (no scheme).
 fn canonical(uri: &str) -> Option<(String, String)> {
     let (scheme, rest) = uri.split_once(':')?;
-    let scheme = scheme.to_ascii_lowercase();
-    if !scheme.starts_with("ahp-") {
+    let plausible = !scheme.is_empty()
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if !plausible {
         return None;
     }
-    Some((scheme, percent_decode(rest.trim_matches('/'))))
+    Some((
+        scheme.to_ascii_lowercase(),
+        percent_decode(rest.trim_matches('/')),
+    ))
 }
 
 fn percent_decode(text: &str) -> String {
@@ -40,10 +47,24 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Whether two strings name the same channel: equal, or both `ahp-…:` URIs that differ only
-/// in spelling.
+/// Whether two strings name the same channel: equal; or URIs that differ only in spelling —
+/// both `ahp-…:` with the same scheme, or one `ahp-…:` and one of another scheme the host uses
+/// for it, with the same non-empty id (`pi:/x` for `ahp-session:/x`; the ids the harness
+/// chooses are unique per run, so a foreign scheme with the same id is that channel). Two
+/// different `ahp-` kinds never match, nor do two foreign schemes.
 pub fn same_channel(a: &str, b: &str) -> bool {
-    a == b || canonical(a).is_some_and(|ca| canonical(b).is_some_and(|cb| ca == cb))
+    if a == b {
+        return true;
+    }
+    let (Some((sa, ia)), Some((sb, ib))) = (canonical(a), canonical(b)) else {
+        return false;
+    };
+    let ahp = |scheme: &str| scheme.starts_with("ahp-");
+    match (ahp(&sa), ahp(&sb)) {
+        (true, true) => sa == sb && ia == ib,
+        (true, false) | (false, true) => !ia.is_empty() && ia == ib,
+        (false, false) => false,
+    }
 }
 
 /// Whether a JSON value is the channel URI `uri` in some spelling.
@@ -70,8 +91,17 @@ mod tests {
         assert!(!same_channel("ahp-session:/abc", "ahp-chat:/abc"));
         assert!(
             !same_channel("copilot:/abc", "copilot://abc"),
-            "other schemes stay exact"
+            "two foreign schemes stay exact"
         );
+        assert!(
+            same_channel("pi:/abc-1-S", "ahp-session:/abc-1-S"),
+            "a host's own scheme"
+        );
+        assert!(!same_channel("pi:/", "ahp-root://"), "no id, no match");
         assert!(!same_channel("title", "Title"));
+        assert!(!same_channel(
+            "a title: with a colon",
+            "ahp-session:/ with a colon"
+        ));
     }
 }

@@ -73,6 +73,10 @@ enum Stop {
     /// initialize or session creation) failed because of the server: that rule is broken
     /// and the case is blocked by it.
     Prerequisite(Box<Finding>),
+    /// Such a step failed after every step that asserts the case's own rule had passed (a
+    /// clean-up such as a truncation ending a turn): the rule it rests on is broken, the
+    /// case's own verdict stands.
+    AfterClaims(Box<Finding>),
     NotTestable(String),
     NotApplicable(String),
     Harness(String),
@@ -131,15 +135,21 @@ pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
         names: Names::default(),
     };
     let mut stop = runner.not_runnable();
+    let last_claim = case.last_claim();
     if stop.is_none() {
-        for located in &case.steps {
+        for (at, located) in case.steps.iter().enumerate() {
             runner.at = located.at.clone();
             runner.relies_on = located.step.relies_on().map(str::to_owned);
             runner.names.note(&located.step);
             let outcome = runner.step(&located.step).await;
             runner.process_all();
             if let Err(reason) = outcome {
-                stop = Some(reason);
+                stop = Some(match reason {
+                    Stop::Prerequisite(finding) if last_claim.is_some_and(|last| at > last) => {
+                        Stop::AfterClaims(finding)
+                    }
+                    reason => reason,
+                });
                 break;
             }
         }

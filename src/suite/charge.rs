@@ -199,6 +199,22 @@ impl Step {
 }
 
 impl Case {
+    /// The index of the last step that asserts something of the case's own rule: a step after
+    /// it only tidies up (ends a turn, say), so another rule's failure there is charged to
+    /// that rule without taking the case's judged verdict away.
+    pub fn last_claim(&self) -> Option<usize> {
+        let own = super::rule_of(&self.info.id);
+        let mut names = Names::default();
+        let mut last = None;
+        for (at, located) in self.steps.iter().enumerate() {
+            names.note(&located.step);
+            if located.step.claims(own, &names) {
+                last = Some(at);
+            }
+        }
+        last
+    }
+
     /// Whether some step of the case asserts its own rule. A case none of whose steps does
     /// would only ever report other rules' failures as its own verdict: a load error.
     pub fn claims_own_rule(&self) -> bool {

@@ -27,6 +27,11 @@ pub enum Quirk {
     /// Conforming: reads requests nested deeper than serde_json goes (as a parser without a
     /// nesting limit does) and answers them `-32602` by their id.
     ReadsDeepIds,
+    /// Deviating, the way an independent host did: names every session in a scheme of its
+    /// own (`pi:/ID` for the client's `ahp-session:/ID`) in all it sends, and takes that
+    /// spelling back in requests. SUB-001, ROOT-005 and ENV-004 (the URI the client chose)
+    /// are broken; nothing else is.
+    OwnSessionScheme,
     /// The whole server dies on the first client frame containing this text: every
     /// connection dropped without a close, and new connections refused.
     CrashesOn(&'static str),
@@ -146,6 +151,12 @@ async fn proxy(
     let answers = to_client.clone();
     let upward = async move {
         while let Some(Ok(message)) = client_source.next().await {
+            let message = match (&message, quirk) {
+                (Message::Text(text), Quirk::OwnSessionScheme) => {
+                    Message::text(text.as_str().replace(r#""pi:/"#, r#""ahp-session:/"#))
+                }
+                _ => message,
+            };
             if let Message::Text(text) = &message {
                 match from_client(quirk, text.as_str()) {
                     FromClient::Forward => {}
@@ -190,6 +201,12 @@ async fn proxy(
             if quirk == Quirk::NeverEchoes && text.as_ref().is_some_and(is_echo) {
                 continue;
             }
+            let message = match (&message, quirk) {
+                (Message::Text(text), Quirk::OwnSessionScheme) => {
+                    Message::text(text.as_str().replace(r#""ahp-session:/"#, r#""pi:/"#))
+                }
+                _ => message,
+            };
             if quirk == Quirk::ReverseAnswers && text.as_ref().is_some_and(is_response) {
                 held.push(message);
                 continue;

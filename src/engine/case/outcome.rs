@@ -177,6 +177,18 @@ impl Runner<'_> {
                 findings.push(finding);
                 (Verdict::Blocked, summary)
             }
+            Some(Stop::AfterClaims(finding)) => {
+                let finding = *finding;
+                let summary = format!(
+                    "{} steps passed up to the case's last claim; a clean-up step after it broke {} (charged there): expected {}; got {}",
+                    self.case.steps.len(),
+                    finding.rule,
+                    finding.expected,
+                    finding.actual
+                );
+                prerequisite = Some(finding);
+                (Verdict::Pass, summary)
+            }
             Some(Stop::NotTestable(why)) => (Verdict::NotTestable, format!("Not testable: {why}")),
             Some(Stop::NotApplicable(why)) => (Verdict::NotApplicable, why),
             Some(Stop::Harness(why)) => (Verdict::HarnessError, why),

@@ -1,0 +1,87 @@
+//! The whole catalog against hosts other than the built-in one, each with a quirk in front of
+//! it (tests/quirky_hosts): a conforming quirk passes every case, a deviating one fails the
+//! rules it breaks and nothing else (everything else passes, or is blocked by those rules).
+
+mod quirky_hosts;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use ahpspec::certify::{certify, Options};
+use ahpspec::engine::Quiet;
+use ahpspec::host::HostConfig;
+use ahpspec::verdict::{RunReport, Verdict};
+use quirky_hosts::{quirky_on, Quirk};
+
+/// The catalog against the built-in host behind `quirk` (with the short client grace period
+/// the built-in target uses, for RECONNECT-009).
+async fn catalog_behind(quirk: Quirk) -> RunReport {
+    let host = quirky_on(
+        quirk,
+        HostConfig {
+            client_grace: Duration::from_millis(300),
+            ..HostConfig::default()
+        },
+    )
+    .await;
+    let (_stop, interrupt) = tokio::sync::watch::channel(false);
+    let options = Options {
+        url: Some(host.url.clone()),
+        ..Options::default()
+    };
+    certify(&options, &mut Quiet, interrupt)
+        .await
+        .expect("harness starts")
+}
+
+fn listing(report: &RunReport) -> String {
+    report
+        .cases
+        .iter()
+        .filter(|c| c.verdict != Verdict::Pass)
+        .map(|c| format!("{} [{}] {}", c.info.id, c.verdict.as_str(), c.summary))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Conforming: JSON-RPC lets a server answer in any order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catalog_passes_a_host_that_answers_out_of_order() {
+    let report = catalog_behind(Quirk::ReverseAnswers).await;
+    assert!(
+        report.cases.iter().all(|c| c.verdict == Verdict::Pass),
+        "{}",
+        listing(&report)
+    );
+}
+
+/// A host that names sessions in a scheme of its own breaks the rules that pin the URI the
+/// client chose (the snapshot's resource, the new session's summary, the envelopes'
+/// channel); every search for the session still finds it, so no
+/// other rule is blamed (an independent host did this: issue 22's field trial).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_that_names_sessions_its_own_way_breaks_only_the_rules_that_pin_uris() {
+    let report = catalog_behind(Quirk::OwnSessionScheme).await;
+    let pinning = BTreeSet::from(["SUB-001", "ROOT-005", "ENV-004"]);
+    let mut broken = BTreeSet::new();
+    for case in &report.cases {
+        let rule = case.info.id.split('/').next().unwrap_or_default();
+        match case.verdict {
+            Verdict::Pass => {}
+            Verdict::Blocked => assert!(
+                case.blocked_by
+                    .as_deref()
+                    .is_some_and(|by| pinning.contains(by)),
+                "{} blocked by {:?}\n{}",
+                case.info.id,
+                case.blocked_by,
+                listing(&report)
+            ),
+            _ => {
+                broken.insert(rule.to_owned());
+            }
+        }
+    }
+    let broken: BTreeSet<&str> = broken.iter().map(String::as_str).collect();
+    assert_eq!(broken, pinning, "{}", listing(&report));
+}
