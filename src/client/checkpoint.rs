@@ -199,7 +199,7 @@ async fn take_snapshots(
                 unsnapped.push(channel);
                 continue;
             };
-            if Kind::infer(&channel, &state) == Some(Kind::Session) {
+            if Kind::infer(&channel, state) == Some(Kind::Session) {
                 for chat in state["chats"]
                     .as_array()
                     .into_iter()
