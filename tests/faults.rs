@@ -183,9 +183,11 @@ fn blocks(fault: Fault) -> Blocks {
         // Without the agents array the capabilities that gate these cases are unknown.
         Fault::RootWithoutAgents => Blocks::Cases(&[
             ("CHAT-001", "INIT-003"),
+            ("DISPATCH-003", "INIT-003"),
             ("CHAT-006", "INIT-003"),
             ("CHAT-007", "INIT-003"),
             ("CHAT-FORK-001", "INIT-003"),
+            ("CHAT-VALIDATE-011", "INIT-003"),
             ("LIFECYCLE-010/create-chat", "INIT-003"),
             ("ROOT-008", "INIT-003"),
             ("SESSION-001", "INIT-003"),

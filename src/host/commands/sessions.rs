@@ -192,6 +192,16 @@ impl World {
             "activeClients": params.active_client.iter().map(to_value).collect::<Vec<_>>(),
             "chats": [chat_summary(&chat_state)],
             "defaultChat": chat_uri,
+            // One property a client may change during the session and one it may not
+            // (SESSION-014).
+            "config": {
+                "schema": { "type": "object", "properties": {
+                    "mode": { "type": "string", "title": "Mode", "enum": ["ask", "auto"],
+                              "sessionMutable": true },
+                    "sandbox": { "type": "boolean", "title": "Sandbox" },
+                } },
+                "values": { "mode": "ask", "sandbox": true },
+            },
         }))
         .map_err(|e| RpcError::new(INTERNAL_ERROR, format!("building session state: {e}")))?;
         self.sessions.insert(

@@ -78,11 +78,33 @@ impl World {
             | "session/mcpServerStopRequested"
             | "session/mcpServerBackgroundRequested" => Err("no such MCP server".into()),
             "session/configChanged" if self.fault(Fault::ConfigChangeAccepted) => Ok(()),
-            "session/configChanged" => {
-                Err("this session has no session-mutable configuration".into())
-            }
+            "session/configChanged" => self.config_change(session, action),
             _ => Ok(()),
         }
+    }
+
+    /// A configuration change may only touch properties the session's schema marks
+    /// session-mutable (SESSION-014).
+    fn config_change(&self, session: &str, action: &Value) -> Result<(), Rejection> {
+        let Some(config) = self
+            .sessions
+            .get(session)
+            .and_then(|entry| entry.state.config.as_ref())
+        else {
+            return Err("this session has no configuration".into());
+        };
+        let changes = action["config"].as_object().into_iter().flatten();
+        for (key, _) in changes {
+            let mutable = config
+                .schema
+                .properties
+                .get(key)
+                .is_some_and(|property| property.session_mutable == Some(true));
+            if !mutable {
+                return Err(format!("{key} is not a session-mutable property"));
+            }
+        }
+        Ok(())
     }
 
     fn check_chat_action(
