@@ -6,7 +6,8 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
-use crate::capture::{redact, Peer};
+use serde::{Deserialize, Serialize};
+
 use crate::checks::frame::{Counts, Schemas};
 use crate::checks::stream::StreamChecks;
 use crate::checks::{Rule, Skips, Violation, ALWAYS_ON};
@@ -21,6 +22,14 @@ const TRANSCRIPT_FRAMES: usize = 256;
 const FINDINGS_KEPT: usize = 50;
 /// Client-side problems kept for the report.
 const CLIENT_PROBLEMS_KEPT: usize = 20;
+
+/// Which peer sent a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Peer {
+    Client,
+    Server,
+}
 
 /// One frame as observed.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -106,7 +115,7 @@ impl ConnWatch {
         let index = self.frames;
         self.frames += 1;
         let text = match seen {
-            Seen::Text(text) if from == Peer::Client => redact(text).into_owned(),
+            Seen::Text(text) if from == Peer::Client => crate::redact::frame(text).into_owned(),
             Seen::Text(text) => text.to_owned(),
             Seen::Binary(n) => format!("<binary {n} bytes>"),
             Seen::Close { code, reason } => format!(

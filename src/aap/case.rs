@@ -13,6 +13,7 @@ use super::http::{Auth, Client, Request, Response};
 use super::model::Item;
 use super::suite::{AapCase, AuthText, HttpStep, LocatedStep, SessionStep, Step, TurnStep};
 
+mod list;
 mod track;
 use super::Agent;
 use crate::verdict::{CaseResult, Finding, Verdict};
@@ -137,7 +138,7 @@ impl Run<'_> {
             Step::Http(step) => self.http(step, located).await,
             Step::Session(step) => self.session(step, located).await,
             Step::Turn(step) => self.turn(step, located).await,
-            Step::List(step) => super::list::walk(self, step, located).await,
+            Step::List(step) => list::walk(self, step, located).await,
             Step::Expect(expect) => {
                 let Some(response) = self.stored.get(&expect.of) else {
                     return Err(Stop::Harness(format!(

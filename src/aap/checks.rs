@@ -7,6 +7,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+// The checks of GET /meta and of SSE streams, written apart.
+mod meta;
+mod stream;
+
 use super::http::{Body, Response};
 use super::sse::StreamEnd;
 pub use crate::checks::AAP_ALWAYS_ON;
@@ -122,14 +126,14 @@ impl Observer {
                 self.check_json(endpoint, body, response, seen);
             }
             if endpoint == Some(Endpoint::Meta) && response.status == 200 {
-                super::meta::check_meta(self, body);
+                meta::check_meta(self, body);
             }
             if endpoint == Some(Endpoint::History) {
                 self.check_no_permissions(body);
             }
         }
         if let (Body::Events(_), Some(Endpoint::Turn)) = (&response.body, endpoint) {
-            super::stream::check_stream(self, seen);
+            stream::check_stream(self, seen);
         }
     }
 

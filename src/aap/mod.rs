@@ -11,12 +11,9 @@ pub mod checks;
 pub mod expect;
 pub mod fuzz;
 pub mod http;
-mod list;
-mod meta;
 pub mod model;
 pub mod runner;
 pub mod sse;
-pub mod stream;
 pub mod suite;
 pub mod vars;
 

@@ -5,9 +5,9 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::checks::{ending, Observer, Seen};
-use super::http::Body;
-use super::sse::StreamEnd;
+use super::{ending, Observer, Seen};
+use crate::aap::http::Body;
+use crate::aap::sse::StreamEnd;
 use crate::checks::Rule;
 
 /// Event names a turn stream may carry.
