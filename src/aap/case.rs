@@ -15,8 +15,8 @@ use super::suite::{AapCase, AuthText, HttpStep, LocatedStep, SessionStep, Step, 
 
 mod list;
 mod track;
-use super::Agent;
-use crate::verdict::{CaseResult, Finding, Verdict};
+use super::agent::Agent;
+use crate::verdict::{rule_of, CaseResult, Finding, Level, Verdict};
 use track::{session_of, SessionModel};
 
 /// Everything a case needs from the run.
@@ -154,7 +154,7 @@ impl Run<'_> {
                 }
                 self.misses(
                     misses,
-                    expect.level.as_deref(),
+                    expect.level,
                     expect.relies_on.as_deref(),
                     &located.at,
                 )
@@ -166,19 +166,17 @@ impl Run<'_> {
     fn misses(
         &mut self,
         misses: Vec<Miss>,
-        level: Option<&str>,
+        level: Option<Level>,
         relies_on: Option<&str>,
         at: &str,
     ) -> Result<(), Stop> {
         if misses.is_empty() {
             return Ok(());
         }
-        let level = level
-            .and_then(super::suite::parse_level)
-            .unwrap_or(self.case.info.level);
+        let level = level.unwrap_or(self.case.info.level);
         // A rule relied on that is the case's own (its ID without the slug) is judged as
         // the case's; any other one blocks the case.
-        let own = relies_on.is_none_or(|r| r == base_rule(&self.case.info.id));
+        let own = relies_on.is_none_or(|r| r == rule_of(&self.case.info.id));
         let rule = match relies_on {
             Some(other) if !own => other.to_owned(),
             _ => self.case.info.id.clone(),
@@ -294,7 +292,7 @@ impl Run<'_> {
         if self.refusal_expected {
             return None;
         }
-        if let Some(violation) = broke.filter(|v| v.rule.id() != base_rule(&self.case.info.id)) {
+        if let Some(violation) = broke.filter(|v| v.rule.id() != rule_of(&self.case.info.id)) {
             let miss = Miss::new(format!("{what}: {}", violation.expected), violation.actual);
             return Some((miss, violation.rule.id()));
         }
@@ -482,9 +480,4 @@ impl Run<'_> {
 /// to judge its own rule.
 fn is_framing(rule: &str) -> bool {
     rule.starts_with("AAP-SSE-00") || rule.starts_with("AAP-HTTP-00")
-}
-
-/// A case ID without its `/slug`: the rule it proves.
-fn base_rule(id: &str) -> &str {
-    id.split('/').next().unwrap_or(id)
 }

@@ -15,7 +15,19 @@ use super::http::{Body, Response};
 use super::sse::StreamEnd;
 pub use crate::checks::AAP_ALWAYS_ON;
 use crate::checks::{AlwaysOnRule, Rule, Skips, Violation};
-use crate::schema::SchemaSet;
+use crate::schema::{SchemaError, SchemaSet};
+
+/// The AAP schemas, compiled into the binary.
+pub const SCHEMA: &str = include_str!("../../schemas/aap/aap.schema.json");
+
+/// The embedded AAP schema set responses and events are checked against.
+pub fn schemas() -> Result<SchemaSet, SchemaError> {
+    let value = serde_json::from_str(SCHEMA).map_err(|source| SchemaError::Parse {
+        name: "aap.schema.json".into(),
+        source,
+    })?;
+    SchemaSet::from_documents([("aap.schema.json".to_owned(), value)])
+}
 
 /// The prefix of every secret option value the harness sets: none may come back.
 pub const SECRET_PREFIX: &str = "ahpspec-secret-";

@@ -248,7 +248,7 @@ mod tests {
         };
         let request = json!({"stream": mode, "messages": []});
         let tools: HashSet<String> = HashSet::from(["client_tool".to_owned()]);
-        let schemas = Arc::new(crate::aap::runner::schemas().expect("schemas"));
+        let schemas = Arc::new(crate::aap::checks::schemas().expect("schemas"));
         let mut observer = Observer::new(schemas);
         observer.observe(&Seen {
             method: "POST",
