@@ -262,7 +262,7 @@ pub struct RunReport {
 impl RunReport {
     /// A report of `cases` by this tool against `target`, started now, neither interrupted,
     /// sharded nor strict, without a fault: callers set what differs. The tally and the
-    /// baseline lists are `engine::reconcile`'s to fill.
+    /// baseline lists are `rows::reconcile`'s to fill.
     pub fn of(target: String, protocol_version: String, cases: Vec<CaseResult>) -> RunReport {
         RunReport {
             format: 1,

@@ -16,7 +16,7 @@ use super::suite::{AapCase, AuthText, HttpStep, LocatedStep, SessionStep, Step, 
 mod list;
 mod track;
 use super::agent::Agent;
-use crate::verdict::{rule_of, CaseResult, Finding, Level, Verdict};
+use crate::verdict::{rule_of, CaseResult, Finding, Level, ReportedFrame, Verdict};
 use track::{session_of, SessionModel};
 
 /// Everything a case needs from the run.
@@ -181,16 +181,7 @@ impl Run<'_> {
             Some(other) if !own => other.to_owned(),
             _ => self.case.info.id.clone(),
         };
-        let context: Vec<_> = self
-            .ctx
-            .client
-            .transcript()
-            .iter()
-            .rev()
-            .take(6)
-            .rev()
-            .cloned()
-            .collect();
+        let context = last_frames(self.ctx.client.transcript());
         for miss in misses {
             self.findings.push(Finding {
                 rule: rule.clone(),
@@ -473,6 +464,12 @@ impl Run<'_> {
     ) -> Result<(), Stop> {
         self.misses(vec![miss], None, relies_on, at)
     }
+}
+
+/// The frames a finding shows: the last few of the case's transcript.
+pub fn last_frames(transcript: &[ReportedFrame]) -> Vec<ReportedFrame> {
+    const SHOWN: usize = 6;
+    transcript[transcript.len().saturating_sub(SHOWN)..].to_vec()
 }
 
 /// Framing rules (body schema and type, status, stream shape) decide whether a response can

@@ -11,7 +11,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::watch;
 
 use super::agent::{read_meta, Agent};
-use super::case::{run_case, CaseContext, CaseOutcome, TurnRecord};
+use super::case::{last_frames, run_case, CaseContext, CaseOutcome, TurnRecord};
 use super::checks::{Observer, SECRET_PREFIX};
 use super::http::{Client, HttpError, Target};
 use super::suite::{AapCase, AapCatalog, Step};
@@ -229,15 +229,7 @@ impl Gathered {
     fn absorb(&mut self, outcome: CaseOutcome, sink: &mut dyn EventSink) {
         let always_on = &mut self.rows.always_on;
         always_on.looked_at(&outcome.observer.counts, &outcome.observer.skips);
-        let context: Vec<_> = outcome
-            .result
-            .transcript
-            .iter()
-            .rev()
-            .take(6)
-            .rev()
-            .cloned()
-            .collect();
+        let context = last_frames(&outcome.result.transcript);
         let at = format!("in case {}", outcome.result.info.id);
         for violation in outcome.observer.violations {
             always_on.found(violation, &at, context.clone());
