@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use ahpspec::certify::{certify, Options};
-use ahpspec::engine::Quiet;
+use ahpspec::rows::Quiet;
 use ahpspec::verdict::Verdict;
 
 // The allocator the `ahpspec` binary uses (src/main.rs).

@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use ahpspec::certify::{certify, Options};
-use ahpspec::engine::Quiet;
 use ahpspec::host::{Fault, FaultSet};
+use ahpspec::rows::Quiet;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -24,7 +24,7 @@ async fn broken(faults: &str, timeout: Duration) -> Result<BTreeSet<String>, Str
     let set: FaultSet = faults.parse().map_err(|e| format!("{e}"))?;
     let (_tx, rx) = tokio::sync::watch::channel(false);
     let options = Options {
-        faults: set,
+        faults: set.into(),
         timeout,
         jobs: 16,
         ..Options::default()

@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 
 use ahpspec::checks::frame::{SchemaMap, Schemas};
 use ahpspec::checks::stream::StreamChecks;
-use ahpspec::engine::profile::Profile;
-use ahpspec::fuzz::{execute, fuzz, ExecConfig, FuzzOptions, Op, Target};
+use ahpspec::client::Profile;
+use ahpspec::fuzz::{execute, fuzz, ExecConfig, FuzzOptions, Op};
 use ahpspec::schema::SchemaSet;
+use ahpspec::target::Decided;
 
 // The allocator the `ahpspec` binary uses (src/main.rs).
 #[global_allocator]
@@ -73,10 +74,7 @@ fn main() {
         known: Default::default(),
     };
     let options = FuzzOptions {
-        target: Target {
-            url: None,
-            faults: Default::default(),
-        },
+        target: Decided::Host(Default::default()).for_sequences(None),
         exec: exec.clone(),
         seed: 42,
         cases: None,

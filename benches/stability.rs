@@ -9,8 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 use ahpspec::certify::{certify, Options};
-use ahpspec::engine::Quiet;
 use ahpspec::host::FaultSet;
+use ahpspec::rows::Quiet;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -88,7 +88,7 @@ fn run() -> Result<(), String> {
         for run in 1..=runs {
             let (_tx, rx) = tokio::sync::watch::channel(false);
             let options = Options {
-                faults: faults.clone(),
+                faults: faults.clone().into(),
                 ..Options::default()
             };
             let report = runtime

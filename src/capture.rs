@@ -14,20 +14,13 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::traffic::Peer;
 use crate::traffic::{ConnWatch, Seen, Traffic};
 
 /// The JSON Schema (draft 2020-12) every capture line conforms to.
 pub const CAPTURE_SCHEMA: &str = include_str!("../schemas/capture.schema.json");
 
 pub use crate::redact::REDACTED;
-
-/// Which peer sent a frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Peer {
-    Client,
-    Server,
-}
 
 /// A close frame's code and reason.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,7 +87,7 @@ impl Record {
             from: Some(from),
             at_ms,
             time: None,
-            payload: Payload::Text(redact(text).into_owned()),
+            payload: Payload::Text(crate::redact::frame(text).into_owned()),
         }
     }
 }
@@ -188,11 +181,6 @@ pub enum CaptureError {
         line: usize,
         why: String,
     },
-}
-
-/// A frame as a capture or transcript keeps it: secrets redacted ([`crate::redact::frame`]).
-pub fn redact(text: &str) -> Cow<'_, str> {
-    crate::redact::frame(text)
 }
 
 /// Appends records to a capture file; cheap to clone and share between connections (each
@@ -485,6 +473,7 @@ fn check_file(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::redact::frame as redact;
 
     #[test]
     fn authenticate_tokens_are_redacted_and_nothing_else_changes() {

@@ -1,52 +1,65 @@
-//! One call that certifies a server: loads suites, schemas and the target profile, starts
-//! the built-in host when no URL is given, runs the catalog, and returns the report. The
-//! CLI and the tests both use it.
+//! One call that certifies a server of either protocol: decides the target (a URL, or the
+//! built-in server of the protocol, started through [`crate::target`]), loads the suites,
+//! schemas, target profile and baseline, runs the catalog, and applies the baseline once
+//! to the whole report. The CLI, the embedding API and the tests all use it.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::aap::runner::{AapRunConfig, AapRunError};
 use crate::capture::CaptureError;
+use crate::catalog::{Catalog, Selection, SuiteError, SuiteFormat};
 use crate::checks::frame::Schemas;
-use crate::engine::baseline::{Baseline, BaselineError};
-use crate::engine::profile::{Profile, ProfileError};
-use crate::engine::{run, EventSink, RunConfig, Selection};
-use crate::host::FaultSet;
+use crate::client::profile::{Profile, ProfileError};
+use crate::client::DEFAULT_OFFER;
+use crate::engine::RunConfig;
 use crate::proxy::{Proxy, ProxyError};
+use crate::rows::baseline::{Baseline, BaselineError};
+use crate::rows::{reconcile, EventSink, RunPlan};
 use crate::schema::SchemaError;
-use crate::suite::{Catalog, SuiteError};
-use crate::target::{start_builtin, Purpose};
+use crate::suite::Step;
+use crate::target::{Decided, Faults, Protocol, TargetError};
 use crate::verdict::RunReport;
 
-/// What to certify and how.
+/// What to certify and how: one type for both protocols, `protocol` the switch.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Server URL; `None` runs the built-in reference host in-process.
+    /// AHP (the default) or AAP.
+    pub protocol: Protocol,
+    /// Server URL; `None` runs the built-in server of `protocol` in-process.
     pub url: Option<String>,
-    /// Faults to inject into the built-in host (empty: none).
-    pub faults: FaultSet,
+    /// Faults to inject into the built-in server (empty: none; a URL takes none).
+    pub faults: Faults,
+    /// AAP: the API key sent as `Authorization: Bearer` (the built-in server's when absent).
+    pub token: Option<String>,
     pub suites: Option<PathBuf>,
+    /// AHP: the JSON Schemas frames are checked against instead of the built-in ones.
     pub schemas: Option<PathBuf>,
+    /// AHP: the target profile (how to drive the server's agent).
     pub profile: Option<PathBuf>,
     pub baseline: Option<PathBuf>,
     pub selection: Selection,
     pub timeout: Duration,
     pub jobs: usize,
     pub strict: bool,
-    /// The protocol versions to certify, one whole run each (`--protocol-version`): every
-    /// connection offers that version unless a step names its own.
+    /// AHP: the protocol versions to certify, one whole run each (`--protocol-version`):
+    /// every connection offers that version unless a step names its own.
     pub protocol_versions: Vec<String>,
-    /// Record every frame of the run into this capture (`--record`): the run goes through
-    /// an in-process recording proxy.
+    /// AHP: record every frame of the run into this capture (`--record`): the run goes
+    /// through an in-process recording proxy.
     pub record: Option<PathBuf>,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
+            protocol: Protocol::Ahp,
             url: None,
-            faults: FaultSet::default(),
+            faults: Faults::default(),
+            token: None,
             suites: None,
             schemas: None,
             profile: None,
@@ -55,7 +68,7 @@ impl Default for Options {
             timeout: Duration::from_secs(5),
             jobs: 8,
             strict: false,
-            protocol_versions: vec![crate::client::checkpoint::DEFAULT_OFFER.to_owned()],
+            protocol_versions: vec![DEFAULT_OFFER.to_owned()],
             record: None,
         }
     }
@@ -72,71 +85,186 @@ pub enum HarnessError {
     Profile(#[from] ProfileError),
     #[error(transparent)]
     Baseline(#[from] BaselineError),
-    #[error("cannot start the built-in host: {0}")]
-    Host(#[source] std::io::Error),
-    #[error("a fault needs the built-in host (no URL)")]
-    FaultNeedsBuiltin,
+    #[error(transparent)]
+    Target(#[from] TargetError),
     #[error("{0}")]
     Unreachable(String),
     /// Not a strict MAJOR.MINOR.PATCH version, or none at all.
     #[error("invalid protocol version {0:?} (expected MAJOR.MINOR.PATCH, e.g. 0.9.0)")]
     BadVersion(String),
     /// A selection that matches nothing would certify anything (a typo in a CI filter).
-    #[error("the selection {0} matches no case (`ahpspec list` shows the catalog)")]
-    EmptySelection(String),
+    #[error("the selection {selection} matches no case (`{list}` shows the catalog)")]
+    EmptySelection {
+        selection: String,
+        /// The command that lists the catalog.
+        list: &'static str,
+    },
+    /// An option the protocol does not take.
+    #[error("{0}")]
+    Usage(&'static str),
     #[error(transparent)]
     Capture(#[from] CaptureError),
     #[error("cannot start the recording proxy: {0}")]
     Proxy(#[from] ProxyError),
 }
 
-/// Loads everything a run needs (before any connection is made).
-pub fn prepare(options: &Options, url: String, label: String) -> Result<RunConfig, HarnessError> {
-    let catalog = match &options.suites {
-        Some(dir) => Catalog::from_dir(dir)?,
-        None => Catalog::embedded()?,
-    };
-    if !options.selection.matches_any(&catalog) {
-        return Err(HarnessError::EmptySelection(options.selection.describe()));
-    }
-    let schemas = Schemas::load(options.schemas.as_deref())?;
-    let profile = match &options.profile {
-        Some(path) => Profile::load(path)?,
-        None => Profile::scripted()?,
-    };
+/// Certifies the target and returns the report (also when interrupted), the baseline
+/// applied.
+pub async fn certify(
+    options: &Options,
+    sink: &mut dyn EventSink,
+    interrupt: watch::Receiver<bool>,
+) -> Result<RunReport, HarnessError> {
+    let decided = crate::target::decide(options.protocol, options.url.as_deref(), &options.faults)?;
     let baseline = options
         .baseline
         .as_deref()
         .map(Baseline::load)
         .transpose()?;
-    let mut rerun = String::from("ahpspec run");
-    if options.url.is_some() {
-        rerun.push(' ');
-        rerun.push_str(&url);
+    let mut report = match options.protocol {
+        Protocol::Ahp => certify_ahp(options, &decided, sink, interrupt).await?,
+        Protocol::Aap => certify_aap(options, &decided, sink, interrupt).await?,
+    };
+    reconcile(&mut report, baseline.as_ref());
+    Ok(report)
+}
+
+/// The catalog of `options.suites` (or the built-in one), refused when the selection
+/// matches nothing in it.
+fn catalog<S: SuiteFormat>(
+    options: &Options,
+    list: &'static str,
+) -> Result<Catalog<S>, HarnessError> {
+    let catalog = Catalog::<S>::load(options.suites.as_deref())?;
+    if !options.selection.matches_any(&catalog) {
+        return Err(HarnessError::EmptySelection {
+            selection: options.selection.describe(),
+            list,
+        });
     }
-    if let Some(faults) = options.faults.label() {
-        rerun.push_str(&format!(" --fault {faults}"));
-    }
-    Ok(RunConfig {
-        url,
-        target_label: label,
-        fault: options.faults.label(),
-        catalog,
+    Ok(catalog)
+}
+
+/// What every run of `options` against `decided` shares, whatever its protocol.
+fn plan(options: &Options, decided: &Decided) -> RunPlan {
+    RunPlan {
         selection: options.selection.clone(),
+        timeout: options.timeout,
+        jobs: options.jobs.max(1),
+        rerun_prefix: rerun_prefix(options, decided),
+        target_label: decided.label(),
+        fault: decided.fault_label(),
+        strict: options.strict,
+    }
+}
+
+/// The command that re-runs a run of `options` (a case's `--filter ID` is appended).
+fn rerun_prefix(options: &Options, decided: &Decided) -> String {
+    run_command(options.protocol, decided, options.suites.as_deref())
+}
+
+/// The `ahpspec run` command against `decided` (with `--suites`, when given).
+pub fn run_command(
+    protocol: Protocol,
+    decided: &Decided,
+    suites: Option<&std::path::Path>,
+) -> String {
+    let mut prefix = match (protocol, decided.url()) {
+        (_, Some(url)) => format!("ahpspec run {url}"),
+        (Protocol::Ahp, None) => "ahpspec run".to_owned(),
+        (Protocol::Aap, None) => "ahpspec run --protocol aap".to_owned(),
+    };
+    if let Some(faults) = decided.fault_label() {
+        prefix.push_str(&format!(" --fault {faults}"));
+    }
+    if let Some(dir) = suites {
+        prefix.push_str(&format!(" --suites {}", dir.display()));
+    }
+    prefix
+}
+
+/// An AHP run: once per protocol version in `options`, the runs combined.
+async fn certify_ahp(
+    options: &Options,
+    decided: &Decided,
+    sink: &mut dyn EventSink,
+    interrupt: watch::Receiver<bool>,
+) -> Result<RunReport, HarnessError> {
+    check_versions(&options.protocol_versions)?;
+    // Everything is loaded before any connection is made.
+    let catalog = catalog::<Step>(options, "ahpspec list")?;
+    let schemas = Schemas::load(options.schemas.as_deref())?;
+    let profile = match &options.profile {
+        Some(path) => Profile::load(path)?,
+        None => Profile::scripted()?,
+    };
+    if let Some(url) = decided.url() {
+        // A server nobody can reach yields no verdicts at all: say so instead of a report
+        // full of harness errors.
+        let mut probe = crate::transport::Connection::connect(url, options.timeout)
+            .await
+            .map_err(|e| HarnessError::Unreachable(e.to_string()))?;
+        probe.close().await;
+    }
+    let server = decided.start_for_run(None).await?;
+    let mut config = RunConfig {
+        plan: plan(options, decided),
+        url: server.url.clone(),
+        catalog,
         schemas,
         profile,
-        timeout: options.timeout,
-        jobs: options.jobs,
-        strict: options.strict,
-        baseline,
-        rerun_prefix: rerun,
-        protocol_version: crate::client::checkpoint::DEFAULT_OFFER.to_owned(),
+        protocol_version: DEFAULT_OFFER.to_owned(),
+    };
+    let report = match record_through(options, &mut config).await {
+        Ok(recording) => {
+            let report = run_versions(options, config, sink, interrupt).await;
+            end_recording(recording, report).await
+        }
+        Err(error) => Err(error),
+    };
+    server.stop().await;
+    report
+}
+
+/// An AAP run (AAP has one version; AHP's options are refused, never ignored).
+async fn certify_aap(
+    options: &Options,
+    decided: &Decided,
+    sink: &mut dyn EventSink,
+    interrupt: watch::Receiver<bool>,
+) -> Result<RunReport, HarnessError> {
+    if options.schemas.is_some() || options.profile.is_some() || options.record.is_some() {
+        return Err(HarnessError::Usage(
+            "--schemas, --target-profile and --record apply to AHP runs only",
+        ));
+    }
+    if options.protocol_versions != [DEFAULT_OFFER] {
+        return Err(HarnessError::Usage(
+            "--protocol-version applies to AHP runs only (AAP runs speak version 3)",
+        ));
+    }
+    let catalog = catalog::<crate::aap::suite::Step>(options, "ahpspec list --protocol aap")?;
+    let schemas = Arc::new(crate::aap::checks::schemas()?);
+    let token = decided.token(options.token.clone());
+    let server = decided.start_for_run(token.clone()).await?;
+    let config = AapRunConfig {
+        plan: plan(options, decided),
+        url: server.url.clone(),
+        token,
+        catalog,
+        schemas,
+    };
+    let report = crate::aap::runner::run(&config, sink, interrupt).await;
+    server.stop().await;
+    report.map_err(|error| match error {
+        AapRunError::BadUrl(error) => HarnessError::Unreachable(error.to_string()),
+        AapRunError::Unreachable(why) => HarnessError::Unreachable(why),
     })
 }
 
 /// Runs the catalog once per protocol version in `options` and combines the runs: a single
 /// version's report as it is; several versions' rows side by side, each tagged with its
-/// version, with the baseline applied to the whole.
+/// version.
 async fn run_versions(
     options: &Options,
     config: RunConfig,
@@ -148,12 +276,13 @@ async fn run_versions(
     for version in &options.protocol_versions {
         let mut config = config.clone();
         config.protocol_version = version.clone();
-        if several || version != crate::client::checkpoint::DEFAULT_OFFER {
+        if several || version != DEFAULT_OFFER {
             config
+                .plan
                 .rerun_prefix
                 .push_str(&format!(" --protocol-version {version}"));
         }
-        let report = run(&config, sink, interrupt.clone()).await;
+        let report = crate::engine::run(&config, sink, interrupt.clone()).await;
         let interrupted = report.interrupted;
         reports.push((version.clone(), report));
         if interrupted {
@@ -164,20 +293,12 @@ async fn run_versions(
     let first = reports
         .next()
         .ok_or_else(|| HarnessError::BadVersion(String::new()))?;
-    Ok(combine_versions(
-        first,
-        reports.collect(),
-        config.baseline.as_ref(),
-    ))
+    Ok(combine_versions(first, reports.collect()))
 }
 
 /// One report from the runs at several protocol versions (`first` and `rest`, in the order
-/// asked): each row tagged with its version, the baseline applied to the whole.
-fn combine_versions(
-    first: (String, RunReport),
-    rest: Vec<(String, RunReport)>,
-    baseline: Option<&Baseline>,
-) -> RunReport {
+/// asked): each row tagged with its version.
+fn combine_versions(first: (String, RunReport), rest: Vec<(String, RunReport)>) -> RunReport {
     let (first_version, mut combined) = first;
     if rest.is_empty() {
         return combined;
@@ -198,7 +319,6 @@ fn combine_versions(
         versions.push(version);
     }
     combined.protocol_version = versions.join(",");
-    crate::engine::reconcile(&mut combined, baseline);
     combined
 }
 
@@ -213,50 +333,6 @@ fn check_versions(versions: &[String]) -> Result<(), HarnessError> {
     {
         Some(bad) => Err(HarnessError::BadVersion(bad.clone())),
         None => Ok(()),
-    }
-}
-
-/// Certifies the target and returns the report (also when interrupted).
-pub async fn certify(
-    options: &Options,
-    sink: &mut dyn EventSink,
-    interrupt: watch::Receiver<bool>,
-) -> Result<RunReport, HarnessError> {
-    check_versions(&options.protocol_versions)?;
-    match &options.url {
-        Some(url) => {
-            if !options.faults.is_empty() {
-                return Err(HarnessError::FaultNeedsBuiltin);
-            }
-            let mut config = prepare(options, url.clone(), url.clone())?;
-            // A server nobody can reach yields no verdicts at all: say so instead of a report
-            // full of harness errors.
-            let mut probe = crate::transport::Connection::connect(url, options.timeout)
-                .await
-                .map_err(|e| HarnessError::Unreachable(e.to_string()))?;
-            probe.close().await;
-            let recording = record_through(options, &mut config).await?;
-            let report = run_versions(options, config, sink, interrupt).await;
-            end_recording(recording, report).await
-        }
-        None => {
-            let host = start_builtin(options.faults.clone(), Purpose::Run)
-                .await
-                .map_err(HarnessError::Host)?;
-            let config = prepare(options, host.url().to_owned(), "builtin".to_owned());
-            let report = match config {
-                Ok(mut config) => match record_through(options, &mut config).await {
-                    Ok(recording) => {
-                        let report = run_versions(options, config, sink, interrupt).await;
-                        end_recording(recording, report).await
-                    }
-                    Err(error) => Err(error),
-                },
-                Err(error) => Err(error),
-            };
-            host.shutdown().await;
-            report
-        }
     }
 }
 

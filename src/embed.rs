@@ -26,8 +26,8 @@ use std::sync::{Arc, OnceLock};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 use crate::certify::{certify, HarnessError, Options};
-use crate::engine::Quiet;
 use crate::report::render_failure;
+use crate::rows::Quiet;
 use crate::suite::Catalog;
 use crate::verdict::{RunReport, Verdict};
 
@@ -87,10 +87,7 @@ impl SharedRun {
 /// (a URL, or the built-in host in-process when `url` is `None`). `args` are the test
 /// binary's arguments: they decide which cases the shared run takes.
 pub fn trials(mut options: Options, args: &Arguments) -> Result<Vec<Trial>, HarnessError> {
-    let catalog = match &options.suites {
-        Some(dir) => Catalog::from_dir(dir)?,
-        None => Catalog::embedded()?,
-    };
+    let catalog = Catalog::load(options.suites.as_deref())?;
     let mut ids: Vec<String> = options
         .selection
         .cases(&catalog)

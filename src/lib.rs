@@ -8,6 +8,7 @@
 pub mod aap;
 pub mod aaphost;
 pub mod capture;
+pub mod catalog;
 pub mod certify;
 pub mod checks;
 pub mod client;
@@ -21,10 +22,12 @@ pub mod merge;
 pub mod proxy;
 pub mod redact;
 pub mod report;
+pub mod rows;
 pub mod schema;
 pub mod schemagen;
 #[doc(hidden)]
 pub mod selfcheck;
+pub mod server;
 pub mod suite;
 pub mod tape;
 pub mod target;

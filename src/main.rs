@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ahpspec::engine::{Selection, Shard};
+use ahpspec::catalog::{Selection, Shard};
 use ahpspec::host::{self, FaultSet};
 use ahpspec::verdict::Level;
 use clap::{Args, Parser, Subcommand};
@@ -227,7 +227,7 @@ fn parse_level(text: &str) -> Result<Level, String> {
 
 pub(crate) fn parse_shard(text: &str) -> Result<Shard, String> {
     text.parse()
-        .map_err(|e: ahpspec::engine::ShardError| e.to_string())
+        .map_err(|e: ahpspec::catalog::ShardError| e.to_string())
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -302,23 +302,6 @@ fn main() -> ExitCode {
             }
         }
     }
-}
-
-/// What `run` and `fuzz` share before they touch a server: the TLS options applied, the
-/// faults parsed, and faults only for the built-in host (`has_url`: a server was named).
-fn target_faults(
-    connect: &ConnectArgs,
-    fault: Option<&str>,
-    has_url: bool,
-) -> Result<FaultSet, ExitCode> {
-    connect.apply().map_err(|error| usage_error(&error))?;
-    let faults = parse_faults(fault).map_err(|error| usage_error(&error))?;
-    if !faults.is_empty() && has_url {
-        return Err(usage_error(
-            "--fault applies to the built-in host only (omit the URL)",
-        ));
-    }
-    Ok(faults)
 }
 
 /// `--fault a,b`; absent: none.

@@ -9,8 +9,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::engine::baseline::Baseline;
-use crate::engine::{reconcile, Shard};
+use crate::catalog::Shard;
+use crate::rows::baseline::Baseline;
+use crate::rows::reconcile;
 use crate::suite::Catalog;
 use crate::verdict::{CaseResult, RunReport, Tally, Verdict};
 
@@ -216,8 +217,8 @@ fn catalog_order() -> HashMap<String, usize> {
     let ahp = Catalog::embedded()
         .map(|catalog| catalog.cases.into_iter().map(|case| case.info.id).collect())
         .unwrap_or_else(|_| Vec::new());
-    let aap = crate::aap::suite::embedded()
-        .map(|cases| cases.into_iter().map(|case| case.info.id).collect())
+    let aap = crate::aap::suite::AapCatalog::embedded()
+        .map(|catalog| catalog.cases.into_iter().map(|case| case.info.id).collect())
         .unwrap_or_else(|_| Vec::new());
     ahp.into_iter()
         .chain(aap)

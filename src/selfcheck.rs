@@ -196,7 +196,7 @@ impl Loader {
 pub fn loader_survives(loader: Loader, text: &str) -> Result<(), String> {
     match loader {
         Loader::Suite => {
-            if let Ok(cases) = crate::suite::parse_suite("fuzz.toml", text) {
+            if let Ok(cases) = crate::suite::Catalog::parse_suite("fuzz.toml", text) {
                 for case in &cases {
                     if case.info.id.is_empty() {
                         return Err("a suite case loaded without an id".into());
@@ -205,10 +205,10 @@ pub fn loader_survives(loader: Loader, text: &str) -> Result<(), String> {
             }
         }
         Loader::Profile => {
-            let _ = crate::engine::profile::Profile::parse("fuzz.toml", text);
+            let _ = crate::client::profile::Profile::parse("fuzz.toml", text);
         }
         Loader::Baseline => {
-            let baseline = crate::engine::baseline::Baseline::parse(text);
+            let baseline = crate::rows::baseline::Baseline::parse(text);
             let ids = text
                 .lines()
                 .map(|line| line.split('#').next().unwrap_or_default().trim());
@@ -223,7 +223,7 @@ pub fn loader_survives(loader: Loader, text: &str) -> Result<(), String> {
             if let Ok(trace) = serde_json::from_str::<crate::fuzz::trace::Trace>(text) {
                 // `replay --to-case` output is appended to a suite file, under its `page`.
                 let case = format!("page = \"regressions\"\n{}", trace.to_case());
-                if let Err(error) = crate::suite::parse_suite("regression.toml", &case) {
+                if let Err(error) = crate::suite::Catalog::parse_suite("regression.toml", &case) {
                     return Err(format!(
                         "a loaded trace makes a case that does not load: {error}\n{case}"
                     ));

@@ -6,21 +6,29 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
-use crate::capture::{redact, Peer};
+use serde::{Deserialize, Serialize};
+
 use crate::checks::frame::{Counts, Schemas};
 use crate::checks::stream::StreamChecks;
 use crate::checks::{Rule, Skips, Violation, ALWAYS_ON};
-use crate::verdict::{Finding, ReportedFrame, RunReport, Verdict};
+use crate::rows::AlwaysOnRows;
+use crate::verdict::{ReportedFrame, RunReport};
 
 /// Frames before a violation shown with it (as a run shows them).
 const CONTEXT_FRAMES: usize = 8;
 /// Frames of a connection kept for its transcript; later ones are counted, not kept, so a
 /// long-lived connection costs bounded memory.
 const TRANSCRIPT_FRAMES: usize = 256;
-/// Findings kept per rule (the row counts every violation).
-const FINDINGS_KEPT: usize = 50;
 /// Client-side problems kept for the report.
 const CLIENT_PROBLEMS_KEPT: usize = 20;
+
+/// Which peer sent a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Peer {
+    Client,
+    Server,
+}
 
 /// One frame as observed.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -106,7 +114,7 @@ impl ConnWatch {
         let index = self.frames;
         self.frames += 1;
         let text = match seen {
-            Seen::Text(text) if from == Peer::Client => redact(text).into_owned(),
+            Seen::Text(text) if from == Peer::Client => crate::redact::frame(text).into_owned(),
             Seen::Text(text) => text.to_owned(),
             Seen::Binary(n) => format!("<binary {n} bytes>"),
             Seen::Close { code, reason } => format!(
@@ -190,12 +198,9 @@ impl ConnWatch {
 /// What all connections found, gathered into the report.
 #[derive(Debug, Default)]
 pub struct Traffic {
-    findings: HashMap<Rule, Vec<Finding>>,
-    violations: HashMap<Rule, usize>,
+    always_on: AlwaysOnRows,
     /// The transcript of the first connection that broke each rule.
     transcripts: HashMap<Rule, Vec<ReportedFrame>>,
-    counts: Counts,
-    skipped: Skips,
     connections: usize,
     frames: usize,
     not_kept: usize,
@@ -207,24 +212,8 @@ pub struct Traffic {
 impl Traffic {
     /// Adds one violation.
     pub fn found(&mut self, found: Found) {
-        let rule = found.violation.rule;
-        *self.violations.entry(rule).or_insert(0) += 1;
-        let kept = self.findings.entry(rule).or_default();
-        if kept.len() < FINDINGS_KEPT {
-            kept.push(Finding {
-                rule: rule.id().to_owned(),
-                verdict: Verdict::Fail,
-                expected: found.violation.expected,
-                actual: format!(
-                    "{} (on connection {}, frame {})",
-                    found.violation.actual,
-                    found.conn,
-                    found.frame + 1
-                ),
-                step: None,
-                context: found.context,
-            });
-        }
+        let at = format!("on connection {}, frame {}", found.conn, found.frame + 1);
+        self.always_on.found(found.violation, &at, found.context);
     }
 
     /// Adds client-side problems (see [`ConnWatch::client_problems`]).
@@ -242,7 +231,9 @@ impl Traffic {
         self.connections += 1;
         self.frames += watch.frames;
         self.not_kept += watch.frames.saturating_sub(watch.kept.len());
-        watch.checks.tally(&mut self.counts, &mut self.skipped);
+        let (mut counts, mut skipped) = (Counts::default(), Skips::default());
+        watch.checks.tally(&mut counts, &mut skipped);
+        self.always_on.looked_at(&counts, &skipped);
         if let Some((a, b, c)) = watch.checks.negotiated {
             self.versions.insert(format!("{a}.{b}.{c}"));
         }
@@ -268,25 +259,8 @@ impl Traffic {
     ) -> RunReport {
         let mut cases = Vec::with_capacity(ALWAYS_ON.len());
         for rule in ALWAYS_ON {
-            let findings = self.findings.remove(&rule.rule).unwrap_or_default();
-            let violations = self.violations.get(&rule.rule).copied().unwrap_or(0);
-            let looked_at = self.counts.get(&rule.rule).copied().unwrap_or(0);
-            let skipped = self.skipped.of(rule.rule);
-            let first = findings
-                .first()
-                .map(|f| (f.expected.clone(), f.actual.clone()));
-            let mut row = crate::engine::always_on_result(
-                rule,
-                findings,
-                looked_at,
-                &skipped,
-                "frame of every connection",
-                rerun.to_owned(),
-            );
-            // The row counts every violation, also those whose details were not kept.
-            let first = first.as_ref().map(|(e, a)| (e.as_str(), a.as_str()));
-            row.summary =
-                crate::checks::row_summary(rule.unit, violations, looked_at, &skipped, first).1;
+            let over = "frame of every connection";
+            let mut row = self.always_on.row(rule, over, rerun.to_owned());
             if rule.requirement.contains("(at checkpoints)")
                 || rule.requirement.contains("(and, at checkpoints,")
             {
@@ -319,7 +293,7 @@ impl Traffic {
             duration_ms,
             ..RunReport::of(target, version, cases)
         };
-        crate::engine::reconcile(&mut report, None);
+        crate::rows::reconcile(&mut report, None);
         report
     }
 }

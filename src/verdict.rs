@@ -4,10 +4,12 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Requirement level of a rule (RULES.md `Lvl`; `MUST*` counts as MUST).
+/// Requirement level of a rule (RULES.md `Lvl`; `MUST*` counts as MUST, in suite files as
+/// in RULES.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Level {
+    #[serde(alias = "MUST*")]
     Must,
     Should,
     May,
@@ -90,6 +92,11 @@ impl Verdict {
             self
         }
     }
+}
+
+/// The rule ID of a case ID (`TOOL-007/denied` → `TOOL-007`).
+pub fn rule_of(case_id: &str) -> &str {
+    case_id.split('/').next().unwrap_or(case_id)
 }
 
 /// Where a case comes from and what it proves.
@@ -255,7 +262,7 @@ pub struct RunReport {
 impl RunReport {
     /// A report of `cases` by this tool against `target`, started now, neither interrupted,
     /// sharded nor strict, without a fault: callers set what differs. The tally and the
-    /// baseline lists are `engine::reconcile`'s to fill.
+    /// baseline lists are `rows::reconcile`'s to fill.
     pub fn of(target: String, protocol_version: String, cases: Vec<CaseResult>) -> RunReport {
         RunReport {
             format: 1,
@@ -289,7 +296,7 @@ impl RunReport {
             .iter()
             .filter(|row| matches!(row.verdict, Verdict::Fail | Verdict::Warn))
             .map(|row| {
-                let rule = row.info.id.split('/').next().unwrap_or_default();
+                let rule = rule_of(&row.info.id);
                 match &row.protocol_version {
                     Some(version) => format!("{rule}@{version}"),
                     None => rule.to_owned(),

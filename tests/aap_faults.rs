@@ -4,9 +4,11 @@
 
 use std::collections::BTreeSet;
 
-use ahpspec::aap::{certify, AapOptions};
 use ahpspec::aaphost::AapFault;
-use ahpspec::engine::{Quiet, Selection};
+use ahpspec::catalog::Selection;
+use ahpspec::certify::{certify, Options};
+use ahpspec::rows::Quiet;
+use ahpspec::target::Protocol;
 use ahpspec::verdict::Verdict;
 
 /// Rules a fault breaks besides its own, because one bug shows in several places (a row
@@ -51,20 +53,15 @@ fn also_breaks(fault: AapFault) -> BTreeSet<&'static str> {
 /// The rules whose rows failed (fail, warn or info), and those of the other rows that did
 /// not pass (blocked by another rule than the fault's, harness errors), with a listing.
 async fn broken_rules(fault: AapFault) -> (BTreeSet<String>, BTreeSet<String>, String) {
-    let options = AapOptions {
-        url: None,
-        target_label: "builtin".into(),
-        fault: Some(fault.name().to_owned()),
-        token: None,
+    let options = Options {
+        protocol: Protocol::Aap,
+        faults: fault.into(),
         selection: Selection::default(),
         timeout: std::time::Duration::from_secs(5),
         // One case at a time: a fault that hides the newest session is only visible when no
         // other case creates one between a case's create and its list.
         jobs: 1,
-        strict: false,
-        suites: None,
-        baseline: None,
-        rerun_prefix: "ahpspec run --protocol aap".into(),
+        ..Options::default()
     };
     let (_stop, interrupt) = tokio::sync::watch::channel(false);
     let report = certify(&options, &mut Quiet, interrupt).await.expect("run");

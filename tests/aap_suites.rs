@@ -8,8 +8,15 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use ahpspec::aap::checks::AAP_ALWAYS_ON;
-use ahpspec::aap::suite::{embedded, parse_suite, EMBEDDED};
+use ahpspec::aap::suite::{AapCase, AapCatalog, EMBEDDED};
+use ahpspec::catalog::SuiteError;
+
 use serde_json::Value;
+
+/// The built-in AAP cases.
+fn embedded() -> Result<Vec<AapCase>, SuiteError> {
+    AapCatalog::embedded().map(|catalog| catalog.cases)
+}
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -49,7 +56,7 @@ fn every_aap_suite_matches_its_schema_and_parses() {
             .map(|e| format!("{e} at {}", e.instance_path()))
             .collect();
         assert!(errors.is_empty(), "{name}: {errors:#?}");
-        parse_suite(name, text).expect("parses");
+        AapCatalog::parse_suite(name, text).expect("parses");
     }
 }
 

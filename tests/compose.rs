@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use ahpspec::certify::{certify, Options};
-use ahpspec::engine::Quiet;
 use ahpspec::host::{Fault, FaultSet};
+use ahpspec::rows::Quiet;
 
 /// Pairs from different areas, and pairs of one area that touch the same cases.
 const PAIRS: &[(&str, &str)] = &[
@@ -25,7 +25,7 @@ async fn broken(faults: &[&str]) -> BTreeSet<String> {
     let set: FaultSet = faults.join(",").parse().expect("known faults");
     let (_tx, rx) = tokio::sync::watch::channel(false);
     let options = Options {
-        faults: set,
+        faults: set.into(),
         ..Options::default()
     };
     certify(&options, &mut Quiet, rx)

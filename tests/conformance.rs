@@ -5,10 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
+use ahpspec::catalog::Selection;
 use ahpspec::certify::{certify, Options};
-use ahpspec::engine::{Quiet, Selection};
 use ahpspec::host::variants::{AutoConfirmed, Variants};
 use ahpspec::host::{self, HostConfig};
+use ahpspec::rows::Quiet;
 use ahpspec::verdict::{RunReport, Verdict};
 
 fn crate_root() -> PathBuf {

@@ -4,8 +4,8 @@
 use std::collections::BTreeSet;
 
 use ahpspec::certify::{certify, Options};
-use ahpspec::engine::Quiet;
 use ahpspec::host::Fault;
+use ahpspec::rows::Quiet;
 use ahpspec::verdict::{Level, Verdict};
 
 /// Rules a fault is expected to break. Faults that change host state behind the reducers'
@@ -656,7 +656,7 @@ fn every_case_has_a_fault() {
     let rules: BTreeSet<String> = catalog
         .cases
         .iter()
-        .map(|case| ahpspec::suite::rule_of(&case.info.id).to_owned())
+        .map(|case| ahpspec::verdict::rule_of(&case.info.id).to_owned())
         .collect();
     let broken: BTreeSet<String> = Fault::ALL.iter().flat_map(|f| expected(*f)).collect();
     let ledger: toml::Table =

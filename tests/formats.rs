@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use ahpspec::host::script::{plan_for_message, SCRIPT_PREFIX};
-use ahpspec::suite::{parse_suite, Catalog, EMBEDDED};
+use ahpspec::suite::{Catalog, EMBEDDED};
 use serde_json::{json, Map, Value};
 
 fn crate_root() -> PathBuf {
@@ -301,7 +301,7 @@ fn suite_schema_and_parser_agree() {
             Vec::<String>::new(),
             "{text}"
         );
-        parse_suite("valid.toml", text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        Catalog::parse_suite("valid.toml", text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     }
     let invalid = [
         // Unknown step field.
@@ -337,7 +337,7 @@ fn suite_schema_and_parser_agree() {
             "schema accepts:\n{text}"
         );
         assert!(
-            parse_suite("invalid.toml", text).is_err(),
+            Catalog::parse_suite("invalid.toml", text).is_err(),
             "parser accepts:\n{text}"
         );
     }
@@ -345,7 +345,7 @@ fn suite_schema_and_parser_agree() {
 
 fn parse_suite_value(document: &Value) -> Result<(), String> {
     let text = toml::to_string(document).map_err(|e| format!("cannot write TOML: {e}"))?;
-    parse_suite("probe.toml", &text)
+    Catalog::parse_suite("probe.toml", &text)
         .map(drop)
         .map_err(|e| e.to_string())
 }

@@ -5,20 +5,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ahpspec::checks::frame::{SchemaMap, Schemas};
-use ahpspec::engine::baseline::Baseline;
-use ahpspec::engine::profile::Profile;
+use ahpspec::client::Profile;
 use ahpspec::fuzz::trace::Trace;
-use ahpspec::fuzz::{fuzz, replay_trace, Excluded, ExecConfig, FuzzOptions, Target};
+use ahpspec::fuzz::{fuzz, replay_trace, Excluded, ExecConfig, FuzzOptions};
 use ahpspec::host::Fault;
+use ahpspec::rows::baseline::Baseline;
 use ahpspec::schema::SchemaSet;
+use ahpspec::target::Decided;
 
 /// A campaign that stops at its first finding (the tests of one fault need no more).
 fn options(fault: Option<Fault>, seed: u64, duration: Duration) -> FuzzOptions {
     FuzzOptions {
-        target: Target {
-            url: None,
-            faults: fault.into(),
-        },
+        target: Decided::Host(fault.into()).for_sequences(None),
         exec: ExecConfig {
             timeout: Duration::from_secs(2),
             settle: Duration::from_millis(3),
@@ -120,8 +118,10 @@ async fn finds_with_seed(fault: Fault, seed: u64, rules: &[&str]) {
         trace.failure
     );
     let case = trace.to_case();
-    let parsed =
-        ahpspec::suite::parse_suite("regression.toml", &format!("page = \"fuzz\"\n{case}"));
+    let parsed = ahpspec::suite::Catalog::parse_suite(
+        "regression.toml",
+        &format!("page = \"fuzz\"\n{case}"),
+    );
     assert!(
         parsed.is_ok(),
         "the regression case parses: {parsed:?}\n{case}"
@@ -459,7 +459,7 @@ async fn two_fault_campaign(
 ) -> ahpspec::fuzz::FuzzOutcome<ahpspec::fuzz::Op> {
     let (_stop, interrupt) = tokio::sync::watch::channel(false);
     let mut opts = options(None, 1, Duration::from_secs(60));
-    opts.target.faults = ahpspec::host::FaultSet::new(TWO_FAULTS);
+    opts.target = Decided::Host(ahpspec::host::FaultSet::new(TWO_FAULTS)).for_sequences(None);
     opts.cases = Some(400);
     opts.shrink_time = Duration::from_secs(3);
     opts.stop_after = None;

@@ -13,12 +13,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ahpspec::checks::frame::{SchemaMap, Schemas};
-use ahpspec::engine::profile::Profile;
+use ahpspec::client::Profile;
 use ahpspec::fuzz::frames::{execute_frames, fuzz_frames, Mutation};
-use ahpspec::fuzz::{fuzz, Excluded, ExecConfig, FuzzOptions, FuzzOutcome, Target};
+use ahpspec::fuzz::{fuzz, Excluded, ExecConfig, FuzzOptions, FuzzOutcome};
 use ahpspec::host::variants::{AutoConfirmed, Variants};
 use ahpspec::host::{self, HostConfig};
 use ahpspec::schema::SchemaSet;
+use ahpspec::target::Decided;
 use quirky_hosts::{quirky, Quirk};
 use run_support::{ahpspec, report_json, show, TempDir};
 
@@ -26,10 +27,11 @@ use run_support::{ahpspec, report_json, show, TempDir};
 /// `faults` when `None`).
 fn options(url: Option<&str>, seed: u64, duration: Duration) -> FuzzOptions {
     FuzzOptions {
-        target: Target {
-            url: url.map(str::to_owned),
-            faults: Default::default(),
-        },
+        target: match url {
+            Some(url) => Decided::Url(url.to_owned()),
+            None => Decided::Host(Default::default()),
+        }
+        .for_sequences(None),
         exec: ExecConfig {
             timeout: Duration::from_secs(2),
             settle: Duration::from_millis(3),
@@ -349,7 +351,7 @@ async fn a_known_missing_echo_is_not_waited_for_again() {
 #[tokio::test]
 async fn the_duration_bounds_the_whole_campaign() {
     let mut opts = options(None, 1, Duration::from_secs(3));
-    opts.target.faults = ahpspec::host::Fault::DiesOnMalformed.into();
+    opts.target = Decided::Host(ahpspec::host::Fault::DiesOnMalformed.into()).for_sequences(None);
     opts.exec.timeout = Duration::from_secs(1);
     opts.shrink_time = Duration::from_secs(600);
     let (_stop, interrupt) = tokio::sync::watch::channel(false);

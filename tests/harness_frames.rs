@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use ahpspec::capture::{Payload, Peer};
 use ahpspec::certify::{certify, Options};
 use ahpspec::checks::frame::SchemaMap;
-use ahpspec::engine::Quiet;
+use ahpspec::rows::Quiet;
 use ahpspec::schema::{SchemaSet, SchemaViolation};
 use serde_json::Value;
 

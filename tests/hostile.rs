@@ -11,9 +11,10 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use ahpspec::catalog::Selection;
 use ahpspec::certify::{certify, HarnessError, Options};
-use ahpspec::engine::{Quiet, Selection};
 use ahpspec::report;
+use ahpspec::rows::Quiet;
 use ahpspec::suite::Catalog;
 use ahpspec::transport::MAX_INBOUND_BYTES;
 use ahpspec::verdict::{CaseResult, RunReport, Verdict};

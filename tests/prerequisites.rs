@@ -4,7 +4,7 @@
 
 mod run_support;
 
-use ahpspec::engine::reconcile;
+use ahpspec::rows::reconcile;
 use ahpspec::verdict::{CaseInfo, CaseResult, Level, RunReport, Tally, Verdict};
 use run_support::{ahpspec, report_json, show, TempDir};
 use serde_json::Value;
@@ -219,9 +219,10 @@ fn a_blocked_case_is_never_conforming() {
 /// says so, and by which rule, rather than that nothing was seen.
 #[tokio::test]
 async fn always_on_rows_that_saw_nothing_because_cases_were_blocked_say_so() {
+    use ahpspec::catalog::Selection;
     use ahpspec::certify::{certify, Options};
-    use ahpspec::engine::{Quiet, Selection};
     use ahpspec::host::Fault;
+    use ahpspec::rows::Quiet;
     let (_stop, interrupt) = tokio::sync::watch::channel(false);
     let options = Options {
         faults: Fault::InitializeError.into(),

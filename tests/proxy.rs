@@ -14,9 +14,9 @@ use ahpspec::capture::Recorder;
 use ahpspec::certify::{certify, Options};
 use ahpspec::checks::frame::Schemas;
 use ahpspec::checks::ALWAYS_ON;
-use ahpspec::engine::Quiet;
 use ahpspec::host::{self, Fault, FaultSet, HostConfig};
 use ahpspec::proxy::{Proxy, ProxyConfig};
+use ahpspec::rows::Quiet;
 use ahpspec::verdict::{RunReport, Verdict};
 use futures_util::stream::{self, StreamExt};
 use run_support::{Served, TempDir};
@@ -540,7 +540,7 @@ async fn the_echo_of_a_clients_invalid_action_is_the_clients_and_does_not_cascad
     let timeout = Duration::from_secs(5);
     let (mut link, chat, proxy, host) =
         client_through_proxy(Fault::MalformedAccepted.into(), "ahp-session:/invalid-echo").await;
-    let profile = ahpspec::engine::Profile::scripted().expect("profile");
+    let profile = ahpspec::client::Profile::scripted().expect("profile");
     let stream = profile.behaviour("stream").expect("a stream behaviour");
     // No startedAt: a turn start that does not decode, which this host accepts and runs.
     let action = json!({ "type": "chat/turnStarted", "turnId": "t1",

@@ -13,9 +13,10 @@ use super::http::{Auth, Client, Request, Response};
 use super::model::Item;
 use super::suite::{AapCase, AuthText, HttpStep, LocatedStep, SessionStep, Step, TurnStep};
 
+mod list;
 mod track;
-use super::Agent;
-use crate::verdict::{CaseResult, Finding, Verdict};
+use super::agent::Agent;
+use crate::verdict::{rule_of, CaseResult, Finding, Level, ReportedFrame, Verdict};
 use track::{session_of, SessionModel};
 
 /// Everything a case needs from the run.
@@ -137,7 +138,7 @@ impl Run<'_> {
             Step::Http(step) => self.http(step, located).await,
             Step::Session(step) => self.session(step, located).await,
             Step::Turn(step) => self.turn(step, located).await,
-            Step::List(step) => super::list::walk(self, step, located).await,
+            Step::List(step) => list::walk(self, step, located).await,
             Step::Expect(expect) => {
                 let Some(response) = self.stored.get(&expect.of) else {
                     return Err(Stop::Harness(format!(
@@ -153,7 +154,7 @@ impl Run<'_> {
                 }
                 self.misses(
                     misses,
-                    expect.level.as_deref(),
+                    expect.level,
                     expect.relies_on.as_deref(),
                     &located.at,
                 )
@@ -165,33 +166,22 @@ impl Run<'_> {
     fn misses(
         &mut self,
         misses: Vec<Miss>,
-        level: Option<&str>,
+        level: Option<Level>,
         relies_on: Option<&str>,
         at: &str,
     ) -> Result<(), Stop> {
         if misses.is_empty() {
             return Ok(());
         }
-        let level = level
-            .and_then(super::suite::parse_level)
-            .unwrap_or(self.case.info.level);
+        let level = level.unwrap_or(self.case.info.level);
         // A rule relied on that is the case's own (its ID without the slug) is judged as
         // the case's; any other one blocks the case.
-        let own = relies_on.is_none_or(|r| r == base_rule(&self.case.info.id));
+        let own = relies_on.is_none_or(|r| r == rule_of(&self.case.info.id));
         let rule = match relies_on {
             Some(other) if !own => other.to_owned(),
             _ => self.case.info.id.clone(),
         };
-        let context: Vec<_> = self
-            .ctx
-            .client
-            .transcript()
-            .iter()
-            .rev()
-            .take(6)
-            .rev()
-            .cloned()
-            .collect();
+        let context = last_frames(self.ctx.client.transcript());
         for miss in misses {
             self.findings.push(Finding {
                 rule: rule.clone(),
@@ -293,7 +283,7 @@ impl Run<'_> {
         if self.refusal_expected {
             return None;
         }
-        if let Some(violation) = broke.filter(|v| v.rule.id() != base_rule(&self.case.info.id)) {
+        if let Some(violation) = broke.filter(|v| v.rule.id() != rule_of(&self.case.info.id)) {
             let miss = Miss::new(format!("{what}: {}", violation.expected), violation.actual);
             return Some((miss, violation.rule.id()));
         }
@@ -476,14 +466,15 @@ impl Run<'_> {
     }
 }
 
+/// The frames a finding shows: the last few of the case's transcript.
+pub fn last_frames(transcript: &[ReportedFrame]) -> Vec<ReportedFrame> {
+    const SHOWN: usize = 6;
+    transcript[transcript.len().saturating_sub(SHOWN)..].to_vec()
+}
+
 /// Framing rules (body schema and type, status, stream shape) decide whether a response can
 /// be read at all; the semantic ones (tool bookkeeping, secrets, history) leave a case able
 /// to judge its own rule.
 fn is_framing(rule: &str) -> bool {
     rule.starts_with("AAP-SSE-00") || rule.starts_with("AAP-HTTP-00")
-}
-
-/// A case ID without its `/slug`: the rule it proves.
-fn base_rule(id: &str) -> &str {
-    id.split('/').next().unwrap_or(id)
 }

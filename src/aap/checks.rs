@@ -7,11 +7,27 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+// The checks of GET /meta and of SSE streams, written apart.
+mod meta;
+mod stream;
+
 use super::http::{Body, Response};
 use super::sse::StreamEnd;
 pub use crate::checks::AAP_ALWAYS_ON;
 use crate::checks::{AlwaysOnRule, Rule, Skips, Violation};
-use crate::schema::SchemaSet;
+use crate::schema::{SchemaError, SchemaSet};
+
+/// The AAP schemas, compiled into the binary.
+pub const SCHEMA: &str = include_str!("../../schemas/aap/aap.schema.json");
+
+/// The embedded AAP schema set responses and events are checked against.
+pub fn schemas() -> Result<SchemaSet, SchemaError> {
+    let value = serde_json::from_str(SCHEMA).map_err(|source| SchemaError::Parse {
+        name: "aap.schema.json".into(),
+        source,
+    })?;
+    SchemaSet::from_documents([("aap.schema.json".to_owned(), value)])
+}
 
 /// The prefix of every secret option value the harness sets: none may come back.
 pub const SECRET_PREFIX: &str = "ahpspec-secret-";
@@ -122,14 +138,14 @@ impl Observer {
                 self.check_json(endpoint, body, response, seen);
             }
             if endpoint == Some(Endpoint::Meta) && response.status == 200 {
-                super::meta::check_meta(self, body);
+                meta::check_meta(self, body);
             }
             if endpoint == Some(Endpoint::History) {
                 self.check_no_permissions(body);
             }
         }
         if let (Body::Events(_), Some(Endpoint::Turn)) = (&response.body, endpoint) {
-            super::stream::check_stream(self, seen);
+            stream::check_stream(self, seen);
         }
     }
 

@@ -1,17 +1,15 @@
-//! AAP suite files (suites/aap/*.toml, schema: schemas/aap-suite.schema.json): the same
-//! case header as the AHP suites (id, level, spec, requirement, does, needs, capabilities)
-//! with HTTP step kinds. Parsing rejects unknown fields and reports `file:line`; nothing
-//! here runs anything.
+//! AAP suite files (suites/aap/*.toml, schema: schemas/aap-suite.schema.json): the case
+//! header every suite has ([`crate::catalog`]) with HTTP step kinds. Nothing here runs
+//! anything.
 
-use std::collections::{BTreeMap, HashSet};
-use std::path::Path;
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toml::Spanned;
 
-use crate::suite::SuiteError;
-use crate::verdict::{CaseInfo, Level};
+use crate::catalog::SuiteFormat;
+use crate::checks::{AlwaysOnRule, AAP_ALWAYS_ON};
+use crate::verdict::Level;
 
 /// The AAP suites compiled into the binary.
 pub const EMBEDDED: &[(&str, &str)] = &[
@@ -35,30 +33,6 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ),
     ("errors.toml", include_str!("../../suites/aap/errors.toml")),
 ];
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SuiteFile {
-    area: Option<String>,
-    page: String,
-    #[serde(default, rename = "case")]
-    cases: Vec<Spanned<CaseFile>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CaseFile {
-    id: String,
-    level: String,
-    spec: String,
-    requirement: String,
-    does: String,
-    #[serde(default)]
-    needs: Vec<String>,
-    #[serde(default)]
-    capabilities: Vec<String>,
-    steps: Vec<Spanned<Step>>,
-}
 
 /// One step: a table with exactly one key, the step kind.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -205,168 +179,44 @@ pub struct Expect {
     #[serde(default, skip_serializing_if = "is_empty")]
     pub capture: BTreeMap<String, String>,
     /// Report a miss at this lower level and go on.
-    pub level: Option<String>,
+    pub level: Option<Level>,
     /// A miss is that rule's failure and blocks the case.
     pub relies_on: Option<String>,
 }
 
-/// A step with where it stands.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LocatedStep {
-    pub step: Step,
-    pub at: String,
-}
+/// An AAP step with where it stands.
+pub type LocatedStep = crate::catalog::Located<Step>;
+/// A parsed AAP case (no probes, no `since`: AAP has one version).
+pub type AapCase = crate::catalog::Case<Step>;
+/// Every loaded AAP case, in file order.
+pub type AapCatalog = crate::catalog::Catalog<Step>;
 
-/// A parsed AAP case.
-#[derive(Debug, Clone)]
-pub struct AapCase {
-    pub info: CaseInfo,
-    /// Agent behaviours: `scripted`, `server_tool`, `secret_option`, `text_option`,
-    /// `select_option`, `token`.
-    pub needs: Vec<String>,
-    /// Capability paths (`stream.delta`); `!history.compacted` = must be undeclared.
-    pub capabilities: Vec<String>,
-    pub steps: Vec<LocatedStep>,
-}
-
-pub fn parse_level(text: &str) -> Option<Level> {
-    match text.trim_end_matches('*') {
-        "MUST" => Some(Level::Must),
-        "SHOULD" => Some(Level::Should),
-        "MAY" => Some(Level::May),
-        _ => None,
-    }
-}
-
-fn line_of(text: &str, offset: usize) -> usize {
-    text.get(..offset)
-        .map_or(1, |head| head.matches('\n').count() + 1)
-}
-
-/// Parses one suite file.
-pub fn parse_suite(file: &str, text: &str) -> Result<Vec<AapCase>, SuiteError> {
-    let error = |line: usize, message: String| SuiteError::Parse {
-        file: file.to_owned(),
-        line,
-        message,
-    };
-    let parsed: SuiteFile = toml::from_str(text).map_err(|e| {
-        error(
-            e.span().map_or(1, |span| line_of(text, span.start)),
-            e.message().to_owned(),
-        )
-    })?;
-    let area = parsed.area.clone().unwrap_or_else(|| {
-        Path::new(file)
-            .file_stem()
-            .map_or_else(|| file.to_owned(), |s| s.to_string_lossy().into_owned())
-    });
-    let mut cases = Vec::new();
-    for spanned in parsed.cases {
-        let line = line_of(text, spanned.span().start);
-        let case = spanned.into_inner();
-        let level = parse_level(&case.level)
-            .ok_or_else(|| error(line, format!("unknown level {:?}", case.level)))?;
-        if case.steps.is_empty() {
-            return Err(error(line, format!("case {} has no steps", case.id)));
-        }
-        let spec = if case.spec.contains(".md") {
-            case.spec
-        } else {
-            format!("{} {}", parsed.page, case.spec)
-        };
-        let steps = case
-            .steps
-            .into_iter()
-            .map(|s| LocatedStep {
-                at: format!("{file}:{}", line_of(text, s.span().start)),
-                step: s.into_inner(),
-            })
-            .collect();
-        cases.push(AapCase {
-            info: CaseInfo {
-                id: case.id,
-                level,
-                area: format!("aap/{area}"),
-                spec,
-                requirement: case.requirement,
-                does: case.does,
-                source: format!("{file}:{line}"),
-            },
-            needs: case.needs,
-            capabilities: case.capabilities,
-            steps,
-        });
-    }
-    Ok(cases)
-}
-
-/// Every embedded AAP case, ids unique across files.
-pub fn embedded() -> Result<Vec<AapCase>, SuiteError> {
-    let files = EMBEDDED
-        .iter()
-        .map(|(file, text)| (format!("suites/aap/{file}"), (*text).to_owned()));
-    collect(files)
-}
-
-/// Every case of the `*.toml` files in `dir` (e.g. a fuzz trace), ids unique across files.
-pub fn from_dir(dir: &Path) -> Result<Vec<AapCase>, SuiteError> {
-    let io = |source| SuiteError::Io {
-        path: dir.to_path_buf(),
-        source,
-    };
-    let mut paths: Vec<_> = std::fs::read_dir(dir)
-        .map_err(io)?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
-        .collect();
-    paths.sort();
-    if paths.is_empty() {
-        return Err(SuiteError::Empty(dir.to_path_buf()));
-    }
-    let mut files = Vec::new();
-    for path in paths {
-        let text = std::fs::read_to_string(&path).map_err(|source| SuiteError::Io {
-            path: path.clone(),
-            source,
-        })?;
-        files.push((path.display().to_string(), text));
-    }
-    collect(files.into_iter())
-}
-
-fn collect(files: impl Iterator<Item = (String, String)>) -> Result<Vec<AapCase>, SuiteError> {
-    let mut all = Vec::new();
-    let mut seen = HashSet::new();
-    for (name, text) in files {
-        for case in parse_suite(&name, &text)? {
-            if !seen.insert(case.info.id.clone()) {
-                return Err(SuiteError::DuplicateId {
-                    file: name.clone(),
-                    line: 1,
-                    id: case.info.id,
-                });
-            }
-            all.push(case);
-        }
-    }
-    Ok(all)
+/// AAP's suites: its steps, its files (areas under `aap/`), its always-on rules.
+impl SuiteFormat for Step {
+    const EMBEDDED: &'static [(&'static str, &'static str)] = EMBEDDED;
+    const AREA_PREFIX: &'static str = "aap/";
+    const PROBES_AND_VERSIONS: bool = false;
+    const ALWAYS_ON: &'static [AlwaysOnRule] = AAP_ALWAYS_ON;
+    const ALWAYS_ON_OVER: &'static str = "response of every case";
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::SuiteError;
 
     #[test]
     fn embedded_suites_parse() {
-        let cases = embedded().expect("embedded AAP suites parse");
+        let cases = AapCatalog::embedded()
+            .expect("embedded AAP suites parse")
+            .cases;
         assert!(cases.len() > 20, "{} cases", cases.len());
     }
 
     #[test]
     fn unknown_step_fields_are_rejected_with_a_line() {
         let text = "page = \"docs/endpoints.md\"\n[[case]]\nid = \"X\"\nlevel = \"MUST\"\nspec = \"§ a\"\nrequirement = \"r\"\ndoes = \"d\"\nsteps = [\n  { http = { method = \"GET\", path = \"/meta\", bogus = 1 } },\n]\n";
-        match parse_suite("t.toml", text) {
+        match AapCatalog::parse_suite("t.toml", text) {
             Err(SuiteError::Parse { line, .. }) => assert!(line >= 8, "line {line}"),
             other => panic!("expected a parse error, got {other:?}"),
         }

@@ -12,6 +12,7 @@ mod meta;
 mod routes;
 mod script;
 mod sessions;
+mod settings;
 mod turn;
 
 use std::convert::Infallible;

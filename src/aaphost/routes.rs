@@ -11,7 +11,8 @@ use serde_json::{json, Value};
 use super::http::{self, Body, Refusal};
 use super::messages;
 use super::meta;
-use super::sessions::{self, Settings, Store};
+use super::sessions::{self, Store};
+use super::settings::Settings;
 use super::turn::{self, StreamMode, TurnDone};
 use super::{AapFault, AapHostConfig};
 

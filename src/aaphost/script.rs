@@ -6,7 +6,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::sessions::{PendingCall, Settings, ToolKind};
+use super::settings::{Settings, ToolKind};
 use super::{AapFault, AapFaultSet};
 
 /// The prefix that turns a user message into a script.
@@ -95,6 +95,15 @@ pub enum Output {
     },
     /// A server-side tool's result (run inline, or after permission).
     ToolResult { id: String, content: String },
+}
+
+/// A call a turn left for the client to answer.
+#[derive(Debug, Clone)]
+pub struct PendingCall {
+    pub id: String,
+    pub name: String,
+    pub input: Value,
+    pub kind: ToolKind,
 }
 
 /// What one turn does.

@@ -8,7 +8,8 @@ use serde_json::{json, Value};
 use super::http::Refusal;
 use super::messages::{self, group_messages};
 use super::script::{self, Output, Plan};
-use super::sessions::{Pending, Session, Settings, ToolKind};
+use super::sessions::{Pending, Session};
+use super::settings::{Settings, ToolKind};
 use super::{AapFault, AapFaultSet};
 use hyper::StatusCode;
 

@@ -5,13 +5,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use ahpspec::engine::baseline::Baseline;
-use ahpspec::fuzz::{self, trace::Trace, Excluded, ExecConfig, FuzzOptions, FuzzOutcome, Target};
+use ahpspec::fuzz::{self, trace::Trace, Excluded, ExecConfig, FuzzOptions, FuzzOutcome};
 use ahpspec::proxy;
 use ahpspec::report;
+use ahpspec::rows::baseline::Baseline;
+use ahpspec::server::Target;
+use ahpspec::target::{decide, protocol_of, Decided, Faults, Protocol};
 use clap::Args;
 
-use crate::{parse_duration, parse_faults, target_faults, usage_error, with_runtime, ConnectArgs};
+use crate::{parse_duration, usage_error, with_runtime, ConnectArgs};
 
 #[derive(Debug, Args)]
 pub struct FuzzArgs {
@@ -29,7 +31,7 @@ pub struct FuzzArgs {
     /// Campaign I of N for parallel CI jobs: its seed is derived from --seed and I, and it
     /// runs its share of --cases; `ahpspec merge` combines the shards' reports.
     #[arg(long, value_parser = crate::parse_shard)]
-    shard: Option<ahpspec::engine::Shard>,
+    shard: Option<ahpspec::catalog::Shard>,
     /// Stop after this long (e.g. 60s, 10m).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     duration: Duration,
@@ -101,8 +103,8 @@ fn exec_config(
 ) -> anyhow::Result<ExecConfig> {
     use std::sync::Arc;
     let profile = match profile {
-        Some(path) => ahpspec::engine::profile::Profile::load(path)?,
-        None => ahpspec::engine::profile::Profile::scripted()?,
+        Some(path) => ahpspec::client::profile::Profile::load(path)?,
+        None => ahpspec::client::profile::Profile::scripted()?,
     };
     Ok(ExecConfig {
         timeout,
@@ -122,10 +124,7 @@ fn exec_config(
 /// The campaign's options from the arguments: baseline, execution settings, seed and
 /// number of sequences (a shard's share of them, from its own seed); a usage error's exit
 /// code otherwise.
-fn campaign_options(
-    args: &FuzzArgs,
-    faults: ahpspec::host::FaultSet,
-) -> Result<FuzzOptions, ExitCode> {
+fn campaign_options(args: &FuzzArgs, decided: &Decided) -> Result<FuzzOptions, ExitCode> {
     let baseline = match args.baseline.as_deref().map(Baseline::load).transpose() {
         Ok(baseline) => baseline.unwrap_or_default(),
         Err(error) => return Err(usage_error(&error.to_string())),
@@ -156,10 +155,7 @@ fn campaign_options(
         None => (seed, args.cases),
     };
     Ok(FuzzOptions {
-        target: Target {
-            url: args.url.clone(),
-            faults,
-        },
+        target: decided.for_sequences(None),
         exec,
         seed,
         cases,
@@ -178,14 +174,14 @@ async fn record_through(
     args: &FuzzArgs,
     options: &FuzzOptions,
 ) -> Result<(Option<proxy::Proxy>, Option<FuzzOptions>), ExitCode> {
-    let (Some(path), Some(url)) = (&args.record, &options.target.url) else {
+    let (Some(path), Some(url)) = (&args.record, options.target.url()) else {
         return Ok((None, None));
     };
     let schemas = options.exec.schemas.clone();
     match proxy::recording(url, path, schemas, args.timeout).await {
         Ok(proxy) => {
             let mut recorded = options.clone();
-            recorded.target.url = Some(proxy.url());
+            recorded.target = Target::Url(proxy.url());
             Ok((Some(proxy), Some(recorded)))
         }
         Err(error) => Err(usage_error(&error.to_string())),
@@ -193,31 +189,32 @@ async fn record_through(
 }
 
 pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
-    match ahpspec::aap::protocol_of(args.url.as_deref(), args.protocol.as_deref()) {
-        Ok(ahpspec::aap::Protocol::Aap) => {
-            if let Err(error) = args.connect.apply() {
-                return usage_error(&error);
-            }
-            return aap_fuzz(args);
-        }
-        Ok(ahpspec::aap::Protocol::Ahp) => {}
+    let protocol = match protocol_of(args.url.as_deref(), args.protocol.as_deref()) {
+        Ok(protocol) => protocol,
         Err(error) => return usage_error(&error),
-    }
-    let faults = match target_faults(&args.connect, args.fault.as_deref(), args.url.is_some()) {
-        Ok(faults) => faults,
-        Err(exit) => return exit,
     };
+    if let Err(error) = args.connect.apply() {
+        return usage_error(&error);
+    }
+    let faults = Faults::named(args.fault.as_deref());
+    let decided = match decide(protocol, args.url.as_deref(), &faults) {
+        Ok(decided) => decided,
+        Err(error) => return usage_error(&error.to_string()),
+    };
+    if protocol == Protocol::Aap {
+        return aap_fuzz(args, &decided);
+    }
     if args.record.is_some() && args.url.is_none() {
         return usage_error(
             "--record on fuzz needs a URL (the built-in target is a fresh host per sequence: run `ahpspec serve` and fuzz its URL)",
         );
     }
-    let options = match campaign_options(&args, faults) {
+    let options = match campaign_options(&args, &decided) {
         Ok(options) => options,
         Err(exit) => return exit,
     };
-    let target_label = args.url.clone().unwrap_or_else(|| "builtin".into());
-    let fault_name = options.target.faults.label();
+    let target_label = decided.label();
+    let fault_name = decided.fault_label();
     println!(
         "ahpspec fuzz: seed {}, mode {}, target {}{}",
         options.seed,
@@ -400,23 +397,25 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
         print!("{}", trace.to_case());
         return ExitCode::SUCCESS;
     }
-    // The trace's own faults (one name in traces of older versions, `a,b` now).
-    let faults = match (&args.url, trace.fault.as_deref()) {
-        (None, names) => match parse_faults(names) {
-            Ok(faults) => faults,
-            Err(error) => return usage_error(&error),
-        },
-        _ => Default::default(),
-    };
     let url = args
         .url
         .clone()
         .or_else(|| (trace.target != "builtin").then(|| trace.target.clone()));
+    // The trace's own faults (one name in traces of older versions, `a,b` now), for the
+    // built-in host it ran against.
+    let faults = match url {
+        None => Faults::named(trace.fault.as_deref()),
+        Some(_) => Faults::default(),
+    };
+    let decided = match decide(Protocol::Ahp, url.as_deref(), &faults) {
+        Ok(decided) => decided,
+        Err(error) => return usage_error(&error.to_string()),
+    };
     let exec = match exec_config(args.target_profile.as_ref(), args.timeout, 2) {
         Ok(exec) => exec,
         Err(error) => return usage_error(&format!("{error:#}")),
     };
-    let target = Target { url, faults };
+    let target = decided.for_sequences(None);
     let (trace_ref, target_ref, exec_ref) = (&trace, &target, &exec);
     let replayed = with_runtime(|mut interrupt| async move {
         tokio::select! {
@@ -450,7 +449,7 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
 }
 
 /// `fuzz --protocol aap`: the campaign is the library's; this prints, writes and exits.
-fn aap_fuzz(args: FuzzArgs) -> ExitCode {
+fn aap_fuzz(args: FuzzArgs, decided: &Decided) -> ExitCode {
     use ahpspec::aap::fuzz;
     // Options the AAP campaign does not implement are refused, never silently ignored.
     let unsupported = [
@@ -467,9 +466,8 @@ fn aap_fuzz(args: FuzzArgs) -> ExitCode {
         .seed
         .unwrap_or_else(|| jiff::Timestamp::now().as_nanosecond() as u64);
     let options = fuzz::AapFuzzOptions {
-        url: args.url.clone(),
-        fault: args.fault.clone(),
-        token: args.token.clone(),
+        target: decided.for_sequences(args.token.clone()),
+        token: decided.token(args.token.clone()),
         seed,
         cases: args.cases,
         duration: args.duration,
@@ -480,13 +478,13 @@ fn aap_fuzz(args: FuzzArgs) -> ExitCode {
     };
     println!(
         "ahpspec fuzz: protocol aap, seed {seed}, target {}{}",
-        args.url.as_deref().unwrap_or("builtin"),
-        args.fault
-            .as_deref()
+        decided.label(),
+        decided
+            .fault_label()
             .map(|f| format!(" (fault {f})"))
             .unwrap_or_default()
     );
-    let started = std::time::Instant::now();
+    let started = ahpspec::rows::Started::now();
     let outcome = match with_runtime(|_| async { fuzz::campaign(&options).await }) {
         Ok(Ok(outcome)) => outcome,
         Ok(Err(error)) => return usage_error(&error.to_string()),
@@ -497,7 +495,16 @@ fn aap_fuzz(args: FuzzArgs) -> ExitCode {
         Ok(traces) => traces,
         Err(error) => return usage_error(&format!("cannot write traces: {error}")),
     };
-    let report = fuzz::report(&outcome, &options, &traces, started.elapsed());
+    let plan = ahpspec::rows::RunPlan {
+        selection: Default::default(),
+        timeout: args.timeout,
+        jobs: 1,
+        rerun_prefix: ahpspec::certify::run_command(Protocol::Aap, decided, None),
+        target_label: decided.label(),
+        fault: decided.fault_label(),
+        strict: false,
+    };
+    let report = fuzz::report(&outcome, &plan, &started, &traces);
     for row in &report.cases {
         println!(
             "{} {}: {}\n  replay: {}",

@@ -4,69 +4,46 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
+use ahpspec::catalog::{Catalog, Selection, SuiteFormat};
 use ahpspec::certify::{self, Options};
-use ahpspec::engine::{Event, EventSink};
 use ahpspec::report;
-use ahpspec::suite::Catalog;
+use ahpspec::rows::{Event, EventSink};
+use ahpspec::target::{protocol_of, Faults, Protocol};
 use ahpspec::verdict::Verdict;
 
-use crate::{target_faults, usage_error, with_runtime, ListArgs, MergeArgs, RunArgs};
+use crate::{usage_error, with_runtime, ListArgs, MergeArgs, RunArgs};
 
+/// `ahpspec list`: the catalog of the protocol as its selection admits it.
 pub fn list(args: &ListArgs) -> ExitCode {
-    match ahpspec::aap::protocol_of(None, args.protocol.as_deref()) {
-        Ok(ahpspec::aap::Protocol::Aap) => {
-            return match ahpspec::aap::runner::catalog_lines(&args.select.selection()) {
-                Ok(lines) => {
-                    lines.iter().for_each(|line| println!("{line}"));
-                    ExitCode::SUCCESS
-                }
-                Err(error) => usage_error(&error.to_string()),
-            }
-        }
-        Ok(ahpspec::aap::Protocol::Ahp) => {}
-        Err(error) => return usage_error(&error),
-    }
-    let catalog = match &args.select.suites {
-        Some(dir) => Catalog::from_dir(dir),
-        None => Catalog::embedded(),
-    };
-    let catalog = match catalog {
-        Ok(catalog) => catalog,
-        Err(error) => return usage_error(&error.to_string()),
-    };
     let selection = args.select.selection();
+    let suites = args.select.suites.as_deref();
+    let lines = match protocol_of(None, args.protocol.as_deref()) {
+        Ok(Protocol::Ahp) => listing::<ahpspec::suite::Step>(suites, &selection),
+        Ok(Protocol::Aap) => listing::<ahpspec::aap::suite::Step>(suites, &selection),
+        Err(error) => Err(error),
+    };
+    match lines {
+        Ok(lines) => {
+            lines.iter().for_each(|line| println!("{line}"));
+            ExitCode::SUCCESS
+        }
+        Err(error) => usage_error(&error),
+    }
+}
+
+/// The lines `list` prints for a protocol's suites, or why there are none.
+fn listing<S: SuiteFormat>(
+    suites: Option<&std::path::Path>,
+    selection: &Selection,
+) -> Result<Vec<String>, String> {
+    let catalog = Catalog::<S>::load(suites).map_err(|error| error.to_string())?;
     if !selection.matches_any(&catalog) {
-        return usage_error(&format!(
+        return Err(format!(
             "the selection {} matches no case",
             selection.describe()
         ));
     }
-    for case in catalog
-        .cases
-        .iter()
-        .filter(|c| selection.includes(&c.info.id, c.info.level))
-    {
-        println!(
-            "{}\t{}\t{}\t{}",
-            case.info.id,
-            case.info.level.as_str(),
-            case.info.area,
-            case.info.does
-        );
-    }
-    for rule in ahpspec::checks::ALWAYS_ON
-        .iter()
-        .filter(|r| selection.includes(r.id, r.level))
-    {
-        println!(
-            "{}\t{}\t{}\tChecked on every frame of every case ({})",
-            rule.id,
-            rule.level.as_str(),
-            rule.area,
-            rule.unit
-        );
-    }
-    ExitCode::SUCCESS
+    Ok(catalog.listing(selection))
 }
 
 /// Terminal output while cases finish: failures in full; on a terminal, once the run has
@@ -128,19 +105,29 @@ impl EventSink for Console {
     }
 }
 
+/// `ahpspec run`: certifies a server of either protocol (the library does the work) and
+/// writes the reports.
 pub fn run(args: RunArgs) -> ExitCode {
-    match ahpspec::aap::protocol_of(args.url.as_deref(), args.protocol.as_deref()) {
-        Ok(ahpspec::aap::Protocol::Aap) => return run_aap(args),
-        Ok(ahpspec::aap::Protocol::Ahp) => {}
+    let protocol = match protocol_of(args.url.as_deref(), args.protocol.as_deref()) {
+        Ok(protocol) => protocol,
         Err(error) => return usage_error(&error),
+    };
+    if let Err(error) = args.connect.apply() {
+        return usage_error(&error);
     }
-    let faults = match target_faults(&args.connect, args.fault.as_deref(), args.url.is_some()) {
-        Ok(faults) => faults,
-        Err(exit) => return exit,
+    let token = match protocol {
+        // AAP faults are the AAP server's own (`serve --protocol aap --fault list`).
+        Protocol::Aap => match aap_key(args.token.clone()) {
+            Ok(token) => token,
+            Err(error) => return usage_error(&error),
+        },
+        Protocol::Ahp => args.token.clone(),
     };
     let options = Options {
+        protocol,
         url: args.url.clone(),
-        faults,
+        faults: Faults::named(args.fault.as_deref()),
+        token,
         suites: args.select.suites.clone(),
         schemas: args.schemas.clone(),
         profile: args.target_profile.clone(),
@@ -155,55 +142,6 @@ pub fn run(args: RunArgs) -> ExitCode {
     let outcome = with_runtime(|interrupt| async move {
         let mut console = Console::new();
         certify::certify(&options, &mut console, interrupt).await
-    });
-    let report = match outcome {
-        Ok(Ok(report)) => report,
-        Ok(Err(error)) => return usage_error(&error.to_string()),
-        Err(exit) => return exit,
-    };
-    finish(&report, &args.report_dir)
-}
-
-/// `run` against an AAP server (or the built-in one): the library does the work. AAP
-/// faults are the AAP server's own (`serve --protocol aap --fault list`).
-fn run_aap(args: RunArgs) -> ExitCode {
-    if let Err(error) = args.connect.apply() {
-        return usage_error(&error);
-    }
-    let token = match aap_key(args.token.clone()) {
-        Ok(token) => token,
-        Err(error) => return usage_error(&error),
-    };
-    if args.schemas.is_some() || args.target_profile.is_some() || args.record.is_some() {
-        return usage_error("--schemas, --target-profile and --record apply to AHP runs only");
-    }
-    if args.protocol_version != [ahpspec::client::checkpoint::DEFAULT_OFFER] {
-        return usage_error(
-            "--protocol-version applies to AHP runs only (AAP runs speak version 3)",
-        );
-    }
-    let options = ahpspec::aap::AapOptions {
-        url: args.url.clone(),
-        target_label: args.url.clone().unwrap_or_else(|| "builtin".to_owned()),
-        fault: args.fault.clone(),
-        token,
-        selection: args.select.selection(),
-        timeout: args.timeout,
-        jobs: args.jobs.max(1),
-        strict: args.strict,
-        suites: args.select.suites.clone(),
-        baseline: args.baseline.clone(),
-        rerun_prefix: ahpspec::aap::rerun_prefix(args.url.as_deref(), args.fault.as_deref())
-            + &args
-                .select
-                .suites
-                .as_ref()
-                .map(|dir| format!(" --suites {}", dir.display()))
-                .unwrap_or_default(),
-    };
-    let outcome = with_runtime(|interrupt| async move {
-        let mut console = Console::new();
-        ahpspec::aap::certify(&options, &mut console, interrupt).await
     });
     match outcome {
         Ok(Ok(report)) => finish(&report, &args.report_dir),
@@ -278,7 +216,7 @@ pub fn merge(args: MergeArgs) -> ExitCode {
     let baseline = match args
         .baseline
         .as_deref()
-        .map(ahpspec::engine::baseline::Baseline::load)
+        .map(ahpspec::rows::baseline::Baseline::load)
         .transpose()
     {
         Ok(baseline) => baseline,

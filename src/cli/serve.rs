@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use ahpspec::aaphost;
-use ahpspec::host::{self, faults, HostConfig};
+use ahpspec::host::{faults, HostConfig};
 use ahpspec::suite::Catalog;
 
 use tokio::sync::watch;
@@ -63,7 +63,7 @@ pub fn serve_aap(listen: SocketAddr, token: Option<String>, fault: Option<&str>)
         ..aaphost::AapHostConfig::default()
     };
     let served = with_runtime(|mut interrupt| async move {
-        let handle = aaphost::spawn(config.clone()).await?;
+        let handle = ahpspec::target::start_aap_server(config.clone()).await?;
         println!("{}", handle.base_url());
         std::io::stdout().flush()?;
         announce_faults("AAP", &config.faults);
@@ -125,7 +125,7 @@ fn announce_faults<F: ahpspec::faultset::Fault>(
 /// Serves until SIGINT or SIGTERM, on the runtime every command uses.
 fn serve(config: HostConfig) -> Result<anyhow::Result<()>, ExitCode> {
     with_runtime(|mut interrupt| async move {
-        let handle = host::spawn(config.clone())
+        let handle = ahpspec::target::start_host(config.clone())
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
         println!("{}", handle.url());

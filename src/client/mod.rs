@@ -2,10 +2,12 @@
 //! [`crate::engine`] and the fuzzer in [`crate::fuzz`], peers over it): the handshake and
 //! subscribe messages written once, a connection whose every frame is recorded and run
 //! through the always-on checks and whose dispatches carry its own clientSeq ([`Conn`]),
-//! and checkpoints that hold its reducer mirrors against fresh snapshots ([`checkpoint`]).
+//! checkpoints that hold its reducer mirrors against fresh snapshots ([`checkpoint`]), and
+//! the target profile that says how to drive the server's agent ([`profile`]).
 
 pub mod checkpoint;
 mod conn;
+pub mod profile;
 mod spelling;
 
 use std::time::Duration;
@@ -16,6 +18,7 @@ use serde_json::{json, Value};
 use crate::transport::{Connection, TransportError};
 
 pub use conn::{json_equal, Conn, Located};
+pub use profile::Profile;
 pub use spelling::{is_channel, json_finds, same_channel};
 
 /// The root channel: requests that belong to no session or chat go to it.

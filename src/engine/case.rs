@@ -18,10 +18,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::profile::Profile;
 use super::vars::Vars;
 use crate::checks::frame::{Counts, Schemas};
 use crate::checks::Rule;
+use crate::client::Profile;
 use crate::client::{json_equal as json_eq, Conn, Located, ROOT};
 use crate::suite::*;
 use crate::transport::{Connection, Incoming, TransportError};
@@ -235,13 +235,15 @@ impl Runner<'_> {
         }
         for need in &self.case.needs {
             if stop.is_none() && !self.ctx.profile.provides(need) {
-                stop = Some(Stop::NotTestable(if need == super::profile::DIRECTORIES {
-                    "the target profile names no two working directories the server accepts (working_directories)".to_owned()
-                } else if need.contains('.') {
-                    format!("the target profile does not promise {need:?}")
-                } else {
-                    format!("the target profile has no trigger for behaviour {need:?}")
-                }));
+                stop = Some(Stop::NotTestable(
+                    if need == crate::client::profile::DIRECTORIES {
+                        "the target profile names no two working directories the server accepts (working_directories)".to_owned()
+                    } else if need.contains('.') {
+                        format!("the target profile does not promise {need:?}")
+                    } else {
+                        format!("the target profile has no trigger for behaviour {need:?}")
+                    },
+                ));
             }
         }
         stop

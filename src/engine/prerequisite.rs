@@ -45,7 +45,7 @@ pub(super) fn blocked_before_running(
     let Step::Initialize(init) = &first.step else {
         return None;
     };
-    let own = crate::suite::rule_of(&case.info.id) == "INIT-001";
+    let own = crate::verdict::rule_of(&case.info.id) == "INIT-001";
     // A server that answers no initialize at all answers none of these either.
     let own_kind = init.versions.is_some() || init.relies_on.is_some() || init.send_only;
     if own || (own_kind && !unanswered) {
@@ -82,7 +82,7 @@ pub(super) fn rule_levels(catalog: &Catalog) -> HashMap<String, Level> {
         .map(|rule| (rule.id.to_owned(), rule.level))
         .collect();
     for case in &catalog.cases {
-        let rule = crate::suite::rule_of(&case.info.id);
+        let rule = crate::verdict::rule_of(&case.info.id);
         if case.info.id == rule || !levels.contains_key(rule) {
             levels.insert(rule.to_owned(), case.info.level);
         }
@@ -119,7 +119,7 @@ pub(super) fn charge_prerequisites(
         let index = results.iter().position(|r| r.info.id == rule).or_else(|| {
             results
                 .iter()
-                .position(|r| crate::suite::rule_of(&r.info.id) == rule)
+                .position(|r| crate::verdict::rule_of(&r.info.id) == rule)
         });
         let row = match index {
             Some(index) => {
@@ -163,7 +163,7 @@ pub(super) fn charge_prerequisites(
                     protocol_version: None,
                     transcript: Vec::new(),
                     duration_ms: 0.0,
-                    rerun: format!("{} --filter {rule}", config.rerun_prefix),
+                    rerun: config.plan.rerun(&rule),
                 };
                 // Before the always-on rows, after the cases.
                 let at = results
@@ -195,7 +195,7 @@ pub(super) async fn agent_capabilities(
 ) -> Result<serde_json::Value, AgentsUnread> {
     use crate::client::{initialize_params, ROOT};
     use serde_json::{json, Value};
-    let mut link = crate::transport::Connection::connect(&config.url, config.timeout)
+    let mut link = crate::transport::Connection::connect(&config.url, config.plan.timeout)
         .await
         .map_err(|e| AgentsUnread::Harness(format!("cannot connect to read the agents: {e}")))?;
     let init = link
@@ -207,7 +207,7 @@ pub(super) async fn agent_capabilities(
                 params["initialSubscriptions"] = json!([ROOT]);
                 params
             },
-            config.timeout,
+            config.plan.timeout,
         )
         .await;
     link.close().await;

@@ -16,9 +16,6 @@ pub fn now_iso() -> String {
     format!("{:.3}", jiff::Timestamp::now())
 }
 
-// compat: old path, removed after the parallel branches merge
-pub use crate::client::unique_token;
-
 #[derive(Debug, Clone)]
 pub struct Vars {
     values: HashMap<String, Value>,
@@ -46,7 +43,7 @@ impl Vars {
 
     /// Variables of a case run: `${run}` plus `${behaviour.NAME}` for every behaviour of the
     /// target profile.
-    pub fn with_profile(token: &str, profile: &super::profile::Profile) -> Vars {
+    pub fn with_profile(token: &str, profile: &crate::client::Profile) -> Vars {
         let mut vars = Vars::new(token);
         for (name, behaviour) in &profile.behaviours {
             vars.set(
@@ -62,10 +59,6 @@ impl Vars {
 
     pub fn set(&mut self, name: &str, value: Value) {
         self.values.insert(name.to_owned(), value);
-    }
-
-    pub fn get(&self, name: &str) -> Option<&Value> {
-        self.values.get(name)
     }
 
     fn resolve(&self, reference: &str) -> Result<Value, UnknownVar> {

@@ -8,9 +8,9 @@ use std::path::Path;
 
 use super::exec::Failure;
 use super::{Found, FuzzOutcome};
+use crate::catalog::glob;
 use crate::checks::Violation;
-use crate::engine::baseline::Baseline;
-use crate::engine::glob;
+use crate::rows::baseline::Baseline;
 use crate::verdict::{CaseInfo, CaseResult, Finding, Level, RunReport, Verdict};
 
 /// Rules the fuzzer does not judge (`--exclude`, globs as in `run --exclude`). A violation
@@ -407,7 +407,7 @@ fn campaign_report<T>(
     };
     // A baselined rule that did not fail this time is not stale: random sequences prove
     // nothing by missing it.
-    crate::engine::reconcile(&mut report, Some(input.baseline));
+    crate::rows::reconcile(&mut report, Some(input.baseline));
     report
 }
 

@@ -23,7 +23,7 @@ pub use exec::{execute, execute_until, ExecConfig, ExecError, Execution, Failure
 pub use findings::{report, Excluded, Findings, Known, ReportInput, Seen};
 pub use ops::{Op, Repertoire};
 
-use crate::engine::baseline::Baseline;
+use crate::rows::baseline::Baseline;
 
 /// Budgets and knobs of a fuzz run.
 #[derive(Debug, Clone)]
@@ -142,7 +142,7 @@ impl<T> FuzzOutcome<T> {
 
 /// The campaign seed of shard `shard` of a campaign seeded `seed`: distinct per shard, and
 /// the same for the same command line (splitmix64 of the seed and the shard index).
-pub fn shard_seed(seed: u64, shard: crate::engine::Shard) -> u64 {
+pub fn shard_seed(seed: u64, shard: crate::catalog::Shard) -> u64 {
     let mut z = seed.wrapping_add((shard.index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -151,7 +151,7 @@ pub fn shard_seed(seed: u64, shard: crate::engine::Shard) -> u64 {
 
 /// Shard `shard`'s share of `total` sequences: the remainder goes to the first shards, so
 /// the shares add up to `total`.
-pub fn shard_cases(total: u64, shard: crate::engine::Shard) -> u64 {
+pub fn shard_cases(total: u64, shard: crate::catalog::Shard) -> u64 {
     let count = shard.count as u64;
     let index = shard.index as u64 - 1;
     total / count + u64::from(index < total % count)
@@ -243,7 +243,7 @@ pub fn render_found<T: serde::Serialize>(found: &Found<T>) -> String {
 #[cfg(test)]
 mod shard_tests {
     use super::{shard_cases, shard_seed};
-    use crate::engine::Shard;
+    use crate::catalog::Shard;
 
     #[test]
     fn shards_get_distinct_seeds_and_split_the_cases() {

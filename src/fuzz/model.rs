@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::ops::{Behaviour, Op, PendingKind};
-use crate::engine::profile::Profile;
+use crate::client::profile::Profile;
 
 /// How a correct host answers a dispatch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use proptest::strategy::Union;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::profile::Profile;
+use crate::client::profile::Profile;
 
 /// Agent behaviours the fuzzer starts turns with (target-profile keys).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -20,9 +20,9 @@ mod dispatch;
 pub mod faults;
 mod projection;
 pub mod script;
-mod swap;
-pub mod variants;
 mod world;
+
+pub use world::variants;
 
 use std::io;
 use std::net::SocketAddr;

@@ -15,6 +15,11 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, Notify};
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 
+// The fault that parks dispatches and the host's conforming variants are parts of the
+// world's behaviour, written apart.
+mod swap;
+pub mod variants;
+
 use super::catalog::action_info;
 use super::faults::{Fault, FaultSet};
 
@@ -122,7 +127,7 @@ pub struct WorldConfig {
     /// Whether `view.turns` windows snapshots (see `HostConfig::turn_windows`).
     pub turn_windows: bool,
     /// Conforming choices (see `HostConfig::variants`).
-    pub variants: super::variants::Variants,
+    pub variants: variants::Variants,
 }
 
 #[derive(Debug)]
@@ -153,7 +158,7 @@ pub struct World {
     /// cross-channel-reorder fault.
     pub(super) held_frames: Option<Vec<(ConnId, Utf8Bytes)>>,
     /// Client dispatches held back by the echo-order-swapped fault.
-    pub parked: super::swap::ParkedDispatches,
+    pub parked: swap::ParkedDispatches,
     /// Summaries of disposed sessions still listed to the connection that disposed them,
     /// for the disposed-still-listed fault.
     pub listed_after_dispose: Vec<(ConnId, Value)>,

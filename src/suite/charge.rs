@@ -221,7 +221,7 @@ impl Case {
         if self.probe.is_some() {
             return true;
         }
-        let own = super::rule_of(&self.info.id);
+        let own = crate::verdict::rule_of(&self.info.id);
         let mut names = Names::default();
         self.steps.iter().any(|located| {
             names.note(&located.step);

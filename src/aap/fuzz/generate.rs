@@ -7,8 +7,8 @@
 
 use serde_json::{json, Value};
 
+use crate::aap::agent::Agent;
 use crate::aap::suite::{Expect, HttpStep, ListStep, SessionStep, Step, TurnStep};
-use crate::aap::Agent;
 
 /// SplitMix64: small, fast, and the same sequence for the same seed everywhere.
 #[derive(Debug, Clone)]

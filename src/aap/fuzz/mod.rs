@@ -1,8 +1,8 @@
 //! `ahpspec fuzz --protocol aap`: seeded random request sequences ([`generate`]) run as
-//! AAP cases against the server (a fresh built-in server per sequence when no URL is
-//! given) with every always-on check; each rule's first failing sequence is shrunk (whole
-//! operations removed while the rule still fails) and written as a suite file that
-//! `ahpspec run --protocol aap --suites DIR` replays.
+//! AAP cases against the target composition hands over (a fresh built-in server per
+//! sequence when no URL is given) with every always-on check; each rule's first failing
+//! sequence is shrunk (whole operations removed while the rule still fails) and written as
+//! a suite file that `ahpspec run --protocol aap --suites DIR` replays.
 
 pub mod generate;
 
@@ -12,23 +12,24 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::agent::{read_meta, Agent};
 use super::case::{run_case, CaseContext};
 use super::checks::{Observer, AAP_ALWAYS_ON, SECRET_PREFIX};
 use super::http::{Client, Target};
-use super::runner::{AapError, BUILTIN_TOKEN};
-use super::suite::{AapCase, LocatedStep, Step};
-use super::Agent;
-use crate::engine::glob;
-use crate::schema::SchemaSet;
-use crate::verdict::{CaseInfo, CaseResult, Level, Verdict};
+use super::suite::{AapCase, AapCatalog, LocatedStep, Step};
+use crate::catalog::{glob, SuiteError};
+use crate::rows::{RunPlan, Started};
+use crate::schema::{SchemaError, SchemaSet};
+use crate::server;
+use crate::verdict::{rule_of, CaseInfo, CaseResult, Level, Verdict};
 use generate::{Generator, Op, Rng};
 
 /// What to fuzz and for how long.
 #[derive(Debug, Clone)]
 pub struct AapFuzzOptions {
-    /// `None`: a fresh built-in server per sequence, with `fault`.
-    pub url: Option<String>,
-    pub fault: Option<String>,
+    /// Where sequences run (composition's: a URL, or a fresh built-in server each).
+    pub target: server::Target,
+    /// API key sent as `Authorization: Bearer` (the built-in server's, for it).
     pub token: Option<String>,
     pub seed: u64,
     pub cases: Option<u64>,
@@ -63,7 +64,24 @@ pub struct AapFuzzOutcome {
     pub found: Vec<AapFound>,
 }
 
-/// Where sequences run: the URL, or built-in servers.
+/// Why a campaign could not go on: no verdict is possible.
+#[derive(Debug, thiserror::Error)]
+pub enum AapFuzzError {
+    #[error(transparent)]
+    Suite(#[from] SuiteError),
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+    #[error("cannot start the built-in AAP server: {0}")]
+    Start(#[source] std::io::Error),
+    /// Not an AAP base URL, or no usable answer to `GET /meta`.
+    #[error("{0}")]
+    Unreachable(String),
+    /// The harness could not run a sequence.
+    #[error("{0}")]
+    Harness(String),
+}
+
+/// Runs sequences on the target.
 struct Runner {
     options: AapFuzzOptions,
     schemas: Arc<SchemaSet>,
@@ -73,52 +91,33 @@ struct Runner {
 type Broken = BTreeMap<String, (String, String)>;
 
 impl Runner {
+    /// Runs `work` against the server of one sequence (started fresh when built in).
     async fn with_target<T>(
         &self,
-        work: impl AsyncFnOnce(Target, Option<String>) -> Result<T, AapError>,
-    ) -> Result<T, AapError> {
-        if let Some(url) = &self.options.url {
-            let target = Target::parse(url).map_err(|e| AapError::Usage(e.to_string()))?;
-            return work(target, self.options.token.clone()).await;
-        }
-        let faults = match self.options.fault.as_deref() {
-            Some(names) => names
-                .parse::<crate::aaphost::AapFaultSet>()
-                .map_err(|e| AapError::Usage(e.to_string()))?,
-            None => crate::aaphost::AapFaultSet::default(),
+        work: impl AsyncFnOnce(Target) -> Result<T, AapFuzzError>,
+    ) -> Result<T, AapFuzzError> {
+        let server = self
+            .options
+            .target
+            .for_sequence()
+            .await
+            .map_err(AapFuzzError::Start)?;
+        let out = match Target::parse(&server.url) {
+            Ok(target) => work(target).await,
+            Err(error) => Err(AapFuzzError::Unreachable(error.to_string())),
         };
-        let server = crate::aaphost::spawn(crate::aaphost::AapHostConfig {
-            faults,
-            token: Some(BUILTIN_TOKEN.to_owned()),
-            ..Default::default()
-        })
-        .await
-        .map_err(AapError::Host)?;
-        let target =
-            Target::parse(&server.base_url()).map_err(|e| AapError::Usage(e.to_string()))?;
-        let out = work(target, Some(BUILTIN_TOKEN.to_owned())).await;
-        server.shutdown().await;
+        server.stop().await;
         out
     }
 
-    async fn agent(&self) -> Result<Agent, AapError> {
-        self.with_target(async |target, token| {
-            let mut client = Client::new(target, token, self.options.timeout);
-            let request = super::http::Request {
-                method: "GET".into(),
-                path: "/meta".into(),
-                ..Default::default()
-            };
-            let response = client
-                .send(&request)
+    /// The agent `GET /meta` names.
+    async fn agent(&self) -> Result<Agent, AapFuzzError> {
+        self.with_target(async |target| {
+            let mut client = Client::new(target, self.options.token.clone(), self.options.timeout);
+            read_meta(&mut client)
                 .await
-                .map_err(|e| AapError::Unreachable(e.to_string()))?;
-            response.json().and_then(Agent::choose).ok_or_else(|| {
-                AapError::Unreachable(format!(
-                    "GET /meta answered {} without an agent",
-                    response.status
-                ))
-            })
+                .map_err(|e| AapFuzzError::Unreachable(e.to_string()))?
+                .map_err(AapFuzzError::Unreachable)
         })
         .await
     }
@@ -129,14 +128,14 @@ impl Runner {
         agent: &Agent,
         ops: &[Op],
         seed: u64,
-    ) -> Result<(Broken, CaseResult), AapError> {
+    ) -> Result<(Broken, CaseResult), AapFuzzError> {
         let case = as_case(ops, "AAP-SESSION-006/fuzz", Level::Must);
-        self.with_target(async |target, token| {
+        self.with_target(async |target| {
             let mut vars: HashMap<String, String> = agent.vars().into_iter().collect();
             vars.insert("run".into(), format!("fz{seed}"));
             vars.insert("secret".into(), format!("{SECRET_PREFIX}fz{seed}"));
             let ctx = CaseContext {
-                client: Client::new(target, token, self.options.timeout),
+                client: Client::new(target, self.options.token.clone(), self.options.timeout),
                 agent: Arc::new(agent.clone()),
                 vars,
                 observer: Observer::new(Arc::clone(&self.schemas)),
@@ -152,13 +151,12 @@ impl Runner {
             }
             for finding in &outcome.result.findings {
                 // A miss of the sequence's own (placeholder) case is its rule's, slug dropped.
-                let rule = finding.rule.split('/').next().unwrap_or_default();
                 broken
-                    .entry(rule.to_owned())
+                    .entry(rule_of(&finding.rule).to_owned())
                     .or_insert((finding.expected.clone(), finding.actual.clone()));
             }
             if outcome.result.verdict == Verdict::HarnessError {
-                return Err(AapError::Usage(outcome.result.summary.clone()));
+                return Err(AapFuzzError::Harness(outcome.result.summary.clone()));
             }
             broken.retain(|rule, _| !self.options.exclude.iter().any(|g| glob(g, rule)));
             Ok((broken, outcome.result))
@@ -174,7 +172,7 @@ impl Runner {
         mut ops: Vec<Op>,
         rule: &str,
         seed: u64,
-    ) -> Result<Vec<Op>, AapError> {
+    ) -> Result<Vec<Op>, AapFuzzError> {
         let started = Instant::now();
         let mut changed = true;
         while changed && started.elapsed() < self.options.shrink_time {
@@ -221,29 +219,27 @@ pub fn as_case(ops: &[Op], id: &str, level: Level) -> AapCase {
         },
         needs: Vec::new(),
         capabilities: Vec::new(),
+        probe: None,
+        since: None,
         steps,
     }
 }
 
-fn levels() -> Result<HashMap<String, Level>, AapError> {
-    let mut levels: HashMap<String, Level> = super::suite::embedded()?
+fn levels() -> Result<HashMap<String, Level>, SuiteError> {
+    let mut levels: HashMap<String, Level> = AapCatalog::embedded()?
+        .cases
         .into_iter()
-        .map(|c| {
-            (
-                c.info.id.split('/').next().unwrap_or_default().to_owned(),
-                c.info.level,
-            )
-        })
+        .map(|c| (rule_of(&c.info.id).to_owned(), c.info.level))
         .collect();
     levels.extend(AAP_ALWAYS_ON.iter().map(|r| (r.id.to_owned(), r.level)));
     Ok(levels)
 }
 
 /// Runs a campaign.
-pub async fn campaign(options: &AapFuzzOptions) -> Result<AapFuzzOutcome, AapError> {
+pub async fn campaign(options: &AapFuzzOptions) -> Result<AapFuzzOutcome, AapFuzzError> {
     let runner = Runner {
         options: options.clone(),
-        schemas: Arc::new(super::runner::schemas()?),
+        schemas: Arc::new(super::checks::schemas()?),
     };
     let agent = runner.agent().await?;
     let started = Instant::now();
@@ -383,12 +379,13 @@ pub fn write_traces(
     Ok(written)
 }
 
-/// The campaign as a run report (the same four reports as `run`).
+/// The campaign as a run report (the same four reports as `run`): `plan` says what the
+/// target was and how `run` replays a trace (its `--suites DIR` appended).
 pub fn report(
     outcome: &AapFuzzOutcome,
-    options: &AapFuzzOptions,
+    plan: &RunPlan,
+    started: &Started,
     traces: &[std::path::PathBuf],
-    elapsed: Duration,
 ) -> crate::verdict::RunReport {
     let replay = |found: &AapFound| {
         let index = outcome
@@ -400,16 +397,10 @@ pub fn report(
             .get(index)
             .map(|p| p.display().to_string())
             .unwrap_or_default();
-        super::rerun_prefix(options.url.as_deref(), options.fault.as_deref())
-            + &format!(" --suites {dir}")
+        format!("{} --suites {dir}", plan.rerun_prefix)
     };
-    let target = options.url.clone().unwrap_or_else(|| "builtin".into());
-    let mut report = super::runner::new_report(
-        target,
-        options.fault.clone(),
-        elapsed,
-        rows(outcome, replay),
-    );
-    crate::engine::reconcile(&mut report, None);
+    let version = format!("AAP {}", super::AAP_VERSION);
+    let mut report = plan.report(version, started, false, rows(outcome, replay));
+    crate::rows::reconcile(&mut report, None);
     report
 }

@@ -25,7 +25,7 @@ impl Runner<'_> {
             .map(|conn| context_frames(conn, conn.link.transcript().frames.len()))
             .unwrap_or_default();
         if let Some(rule) = self.relies_on.clone() {
-            if rule != crate::suite::rule_of(&self.case.info.id) {
+            if rule != crate::verdict::rule_of(&self.case.info.id) {
                 return Err(self.prerequisite(&rule, on, expected, actual));
             }
         }
@@ -86,7 +86,7 @@ impl Runner<'_> {
             .get(&Self::conn_name(on))
             .map(|conn| context_frames(conn, conn.link.transcript().frames.len()))
             .unwrap_or_default();
-        let own = rule == crate::suite::rule_of(&self.case.info.id);
+        let own = rule == crate::verdict::rule_of(&self.case.info.id);
         // A MAY leaves the host a choice: a case that needs one path of it, where the host
         // took the other, has nothing to judge (not applicable), and nothing is broken.
         if !own && self.ctx.rule_level(rule) == Level::May {
@@ -244,5 +244,5 @@ impl Runner<'_> {
 
 /// The rule a case proves (its ID without the `/slug`).
 pub(super) fn own_rule(case: &Case) -> &str {
-    crate::suite::rule_of(&case.info.id)
+    crate::verdict::rule_of(&case.info.id)
 }

@@ -12,9 +12,9 @@ use super::model::{rest, Planned, Rest};
 use super::ops::{Behaviour, Op};
 use crate::checks::frame::Schemas;
 use crate::client::checkpoint;
+use crate::client::profile::Profile;
 use crate::client::{Conn, HandshakeError, Located, DEFAULT_OFFER, ROOT};
-use crate::engine::profile::Profile;
-pub use crate::target::Target;
+pub use crate::server::Target;
 use crate::transport::Connection;
 use crate::verdict::ReportedFrame;
 
@@ -236,11 +236,11 @@ pub async fn execute_until(
     cfg: &ExecConfig,
     deadline: Option<Instant>,
 ) -> Result<Execution, ExecError> {
-    let (url, builtin) = target.start().await.map_err(ExecError::Host)?;
+    let server = target.for_sequence().await.map_err(ExecError::Host)?;
     let token = crate::client::unique_token("fz");
     let mut run = Run {
         cfg,
-        url,
+        url: server.url.clone(),
         token,
         conns: Vec::new(),
         session: String::new(),
@@ -262,9 +262,7 @@ pub async fn execute_until(
     }
     run.exec.frames = run.conns.iter().flat_map(Conn::reported_all).collect();
     run.exec.frames.sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
-    if let Some(host) = builtin {
-        host.shutdown().await;
-    }
+    server.stop().await;
     Halt::settle(outcome, &mut run.exec, &cfg.exclude)?;
     if run.exec.cut_off {
         run.exec.failure = None;

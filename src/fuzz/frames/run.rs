@@ -89,11 +89,18 @@ pub async fn execute_frames_until(
     cfg: &ExecConfig,
     deadline: Option<Instant>,
 ) -> Result<Execution, ExecError> {
-    let (url, builtin) = target.start().await.map_err(ExecError::Host)?;
+    let server = target.for_sequence().await.map_err(ExecError::Host)?;
     let token = crate::client::unique_token("ff");
     let mut execution = Execution::default();
     let mut conns: Vec<Conn> = Vec::new();
-    let run = frames_run(mutations, &url, &token, cfg, &mut conns, &mut execution);
+    let run = frames_run(
+        mutations,
+        &server.url,
+        &token,
+        cfg,
+        &mut conns,
+        &mut execution,
+    );
     let (result, cut_off) = until(deadline, run).await;
     execution.cut_off = cut_off;
     for conn in &mut conns {
@@ -108,9 +115,7 @@ pub async fn execute_frames_until(
             frame
         })
         .collect();
-    if let Some(host) = builtin {
-        host.shutdown().await;
-    }
+    server.stop().await;
     Halt::settle(result, &mut execution, &cfg.exclude)?;
     // Violations of excluded rules are dropped where they are found; any other failure
     // of one ends the sequence without a verdict.

@@ -5,9 +5,9 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::case::{Run as CaseRun, Stop as StepStop};
-use super::expect::Miss;
-use super::suite::{ListStep, LocatedStep};
+use super::{Run as CaseRun, Stop as StepStop};
+use crate::aap::expect::Miss;
+use crate::aap::suite::{ListStep, LocatedStep};
 
 /// More pages than any test server needs: a `next` that never ends is a loop.
 const PAGE_CAP: usize = 200;

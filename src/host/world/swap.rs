@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::world::{ConnId, World};
+use super::{ConnId, World};
 
 /// How long a parked dispatch waits for its successor before it is applied anyway.
 const PARK_FOR: Duration = Duration::from_millis(100);

@@ -5,9 +5,9 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::checks::{ending, Observer, Seen};
-use super::http::Body;
-use super::sse::StreamEnd;
+use super::{ending, Observer, Seen};
+use crate::aap::http::Body;
+use crate::aap::sse::StreamEnd;
 use crate::checks::Rule;
 
 /// Event names a turn stream may carry.
@@ -248,7 +248,7 @@ mod tests {
         };
         let request = json!({"stream": mode, "messages": []});
         let tools: HashSet<String> = HashSet::from(["client_tool".to_owned()]);
-        let schemas = Arc::new(crate::aap::runner::schemas().expect("schemas"));
+        let schemas = Arc::new(crate::aap::checks::schemas().expect("schemas"));
         let mut observer = Observer::new(schemas);
         observer.observe(&Seen {
             method: "POST",

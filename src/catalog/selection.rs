@@ -1,10 +1,10 @@
-//! Which cases a run takes: globs over case IDs, levels, and a deterministic shard.
+//! Which cases a run takes: globs over case IDs, levels, and a deterministic shard, over
+//! the case headers of either protocol.
 
 use std::fmt;
 use std::str::FromStr;
 
-use crate::checks::ALWAYS_ON;
-use crate::suite::{Case, Catalog};
+use super::{Case, Catalog, SuiteFormat};
 use crate::verdict::Level;
 
 /// Which cases to run.
@@ -30,8 +30,8 @@ impl Selection {
     /// The selected cases of the catalog, in catalog order: those `includes` admits, and of
     /// those, with a shard, every `count`-th by case ID (so a shard holds the same cases
     /// whatever the suite files' order).
-    pub fn cases<'a>(&self, catalog: &'a Catalog) -> Vec<&'a Case> {
-        let selected: Vec<&Case> = catalog
+    pub fn cases<'a, S>(&self, catalog: &'a Catalog<S>) -> Vec<&'a Case<S>> {
+        let selected: Vec<&Case<S>> = catalog
             .cases
             .iter()
             .filter(|case| self.includes(&case.info.id, case.info.level))
@@ -55,10 +55,10 @@ impl Selection {
 
     /// Whether anything of the catalog is selected: a case, or (without a shard, whose
     /// always-on rows only report on its own cases) an always-on rule.
-    pub fn matches_any(&self, catalog: &Catalog) -> bool {
+    pub fn matches_any<S: SuiteFormat>(&self, catalog: &Catalog<S>) -> bool {
         !self.cases(catalog).is_empty()
             || (self.shard.is_none()
-                && ALWAYS_ON
+                && S::ALWAYS_ON
                     .iter()
                     .any(|rule| self.includes(rule.id, rule.level)))
     }
@@ -174,7 +174,7 @@ mod tests {
 
     #[test]
     fn shards_partition_the_selection() {
-        let catalog = Catalog::embedded().expect("suites load");
+        let catalog = crate::suite::Catalog::embedded().expect("suites load");
         let all = Selection::default().cases(&catalog).len();
         let mut seen = std::collections::BTreeSet::new();
         for index in 1..=4 {

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::checks::Observer;
+use super::Observer;
 use crate::checks::Rule;
 
 /// `MAJOR.MINOR.PATCH` with optional `-pre` and `+build` parts (semver.org § 2, 9, 10).

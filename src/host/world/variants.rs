@@ -1,12 +1,12 @@
 //! Conforming variants of the reference host: choices the protocol leaves to a host, each
-//! taken the other way than the default. Unlike a [`super::Fault`], a variant breaks no
+//! taken the other way than the default. Unlike a [`crate::host::Fault`], a variant breaks no
 //! rule — the whole catalog must pass against it (with a target profile that says what the
 //! variant needs, e.g. the working directories it knows) — so tests use them to show that a
 //! case accepts every conforming answer, not just the one the default host gives.
 
 use serde_json::Value;
 
-use super::world::World;
+use super::World;
 
 /// What an auto-approved tool call records as `confirmed` (`ToolCallConfirmationReason`):
 /// a host may run a call without asking because none was needed, because the user allowed
@@ -48,7 +48,10 @@ pub struct Variants {
 impl World {
     /// The first of `directories` the host does not know, under the known-directories
     /// variant.
-    pub(super) fn unknown_directory<'a>(&self, directories: &'a [String]) -> Option<&'a str> {
+    pub(in crate::host) fn unknown_directory<'a>(
+        &self,
+        directories: &'a [String],
+    ) -> Option<&'a str> {
         let known = self.config.variants.known_directories.as_ref()?;
         directories
             .iter()
@@ -58,7 +61,7 @@ impl World {
 
     /// Whether the variant rejects this truncation: it names a turn the chat (`state`, as
     /// JSON) has neither ended nor active.
-    pub(super) fn rejects_truncation(&self, state: &Value, action: &Value) -> bool {
+    pub(in crate::host) fn rejects_truncation(&self, state: &Value, action: &Value) -> bool {
         let Some(turn) = action["turnId"].as_str() else {
             return false;
         };
