@@ -1,8 +1,10 @@
 //! Benchmark: do the built-in host's faults compose? Runs the catalog once per fault and
 //! once per pair of faults (`--fault a,b`) and reports every pair under which a rule fails
 //! or warns that neither fault breaks alone. `cargo bench --bench compose`; the
-//! environment variables `AHPSPEC_COMPOSE_PAIRS` (how many pairs, default all, taken in a
-//! fixed shuffled order), `AHPSPEC_COMPOSE_PARALLEL` (catalog runs at once, default 2) and
+//! environment variables `AHPSPEC_COMPOSE_SCOPE` (`all` pairs, the default, or `area`: the
+//! pairs of faults whose rules are of the same spec area, the ones that touch the same
+//! cases), `AHPSPEC_COMPOSE_PAIRS` (how many pairs at most, taken in a fixed shuffled
+//! order), `AHPSPEC_COMPOSE_PARALLEL` (catalog runs at once, default 2) and
 //! `AHPSPEC_COMPOSE_TIMEOUT_MS` (each expectation's wait, default 2000) shape the run.
 //! Figures: benches/README.md. A sample of pairs is a test (tests/compose.rs).
 
@@ -11,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use ahpspec::certify::{certify, Options};
 use ahpspec::host::{Fault, FaultSet};
+use ahpspec::suite::Catalog;
 use ahpspec::rows::Quiet;
 
 #[global_allocator]
@@ -77,10 +80,15 @@ fn main() {
     let parallel: usize = env("AHPSPEC_COMPOSE_PARALLEL").unwrap_or(2);
     let timeout = Duration::from_millis(env("AHPSPEC_COMPOSE_TIMEOUT_MS").unwrap_or(2000));
     let names: Vec<&'static str> = Fault::ALL.iter().map(|f| f.name()).collect();
+    let catalog = Catalog::embedded().unwrap_or_default();
+    let area = |fault: &Fault| catalog.rule(fault.rule()).map(|info| info.area);
+    let same_area_only = std::env::var("AHPSPEC_COMPOSE_SCOPE").is_ok_and(|s| s == "area");
     let mut pairs: Vec<(&'static str, &'static str)> = Vec::new();
-    for (i, a) in names.iter().enumerate() {
-        for b in &names[i + 1..] {
-            pairs.push((a, b));
+    for (i, a) in Fault::ALL.iter().enumerate() {
+        for b in &Fault::ALL[i + 1..] {
+            if !same_area_only || area(a) == area(b) {
+                pairs.push((a.name(), b.name()));
+            }
         }
     }
     // A fixed shuffle (a linear congruential walk), so that a partial run samples every area.
