@@ -8,7 +8,7 @@ use ahpspec::checks::ALWAYS_ON;
 use ahpspec::suite::Catalog;
 
 fn rule_ids() -> BTreeSet<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/ahp/RULES.md");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ahp/RULES.md");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     text.lines()
