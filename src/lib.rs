@@ -11,6 +11,7 @@ pub mod capture;
 pub mod certify;
 pub mod checks;
 pub mod client;
+pub mod coverage;
 pub mod embed;
 pub mod engine;
 pub mod fasthash;

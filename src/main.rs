@@ -14,11 +14,13 @@ use clap::{Args, Parser, Subcommand};
 
 /// Subcommands with enough options to want a file of their own (src/cli/).
 mod cli {
+    pub mod coverage;
     pub mod fuzz;
     pub mod proxy;
     pub mod run;
     pub mod serve;
 }
+use cli::coverage::coverage_command;
 use cli::fuzz::{fuzz_command, replay_command, FuzzArgs, ReplayArgs};
 use cli::proxy::{check_command, proxy_command, CheckArgs, ProxyArgs};
 use cli::run::{list, merge, run};
@@ -46,6 +48,9 @@ enum Command {
     Run(RunArgs),
     /// Print the case catalog, one case per line: ID, level, area, description.
     List(ListArgs),
+    /// For every rule of the rule catalog: its cases, always-on check, faults and fuzzer
+    /// operations (or why it has none).
+    Coverage(CoverageArgs),
     /// Fuzz an AHP server with seeded random action sequences (the built-in host when no URL).
     Fuzz(FuzzArgs),
     /// Re-run a saved fuzz trace: exit 1 when the failure reproduces, 0 when it no longer does.
@@ -127,6 +132,16 @@ struct ListArgs {
     /// The catalog of this protocol: ahp (default) or aap.
     #[arg(long)]
     protocol: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct CoverageArgs {
+    /// The catalog of this protocol: ahp (default) or aap.
+    #[arg(long)]
+    protocol: Option<String>,
+    /// One JSON document instead of one line per rule.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -254,6 +269,7 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::List(args) => list(&args),
+        Command::Coverage(args) => coverage_command(&args),
         Command::Fuzz(args) => fuzz_command(args),
         Command::Replay(args) => replay_command(args),
         Command::Run(args) => run(args),
