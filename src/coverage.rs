@@ -147,7 +147,8 @@ struct Sources<'a> {
     cases: Vec<String>,
     always_on: &'a [AlwaysOnRule],
     faults: Vec<(&'static str, &'static str)>,
-    fuzz: Box<dyn Fn(&str) -> Vec<String> + 'a>,
+    /// Fuzzer operations by the rule they are judged by.
+    fuzz: BTreeMap<String, Vec<String>>,
 }
 
 fn build(sources: Sources<'_>) -> Result<CoverageMap, CoverageError> {
@@ -184,7 +185,7 @@ fn build(sources: Sources<'_>) -> Result<CoverageMap, CoverageError> {
                 .filter(|(_, rule)| *rule == id)
                 .map(|(name, _)| (*name).to_owned())
                 .collect(),
-            fuzz: (sources.fuzz)(&id),
+            fuzz: sources.fuzz.get(&id).cloned().unwrap_or_default(),
             covered_by: covered_by.get(&id).cloned(),
             not_covered: not_covered.get(&id).cloned(),
             no_fault: no_fault.get(&id).cloned(),
@@ -210,6 +211,21 @@ fn build(sources: Sources<'_>) -> Result<CoverageMap, CoverageError> {
     })
 }
 
+/// `(operation, rules)` turned into rule → operations.
+fn by_rule<'r>(
+    operations: impl Iterator<Item = (&'r str, &'r [&'r str])>,
+) -> BTreeMap<String, Vec<String>> {
+    let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (operation, rules) in operations {
+        for rule in rules {
+            map.entry((*rule).to_owned())
+                .or_default()
+                .push(operation.to_owned());
+        }
+    }
+    map
+}
+
 /// The map of AHP's catalog (`docs/ahp/RULES.md`).
 pub fn ahp() -> Result<CoverageMap, CoverageError> {
     let catalog = Catalog::embedded()?;
@@ -224,12 +240,7 @@ pub fn ahp() -> Result<CoverageMap, CoverageError> {
             .iter()
             .map(|f| (f.name(), f.rule()))
             .collect(),
-        fuzz: Box::new(|rule| {
-            crate::fuzz::coverage::operations_of(rule)
-                .into_iter()
-                .map(str::to_owned)
-                .collect()
-        }),
+        fuzz: by_rule(crate::fuzz::coverage::OPERATIONS.iter().copied()),
     })
 }
 
@@ -239,6 +250,7 @@ pub fn ahp() -> Result<CoverageMap, CoverageError> {
 pub fn aap() -> Result<CoverageMap, CoverageError> {
     let cases = crate::aap::suite::embedded()?;
     let fuzzed = aap_fuzz_rules();
+    let fuzzed: Vec<&str> = fuzzed.iter().map(String::as_str).collect();
     build(Sources {
         protocol: "aap",
         catalog: "aap/RULES.md",
@@ -250,13 +262,7 @@ pub fn aap() -> Result<CoverageMap, CoverageError> {
             .iter()
             .map(|f| (f.name(), f.rule()))
             .collect(),
-        fuzz: Box::new(move |rule| {
-            if fuzzed.contains(rule) {
-                vec!["sequences".to_owned()]
-            } else {
-                Vec::new()
-            }
-        }),
+        fuzz: by_rule([("sequences", fuzzed.as_slice())].into_iter()),
     })
 }
 

@@ -152,15 +152,6 @@ pub const OPERATIONS: &[(&str, &[&str])] = &[
     ("frames/any", &["FUZZ-001", "FUZZ-002"]),
 ];
 
-/// The operations judged by `rule`, in table order.
-pub fn operations_of(rule: &str) -> Vec<&'static str> {
-    OPERATIONS
-        .iter()
-        .filter(|(_, rules)| rules.contains(&rule))
-        .map(|(op, _)| *op)
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::{BTreeMap, BTreeSet};

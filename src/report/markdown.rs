@@ -87,24 +87,20 @@ fn scope_section(out: &mut String, report: &RunReport) {
     if scope.levels.is_empty() {
         return;
     }
-    out.push_str(
-        "| Rules | total | checked | passed | failed | not applicable | not testable | blocked | harness error |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-    );
+    let columns = scope.levels[0].columns();
+    out.push_str("| Rules | total |");
+    for (label, _) in columns {
+        let _ = write!(out, " {label} |");
+    }
+    out.push_str("\n|---|---:|");
+    out.push_str(&"---:|".repeat(columns.len()));
+    out.push('\n');
     for l in &scope.levels {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            l.level,
-            l.rules,
-            l.checked,
-            l.passed,
-            l.failed,
-            l.not_applicable,
-            l.not_testable,
-            l.blocked,
-            l.harness_error
-        );
+        let _ = write!(out, "| {} | {} |", l.level, l.rules);
+        for (_, n) in l.columns() {
+            let _ = write!(out, " {n} |");
+        }
+        out.push('\n');
     }
     let mut reasons = String::new();
     for (label, groups) in scope.reason_groups() {

@@ -52,6 +52,21 @@ pub struct LevelScope {
     pub harness_error: usize,
 }
 
+impl LevelScope {
+    /// The counts as the reports' tables show them, after the level and its total.
+    pub fn columns(&self) -> [(&'static str, usize); 7] {
+        [
+            ("checked", self.checked),
+            ("passed", self.passed),
+            ("failed", self.failed),
+            ("not applicable", self.not_applicable),
+            ("not testable", self.not_testable),
+            ("blocked", self.blocked),
+            ("harness error", self.harness_error),
+        ]
+    }
+}
+
 /// Rules left unchecked for one reason.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
