@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use ahpspec::certify::{certify, Options};
 use ahpspec::host::{Fault, FaultSet};
-use ahpspec::suite::Catalog;
 use ahpspec::rows::Quiet;
+use ahpspec::suite::Catalog;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

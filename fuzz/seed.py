@@ -6,7 +6,7 @@ Usage (from the repository root, after `cargo build`):
 
 REPORT_DIR holds a report.json from `ahpspec run --report-dir REPORT_DIR` (its transcripts
 seed the parser and the per-connection checks); the AHP upstream vectors beside the
-repository (../shared/ahp/upstream) seed the parser too; suites/, profiles/, a baseline and
+repository's upstream/ahp/ seed the parser too; suites/, profiles/, a baseline and
 the given fuzz traces (reports/fuzz/<seed>-<rule>.json) seed the loaders. The corpora are
 not committed (see FUZZING.md).
 """
@@ -42,7 +42,7 @@ def main():
             put("tape_bytes", frame["text"])
         for conn in lines.values():
             put("stream_checks", "\n".join(conn))
-    upstream = ROOT.parent / "shared" / "ahp" / "upstream"
+    upstream = ROOT / "upstream" / "ahp"
     for vector in sorted(upstream.glob("*/test-cases/**/*.json")):
         put("tape_bytes", vector.read_bytes())
     loaders = {0: "suites/*.toml", 1: "profiles/*.toml"}

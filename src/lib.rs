@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod certify;
 pub mod checks;
 pub mod client;
+pub mod coverage;
 pub mod embed;
 pub mod engine;
 pub mod fasthash;

@@ -14,11 +14,13 @@ use clap::{Args, Parser, Subcommand};
 
 /// Subcommands with enough options to want a file of their own (src/cli/).
 mod cli {
+    pub mod coverage;
     pub mod fuzz;
     pub mod proxy;
     pub mod run;
     pub mod serve;
 }
+use cli::coverage::coverage_command;
 use cli::fuzz::{fuzz_command, replay_command, FuzzArgs, ReplayArgs};
 use cli::proxy::{check_command, proxy_command, CheckArgs, ProxyArgs};
 use cli::run::{list, merge, run};
@@ -46,6 +48,9 @@ enum Command {
     Run(RunArgs),
     /// Print the case catalog, one case per line: ID, level, area, description.
     List(ListArgs),
+    /// For every rule of the rule catalog: its cases, always-on check, faults and fuzzer
+    /// operations (or why it has none).
+    Coverage(CoverageArgs),
     /// Fuzz an AHP server with seeded random action sequences (the built-in host when no URL).
     Fuzz(FuzzArgs),
     /// Re-run a saved fuzz trace: exit 1 when the failure reproduces, 0 when it no longer does.
@@ -130,6 +135,16 @@ struct ListArgs {
 }
 
 /// How the harness connects to a server, shared by `run`, `fuzz`, `replay` and `proxy`.
+#[derive(Debug, Args)]
+struct CoverageArgs {
+    /// The catalog of this protocol: ahp (default) or aap.
+    #[arg(long)]
+    protocol: Option<String>,
+    /// One JSON document instead of one line per rule.
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Debug, Args)]
 struct ConnectArgs {
     /// Trust the certificates in this PEM file for wss:// besides the system's roots (a
@@ -274,6 +289,7 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::List(args) => list(&args),
+        Command::Coverage(args) => coverage_command(&args),
         Command::Fuzz(args) => fuzz_command(args),
         Command::Replay(args) => replay_command(args),
         Command::Run(args) => run(args),

@@ -4,8 +4,8 @@
 //! value of the wrong JSON type, an unknown tag, a non-object), where the derived decoder falls
 //! back to `StateAction::Unknown`.
 //!
-//! The vectors live beside the repository (`../shared/ahp/...` relative to the manifest); if
-//! they are missing the test fails rather than checking nothing.
+//! The vectors are part of the repository (`upstream/ahp/0.8.0-dev/`); if they are missing the
+//! test fails rather than checking nothing.
 mod common;
 
 use std::path::PathBuf;
@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 fn vectors() -> Vec<Value> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/ahp/upstream/0.8.0-dev/test-cases/reducers");
+        .join("upstream/ahp/0.8.0-dev/test-cases/reducers");
     let mut actions = Vec::new();
     let entries = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("reducer vectors not found at {}: {e}", dir.display()));

@@ -1,7 +1,8 @@
 //! Every rule of RULES.md is accounted for: proven by a case or an always-on check, checked
 //! under another rule, or listed in coverage.toml as not covered yet, with a reason. A rule
 //! checked under another rule names cases and checks that exist and cite it, says how they
-//! check it, and says what they leave out when they cover it in part.
+//! check it, and says what they leave out when they cover it in part; and `ahpspec coverage`
+//! maps every rule to what proves it.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -23,7 +24,7 @@ fn defined(catalog: &Catalog) -> Vec<(&str, &str)> {
 }
 
 fn rule_ids() -> BTreeSet<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/ahp/RULES.md");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ahp/RULES.md");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     text.lines()
@@ -161,4 +162,65 @@ fn a_covered_by_entry_naming_a_missing_or_unrelated_case_fails() {
     }
     assert!(cites("RULES.md §17 INV-SEQ-1, INV-SEQ-2", "INV-SEQ-1"));
     assert!(!cites("RULES.md §17 INV-SEQ-10", "INV-SEQ-1"));
+}
+
+/// `ahpspec coverage` lists every rule of the catalog once, in text and JSON, with the
+/// cases named after it and the faults that break it.
+#[test]
+fn coverage_command_maps_every_rule() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ahpspec"))
+            .arg("coverage")
+            .args(args)
+            .output()
+            .expect("ahpspec runs");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    let rules = rule_ids();
+    let text = run(&[]);
+    for id in &rules {
+        let lines = text
+            .lines()
+            .filter(|l| l.starts_with(&format!("{id}  ")))
+            .count();
+        assert_eq!(lines, 1, "{id} listed {lines} times");
+    }
+    assert!(text
+        .lines()
+        .last()
+        .is_some_and(|l| l.starts_with(&format!("{} rules of docs/ahp/RULES.md", rules.len()))));
+
+    let json: serde_json::Value = serde_json::from_str(&run(&["--json"])).expect("JSON");
+    let listed: BTreeSet<String> = json["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .map(|r| r["id"].as_str().expect("id").to_owned())
+        .collect();
+    assert_eq!(listed, rules);
+    let catalog = Catalog::embedded().expect("suites parse");
+    for row in json["rules"].as_array().expect("rules") {
+        let id = row["id"].as_str().expect("id");
+        let cases: Vec<&str> = catalog
+            .cases
+            .iter()
+            .map(|c| c.info.id.as_str())
+            .filter(|c| c.split('/').next() == Some(id))
+            .collect();
+        assert_eq!(row["cases"], serde_json::json!(cases), "{id}");
+        let faults: Vec<&str> = ahpspec::host::Fault::ALL
+            .iter()
+            .filter(|f| f.rule() == id)
+            .map(|f| f.name())
+            .collect();
+        assert_eq!(row["faults"], serde_json::json!(faults), "{id}");
+        assert_eq!(
+            row["alwaysOn"].is_string(),
+            ALWAYS_ON.iter().any(|r| r.id == id),
+            "{id}"
+        );
+    }
+    let aap = run(&["--protocol", "aap"]);
+    assert!(aap.lines().any(|l| l.starts_with("AAP-HTTP-001  MUST  ")));
 }

@@ -2,7 +2,7 @@
 //!
 //! The reference host folds every action through `ahp::reducers` (crate `ahp` 1.0.0). This
 //! test proves those reducers reproduce the upstream 0.8.0-dev reducer vectors that
-//! `shared/ahp/upstream/1.0.0/fixture-compat.json` classifies as valid for 1.0.0:
+//! `upstream/ahp/1.0.0/fixture-compat.json` classifies as valid for 1.0.0:
 //!
 //! * `pass` — the re-encoded state must equal `expected` once `null` members are dropped
 //!   (and integral floats are written as integers: `3.0` ≡ `3`, see [`normalise`]);
@@ -15,8 +15,8 @@
 //! re-encode, compare with the canonical output under the same normalisation) for every
 //! vector the compat file does not list as failing under 1.0.0.
 //!
-//! The data lives beside the repository (`../shared/ahp/...` relative to the manifest). If it
-//! is missing the test fails: a conformance check that silently exercises nothing is worse
+//! The data is part of the repository (`upstream/ahp/`, with its SOURCE.md files). If it is
+//! missing the test fails: a conformance check that silently exercises nothing is worse
 //! than none.
 //!
 //! Kept whole (about 870 lines, over the ~600 aim): one pipeline — load the compat file,
@@ -49,9 +49,9 @@ use serde_json::Value;
 
 // ─── Locating and loading the data ──────────────────────────────────────────
 
-/// `shared/ahp/upstream` as laid out beside the repository (locally and in CI).
+/// `upstream/ahp/` of the repository.
 fn upstream_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/ahp/upstream")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("upstream/ahp")
 }
 
 const COMPAT_FILE: &str = "1.0.0/fixture-compat.json";
@@ -67,8 +67,8 @@ fn read_json(path: &Path) -> Result<Value, String> {
 fn json_files_in(dir: &Path) -> Result<Vec<String>, String> {
     let entries = fs::read_dir(dir).map_err(|e| {
         format!(
-            "cannot list {} ({e}); the upstream vectors must sit beside the repository as \
-             shared/ahp/upstream/",
+            "cannot list {} ({e}); the upstream vectors are part of the repository \
+             (upstream/ahp/)",
             dir.display()
         )
     })?;

@@ -1,7 +1,7 @@
 //! Tests of the generated AHP 1.0.0 JSON Schemas.
 //!
-//! They read the reference pack in `../shared/ahp` (relative to the crate root); when it is
-//! missing the tests fail with a message saying so.
+//! They read the upstream data copied into the repository (`upstream/ahp/`, see its
+//! SOURCE.md files); when it is missing the tests fail with a message saying so.
 //!
 //! Kept whole (about 1,500 lines, over the ~600 aim): its sections share the cached schemas
 //! and inventory, and most of its length is section (b)'s table of the documented 0.8.0-dev
@@ -24,11 +24,12 @@ fn crate_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn shared() -> PathBuf {
-    let dir = crate_root().join("../shared/ahp");
+/// `upstream/ahp/` of the repository: the upstream schemas, vectors and the 1.0.0 inventory.
+fn upstream_dir() -> PathBuf {
+    let dir = crate_root().join("upstream/ahp");
     assert!(
         dir.is_dir(),
-        "reference pack not found at {} — these tests need ../shared/ahp next to the crate",
+        "upstream data not found at {} (it is part of the repository)",
         dir.display()
     );
     dir
@@ -50,7 +51,7 @@ fn read_json(path: &Path) -> Value {
 
 fn inventory() -> &'static Value {
     static INV: OnceLock<Value> = OnceLock::new();
-    INV.get_or_init(|| read_json(&shared().join("upstream/1.0.0/derived/types-1.0.0.json")))
+    INV.get_or_init(|| read_json(&upstream_dir().join("1.0.0/derived/types-1.0.0.json")))
 }
 
 fn generated() -> &'static SchemaSet {
@@ -68,11 +69,11 @@ fn committed_dir() -> PathBuf {
 
 /// `(file, reducer)` of every reducer fixture usable for 1.0.0 per fixture-compat.json.
 fn valid_reducer_fixtures() -> Vec<(PathBuf, String)> {
-    let compat = read_json(&shared().join("upstream/1.0.0/fixture-compat.json"));
+    let compat = read_json(&upstream_dir().join("1.0.0/fixture-compat.json"));
     let fixtures = compat["fixtures"]
         .as_array()
         .expect("fixture-compat.json: fixtures array");
-    let base = shared().join("upstream/0.8.0-dev/test-cases");
+    let base = upstream_dir().join("0.8.0-dev/test-cases");
     let out: Vec<_> = fixtures
         .iter()
         .filter(|f| {
@@ -98,14 +99,14 @@ fn valid_reducer_fixtures() -> Vec<(PathBuf, String)> {
 
 /// Round-trip fixtures that pass under 1.0.0 (all but the listed failures).
 fn valid_round_trips() -> Vec<PathBuf> {
-    let compat = read_json(&shared().join("upstream/1.0.0/fixture-compat.json"));
+    let compat = read_json(&upstream_dir().join("1.0.0/fixture-compat.json"));
     let failed: HashSet<String> = compat["roundTrips"]["failed"]
         .as_array()
         .expect("fixture-compat.json: roundTrips.failed")
         .iter()
         .filter_map(|f| f["file"].as_str().map(str::to_string))
         .collect();
-    let base = shared().join("upstream/0.8.0-dev/test-cases");
+    let base = upstream_dir().join("0.8.0-dev/test-cases");
     let mut out = Vec::new();
     let dir = base.join("round-trips");
     let entries = std::fs::read_dir(&dir)
@@ -220,7 +221,7 @@ fn from_dir_loads_the_committed_files() {
 #[test]
 fn from_dir_loads_the_official_upstream_layout() {
     // Upstream files each repeat every def under their own $id; the first file wins.
-    let set = SchemaSet::from_dir(&shared().join("upstream/0.8.0-dev/schema")).expect("from_dir");
+    let set = SchemaSet::from_dir(&upstream_dir().join("0.8.0-dev/schema")).expect("from_dir");
     assert!(set.has_def("SessionState") && set.has_def("URI"));
     let icon = json!({"src": "https://x/icon.png", "theme": "dark"});
     assert_eq!(set.validate("Icon", &icon), Ok(()));
@@ -797,7 +798,7 @@ fn upstream_name(name: &str) -> &str {
 }
 
 fn comparable(inv: &Inv, upstream: &Map<String, Value>) -> Comparable {
-    let md = read_text(&shared().join("upstream/1.0.0/SCHEMA-DELTA-0.8.0-dev.md"));
+    let md = read_text(&upstream_dir().join("1.0.0/SCHEMA-DELTA-0.8.0-dev.md"));
     let (new, changed) = delta_changed_types(&md);
     let mut direct: BTreeMap<String, String> = BTreeMap::new();
     for n in &new {
@@ -827,7 +828,7 @@ fn comparable(inv: &Inv, upstream: &Map<String, Value>) -> Comparable {
 
 /// Merged upstream `$defs` (first file wins; the broken empty `$ref` in StateAction dropped).
 fn upstream_defs() -> Map<String, Value> {
-    let dir = shared().join("upstream/0.8.0-dev/schema");
+    let dir = upstream_dir().join("0.8.0-dev/schema");
     let mut defs = Map::new();
     for file in ["state", "actions", "commands", "notifications", "errors"] {
         let doc = read_json(&dir.join(format!("{file}.schema.json")));
@@ -1292,8 +1293,8 @@ fn unchanged_types_agree_with_upstream_0_8_0_dev() {
     // Corpus: typed sub-values of every fixture document (stale ones too: agreement is
     // required on any instance), plus synthetic instances of every type.
     let mut corpus = Corpus::default();
-    let base = shared().join("upstream/0.8.0-dev/test-cases");
-    let compat = read_json(&shared().join("upstream/1.0.0/fixture-compat.json"));
+    let base = upstream_dir().join("0.8.0-dev/test-cases");
+    let compat = read_json(&upstream_dir().join("1.0.0/fixture-compat.json"));
     for f in compat["fixtures"].as_array().expect("fixtures") {
         let fixture = read_json(&base.join(f["file"].as_str().expect("file")));
         let def = state_def(f["reducer"].as_str().expect("reducer"));

@@ -287,9 +287,9 @@ fn decoded_both_ways<T: serde::de::DeserializeOwned + serde::Serialize>(
 fn states_decode_from_a_tape_as_from_the_value() {
     use ahp_types::state::{ChatState, RootState, SessionState};
     let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/ahp/upstream/0.8.0-dev/test-cases/reducers");
+        .join("upstream/ahp/0.8.0-dev/test-cases/reducers");
     let mut compared = 0;
-    for entry in std::fs::read_dir(&dir).expect("reducer vectors beside the repository") {
+    for entry in std::fs::read_dir(&dir).expect("reducer vectors in upstream/ahp/") {
         let text = std::fs::read_to_string(entry.expect("entry").path()).expect("readable");
         let vector: Value = serde_json::from_str(&text).expect("JSON");
         for state in [&vector["initial"], &vector["expected"]] {

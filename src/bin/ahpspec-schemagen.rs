@@ -12,7 +12,7 @@ use clap::Parser;
 #[derive(Parser)]
 #[command(about = "Generate the AHP 1.0.0 JSON Schemas from the type inventory")]
 struct Args {
-    /// Type inventory (default: ../shared/ahp/upstream/1.0.0/derived/types-1.0.0.json from the crate root).
+    /// Type inventory (default: upstream/ahp/1.0.0/derived/types-1.0.0.json under the crate root).
     #[arg(long)]
     inventory: Option<PathBuf>,
     /// Output directory (default: schemas/ahp/1.0.0 under the crate root).
@@ -29,9 +29,9 @@ fn crate_root() -> PathBuf {
 
 fn main() -> Result<ExitCode> {
     let args = Args::parse();
-    let inventory = args.inventory.unwrap_or_else(|| {
-        crate_root().join("../shared/ahp/upstream/1.0.0/derived/types-1.0.0.json")
-    });
+    let inventory = args
+        .inventory
+        .unwrap_or_else(|| crate_root().join("upstream/ahp/1.0.0/derived/types-1.0.0.json"));
     let out = args
         .out
         .unwrap_or_else(|| crate_root().join("schemas/ahp/1.0.0"));

@@ -186,13 +186,15 @@ pub(crate) fn finish(
 ) -> ExitCode {
     let written = report::write_all(report, report_dir);
     println!("{}", report::render_summary_line(report));
+    println!("{}", report::render_scope(report));
     match written {
         Ok(files) => println!(
-            "reports: {} (also {}, {}, {})",
+            "reports: {} (also {}, {}, {}, {})",
             files.html.display(),
             files.json.display(),
             files.junit.display(),
-            files.markdown.display()
+            files.markdown.display(),
+            files.badge.display()
         ),
         Err(error) => {
             eprintln!("ahpspec: {error}");

@@ -54,7 +54,7 @@ pub enum Mutation {
 impl Mutation {
     /// The rule a host breaks that stops answering on the connection after this frame (no
     /// answer to the ping that follows it, no close): what the frame is decides which.
-    fn answering_rule(&self) -> &'static str {
+    pub(crate) fn answering_rule(&self) -> &'static str {
         match self {
             // Not JSON at all.
             Mutation::Truncated { .. } | Mutation::Binary { .. } => "TRANSPORT-006",

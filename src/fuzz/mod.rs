@@ -5,6 +5,7 @@
 //! ([`findings`]: each rule's first failing sequence shrunk once), and replayable traces.
 
 mod campaign;
+pub mod coverage;
 pub mod exec;
 pub mod findings;
 pub mod frames;

@@ -1,6 +1,6 @@
 //! What the host knows about each action type of protocol 1.0.0: whether a client may
 //! dispatch it and the protocol version that introduced it. Derived from the 1.0.0 type
-//! inventory (`shared/ahp/upstream/1.0.0/derived/types-1.0.0.json`); a unit test keeps the
+//! inventory (`upstream/ahp/1.0.0/derived/types-1.0.0.json`); a unit test keeps the
 //! two in step.
 
 /// One action type's facts.

@@ -1,5 +1,5 @@
 //! Faulty variants of the reference host. Each one breaks exactly one rule of
-//! `shared/ahp/RULES.md` (named by its stable ID) and nothing else, so that every check of
+//! `docs/ahp/RULES.md` (named by its stable ID) and nothing else, so that every check of
 //! the harness can be shown to fail against the one bug it exists for.
 
 use crate::faultset::fault_catalog;

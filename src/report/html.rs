@@ -1,9 +1,12 @@
-//! `report.html`: one self-contained page (inline CSS, no scripts, no external resources):
-//! run header and tally, an area × verdict matrix, then every case with its findings and a
-//! collapsible transcript.
+//! `report.html`: one self-contained page (inline CSS, no scripts, no external resources;
+//! the only links out are spec references to the upstream specification): run header, the
+//! run's scope (rules checked and passed, and why the others were not), the tally, an area ×
+//! verdict matrix, then every case with its findings and a collapsible transcript.
 
 use std::fmt::Write as _;
 
+use super::scope::Scope;
+use super::spec_link;
 use super::{
     arrow, by_area, outcome, render_summary_line, seconds, tally_count, verdict_label, VERDICTS,
 };
@@ -32,6 +35,8 @@ code,pre{font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 .chip{border:1px solid var(--line);border-radius:6px;padding:4px 10px;background:var(--bg)}
 .chip b{font-size:16px;margin-right:4px}
 .note{margin:8px 0 0;color:var(--fail)}
+.scope{margin:12px 0 4px}.scope p{margin:4px 0}.scope .matrix{width:auto;margin:6px 0}
+.scope ul{margin:4px 0;padding-left:20px}
 table{border-collapse:collapse;background:var(--card)}
 .matrix{width:100%;border:1px solid var(--line)}
 .matrix th,.matrix td{border-bottom:1px solid var(--line);padding:6px 10px;text-align:right}
@@ -98,7 +103,7 @@ pub fn render(report: &RunReport) -> String {
             esc(area)
         );
         for case in cases {
-            case_card(&mut out, case);
+            case_card(&mut out, case, &report.protocol_version);
         }
     }
     let _ = writeln!(
@@ -169,6 +174,7 @@ fn header(out: &mut String, report: &RunReport, conforming: bool) {
         );
     }
     out.push_str("</div>\n");
+    scope_block(out, report);
     let _ = writeln!(out, "<p>{}</p>", esc(&render_summary_line(report)));
     if report.interrupted {
         out.push_str("<p class=\"note\">The run was interrupted; cases not run are absent.</p>\n");
@@ -184,6 +190,63 @@ fn header(out: &mut String, report: &RunReport, conforming: bool) {
         &report.stale_baseline,
     );
     out.push_str("</section>\n");
+}
+
+/// The scope: the headline, rules by level, and the reasons rules were not checked (each
+/// with its rules).
+fn scope_block(out: &mut String, report: &RunReport) {
+    let scope = Scope::of(report);
+    let _ = writeln!(
+        out,
+        "<div class=\"scope\">\n<p><b>Scope:</b> {}</p>",
+        esc(&scope.headline)
+    );
+    if !scope.levels.is_empty() {
+        out.push_str("<table class=\"matrix\"><thead><tr><th>Rules</th><th>total</th>");
+        for (label, _) in scope.levels[0].columns() {
+            let _ = write!(out, "<th>{label}</th>");
+        }
+        out.push_str("</tr></thead>\n<tbody>\n");
+        for l in &scope.levels {
+            let _ = write!(out, "<tr><td>{}</td><td>{}</td>", l.level, l.rules);
+            for (_, n) in l.columns() {
+                count_cell(out, n);
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody></table>\n");
+    }
+    let mut items = String::new();
+    for (label, groups) in scope.reason_groups() {
+        for group in groups {
+            let rules: Vec<String> = group
+                .rules
+                .iter()
+                .map(|r| format!("<code>{}</code>", esc(r)))
+                .collect();
+            let _ = writeln!(
+                items,
+                "<li>{}: {}</li>",
+                esc(&Scope::title(label, &group.because)),
+                rules.join(", ")
+            );
+        }
+    }
+    if !items.is_empty() {
+        let _ = write!(out, "<ul>\n{items}</ul>\n");
+    }
+    out.push_str("</div>\n");
+}
+
+/// A spec reference with its upstream pages and sections as links (HTML).
+fn spec_html(spec: &str, version: &str) -> String {
+    spec_link::pieces(spec, version)
+        .into_iter()
+        .map(|piece| match piece.url {
+            Some(url) => format!("<a href=\"{}\">{}</a>", esc(&url), esc(piece.text)),
+            None => esc(piece.text),
+        })
+        .collect()
 }
 
 /// Areas × verdicts, with totals.
@@ -283,7 +346,7 @@ fn count_cell(out: &mut String, n: usize) {
     }
 }
 
-fn case_card(out: &mut String, case: &CaseResult) {
+fn case_card(out: &mut String, case: &CaseResult, run_version: &str) {
     let info = &case.info;
     let v = case.verdict.as_str();
     // In a run of several protocol versions each version's row is `ID@version`, the name
@@ -304,7 +367,8 @@ fn case_card(out: &mut String, case: &CaseResult) {
         esc(&info.requirement)
     );
     out.push_str("<dl>\n");
-    meta(out, "Spec", &esc(&info.spec));
+    let version = case.protocol_version.as_deref().unwrap_or(run_version);
+    meta(out, "Spec", &spec_html(&info.spec, version));
     meta(out, "Does", &esc(&info.does));
     meta(out, "Result", &esc(&case.summary));
     if let Some(rule) = &case.blocked_by {
@@ -488,6 +552,17 @@ mod tests {
     }
 
     #[test]
+    fn html_heads_with_the_scope() {
+        let html = render(&sample_report());
+        let scope = html
+            .find("<b>Scope:</b> MUST: 1 of 6 rules passed (2 checked, 1 failed;")
+            .expect("scope line");
+        assert!(scope < html.find("<h2>By spec area</h2>").expect("matrix"));
+        assert!(html.contains("<tr><td>MUST</td><td>6</td><td>2</td><td>1</td><td>1</td>"));
+        assert!(html.contains("<li>blocked by LIFECYCLE-003: <code>PENDING-002</code></li>"));
+    }
+
+    #[test]
     fn html_escapes_frame_text() {
         let html = render(&sample_report());
         assert!(
@@ -502,18 +577,24 @@ mod tests {
     #[test]
     fn html_is_self_contained() {
         let html = render(&sample_report());
+        // Spec references are the only links out, to the upstream specification.
+        let upstream = format!("{}/blob/", spec_link::UPSTREAM);
         for attr in ["src", "href", "action", "srcset", "poster", "data"] {
             for value in attr_values(&html, attr) {
                 assert!(
-                    value.starts_with('#'),
+                    value.starts_with('#') || (attr == "href" && value.starts_with(&upstream)),
                     "{attr}=\"{value}\" points outside the page"
                 );
             }
         }
+        assert!(attr_values(&html, "href")
+            .iter()
+            .any(|v| v.ends_with("/docs/specification/lifecycle.md#initialize")));
         assert!(!html.contains("<link"));
         assert!(!html.contains("@import"));
         assert!(!html.contains("url("));
         let lower = html.to_ascii_lowercase();
+        let without_spec_links = lower.replace(&format!("href=\"{upstream}"), "");
         for scheme in [
             "src=\"http",
             "href=\"http",
@@ -522,7 +603,7 @@ mod tests {
             "src=http",
             "href=http",
         ] {
-            assert!(!lower.contains(scheme), "{scheme}");
+            assert!(!without_spec_links.contains(scheme), "{scheme}");
         }
     }
 

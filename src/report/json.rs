@@ -1,13 +1,27 @@
 //! `report.json`: the run report as pretty JSON, described by `schemas/report.schema.json`.
+//! Its `scope` member (the rules checked and passed, and why the others were not) is derived
+//! from the rows when the report is written, so that a merged report states its own; reading
+//! a report back ignores it.
 
+use serde_json::Value;
+
+use super::scope::Scope;
 use crate::verdict::RunReport;
 
 /// The JSON Schema (draft 2020-12) `report.json` conforms to.
 pub const REPORT_SCHEMA: &str = include_str!("../../schemas/report.schema.json");
 
-/// The report as pretty-printed JSON, ending with a newline.
+/// The report as pretty-printed JSON, ending with a newline; `scope` follows `tally`.
 pub fn render(report: &RunReport) -> Result<String, serde_json::Error> {
-    let mut text = serde_json::to_string_pretty(report)?;
+    let mut value = serde_json::to_value(report)?;
+    if let Value::Object(members) = &mut value {
+        let at = members
+            .keys()
+            .position(|k| k == "tally")
+            .map_or(members.len(), |i| i + 1);
+        members.shift_insert(at, "scope".into(), serde_json::to_value(Scope::of(report))?);
+    }
+    let mut text = serde_json::to_string_pretty(&value)?;
     text.push('\n');
     Ok(text)
 }
@@ -41,16 +55,26 @@ mod tests {
         let text = render(&report).expect("serialises");
         let instance: Value = serde_json::from_str(&text).expect("parses");
         assert_eq!(errors(&validator, &instance), Vec::<String>::new());
-        let plain: Value = serde_json::to_value(sample_report()).expect("serialises");
+        assert_eq!(
+            instance["scope"]["levels"][0]["level"], "MUST",
+            "the scope heads the levels with MUST"
+        );
+        assert_eq!(instance["scope"]["blocked"][0]["because"], "LIFECYCLE-003");
+        // Without the scope the report is not a report.json.
+        let mut plain: Value = serde_json::to_value(sample_report()).expect("serialises");
+        assert!(!errors(&validator, &plain).is_empty());
+        plain["scope"] = serde_json::to_value(Scope::of(&sample_report())).expect("scope");
         assert_eq!(errors(&validator, &plain), Vec::<String>::new());
     }
 
     #[test]
     fn schema_is_closed_and_enumerates_verdicts() {
         let validator = validator();
-        let good = serde_json::to_value(sample_report()).expect("serialises");
+        let good: Value =
+            serde_json::from_str(&render(&sample_report()).expect("renders")).expect("JSON");
+        assert!(validator.is_valid(&good));
         type Mutation = (&'static str, fn(&mut Value));
-        let broken: [Mutation; 6] = [
+        let broken: [Mutation; 9] = [
             ("extra top-level field", |v| {
                 v["extra"] = json!(1);
             }),
@@ -70,6 +94,19 @@ mod tests {
             }),
             ("bad frame direction", |v| {
                 v["cases"][1]["findings"][0]["context"][0]["direction"] = json!("up");
+            }),
+            ("scope without headline", |v| {
+                if let Some(s) = v["scope"].as_object_mut() {
+                    s.remove("headline");
+                }
+            }),
+            ("scope level unknown", |v| {
+                v["scope"]["levels"][0]["level"] = json!("MUST*");
+            }),
+            ("scope reason without rules", |v| {
+                if let Some(r) = v["scope"]["blocked"][0].as_object_mut() {
+                    r.remove("rules");
+                }
             }),
         ];
         for (what, mutate) in broken {

@@ -1,11 +1,17 @@
-//! `summary.md`: a short Markdown summary for a CI job page (`$GITHUB_STEP_SUMMARY`):
-//! verdict counts, a per-area table, the failing and warning cases, and the cases that
-//! could not be tested.
+//! `summary.md`: a short Markdown summary for a CI job page (`$GITHUB_STEP_SUMMARY`): the
+//! run's scope (rules checked and passed by level, and why the others were not checked),
+//! verdict counts, a per-area table, the failing and warning cases (with links to the
+//! specification), and the cases that could not be tested.
 
 use std::fmt::Write as _;
 
+use super::scope::Scope;
+use super::spec_link;
 use super::{by_area, outcome, seconds, tally_count, truncate_chars, verdict_label, VERDICTS};
 use crate::verdict::{CaseResult, RunReport, Verdict};
+
+/// Most rule IDs listed under one reason before the rest is counted.
+const RULES_LISTED: usize = 12;
 
 /// Longest one-line "actual" shown per case, in characters.
 const ACTUAL_LIMIT: usize = 200;
@@ -31,6 +37,8 @@ pub fn render(report: &RunReport) -> String {
         about.push_str(" · **interrupted**");
     }
     let _ = writeln!(out, "{about}\n");
+
+    scope_section(&mut out, report);
 
     out.push_str("| Verdict | Cases |\n|---|---:|\n");
     for verdict in VERDICTS {
@@ -70,6 +78,69 @@ pub fn render(report: &RunReport) -> String {
         );
     }
     out
+}
+
+/// The scope: one line, a table of rules by level, and the reasons rules were not checked.
+fn scope_section(out: &mut String, report: &RunReport) {
+    let scope = Scope::of(report);
+    let _ = writeln!(out, "**Scope:** {}\n", md(&scope.headline));
+    if scope.levels.is_empty() {
+        return;
+    }
+    let columns = scope.levels[0].columns();
+    out.push_str("| Rules | total |");
+    for (label, _) in columns {
+        let _ = write!(out, " {label} |");
+    }
+    out.push_str("\n|---|---:|");
+    out.push_str(&"---:|".repeat(columns.len()));
+    out.push('\n');
+    for l in &scope.levels {
+        let _ = write!(out, "| {} | {} |", l.level, l.rules);
+        for (_, n) in l.columns() {
+            let _ = write!(out, " {n} |");
+        }
+        out.push('\n');
+    }
+    let mut reasons = String::new();
+    for (label, groups) in scope.reason_groups() {
+        for group in groups {
+            let _ = writeln!(
+                reasons,
+                "- {}: {}",
+                md(&Scope::title(label, &group.because)),
+                rule_list(&group.rules)
+            );
+        }
+    }
+    if !reasons.is_empty() {
+        let _ = write!(out, "\n{reasons}");
+    }
+    out.push('\n');
+}
+
+/// Up to [`RULES_LISTED`] rule IDs, then how many more.
+fn rule_list(rules: &[String]) -> String {
+    let mut shown: Vec<String> = rules.iter().take(RULES_LISTED).map(|r| md(r)).collect();
+    if rules.len() > RULES_LISTED {
+        shown.push(format!("and {} more", rules.len() - RULES_LISTED));
+    }
+    shown.join(", ")
+}
+
+/// A case's spec reference, its upstream pages and sections as links.
+fn spec(case: &CaseResult, report: &RunReport) -> String {
+    let version = case
+        .protocol_version
+        .as_deref()
+        .unwrap_or(&report.protocol_version);
+    spec_link::pieces(&case.info.spec, version)
+        .into_iter()
+        .map(|piece| match piece.url {
+            Some(url) => format!("[{}]({url})", md(piece.text)),
+            None => md(piece.text),
+        })
+        .collect()
 }
 
 /// Areas × verdicts.
@@ -148,12 +219,13 @@ fn problem_lists(out: &mut String, report: &RunReport) {
             };
             let _ = writeln!(
                 out,
-                "- **{}** ({}, {}) — {}  \n  Actual: {}",
+                "- **{}** ({}, {}) — {}  \n  Actual: {}  \n  Spec: {}",
                 md(&case.key()),
                 case.info.level.as_str(),
                 verdict_label(case.verdict),
                 md(&case.info.requirement),
-                md(&truncate_chars(actual, ACTUAL_LIMIT))
+                md(&truncate_chars(actual, ACTUAL_LIMIT)),
+                spec(case, report)
             );
         }
     }
@@ -229,6 +301,18 @@ mod tests {
             "passing cases are not listed"
         );
         assert!(text.contains("ws://127.0.0.1:4100/ahp?x=1&amp;y=&lt;2&gt;"));
+        // The scope comes before the verdict counts.
+        let scope = text
+            .find("**Scope:** MUST: 1 of 6 rules passed")
+            .expect("scope line");
+        assert!(scope < text.find("| Verdict | Cases |").expect("tally"));
+        assert!(text.contains("| MUST | 6 | 2 | 1 | 1 | 1 | 1 | 1 | 1 |"));
+        assert!(text.contains("- blocked by LIFECYCLE-003: PENDING-002"));
+        assert!(text.contains("- not applicable (the server does not advertise tools): SUB-012"));
+        // Spec references link to the upstream page and section at the run's version.
+        assert!(text.contains(
+            "Spec: [docs/specification/subscriptions.md § Unsubscribe](https://github.com/microsoft/agent-host-protocol/blob/5f16d81bb7045b66d7bc768d244feab75002d943/docs/specification/subscriptions.md#unsubscribe)"
+        ));
     }
 
     #[test]

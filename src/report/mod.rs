@@ -1,14 +1,18 @@
 //! Reporters: render a finished [`RunReport`] as files (`report.json`, `junit.xml`,
-//! `report.html`, `summary.md`) and as terminal text.
+//! `report.html`, `summary.md`, `badge.json`) and as terminal text. Every format opens with
+//! the run's [`scope::Scope`]: the rules checked and passed, and those it could not check.
 //!
 //! Reporters only read the result model; they never decide a verdict and know nothing
 //! about how the run was produced. Everything a server sent is untrusted text: each
 //! format escapes it for its own syntax (XML, HTML, Markdown, terminal control bytes).
 
+pub mod badge;
 pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod scope;
+pub mod spec_link;
 
 #[cfg(test)]
 pub(crate) mod sample;
@@ -29,6 +33,7 @@ pub const JSON_FILE: &str = "report.json";
 pub const JUNIT_FILE: &str = "junit.xml";
 pub const HTML_FILE: &str = "report.html";
 pub const MARKDOWN_FILE: &str = "summary.md";
+pub const BADGE_FILE: &str = "badge.json";
 
 /// Where [`write_all`] put each report.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +42,7 @@ pub struct WrittenReports {
     pub junit: PathBuf,
     pub html: PathBuf,
     pub markdown: PathBuf,
+    pub badge: PathBuf,
 }
 
 /// Why a report could not be written.
@@ -76,11 +82,13 @@ pub fn write_all(report: &RunReport, dir: &Path) -> Result<WrittenReports, Repor
     let junit = junit::render(report);
     let html = html::render(report);
     let markdown = markdown::render(report);
+    let badge = badge::render(report, &scope::Scope::of(report));
     Ok(WrittenReports {
         json: write_atomic(dir, JSON_FILE, json.as_bytes())?,
         junit: write_atomic(dir, JUNIT_FILE, junit.as_bytes())?,
         html: write_atomic(dir, HTML_FILE, html.as_bytes())?,
         markdown: write_atomic(dir, MARKDOWN_FILE, markdown.as_bytes())?,
+        badge: write_atomic(dir, BADGE_FILE, badge.as_bytes())?,
     })
 }
 
@@ -137,6 +145,18 @@ pub fn render_summary_line(report: &RunReport) -> String {
         line.push_str(" (interrupted)");
     }
     line
+}
+
+/// The run's scope for the terminal: `Scope: MUST: 183 of 199 rules passed (…)`, then one
+/// line per kind of unchecked rule with its reasons (capability, behaviour or promise,
+/// blocking rule) and how many rules each left unchecked.
+pub fn render_scope(report: &RunReport) -> String {
+    let scope = scope::Scope::of(report);
+    let mut out = format!("Scope: {}", terminal_safe(&scope.headline));
+    for line in scope.reason_lines() {
+        let _ = write!(out, "\n  {}", terminal_safe(&line));
+    }
+    out
 }
 
 /// The terminal block for a case that did not pass, read top to bottom as
@@ -427,6 +447,18 @@ mod tests {
     }
 
     #[test]
+    fn terminal_scope_names_levels_and_reasons() {
+        let text = render_scope(&sample_report());
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("Scope: MUST: 1 of 6 rules passed (2 checked, 1 failed;"));
+        assert!(lines[0].contains("SHOULD: 0 of 1 rule passed (1 checked, 1 warned)"));
+        assert!(lines.contains(&"  blocked by: LIFECYCLE-003 (1)"));
+        assert!(lines
+            .iter()
+            .any(|l| l.starts_with("  not testable: the idle timeout is not configurable")));
+    }
+
+    #[test]
     fn truncation_respects_char_boundaries() {
         assert_eq!(truncate_chars("héllo", 2), "hé…");
         assert_eq!(truncate_chars("hé", 2), "hé");
@@ -449,6 +481,7 @@ mod tests {
             &written.junit,
             &written.html,
             &written.markdown,
+            &written.badge,
         ] {
             let meta = fs::metadata(path).expect("report file exists");
             assert!(meta.len() > 0, "{} is empty", path.display());
@@ -462,7 +495,13 @@ mod tests {
         names.sort();
         assert_eq!(
             names,
-            ["junit.xml", "report.html", "report.json", "summary.md"],
+            [
+                "badge.json",
+                "junit.xml",
+                "report.html",
+                "report.json",
+                "summary.md"
+            ],
             "no temporary files are left behind"
         );
         // Writing again replaces the files in place.

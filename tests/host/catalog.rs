@@ -6,8 +6,8 @@ use serde_json::Value;
 /// The host's action table must match the 1.0.0 type inventory it was derived from.
 #[test]
 fn action_catalog_matches_the_type_inventory() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/ahp/upstream/1.0.0/derived/types-1.0.0.json");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("upstream/ahp/1.0.0/derived/types-1.0.0.json");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let inventory: Value = serde_json::from_str(&text).expect("inventory is JSON");

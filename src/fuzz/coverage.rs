@@ -1,0 +1,370 @@
+//! Which rules each fuzzer operation is judged by, for `ahpspec coverage`: the model mode's
+//! operations (by their trace name: what [`super::model::judge`] and the executor decide
+//! for them), its protocol probes, and the frames mode's mutations. Every frame of every
+//! operation also goes through the always-on checks, which the coverage map lists apart.
+//! The tests below hold the model table to what `plan` actually judges.
+
+/// `(operation, rules)`: `model/<op>` for a model operation, `probe/<probe>` for a probe,
+/// `frames/<mutation>` for a malformed frame.
+pub const OPERATIONS: &[(&str, &[&str])] = &[
+    // Model operations: the rule `judge` names for the dispatch, and the echo rules every
+    // dispatch answers to (DISPATCH-001 accepted, DISPATCH-003 rejected).
+    (
+        "model/startTurn",
+        &["TURN-001", "CHAT-VALIDATE-013", "DISPATCH-001"],
+    ),
+    (
+        "model/cancel",
+        &[
+            "TURN-007",
+            "CHAT-VALIDATE-003",
+            "DISPATCH-001",
+            "DISPATCH-003",
+        ],
+    ),
+    (
+        "model/confirm",
+        &[
+            "TOOL-003",
+            "CHAT-VALIDATE-002",
+            "DISPATCH-001",
+            "DISPATCH-003",
+        ],
+    ),
+    (
+        "model/confirmResult",
+        &[
+            "TOOL-006",
+            "CHAT-VALIDATE-014",
+            "DISPATCH-001",
+            "DISPATCH-003",
+        ],
+    ),
+    (
+        "model/completeClientTool",
+        &[
+            "TOOL-008",
+            "CHAT-VALIDATE-010",
+            "DISPATCH-001",
+            "DISPATCH-003",
+        ],
+    ),
+    (
+        "model/answer",
+        &[
+            "INPUT-003",
+            "CHAT-VALIDATE-005",
+            "CHAT-VALIDATE-006",
+            "DISPATCH-001",
+            "DISPATCH-003",
+        ],
+    ),
+    (
+        "model/completeInput",
+        &[
+            "INPUT-004",
+            "CHAT-VALIDATE-007",
+            "DISPATCH-001",
+            "DISPATCH-003",
+        ],
+    ),
+    ("model/setPending", &["DISPATCH-008", "DISPATCH-001"]),
+    (
+        "model/removePending",
+        &[
+            "DISPATCH-008",
+            "CHAT-VALIDATE-009",
+            "DISPATCH-001",
+            "DISPATCH-003",
+        ],
+    ),
+    ("model/reorder", &["PENDING-006", "DISPATCH-001"]),
+    ("model/draft", &["DISPATCH-008", "DISPATCH-001"]),
+    ("model/rename", &["DISPATCH-008", "DISPATCH-001"]),
+    (
+        "model/truncate",
+        &["TURN-012", "DISPATCH-001", "DISPATCH-003"],
+    ),
+    (
+        "model/resume",
+        &[
+            "TURN-008",
+            "CHAT-VALIDATE-004",
+            "DISPATCH-001",
+            "DISPATCH-003",
+        ],
+    ),
+    ("model/serverOnly", &["DISPATCH-006", "DISPATCH-003"]),
+    ("model/reconnect", &["RECONNECT-001", "RECONNECT-006"]),
+    (
+        "model/checkpoint",
+        &[
+            "INV-FOLD-1",
+            "CHAT-003",
+            "STATUS-003",
+            "INV-CHAT-1",
+            "INV-CHAT-2",
+            "INV-CHAT-3",
+            "INV-CHAT-5",
+            "INV-CHAT-6",
+            "INV-TOOL-2",
+            "INV-SESSION-1",
+            "INV-SESSION-2",
+            "INV-SESSION-3",
+            "INV-SUMMARY-2",
+            "INV-SUMMARY-3",
+        ],
+    ),
+    // A server that stops answering, or dies, during any operation.
+    ("model/any", &["FUZZ-001"]),
+    // Probes (exec/probes.rs).
+    ("probe/subscribe-unknown", &["SUB-011"]),
+    ("probe/dispatch-to-missing", &["DISPATCH-004"]),
+    (
+        "probe/side-session",
+        &["ROOT-005", "ROOT-006", "LIFECYCLE-009"],
+    ),
+    ("probe/duplicate-session", &["LIFECYCLE-001"]),
+    ("probe/unknown-provider", &["LIFECYCLE-006"]),
+    ("probe/ping-before-initialize", &["TRANSPORT-010"]),
+    ("probe/mixed-versions", &["VERSION-001", "VERSION-002"]),
+    ("probe/unsupported-version", &["VERSION-005", "VERSION-006"]),
+    ("probe/unsubscribe", &["SUB-004", "SUB-001", "DISPATCH-001"]),
+    ("probe/fetch-turns", &["INIT-001", "TURN-010"]),
+    // Malformed frames (frames.rs): the answer a correct host gives, and surviving the frame.
+    ("frames/truncated", &["TRANSPORT-006"]),
+    ("frames/binary", &["TRANSPORT-006"]),
+    (
+        "frames/paramsNotObject",
+        &["TRANSPORT-009", "TRANSPORT-010"],
+    ),
+    ("frames/wrongMemberType", &["TRANSPORT-009"]),
+    ("frames/unknownMethod", &["TRANSPORT-008"]),
+    ("frames/noJsonrpc", &["TRANSPORT-007"]),
+    ("frames/batch", &["TRANSPORT-007"]),
+    ("frames/noMethod", &["TRANSPORT-007"]),
+    ("frames/garbageAction", &["DISPATCH-007"]),
+    ("frames/hugeString", &["FUZZ-003"]),
+    ("frames/deep", &["FUZZ-003"]),
+    ("frames/shaped", &["FUZZ-003"]),
+    ("frames/oddId", &["FUZZ-004"]),
+    ("frames/strayUnsubscribe", &["FUZZ-004"]),
+    ("frames/any", &["FUZZ-001", "FUZZ-002"]),
+];
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::client::profile::Profile;
+    use crate::fuzz::frames::Mutation;
+    use crate::fuzz::model::{judge, plan};
+    use crate::fuzz::ops::{Behaviour, Op, PendingKind, Probe};
+
+    fn rules_of(op: &str) -> &'static [&'static str] {
+        OPERATIONS
+            .iter()
+            .find(|(name, _)| *name == op)
+            .map(|(_, rules)| *rules)
+            .unwrap_or_else(|| panic!("{op} is not in the table"))
+    }
+
+    /// The trace name of an operation (its serde tag), as the table keys it.
+    fn name_of(value: &impl serde::Serialize, tag: &str) -> String {
+        let value = serde_json::to_value(value).expect("serialises");
+        match &value {
+            Value::String(name) => name.clone(),
+            _ => value[tag].as_str().expect("tagged").to_owned(),
+        }
+    }
+
+    /// Chats in every state the model tells apart: idle with a queue and a resumable error,
+    /// and a turn with a call in each status the judge reads and an open input request.
+    fn chats() -> Vec<Value> {
+        let resumable = json!({ "id": "t0", "state": "error",
+            "responseParts": [{ "kind": "error", "resumable": true }] });
+        let busy = json!({ "id": "t1", "responseParts": [
+            { "kind": "toolCall", "toolCall": { "toolCallId": "a", "status": "pending-confirmation" } },
+            { "kind": "toolCall", "toolCall": { "toolCallId": "b", "status": "pending-result-confirmation" } },
+            { "kind": "toolCall", "toolCall": { "toolCallId": "c", "status": "running",
+                "contributor": { "kind": "client", "clientId": "me" } } },
+            { "kind": "inputRequest", "request": { "id": "r1",
+                "questions": [{ "kind": "text", "id": "q-name" }] } } ] });
+        let other = json!({ "id": "t1", "responseParts": [
+            { "kind": "toolCall", "toolCall": { "toolCallId": "c", "status": "running",
+                "contributor": { "kind": "client", "clientId": "someone-else" } } } ] });
+        vec![
+            json!({ "turns": [], "queuedMessages": [{ "id": "q1" }], "steeringMessage": { "id": "s1" } }),
+            json!({ "turns": [resumable.clone()] }),
+            json!({ "turns": [resumable], "activeTurn": busy }),
+            json!({ "turns": [{ "id": "t0" }], "activeTurn": other }),
+            json!({ "turns": [] }),
+        ]
+    }
+
+    /// Every model operation with every flag each way.
+    fn model_ops() -> Vec<Op> {
+        let mut ops = Vec::new();
+        for b in Behaviour::ALL {
+            ops.push(Op::StartTurn {
+                client: 0,
+                behaviour: b,
+            });
+        }
+        for flag in [false, true] {
+            ops.push(Op::Cancel {
+                client: 0,
+                stale: flag,
+            });
+            for approve in [false, true] {
+                ops.push(Op::Confirm {
+                    client: 0,
+                    approve,
+                    stale: flag,
+                });
+            }
+            ops.push(Op::ConfirmResult {
+                client: 0,
+                approve: flag,
+            });
+            ops.push(Op::Answer {
+                client: 0,
+                valid: flag,
+            });
+            ops.push(Op::CompleteInput {
+                client: 0,
+                accept: flag,
+            });
+            ops.push(Op::Truncate {
+                client: 0,
+                keep_first: flag,
+            });
+        }
+        for kind in [PendingKind::Queued, PendingKind::Steering] {
+            for id in [1, 9] {
+                ops.push(Op::SetPending {
+                    client: 0,
+                    kind,
+                    id,
+                });
+                ops.push(Op::RemovePending {
+                    client: 0,
+                    kind,
+                    id,
+                });
+            }
+        }
+        ops.extend([
+            Op::CompleteClientTool { client: 0 },
+            Op::Reorder { client: 0 },
+            Op::Draft { client: 0 },
+            Op::Rename { client: 0 },
+            Op::Resume { client: 0 },
+            Op::ServerOnly { client: 0 },
+        ]);
+        ops
+    }
+
+    #[test]
+    fn the_model_judges_each_operation_by_the_rules_the_table_lists() {
+        let profile = Profile::scripted().expect("profile");
+        let mut seen: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        // An action planned on one state is judged on the state the host had when it took it
+        // (another client may have moved the chat meanwhile): every pair is possible.
+        for op in model_ops() {
+            let name = format!("model/{}", name_of(&op, "op"));
+            for planned_on in chats() {
+                let Some(planned) = plan(&op, &planned_on, "me", "t9", "now", &profile) else {
+                    continue;
+                };
+                for taken_on in chats() {
+                    for client in ["me", "someone"] {
+                        let (_, rule) = judge(&planned.action, &taken_on, client);
+                        assert!(
+                            rules_of(&name).contains(&rule),
+                            "{name} judged by {rule}, which the table does not list"
+                        );
+                        seen.entry(name.clone())
+                            .or_default()
+                            .insert(rule.to_owned());
+                    }
+                }
+            }
+        }
+        // And the table lists no rule of the judge that the judge never names.
+        for (op, rules) in OPERATIONS.iter().filter(|(op, _)| seen.contains_key(*op)) {
+            for rule in rules.iter().filter(|r| !r.starts_with("DISPATCH-00")) {
+                let judged = seen[*op].contains(*rule);
+                // DISPATCH-006 (server-only) and -008 are the judge's own words too.
+                assert!(judged, "{op} lists {rule}, which plan never judges it by");
+            }
+        }
+        assert_eq!(
+            seen.len(),
+            15,
+            "every dispatching operation was planned: {seen:?}"
+        );
+    }
+
+    #[test]
+    fn every_operation_probe_and_mutation_has_a_row() {
+        let names: BTreeSet<&str> = OPERATIONS.iter().map(|(op, _)| *op).collect();
+        assert_eq!(names.len(), OPERATIONS.len(), "no operation twice");
+        for op in model_ops()
+            .into_iter()
+            .chain([Op::Reconnect { client: 0 }, Op::Checkpoint])
+        {
+            let name = format!("model/{}", name_of(&op, "op"));
+            assert!(names.contains(name.as_str()), "{name}");
+        }
+        for probe in [
+            Probe::SubscribeUnknown,
+            Probe::DispatchToMissing,
+            Probe::SideSession,
+            Probe::DuplicateSession,
+            Probe::UnknownProvider,
+            Probe::PingBeforeInitialize,
+            Probe::MixedVersions,
+            Probe::UnsupportedVersion,
+            Probe::Unsubscribe,
+            Probe::FetchTurns,
+        ] {
+            let name = format!("probe/{}", name_of(&probe, ""));
+            assert!(names.contains(name.as_str()), "{name}");
+        }
+        let mutations = [
+            Mutation::Truncated { base: 0, at: 3 },
+            Mutation::ParamsNotObject { base: 1 },
+            Mutation::WrongMemberType,
+            Mutation::HugeString { kib: 1 },
+            Mutation::Deep { depth: 3 },
+            Mutation::UnknownMethod { n: 1 },
+            Mutation::OddId { kind: 0 },
+            Mutation::NoJsonrpc,
+            Mutation::Batch,
+            Mutation::Binary { len: 1 },
+            Mutation::GarbageAction { kind: 0 },
+            Mutation::NoMethod,
+            Mutation::StrayUnsubscribe,
+            Mutation::Shaped { entropy: vec![] },
+        ];
+        for mutation in &mutations {
+            let name = format!("frames/{}", name_of(mutation, "mutation"));
+            assert!(names.contains(name.as_str()), "{name}");
+            // The rule a host that stops answering after the frame breaks is listed.
+            assert!(
+                rules_of(&name).contains(&mutation.answering_rule()),
+                "{name}: {}",
+                mutation.answering_rule()
+            );
+        }
+        assert_eq!(
+            names.iter().filter(|n| n.starts_with("frames/")).count(),
+            mutations.len() + 1,
+            "a new mutation needs a row"
+        );
+    }
+}
