@@ -12,7 +12,7 @@ pub enum AgentKind {
     Unavailable,
 }
 
-/// Provider id of the scripted test agent (the opt-in contract documented in README.md).
+/// Provider id of the scripted test agent (the opt-in contract documented in docs/profiles.md).
 pub const SCRIPTED_PROVIDER: &str = "ahpspec-scripted";
 /// Provider id of an agent whose sessions always fail to initialise.
 pub const UNAVAILABLE_PROVIDER: &str = "ahpspec-unavailable";
