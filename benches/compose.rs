@@ -5,10 +5,13 @@
 //! pairs of faults whose rules are of the same spec area, the ones that touch the same
 //! cases), `AHPSPEC_COMPOSE_PAIRS` (how many pairs at most, taken in a fixed shuffled
 //! order), `AHPSPEC_COMPOSE_PARALLEL` (catalog runs at once, default 2) and
-//! `AHPSPEC_COMPOSE_TIMEOUT_MS` (each expectation's wait, default 2000) shape the run.
+//! `AHPSPEC_COMPOSE_TIMEOUT_MS` (each expectation's wait while screening, default 2000),
+//! `AHPSPEC_COMPOSE_CONFIRM_MS` (the wait when a suspect pair is run again, default 2000)
+//! and `AHPSPEC_COMPOSE_SKIP` (pairs of the shuffled order an earlier run covered) shape it.
 //! Figures: benches/README.md. A sample of pairs is a test (tests/compose.rs).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use ahpspec::certify::{certify, Options};
@@ -38,42 +41,92 @@ async fn broken(faults: &str, timeout: Duration) -> Result<BTreeSet<String>, Str
         .map_err(|e| e.to_string())
 }
 
-/// Runs the catalog for each item, at most `parallel` at once (each on a thread and runtime
-/// of its own: a run's futures are not `Send`), in order of `items`.
+/// Runs the catalog for each item on `parallel` worker threads (each with a runtime of its
+/// own: a run's futures are not `Send`), taking items from a shared queue so that one slow
+/// run holds up no other; calls `done` with each result as it arrives.
 fn in_parallel<T: Clone + Send + Sync>(
-    items: Vec<T>,
+    items: &[T],
     parallel: usize,
     timeout: Duration,
     key: fn(&T) -> String,
-) -> Vec<(T, Result<BTreeSet<String>, String>)> {
-    let mut results = Vec::new();
-    for chunk in items.chunks(parallel.max(1)) {
-        let chunk_results: Vec<_> = std::thread::scope(|scope| {
-            let handles: Vec<_> = chunk
-                .iter()
-                .map(|item| {
+    mut done: impl FnMut(&T, Result<BTreeSet<String>, String>),
+) {
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        for _ in 0..parallel.max(1) {
+            let tx = tx.clone();
+            let next = &next;
+            scope.spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(error) => {
+                        let _ = tx.send((usize::MAX, Err(error.to_string())));
+                        return;
+                    }
+                };
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = items.get(index) else { break };
                     let faults = key(item);
-                    scope.spawn(move || {
-                        let runtime = tokio::runtime::Builder::new_current_thread()
-                            .enable_all()
-                            .build()
-                            .map_err(|e| e.to_string())?;
+                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         runtime.block_on(broken(&faults, timeout))
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|handle| {
-                    handle
-                        .join()
-                        .unwrap_or_else(|_| Err("the run panicked".to_owned()))
-                })
-                .collect()
-        });
-        results.extend(chunk.iter().cloned().zip(chunk_results));
-    }
-    results
+                    }))
+                    .unwrap_or_else(|_| Err("the run panicked".to_owned()));
+                    if tx.send((index, result)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for (index, result) in rx {
+            match items.get(index) {
+                Some(item) => done(item, result),
+                None => {
+                    eprintln!("a worker could not start: {result:?}");
+                    std::process::exit(2);
+                }
+            }
+        }
+    });
+}
+
+/// The rules a pair breaks that neither fault breaks alone.
+fn extra(together: &BTreeSet<String>, a: &BTreeSet<String>, b: &BTreeSet<String>) -> Vec<String> {
+    together
+        .iter()
+        .filter(|rule| !a.contains(*rule) && !b.contains(*rule))
+        .cloned()
+        .collect()
+}
+
+/// The faults alone at `timeout`, or exit 2 on a harness error.
+fn singles(
+    names: &[&'static str],
+    parallel: usize,
+    timeout: Duration,
+) -> BTreeMap<&'static str, BTreeSet<String>> {
+    let mut alone = BTreeMap::new();
+    in_parallel(
+        names,
+        parallel,
+        timeout,
+        |n| n.to_string(),
+        |name, result| match result {
+            Ok(rules) => {
+                alone.insert(*name, rules);
+            }
+            Err(error) => {
+                eprintln!("{name}: harness error {error}");
+                std::process::exit(2);
+            }
+        },
+    );
+    alone
 }
 
 fn main() {
@@ -99,61 +152,80 @@ fn main() {
             .wrapping_add(1442695040888963407);
         pairs.swap(i, (state >> 33) as usize % (i + 1));
     }
+    // A resumed run skips the pairs an earlier run already reported (same shuffled order).
+    let skip: usize = env("AHPSPEC_COMPOSE_SKIP").unwrap_or(0).min(pairs.len());
+    pairs.drain(..skip);
     let limit: usize = env("AHPSPEC_COMPOSE_PAIRS").unwrap_or(pairs.len());
     pairs.truncate(limit);
     let started = Instant::now();
-    let singles = in_parallel(names.clone(), parallel, timeout, |n| n.to_string());
-    let mut alone: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
-    for (name, result) in singles {
-        match result {
-            Ok(rules) => {
-                alone.insert(name, rules);
-            }
-            Err(error) => {
-                eprintln!("{name}: harness error {error}");
-                std::process::exit(2);
-            }
-        }
-    }
+    let alone = singles(&names, parallel, timeout);
     println!(
         "{} faults alone in {:.0} s",
         alone.len(),
         started.elapsed().as_secs_f64()
     );
-    let mut composing = 0;
-    let mut not_composing = Vec::new();
     let total = pairs.len();
-    for (done, chunk) in pairs.chunks(200).enumerate() {
-        let results = in_parallel(chunk.to_vec(), parallel, timeout, |p| {
-            format!("{},{}", p.0, p.1)
-        });
-        for ((a, b), result) in results {
-            let together = match result {
-                Ok(rules) => rules,
-                Err(error) => {
-                    not_composing.push(format!("{a},{b}: harness error {error}"));
+    let mut seen = 0;
+    let mut suspects: Vec<((&str, &str), String)> = Vec::new();
+    in_parallel(
+        &pairs,
+        parallel,
+        timeout,
+        |p| format!("{},{}", p.0, p.1),
+        |&(a, b), result| {
+            seen += 1;
+            match result {
+                Ok(together) => {
+                    let new = extra(&together, &alone[a], &alone[b]);
+                    if !new.is_empty() {
+                        suspects.push(((a, b), format!("also {new:?}")));
+                    }
+                }
+                Err(error) => suspects.push(((a, b), format!("harness error {error}"))),
+            }
+            if seen % 500 == 0 || seen == total {
+                println!(
+                    "{} of {total} pairs (from {skip}), {} suspect, {:.0} s",
+                    seen,
+                    suspects.len(),
+                    started.elapsed().as_secs_f64()
+                );
+            }
+        },
+    );
+    // A short screening timeout can miss a message under load: every suspect pair is run
+    // again, with both its faults alone, at the confirming timeout, and only what holds then
+    // is reported.
+    let confirm = Duration::from_millis(env("AHPSPEC_COMPOSE_CONFIRM_MS").unwrap_or(2000));
+    let mut not_composing = Vec::new();
+    for ((a, b), first) in &suspects {
+        let again = singles(&[a, b], 2, confirm);
+        let mut pair = None;
+        in_parallel(
+            &[(*a, *b)],
+            1,
+            confirm,
+            |p| format!("{},{}", p.0, p.1),
+            |_, r| pair = Some(r),
+        );
+        let line = match pair {
+            Some(Ok(together)) => {
+                let new = extra(&together, &again[a], &again[b]);
+                if new.is_empty() {
+                    println!("{a},{b}: screened {first}; composes at {confirm:?}");
                     continue;
                 }
-            };
-            let either: BTreeSet<String> = alone[a].union(&alone[b]).cloned().collect();
-            let new: Vec<&String> = together.difference(&either).collect();
-            if new.is_empty() {
-                composing += 1;
-            } else {
-                let line = format!("{a},{b}: also {new:?}");
-                println!("{line}");
-                not_composing.push(line);
+                format!("{a},{b}: also {new:?}")
             }
-        }
-        println!(
-            "{} of {total} pairs, {composing} compose, {} do not, {:.0} s",
-            ((done + 1) * 200).min(total),
-            not_composing.len(),
-            started.elapsed().as_secs_f64()
-        );
+            Some(Err(error)) => format!("{a},{b}: harness error {error}"),
+            None => format!("{a},{b}: no result"),
+        };
+        println!("{line}");
+        not_composing.push(line);
     }
     println!(
-        "pairs: {total}; compose: {composing}; do not: {}; {:.0} s",
+        "pairs: {total} (from {skip}); compose: {}; do not: {}; {:.0} s",
+        total - not_composing.len(),
         not_composing.len(),
         started.elapsed().as_secs_f64()
     );

@@ -257,9 +257,16 @@ fn an_aap_run_with_an_authorization_header_shows_its_key_nowhere() {
     // Every file of both report directories was read, whatever formats a report holds.
     let expected = ["served", "echoed"]
         .iter()
-        .map(|d| std::fs::read_dir(dir.path().join(d)).expect("report dir").count())
+        .map(|d| {
+            std::fs::read_dir(dir.path().join(d))
+                .expect("report dir")
+                .count()
+        })
         .sum::<usize>();
-    assert!(expected >= 8, "two report directories of four formats or more: {expected}");
+    assert!(
+        expected >= 8,
+        "two report directories of four formats or more: {expected}"
+    );
     assert_eq!(read, expected, "two report directories");
 }
 
