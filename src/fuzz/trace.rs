@@ -10,6 +10,7 @@ use super::exec::{Failure, Performed};
 use super::model::{Channel, Expect};
 use super::ops::{Op, Probe};
 use super::Found;
+use crate::checks::Rule;
 use crate::verdict::ReportedFrame;
 
 /// A saved failure.
@@ -81,7 +82,7 @@ impl Trace {
 
     /// Writes the trace as `<dir>/<seed>-<rule>.json` (atomically) and returns the path.
     pub fn save(&self, dir: &Path) -> Result<PathBuf, TraceError> {
-        let path = trace_path(dir, self.seed, &self.failure.rule);
+        let path = trace_path(dir, self.seed, self.failure.rule);
         let write = |path: &Path| -> std::io::Result<()> {
             std::fs::create_dir_all(dir)?;
             let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
@@ -214,7 +215,7 @@ impl Trace {
 }
 
 /// Where the trace of `rule`'s finding in the campaign with `seed` is saved: one per rule.
-pub fn trace_path(dir: &Path, seed: u64, rule: &str) -> PathBuf {
+pub fn trace_path(dir: &Path, seed: u64, rule: Rule) -> PathBuf {
     dir.join(format!("{seed}-{rule}.json"))
 }
 

@@ -177,25 +177,18 @@ impl Runner<'_> {
     ) -> Result<Value, Stop> {
         let timeout = self.ctx.timeout;
         let conn = self.conn(on)?;
-        let response = conn
-            .link
-            .request(
-                "subscribe",
-                json!({ "channel": channel, "delivery": { "maxLatencyMs": 0 } }),
-                timeout,
-            )
-            .await;
+        let response = conn.subscribe_immediate(channel, timeout).await;
         match response {
             Ok(response) if response.pointer("/result/snapshot/state").is_some() => Ok(response),
             Ok(response) => Err(self.prerequisite(
-                "SUB-001",
+                Rule::Sub001,
                 on,
                 format!("a snapshot of {channel}"),
                 crate::checks::frame::clip(&response.to_string()),
             )),
             Err(error) => Err(self.transport_failure(
                 error,
-                "SUB-001",
+                Rule::Sub001,
                 on,
                 format!("a response to subscribe {channel}"),
             )),

@@ -40,7 +40,6 @@ impl Runner<'_> {
     ) -> Result<Option<Value>, Stop> {
         let conn = self.conn(on)?;
         match conn
-            .link
             .wait_for(
                 within,
                 |item| matches!(item, Incoming::Message(m) if pred(m)),
@@ -74,9 +73,9 @@ impl Runner<'_> {
         let waited = if let Some(response) = already {
             Ok(response)
         } else if s.to.is_some() {
-            conn.link.response(id, timeout).await
+            conn.response(id, timeout).await
         } else {
-            conn.link
+            conn
                 .wait_for(timeout, |item| matches!(item, Incoming::Message(m) if m.get("id") == Some(&literal_id) && m.get("method").is_none()))
                 .await
                 .and_then(|item| match item {
@@ -124,7 +123,7 @@ impl Runner<'_> {
         on: &Option<String>,
         what: &str,
         response: Value,
-        succeeded: Option<&str>,
+        succeeded: Option<Rule>,
     ) -> StepResult {
         let on = on.clone();
         if let Some(to) = &s.to {
@@ -202,13 +201,8 @@ impl Runner<'_> {
             .ok_or_else(|| Stop::Harness(format!("{}: no dispatch named {}", self.at, s.of)))?;
         let on = Some(conn_name.clone());
         let conn = self.conn(&on)?;
-        let client_id = conn.checks.client_id.clone();
-        let dispatched = conn
-            .checks
-            .dispatched
-            .get(&seq)
-            .cloned()
-            .unwrap_or(Value::Null);
+        let client_id = conn.client_id().to_owned();
+        let dispatched = conn.dispatched(seq).cloned().unwrap_or(Value::Null);
         let timeout = if s.or_ignored && !s.accepted {
             Duration::from_millis(300).min(self.ctx.timeout)
         } else {
@@ -289,12 +283,10 @@ impl Runner<'_> {
         };
         let within = Duration::from_millis(s.for_ms);
         let waited = if s.fresh {
-            conn.link
-                .wait_for_new(within, |i| matches!(i, Incoming::Message(m) if pred(m)))
+            conn.wait_for_new(within, |i| matches!(i, Incoming::Message(m) if pred(m)))
                 .await
         } else {
-            conn.link
-                .wait_for(within, |i| matches!(i, Incoming::Message(m) if pred(m)))
+            conn.wait_for(within, |i| matches!(i, Incoming::Message(m) if pred(m)))
                 .await
         };
         match waited {
@@ -364,11 +356,10 @@ impl Runner<'_> {
     pub(super) async fn expect_closed(&mut self, s: &ExpectClosed) -> StepResult {
         let within = s.within_ms.map_or(self.ctx.timeout, Duration::from_millis);
         let conn = self.conn(&s.on)?;
-        let closed = if conn.link.is_closed() {
+        let closed = if conn.is_closed() {
             true
         } else {
             match conn
-                .link
                 .wait_for(within, |i| matches!(i, Incoming::Closed { .. }))
                 .await
             {
