@@ -126,8 +126,8 @@ impl Conn {
         subscriptions: impl Serialize,
         timeout: Duration,
     ) -> Result<Value, TransportError> {
-        let id = self.send_reconnect(last_seen, subscriptions).await?;
-        self.link.response(id, timeout).await
+        let params = reconnect_params(self.client_id(), last_seen, subscriptions);
+        self.link.request("reconnect", params, timeout).await
     }
 
     /// `ping` and its answer (a result or an error: any answer shows the host alive, and

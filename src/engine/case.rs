@@ -9,7 +9,7 @@ mod progress;
 mod send;
 mod setup;
 
-use document::{describe, matches_all, sort_key, DocChecks};
+use document::{describe, matches_all};
 use outcome::own_rule;
 
 use std::collections::{BTreeMap, HashMap};

@@ -329,18 +329,7 @@ mod tests {
             let name = format!("model/{}", name_of(&op, "op"));
             assert!(names.contains(name.as_str()), "{name}");
         }
-        for probe in [
-            Probe::SubscribeUnknown,
-            Probe::DispatchToMissing,
-            Probe::SideSession,
-            Probe::DuplicateSession,
-            Probe::UnknownProvider,
-            Probe::PingBeforeInitialize,
-            Probe::MixedVersions,
-            Probe::UnsupportedVersion,
-            Probe::Unsubscribe,
-            Probe::FetchTurns,
-        ] {
+        for probe in Probe::ALL {
             let name = format!("probe/{}", name_of(&probe, ""));
             assert!(names.contains(name.as_str()), "{name}");
         }

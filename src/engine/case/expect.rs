@@ -55,7 +55,7 @@ impl Runner<'_> {
         }
     }
 
-    pub(super) async fn expect_response(&mut self, s: &ExpectResponse) -> StepResult {
+    pub(super) async fn expect_response(&mut self, s: &Asserting<ExpectResponse>) -> StepResult {
         let on_name = Self::conn_name(&s.on);
         let (conn_name, id) = match &s.to {
             Some(to) => self
@@ -119,7 +119,7 @@ impl Runner<'_> {
     /// What an `expect_response` step asks of the response it got (`what` names it).
     fn judge_response(
         &mut self,
-        s: &ExpectResponse,
+        s: &Asserting<ExpectResponse>,
         on: &Option<String>,
         what: &str,
         response: Value,
@@ -166,31 +166,7 @@ impl Runner<'_> {
                 );
             }
         }
-        let no_len = BTreeMap::new();
-        let no_bits = BTreeMap::new();
-        if let Some((expected, actual)) = unsorted(&response, &s.sorted_desc) {
-            return self.broken(&s.level, &on, expected, actual);
-        }
-        for (array, members) in &s.timestamps {
-            if let Some((at, value)) = crate::schema::first_non_timestamp(&response, array, members)
-            {
-                let expected = format!("{at} an ISO 8601 timestamp with a UTC offset");
-                return self.broken(&s.level, &on, expected, format!("{at} = {value}"));
-            }
-        }
-        let checks = DocChecks {
-            has: &s.has,
-            lacks: &s.lacks,
-            equals: &s.equals,
-            one_of: &s.one_of,
-            len: &no_len,
-            bits_set: &no_bits,
-            bits_clear: &no_bits,
-            at_most: &s.at_most,
-            contains: &s.contains,
-            excludes: &s.excludes,
-        };
-        self.judge_document(&response, &checks, &s.level, &on)
+        self.judge_document(&response, &s.assert, &s.level, &on)
     }
 
     pub(super) async fn expect_echo(&mut self, s: &ExpectEcho) -> StepResult {
@@ -379,32 +355,4 @@ impl Runner<'_> {
             )
         }
     }
-}
-
-/// The first `pointer` whose array is not sorted by its items' `member`, newest first:
-/// (expected, actual).
-fn unsorted(response: &Value, sorted_desc: &BTreeMap<String, String>) -> Option<(String, String)> {
-    for (pointer, member) in sorted_desc {
-        let keys: Vec<Value> = response
-            .pointer(pointer)
-            .and_then(Value::as_array)
-            .map(|items| {
-                items
-                    .iter()
-                    .map(|item| {
-                        crate::checks::compare::instant(
-                            item.pointer(member).unwrap_or(&Value::Null),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        if !keys.windows(2).all(|w| sort_key(&w[0]) >= sort_key(&w[1])) {
-            return Some((
-                format!("{pointer} sorted by {member}, newest first"),
-                format!("order {}", Value::Array(keys)),
-            ));
-        }
-    }
-    None
 }
