@@ -19,7 +19,7 @@ impl Runner<'_> {
         }
         let timeout = self.ctx.timeout;
         let conn = self.conn(&s.on)?;
-        let created = conn.request("createSession", params, timeout).await;
+        let created = conn.create_session(params, timeout).await;
         // After createSession the session exists (creating, ready or failed): LIFECYCLE-002.
         match created {
             Ok(created) if created.get("error").is_none() => {}
