@@ -212,13 +212,13 @@ fn build(sources: Sources<'_>) -> Result<CoverageMap, CoverageError> {
 }
 
 /// `(operation, rules)` turned into rule → operations.
-fn by_rule<'r>(
-    operations: impl Iterator<Item = (&'r str, &'r [&'r str])>,
+fn by_rule<'r, R: AsRef<str> + 'r>(
+    operations: impl Iterator<Item = (&'r str, &'r [R])>,
 ) -> BTreeMap<String, Vec<String>> {
     let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (operation, rules) in operations {
         for rule in rules {
-            map.entry((*rule).to_owned())
+            map.entry(rule.as_ref().to_owned())
                 .or_default()
                 .push(operation.to_owned());
         }
@@ -268,7 +268,7 @@ pub fn aap() -> Result<CoverageMap, CoverageError> {
 
 /// The rules the AAP fuzzer's expectations are judged by, over generated sequences (200
 /// seeds) for an agent that declares every capability: an expectation's `relies_on`, or the
-/// sequence's own rule (AAP-SESSION-006) for one without.
+/// sequence's own rule (`aap::fuzz::OWN_RULE`) for one without.
 pub fn aap_fuzz_rules() -> BTreeSet<String> {
     use crate::aap::fuzz::generate::{Generator, Rng};
     use crate::aap::suite::Step;
@@ -294,7 +294,7 @@ pub fn aap_fuzz_rules() -> BTreeSet<String> {
                     rules.insert(
                         expect
                             .relies_on
-                            .unwrap_or_else(|| "AAP-SESSION-006".to_owned()),
+                            .unwrap_or_else(|| crate::aap::fuzz::OWN_RULE.to_string()),
                     );
                 }
             }

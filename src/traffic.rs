@@ -56,7 +56,13 @@ pub struct Found {
 impl Found {
     /// One line for a live log: rule, level, connection, frame, what broke.
     pub fn line(&self) -> String {
-        let level = self.violation.rule.info().level.as_str();
+        // Violations carry always-on rules, whose rows say their level.
+        let level = self
+            .violation
+            .rule
+            .always_on()
+            .map_or(crate::verdict::Level::Must, |row| row.level)
+            .as_str();
         format!(
             "{} [{level}] connection {} frame {}: expected {}; got {}",
             self.violation.rule,

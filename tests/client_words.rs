@@ -264,7 +264,7 @@ fn skips_of(checks: &StreamChecks, rule: &str) -> Vec<(String, usize)> {
     let mut counts = Default::default();
     let mut skipped = ahpspec::checks::Skips::default();
     checks.tally(&mut counts, &mut skipped);
-    let rule = *ahpspec::checks::Rule::ALL
+    let rule = *ahpspec::checks::Rule::ALWAYS_ON
         .iter()
         .find(|r| r.id() == rule)
         .expect("an always-on rule");

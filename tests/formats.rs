@@ -93,11 +93,31 @@ fn sample(schema: &Value, node: &Value) -> Value {
     }
 }
 
-fn properties(node: &Value) -> BTreeSet<String> {
-    node["properties"]
-        .as_object()
-        .map(|p| p.keys().cloned().collect())
-        .unwrap_or_default()
+/// The parts an object node is made of: itself and what its `allOf` refers to (the shared
+/// document assertions of `response`, `state` and `check`).
+fn parts<'a>(schema: &'a Value, node: &'a Value) -> Vec<&'a Value> {
+    let mut parts = vec![node];
+    if let Some(all) = node["allOf"].as_array() {
+        parts.extend(all.iter().map(|part| resolve(schema, part)));
+    }
+    parts
+}
+
+fn properties(schema: &Value, node: &Value) -> BTreeSet<String> {
+    parts(schema, node)
+        .into_iter()
+        .filter_map(|part| part["properties"].as_object())
+        .flat_map(|p| p.keys().cloned())
+        .collect()
+}
+
+/// The schema of member `name` of object `node`.
+fn property<'a>(schema: &'a Value, node: &'a Value, name: &str) -> &'a Value {
+    parts(schema, node)
+        .into_iter()
+        .map(|part| &part["properties"][name])
+        .find(|member| !member.is_null())
+        .unwrap_or(&Value::Null)
 }
 
 fn required(node: &Value) -> BTreeSet<String> {
@@ -122,7 +142,7 @@ fn members(
     names
         .iter()
         .filter(|name| Some(name.as_str()) != without)
-        .map(|name| (name.clone(), sample(schema, &node["properties"][name])))
+        .map(|name| (name.clone(), sample(schema, property(schema, node, name))))
         .collect()
 }
 
@@ -148,12 +168,14 @@ fn check_object(
     parse: &dyn Fn(Value) -> (Value, Result<(), String>),
 ) {
     let node = resolve(schema, node);
-    assert_eq!(
-        node["additionalProperties"],
-        json!(false),
-        "{what}: not closed"
-    );
-    let names = properties(node);
+    // Closed by itself, or (composed of parts) over every part's members.
+    let closed = if node.get("allOf").is_some() {
+        &node["unevaluatedProperties"]
+    } else {
+        &node["additionalProperties"]
+    };
+    assert_eq!(closed, &json!(false), "{what}: not closed");
+    let names = properties(schema, node);
     let needed = required(node);
     let mut probe = members(schema, node, &needed, None);
     probe.insert("zzz_unknown".to_owned(), json!(1));
@@ -375,7 +397,7 @@ fn suite_schema_fields_are_the_parser_fields() {
         let result = parse_suite_value(&document);
         (document, result)
     });
-    let kinds = properties(&schema["$defs"]["step"]);
+    let kinds = properties(&schema, &schema["$defs"]["step"]);
     let document = suite_around(json!({"zzz_unknown": {}}));
     let error = parse_suite_value(&document).expect_err("unknown step kind accepted");
     assert_eq!(expected_names(&error), kinds, "step kinds ({error})");
@@ -458,7 +480,7 @@ fn script_schema_fields_are_the_parser_fields() {
         let result = parse_script_value(&document);
         (document, result)
     });
-    let kinds = properties(&schema["$defs"]["step"]);
+    let kinds = properties(&schema, &schema["$defs"]["step"]);
     let document = json!({"steps": [{"zzz_unknown": {}}]});
     let error = parse_script_value(&document).expect_err("unknown step kind accepted");
     assert_eq!(expected_names(&error), kinds, "step kinds ({error})");

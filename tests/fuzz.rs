@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ahpspec::checks::frame::{SchemaMap, Schemas};
+use ahpspec::checks::Rule;
 use ahpspec::client::Profile;
 use ahpspec::fuzz::trace::Trace;
 use ahpspec::fuzz::{fuzz, replay_trace, Excluded, ExecConfig, FuzzOptions};
@@ -92,7 +93,7 @@ async fn finds_with_seed(fault: Fault, seed: u64, rules: &[&str]) {
         .next()
         .unwrap_or_else(|| panic!("fault {fault} not found in {} sequences", outcome.cases));
     assert!(
-        rules.contains(&found.failure.rule.as_str()),
+        rules.contains(&found.failure.rule.id()),
         "fault {fault}: found {:?}",
         found.failure
     );
@@ -187,7 +188,7 @@ async fn finds_in_frames(fault: Fault, rules: &[&str]) {
         .next()
         .unwrap_or_else(|| panic!("fault {fault} not found in {} sequences", outcome.cases));
     assert!(
-        rules.contains(&found.failure.rule.as_str()),
+        rules.contains(&found.failure.rule.id()),
         "fault {fault}: found {:?}",
         found.failure
     );
@@ -475,7 +476,7 @@ fn found_rules<T>(outcome: &ahpspec::fuzz::FuzzOutcome<T>) -> Vec<&str> {
         .findings
         .found
         .iter()
-        .map(|f| f.failure.rule.as_str())
+        .map(|f| f.failure.rule.id())
         .collect()
 }
 
@@ -518,7 +519,7 @@ async fn one_campaign_reports_both_faults_rules_once_each() {
     );
     // Later failures of a found rule are counted, not shrunk again.
     assert!(
-        outcome.findings.failing("CHAT-VALIDATE-003") > 1,
+        outcome.findings.failing(Rule::ChatValidate003) > 1,
         "{:?}",
         outcome.findings.failing
     );
@@ -551,7 +552,7 @@ async fn a_baselined_rule_is_seen_but_not_a_failure() {
         .findings
         .baselined
         .iter()
-        .map(|f| f.rule.as_str())
+        .map(|f| f.rule.id())
         .collect();
     assert_eq!(baselined, ["PENDING-003"], "seen and baselined");
     let report = report_of(&outcome, "PENDING-003\n");
@@ -576,7 +577,7 @@ async fn an_excluded_rule_is_not_judged() {
     let rules = found_rules(&outcome);
     assert!(rules.contains(&"CHAT-VALIDATE-003"), "{rules:?}");
     assert_eq!(
-        outcome.findings.failing("PENDING-003"),
+        outcome.findings.failing(Rule::Pending003),
         0,
         "no sequence failed an excluded rule: {:?}",
         outcome.findings.failing

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ahpspec::checks::frame::{SchemaMap, Schemas};
+use ahpspec::checks::Rule;
 use ahpspec::client::Profile;
 use ahpspec::fuzz::frames::{execute_frames, fuzz_frames, Mutation};
 use ahpspec::fuzz::{fuzz, Excluded, ExecConfig, FuzzOptions, FuzzOutcome};
@@ -339,7 +340,7 @@ async fn a_known_missing_echo_is_not_waited_for_again() {
         outcome.cases
     );
     assert!(
-        failing.contains_key("DISPATCH-001") || failing.contains_key("DISPATCH-003"),
+        failing.contains_key(&Rule::Dispatch001) || failing.contains_key(&Rule::Dispatch003),
         "the missing echo is the echo rule's, not that of what the dispatch would show: {failing:?}"
     );
 }

@@ -16,6 +16,7 @@ use super::suite::{AapCase, AuthText, HttpStep, LocatedStep, SessionStep, Step, 
 mod list;
 mod track;
 use super::agent::Agent;
+use crate::checks::Rule;
 use crate::verdict::{rule_of, CaseResult, Finding, Level, ReportedFrame, Verdict};
 use track::{session_of, SessionModel};
 
@@ -245,13 +246,13 @@ impl Run<'_> {
         });
         let fresh = &self.ctx.observer.violations[before..];
         let clean = fresh.is_empty();
-        let broke = fresh.iter().find(|v| is_framing(v.rule.id())).cloned();
+        let broke = fresh.iter().find(|v| is_framing(v.rule)).cloned();
         self.follow(&request, json_body, &response, clean);
         if let Some(name) = name {
             self.stored.insert(name.to_owned(), response.clone());
         }
         if let Some((miss, rule)) = self.prerequisite(&request, json_body, &response, broke) {
-            self.misses(vec![miss], None, Some(rule), at)?;
+            self.misses(vec![miss], None, Some(rule.id()), at)?;
         }
         Ok(response)
     }
@@ -265,7 +266,7 @@ impl Run<'_> {
         body: Option<&Value>,
         response: &Response,
         broke: Option<crate::checks::Violation>,
-    ) -> Option<(Miss, &'static str)> {
+    ) -> Option<(Miss, Rule)> {
         if self.after_steps {
             return None;
         }
@@ -278,14 +279,14 @@ impl Run<'_> {
                 format!("{what} served with the configured key"),
                 response.status.to_string(),
             );
-            return Some((miss, "AAP-AUTH-001"));
+            return Some((miss, Rule::AapAuth001));
         }
         if self.refusal_expected {
             return None;
         }
         if let Some(violation) = broke.filter(|v| v.rule.id() != rule_of(&self.case.info.id)) {
             let miss = Miss::new(format!("{what}: {}", violation.expected), violation.actual);
-            return Some((miss, violation.rule.id()));
+            return Some((miss, violation.rule));
         }
         let turn = super::checks::Endpoint::of(&request.method, &request.path)
             == Some(super::checks::Endpoint::Turn);
@@ -294,12 +295,14 @@ impl Run<'_> {
         }
         let mode = body.and_then(|b| b.get("stream")).and_then(Value::as_str);
         let (rule, media) = match mode {
-            Some("delta") => ("AAP-TURN-003", "text/event-stream"),
-            Some("message") => ("AAP-TURN-004", "text/event-stream"),
+            Some("delta") => (Rule::AapTurn003, "text/event-stream"),
+            Some("message") => (Rule::AapTurn004, "text/event-stream"),
             // Without `stream`, a stream answer breaks the default; any other shape is the
             // none mode's.
-            None if response.is_media("text/event-stream") => ("AAP-TURN-002", "application/json"),
-            _ => ("AAP-TURN-001", "application/json"),
+            None if response.is_media("text/event-stream") => {
+                (Rule::AapTurn002, "application/json")
+            }
+            _ => (Rule::AapTurn001, "application/json"),
         };
         (response.status != 200 || !response.is_media(media)).then(|| {
             let miss = Miss::new(
@@ -394,7 +397,8 @@ impl Run<'_> {
                 "201 with a sessionId",
                 format!("{} {:?}", response.status, response.json()),
             );
-            let relies = (self.case.info.id != "AAP-SESSION-001").then_some("AAP-SESSION-001");
+            let relies =
+                (self.case.info.id != Rule::AapSession001.id()).then_some(Rule::AapSession001.id());
             self.misses(vec![miss], None, relies, &located.at)?;
             return Err(Stop::Failed);
         };
@@ -459,10 +463,10 @@ impl Run<'_> {
     pub(super) fn fail(
         &mut self,
         miss: Miss,
-        relies_on: Option<&str>,
+        relies_on: Option<Rule>,
         at: &str,
     ) -> Result<(), Stop> {
-        self.misses(vec![miss], None, relies_on, at)
+        self.misses(vec![miss], None, relies_on.map(Rule::id), at)
     }
 }
 
@@ -475,6 +479,7 @@ pub fn last_frames(transcript: &[ReportedFrame]) -> Vec<ReportedFrame> {
 /// Framing rules (body schema and type, status, stream shape) decide whether a response can
 /// be read at all; the semantic ones (tool bookkeeping, secrets, history) leave a case able
 /// to judge its own rule.
-fn is_framing(rule: &str) -> bool {
-    rule.starts_with("AAP-SSE-00") || rule.starts_with("AAP-HTTP-00")
+fn is_framing(rule: Rule) -> bool {
+    rule.always_on()
+        .is_some_and(|row| row.area == "aap/sse" || row.area == "aap/http")
 }

@@ -170,7 +170,7 @@ fn prepare(
             return Err(without(
                 Verdict::Blocked,
                 format!("blocked: {why}"),
-                Some("AAP-META-001".into()),
+                Some(Rule::AapMeta001.to_string()),
             ))
         }
     };

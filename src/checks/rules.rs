@@ -1,38 +1,62 @@
-//! The always-on rules of both protocols, in one table: the [`Rule`] enum that violations,
-//! counts and skips carry, and the report rows ([`ALWAYS_ON`] for AHP, [`AAP_ALWAYS_ON`]).
-//! Variants are the IDs in CamelCase (`TOOL-007` is `Rule::Tool007`, `AAP-SSE-003` is
-//! `Rule::AapSse003`): "where is TOOL-007 checked" is one grep for `Rule::Tool007`.
-//! This file is a data table; its length is the catalogue's.
+//! Every rule the code names, in one table: the [`Rule`] enum that violations, counts, skips,
+//! charges and fuzz findings carry. The always-on rules of both protocols come with their
+//! report rows ([`ALWAYS_ON`] for AHP, [`AAP_ALWAYS_ON`]); the case rules the code names (a
+//! prerequisite a step rests on, a rule the fuzzer judges) come with their ID only, since
+//! their level, spec and requirement are their cases' (suites/). Variants are the IDs in
+//! CamelCase (`TOOL-007` is `Rule::Tool007`, `AAP-SSE-003` is `Rule::AapSse003`): "where is
+//! TOOL-007 checked" is one grep for `Rule::Tool007`. Rule IDs are strings only at the edges
+//! (suite files, traces, reports). This file is a data table; its length is the catalogue's.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::AlwaysOnRule;
 use crate::verdict::Level;
 
 /// One invocation makes the enum and both row lists, so a rule's variant, ID and report text
-/// cannot drift apart. AHP rows come first: a variant's discriminant is its row's index in
-/// `ALWAYS_ON`, then in `AAP_ALWAYS_ON`.
+/// cannot drift apart. Always-on rows come first, AHP's then AAP's: such a variant's
+/// discriminant is its row's index in `ALWAYS_ON`, then in `AAP_ALWAYS_ON`.
 macro_rules! rules {
     (
         ahp { $( ($variant:ident, $id:literal, $level:ident, $area:literal, $spec:literal, $unit:literal, $req:literal), )* }
         aap { $( ($aap_variant:ident, $aap_id:literal, $aap_level:ident, $aap_area:literal, $aap_spec:literal, $aap_unit:literal, $aap_req:literal), )* }
+        cases { $( ($case_variant:ident, $case_id:literal), )* }
     ) => {
-        /// An always-on rule: what violations, counts and skips are keyed by.
+        /// A rule of either protocol's catalog that the code names.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum Rule {
             $( #[doc = $req] $variant, )*
             $( #[doc = $aap_req] $aap_variant, )*
+            $( #[doc = $case_id] $case_variant, )*
         }
 
         impl Rule {
             /// Every always-on rule of both protocols, AHP's first, each in report order.
-            pub const ALL: &'static [Rule] = &[$( Rule::$variant, )* $( Rule::$aap_variant, )*];
+            pub const ALWAYS_ON: &'static [Rule] = &[$( Rule::$variant, )* $( Rule::$aap_variant, )*];
 
-            /// The rule's ID (RULES.md, or aap/RULES.md for AAP's).
+            /// The rule's ID (docs/ahp/RULES.md, or aap/RULES.md for AAP's).
             pub const fn id(self) -> &'static str {
                 match self {
                     $( Rule::$variant => $id, )*
                     $( Rule::$aap_variant => $aap_id, )*
+                    $( Rule::$case_variant => $case_id, )*
                 }
             }
+
+            /// The rule with this ID, when the code names it.
+            pub fn from_id(id: &str) -> Option<Rule> {
+                Some(match id {
+                    $( $id => Rule::$variant, )*
+                    $( $aap_id => Rule::$aap_variant, )*
+                    $( $case_id => Rule::$case_variant, )*
+                    _ => return None,
+                })
+            }
+
+            /// Every rule the code names.
+            #[cfg(test)]
+            const NAMED: &'static [Rule] = &[
+                $( Rule::$variant, )* $( Rule::$aap_variant, )* $( Rule::$case_variant, )*
+            ];
         }
 
         /// Every always-on AHP rule, in report order.
@@ -48,13 +72,58 @@ macro_rules! rules {
 }
 
 impl Rule {
-    /// What the report says about the rule.
-    pub fn info(self) -> &'static AlwaysOnRule {
+    /// The report row of an always-on rule (`None` for a case rule: its row is its case's).
+    pub fn always_on(self) -> Option<&'static AlwaysOnRule> {
         let index = self as usize;
-        match ALWAYS_ON.get(index) {
-            Some(row) => row,
-            None => &AAP_ALWAYS_ON[index - ALWAYS_ON.len()],
-        }
+        ALWAYS_ON
+            .get(index)
+            .or_else(|| AAP_ALWAYS_ON.get(index.checked_sub(ALWAYS_ON.len())?))
+    }
+}
+
+impl AsRef<str> for Rule {
+    fn as_ref(&self) -> &str {
+        self.id()
+    }
+}
+
+impl PartialEq<str> for Rule {
+    fn eq(&self, id: &str) -> bool {
+        self.id() == id
+    }
+}
+
+impl PartialEq<&str> for Rule {
+    fn eq(&self, id: &&str) -> bool {
+        self.id() == *id
+    }
+}
+
+impl PartialEq<Rule> for str {
+    fn eq(&self, rule: &Rule) -> bool {
+        self == rule.id()
+    }
+}
+
+impl PartialEq<Rule> for &str {
+    fn eq(&self, rule: &Rule) -> bool {
+        *self == rule.id()
+    }
+}
+
+/// A rule is its ID in traces and reports.
+impl Serialize for Rule {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.id())
+    }
+}
+
+impl<'de> Deserialize<'de> for Rule {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let id = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Rule::from_id(&id).ok_or_else(|| {
+            serde::de::Error::custom(format!("{id} is not a rule this version of ahpspec names"))
+        })
     }
 }
 
@@ -194,6 +263,89 @@ rules! {
         (AapHistory005, "AAP-HISTORY-005", Must, "aap/history", "docs/response.md § Tool permission message", "histories",
             "tool_permission messages are never stored in history."),
     }
+    cases {
+        (Chat001, "CHAT-001"),
+        (Chat006, "CHAT-006"),
+        (ChatMove002, "CHAT-MOVE-002"),
+        (ChatValidate002, "CHAT-VALIDATE-002"),
+        (ChatValidate003, "CHAT-VALIDATE-003"),
+        (ChatValidate004, "CHAT-VALIDATE-004"),
+        (ChatValidate005, "CHAT-VALIDATE-005"),
+        (ChatValidate006, "CHAT-VALIDATE-006"),
+        (ChatValidate007, "CHAT-VALIDATE-007"),
+        (ChatValidate009, "CHAT-VALIDATE-009"),
+        (ChatValidate010, "CHAT-VALIDATE-010"),
+        (ChatValidate013, "CHAT-VALIDATE-013"),
+        (ChatValidate014, "CHAT-VALIDATE-014"),
+        (Dispatch003, "DISPATCH-003"),
+        (Dispatch004, "DISPATCH-004"),
+        (Dispatch006, "DISPATCH-006"),
+        (Dispatch007, "DISPATCH-007"),
+        (Dispatch008, "DISPATCH-008"),
+        (Fuzz001, "FUZZ-001"),
+        (Fuzz002, "FUZZ-002"),
+        (Fuzz003, "FUZZ-003"),
+        (Fuzz004, "FUZZ-004"),
+        (Init001, "INIT-001"),
+        (Init003, "INIT-003"),
+        (Input003, "INPUT-003"),
+        (Input004, "INPUT-004"),
+        (Lifecycle001, "LIFECYCLE-001"),
+        (Lifecycle002, "LIFECYCLE-002"),
+        (Lifecycle003, "LIFECYCLE-003"),
+        (Lifecycle006, "LIFECYCLE-006"),
+        (Lifecycle009, "LIFECYCLE-009"),
+        (Pending006, "PENDING-006"),
+        (Reconnect001, "RECONNECT-001"),
+        (Reconnect006, "RECONNECT-006"),
+        (Root001, "ROOT-001"),
+        (Root005, "ROOT-005"),
+        (Root006, "ROOT-006"),
+        (Sub001, "SUB-001"),
+        (Sub003, "SUB-003"),
+        (Sub004, "SUB-004"),
+        (Sub011, "SUB-011"),
+        (Tool003, "TOOL-003"),
+        (Tool006, "TOOL-006"),
+        (Tool008, "TOOL-008"),
+        (Transport006, "TRANSPORT-006"),
+        (Transport007, "TRANSPORT-007"),
+        (Transport008, "TRANSPORT-008"),
+        (Transport009, "TRANSPORT-009"),
+        (Transport010, "TRANSPORT-010"),
+        (Turn001, "TURN-001"),
+        (Turn002, "TURN-002"),
+        (Turn007, "TURN-007"),
+        (Turn008, "TURN-008"),
+        (Turn010, "TURN-010"),
+        (Turn012, "TURN-012"),
+        (Version001, "VERSION-001"),
+        (Version002, "VERSION-002"),
+        (Version005, "VERSION-005"),
+        (Version006, "VERSION-006"),
+        (AapAuth001, "AAP-AUTH-001"),
+        (AapHistory001, "AAP-HISTORY-001"),
+        (AapHistory002, "AAP-HISTORY-002"),
+        (AapHttp003, "AAP-HTTP-003"),
+        (AapHttp004, "AAP-HTTP-004"),
+        (AapHttp005, "AAP-HTTP-005"),
+        (AapMeta001, "AAP-META-001"),
+        (AapSession001, "AAP-SESSION-001"),
+        (AapSession003, "AAP-SESSION-003"),
+        (AapSession005, "AAP-SESSION-005"),
+        (AapSession006, "AAP-SESSION-006"),
+        (AapSession007, "AAP-SESSION-007"),
+        (AapTool001, "AAP-TOOL-001"),
+        (AapTool002, "AAP-TOOL-002"),
+        (AapTool004, "AAP-TOOL-004"),
+        (AapTool007, "AAP-TOOL-007"),
+        (AapTurn001, "AAP-TURN-001"),
+        (AapTurn002, "AAP-TURN-002"),
+        (AapTurn003, "AAP-TURN-003"),
+        (AapTurn004, "AAP-TURN-004"),
+        (AapTurn005, "AAP-TURN-005"),
+        (AapTurn006, "AAP-TURN-006"),
+    }
 }
 
 #[cfg(test)]
@@ -202,16 +354,47 @@ mod tests {
 
     #[test]
     fn every_rule_is_its_own_row() {
-        for rule in Rule::ALL {
-            assert_eq!(rule.info().rule, *rule);
-            assert_eq!(rule.info().id, rule.id());
+        for rule in Rule::ALWAYS_ON {
+            let row = rule.always_on().expect("an always-on rule has a row");
+            assert_eq!(row.rule, *rule);
+            assert_eq!(row.id, rule.id());
         }
-        assert_eq!(Rule::ALL.len(), ALWAYS_ON.len() + AAP_ALWAYS_ON.len());
-        let ids: std::collections::HashSet<&str> = Rule::ALL.iter().map(|r| r.id()).collect();
+        assert_eq!(Rule::ALWAYS_ON.len(), ALWAYS_ON.len() + AAP_ALWAYS_ON.len());
+        let ids: std::collections::HashSet<&str> = Rule::NAMED.iter().map(|r| r.id()).collect();
         assert_eq!(
             ids.len(),
-            Rule::ALL.len(),
+            Rule::NAMED.len(),
             "every rule has an ID of its own"
         );
+    }
+
+    #[test]
+    fn a_rule_is_its_id_and_case_rules_have_no_row() {
+        for rule in Rule::NAMED {
+            assert_eq!(Rule::from_id(rule.id()), Some(*rule));
+            let json = serde_json::to_value(rule).expect("serialises");
+            assert_eq!(json, rule.id());
+            let back: Rule = serde_json::from_value(json).expect("deserialises");
+            assert_eq!(back, *rule);
+        }
+        assert!(Rule::Init001.always_on().is_none());
+        assert_eq!(Rule::from_id("NOPE-001"), None);
+        assert!(serde_json::from_value::<Rule>(serde_json::json!("NOPE-001")).is_err());
+    }
+
+    /// Every case rule the enum names is in a catalog (a typo would name no rule).
+    #[test]
+    fn every_case_rule_is_in_a_catalog() {
+        let catalogs = [
+            include_str!("../../docs/ahp/RULES.md"),
+            include_str!("../../aap/RULES.md"),
+        ];
+        for rule in Rule::NAMED.iter().filter(|r| r.always_on().is_none()) {
+            let cell = format!("| {} |", rule.id());
+            assert!(
+                catalogs.iter().any(|text| text.contains(&cell)),
+                "{rule} is in no rule catalog"
+            );
+        }
     }
 }

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{initialize, initialize_params, subscribe_params, Conn, HandshakeError, ROOT};
+use super::commands::subscribe_params;
+use super::{initialize, Conn, HandshakeError, Offer, ROOT};
 use crate::checks::compare::{catalog_matches, fold_matches, instant, summary_matches, Kind};
 use crate::checks::{invariants, Rule};
 use crate::checks::{Skips, Violation};
@@ -51,7 +52,7 @@ impl Checked {
 /// Every channel the open connections mirror (or lost track of), root excluded.
 pub fn mirrored_channels<'a>(conns: impl Iterator<Item = &'a Conn>) -> Vec<String> {
     let mut all: Vec<String> = conns
-        .filter(|c| !c.link.is_closed())
+        .filter(|c| !c.is_closed())
         .flat_map(|c| {
             c.checks
                 .mirror
@@ -105,13 +106,7 @@ pub async fn observer(
     let mut observer = Connection::connect(url, timeout)
         .await
         .map_err(|e| format!("checkpoint observer: {e}"))?;
-    match initialize(
-        &mut observer,
-        initialize_params([offer], client_id),
-        timeout,
-    )
-    .await
-    {
+    match initialize(&mut observer, Offer::of([offer]).params(client_id), timeout).await {
         Ok(_) => Ok(observer),
         Err(HandshakeError::Refused(init)) => {
             Err(format!("checkpoint observer could not initialize: {init}"))
@@ -226,17 +221,12 @@ async fn take_snapshots(
 /// before the answer to a ping sent now: read up to it, so no mirror lags behind.
 async fn catch_up(conns: &mut [&mut Conn], timeout: Duration, checked: &mut Checked) {
     let mut pings = Vec::new();
-    for conn in conns.iter_mut().filter(|c| !c.link.is_closed()) {
-        pings.push(
-            conn.link
-                .send_request("ping", json!({ "channel": ROOT }))
-                .await
-                .ok(),
-        );
+    for conn in conns.iter_mut().filter(|c| !c.is_closed()) {
+        pings.push(conn.send_ping().await.ok());
     }
-    for (conn, ping) in conns.iter_mut().filter(|c| !c.link.is_closed()).zip(pings) {
+    for (conn, ping) in conns.iter_mut().filter(|c| !c.is_closed()).zip(pings) {
         if let Some(id) = ping {
-            let _ = conn.link.response(id, timeout).await;
+            let _ = conn.response(id, timeout).await;
         }
         for located in conn.process_collect() {
             checked.violations.push((located.conn, located.violation));
@@ -261,7 +251,7 @@ fn compare_folds(
         {
             checked.violations.push((channel.clone(), violation));
         }
-        for conn in conns.iter_mut().filter(|c| !c.link.is_closed()) {
+        for conn in conns.iter_mut().filter(|c| !c.is_closed()) {
             let folded = conn.checks.mirror.state(channel);
             let seq = folded.as_ref().and(conn.checks.mirror.seq(channel));
             let lost = conn.checks.mirror.lost(channel).is_some();
@@ -287,7 +277,7 @@ fn compare_folds(
         }
     }
     for channel in unsnapped {
-        for conn in conns.iter().filter(|c| !c.link.is_closed()) {
+        for conn in conns.iter().filter(|c| !c.is_closed()) {
             let mirror = &conn.checks.mirror;
             if let Err(why) =
                 fold_comparable(mirror.lost(channel).is_some(), mirror.seq(channel), None)
@@ -357,7 +347,7 @@ fn per_connection_chat_checks(conns: &mut [&mut Conn], fresh: &[Fresh], checked:
         .iter()
         .filter(|(c, state, _)| Kind::infer(c, state) == Some(Kind::Chat))
     {
-        for conn in conns.iter_mut().filter(|c| !c.link.is_closed()) {
+        for conn in conns.iter_mut().filter(|c| !c.is_closed()) {
             if conn
                 .checks
                 .mirror

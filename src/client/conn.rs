@@ -1,13 +1,17 @@
-//! A case's connection: the transport plus the always-on checks
+//! A client connection: the transport plus the always-on checks
 //! ([`crate::checks::stream`]), fed with every frame the transport recorded since the last
-//! look.
+//! look. The transport and the checks are the client layer's own: runners drive a
+//! connection through its typed requests ([`super::commands`]) and read what the checks
+//! folded through the accessors below, so every frame they send is one the checks see.
 
 use serde_json::Value;
 
+use crate::checks::frame::Counts;
 use crate::checks::frame::Schemas;
+use crate::checks::mirror::Mirror;
 use crate::checks::stream::StreamChecks;
-use crate::checks::Violation;
-use crate::transport::{Connection, Direction, TransportError};
+use crate::checks::{Skips, Violation};
+use crate::transport::{Connection, Direction};
 
 /// A violation with the transcript position it was found at.
 #[derive(Debug, Clone)]
@@ -20,14 +24,14 @@ pub struct Located {
 #[derive(Debug)]
 pub struct Conn {
     pub name: String,
-    pub link: Connection,
+    pub(super) link: Connection,
     /// The always-on checks over this connection's frames (and the clientId they expect
-    /// echoes to carry: `checks.client_id`).
-    pub checks: StreamChecks,
+    /// echoes to carry).
+    pub(super) checks: StreamChecks,
     /// Transcript frames already looked at.
     seen: usize,
     /// clientSeq of the last dispatch.
-    pub client_seq: i64,
+    pub(super) client_seq: i64,
     /// The schemas of the last [`Conn::process`] call.
     schemas: Option<Schemas>,
 }
@@ -52,28 +56,25 @@ impl Conn {
         }
     }
 
-    /// The connection that resumes `old` (reconnect) on a new socket: same name and client
-    /// id, and it carries on the old one's checks (mirror, sequence history, dispatches).
+    /// The connection that resumes `old` (reconnect) on a new socket to `url`: same name
+    /// and client id, and it carries on the old one's checks (mirror, sequence history,
+    /// dispatches).
+    pub async fn resume(
+        old: &Conn,
+        url: &str,
+        timeout: std::time::Duration,
+    ) -> Result<Conn, crate::transport::TransportError> {
+        let link = Connection::connect(url, timeout).await?;
+        Ok(Conn::resuming(old, link))
+    }
+
+    /// [`Conn::resume`] on a socket opened before: for a caller that connects first and
+    /// carries the old checks on only once the old connection's last frames are checked.
     pub fn resuming(old: &Conn, link: Connection) -> Conn {
         let mut conn = Conn::new(&old.name, &old.checks.client_id, link);
         conn.checks = StreamChecks::resuming(&old.checks);
         conn.client_seq = old.client_seq;
         conn
-    }
-
-    /// Sends `action` to `channel` with this connection's next clientSeq, remembered so
-    /// its echo can be checked (DISPATCH-001); returns that clientSeq.
-    pub async fn dispatch(&mut self, channel: &str, action: &Value) -> Result<i64, TransportError> {
-        self.client_seq += 1;
-        let seq = self.client_seq;
-        self.checks.dispatched.insert(seq, action.clone());
-        self.link
-            .send_notification(
-                "dispatchAction",
-                serde_json::json!({ "channel": channel, "clientSeq": seq, "action": action }),
-            )
-            .await?;
-        Ok(seq)
     }
 
     /// Runs the always-on checks over every frame recorded since the last call.
@@ -104,6 +105,80 @@ impl Conn {
             }));
         }
         found
+    }
+}
+
+/// What the checks know of the connection.
+impl Conn {
+    /// The clientId this connection's dispatches carry (echoes name it).
+    pub fn client_id(&self) -> &str {
+        &self.checks.client_id
+    }
+
+    /// Sets the clientId the next `initialize` announces and echoes are expected to carry
+    /// (a case may choose its own).
+    pub fn set_client_id(&mut self, client_id: &str) {
+        client_id.clone_into(&mut self.checks.client_id);
+    }
+
+    /// The channel states this connection folded from its snapshots and envelopes.
+    pub fn mirror(&self) -> &Mirror {
+        &self.checks.mirror
+    }
+
+    /// The folded state of `channel`, with what the checks leave pending applied first.
+    pub fn live_state(&mut self, channel: &str) -> Option<Value> {
+        self.checks.mirror.live_state(channel)
+    }
+
+    /// The highest serverSeq this connection has seen (what `reconnect` resumes after).
+    pub fn highest_seq(&self) -> u64 {
+        self.checks.checker.highest_seq()
+    }
+
+    /// clientSeq of the last dispatch.
+    pub fn last_seq(&self) -> i64 {
+        self.client_seq
+    }
+
+    /// Whether `client` is this connection's client and dispatched `seq` on it.
+    pub fn dispatched_here(&self, client: &str, seq: i64) -> bool {
+        self.checks.dispatched_here(client, seq)
+    }
+
+    /// The action dispatched with clientSeq `seq`.
+    pub fn dispatched(&self, seq: i64) -> Option<&Value> {
+        self.checks.dispatched.get(&seq)
+    }
+
+    /// Asks the checks to keep the state the echo of dispatch `seq` was folded onto.
+    pub fn watch_echo(&mut self, seq: i64) {
+        self.checks.watched.insert(seq);
+    }
+
+    /// The state the echo of watched dispatch `seq` was folded onto (`None` before it came),
+    /// and stops watching it.
+    pub fn echo_prestate(&mut self, seq: i64) -> Option<Value> {
+        self.checks.watched.remove(&seq);
+        self.checks.prestates.remove(&seq)
+    }
+
+    /// Declares the next frame sent deliberately invalid: it is not schema-checked as the
+    /// harness's own.
+    pub fn next_frame_invalid(&mut self) {
+        self.checks
+            .intended_invalid
+            .push(self.link.transcript().frames.len());
+    }
+
+    /// Adds what the checks looked at and skipped to `counts` and `skipped`.
+    pub fn tally(&self, counts: &mut Counts, skipped: &mut Skips) {
+        self.checks.tally(counts, skipped);
+    }
+
+    /// Schema violations in frames the harness sent without declaring them invalid.
+    pub fn harness_errors(&self) -> &[String] {
+        &self.checks.harness_errors
     }
 }
 

@@ -6,6 +6,7 @@
 //! the target profile that says how to drive the server's agent ([`profile`]).
 
 pub mod checkpoint;
+mod commands;
 mod conn;
 pub mod profile;
 mod spelling;
@@ -17,6 +18,7 @@ use serde_json::{json, Value};
 
 use crate::transport::{Connection, TransportError};
 
+pub use commands::{ping_params, ping_request, Offer};
 pub use conn::{json_equal, Conn, Located};
 pub use profile::Profile;
 pub use spelling::{is_channel, json_finds, same_channel};
@@ -59,17 +61,6 @@ pub fn reconnect_params(
 ) -> Value {
     json!({ "channel": ROOT, "clientId": client_id, "lastSeenServerSeq": last_seen,
             "subscriptions": subscriptions })
-}
-
-/// `subscribe` params for `channel` with the host's default delivery.
-pub fn subscribe_params(channel: &str) -> Value {
-    json!({ "channel": channel })
-}
-
-/// `subscribe` params for `channel` asking for every envelope at once (no batching), so
-/// what a client sees does not depend on the host's latency budget.
-pub fn immediate_subscribe_params(channel: &str) -> Value {
-    json!({ "channel": channel, "delivery": { "maxLatencyMs": 0 } })
 }
 
 /// Sends `initialize` with `params` and waits for the answer: the response when it

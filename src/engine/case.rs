@@ -9,7 +9,7 @@ mod progress;
 mod send;
 mod setup;
 
-use document::{describe, matches_all, sort_key, DocChecks};
+use document::{describe, matches_all};
 use outcome::own_rule;
 
 use std::collections::{BTreeMap, HashMap};
@@ -24,7 +24,7 @@ use crate::checks::Rule;
 use crate::client::Profile;
 use crate::client::{json_equal as json_eq, Conn, Located, ROOT};
 use crate::suite::*;
-use crate::transport::{Connection, Incoming, TransportError};
+use crate::transport::{Incoming, TransportError};
 use crate::verdict::{CaseResult, Finding, Level, ReportedFrame, Verdict};
 
 /// Everything a case needs from the run.
@@ -155,7 +155,7 @@ pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
         }
     }
     for conn in runner.conns.values_mut() {
-        conn.link.close().await;
+        conn.close().await;
     }
     runner.process_all();
     runner.finish(stop)
@@ -174,7 +174,7 @@ impl Runner<'_> {
             match &self.ctx.agent_capabilities {
                 Err(super::AgentsUnread::Server(why) | super::AgentsUnread::Unanswered(why)) => {
                     stop = Some(self.prerequisite(
-                        "INIT-001",
+                        Rule::Init001,
                         &None,
                         format!("an initialize result listing the agents (to read capabilities.{capability})"),
                         why.clone(),
@@ -182,7 +182,7 @@ impl Runner<'_> {
                 }
                 Err(super::AgentsUnread::NoAgents(why)) => {
                     stop = Some(self.prerequisite(
-                        "INIT-003",
+                        Rule::Init003,
                         &None,
                         format!(
                             "a root snapshot listing the agents (to read capabilities.{capability})"
@@ -275,11 +275,8 @@ impl Runner<'_> {
                 found.push((located, context));
             }
         }
-        let ours = |client: &str, seq: i64| {
-            self.conns
-                .values()
-                .any(|c| c.checks.dispatched_here(client, seq))
-        };
+        let ours =
+            |client: &str, seq: i64| self.conns.values().any(|c| c.dispatched_here(client, seq));
         found.retain(|(located, _)| !located.violation.is_own_echo(ours));
         self.always_on.extend(found);
     }
@@ -321,7 +318,7 @@ impl Runner<'_> {
             Step::Turn(s) => self.start_turn(s).await,
             Step::Disconnect(s) => {
                 let conn = self.conn(&s.on)?;
-                conn.link.close().await;
+                conn.close().await;
                 Ok(())
             }
             Step::Sleep(s) => {
@@ -346,6 +343,6 @@ impl Runner<'_> {
 
 /// The frames just before transcript position `end` on a connection.
 fn context_frames(conn: &Conn, end: usize) -> Vec<ReportedFrame> {
-    let end = end.min(conn.link.transcript().frames.len());
+    let end = end.min(conn.frame_count());
     conn.reported(end.saturating_sub(CONTEXT_FRAMES), end)
 }

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::RunConfig;
-use crate::checks::ALWAYS_ON;
+use crate::checks::{Rule, ALWAYS_ON};
 use crate::suite::{Case, Catalog, Step};
 use crate::transport::TransportError;
 use crate::verdict::{CaseInfo, CaseResult, Finding, Level, Verdict};
@@ -45,14 +45,14 @@ pub(super) fn blocked_before_running(
     let Step::Initialize(init) = &first.step else {
         return None;
     };
-    let own = crate::verdict::rule_of(&case.info.id) == "INIT-001";
+    let own = crate::verdict::rule_of(&case.info.id) == Rule::Init001;
     // A server that answers no initialize at all answers none of these either.
     let own_kind = init.versions.is_some() || init.relies_on.is_some() || init.send_only;
     if own || (own_kind && !unanswered) {
         return None;
     }
     let finding = Finding {
-        rule: "INIT-001".to_owned(),
+        rule: Rule::Init001.to_string(),
         verdict: Verdict::Fail,
         expected: format!("an initialize result for [{offer:?}]"),
         actual: why.to_owned(),
@@ -66,7 +66,7 @@ pub(super) fn blocked_before_running(
             "Blocked by INIT-001 (not run: the run's own initialize already failed): {why}"
         ),
         findings: vec![finding.clone()],
-        blocked_by: Some("INIT-001".to_owned()),
+        blocked_by: Some(Rule::Init001.to_string()),
         protocol_version: None,
         transcript: Vec::new(),
         duration_ms: 0.0,
@@ -193,27 +193,18 @@ fn clip_list(ids: &[&str]) -> String {
 pub(super) async fn agent_capabilities(
     config: &RunConfig,
 ) -> Result<serde_json::Value, AgentsUnread> {
-    use crate::client::{initialize_params, ROOT};
+    use crate::client::{Conn, HandshakeError, Offer, ROOT};
     use serde_json::{json, Value};
-    let mut link = crate::transport::Connection::connect(&config.url, config.plan.timeout)
+    let client_id = format!("ahpspec-probe-{}", std::process::id());
+    let mut conn = Conn::connect(&config.url, config.plan.timeout, "agents", &client_id)
         .await
         .map_err(|e| AgentsUnread::Harness(format!("cannot connect to read the agents: {e}")))?;
-    let init = link
-        .request(
-            "initialize",
-            {
-                let client_id = format!("ahpspec-probe-{}", std::process::id());
-                let mut params = initialize_params([&config.protocol_version], &client_id);
-                params["initialSubscriptions"] = json!([ROOT]);
-                params
-            },
-            config.plan.timeout,
-        )
-        .await;
-    link.close().await;
+    let offer = Offer::of([&config.protocol_version]).subscribing([ROOT]);
+    let init = conn.initialize(&offer, config.plan.timeout).await;
+    conn.close().await;
     let init = match init {
-        Ok(init) if init.get("result").is_some() => init,
-        Ok(init) => {
+        Ok(init) => init,
+        Err(HandshakeError::Refused(init)) => {
             return Err(AgentsUnread::Server(format!(
                 "initialize offering [{:?}] answered {}",
                 config.protocol_version,
@@ -222,17 +213,17 @@ pub(super) async fn agent_capabilities(
         }
         // Silence and a closed connection are the server's; a message over the harness's
         // size limit is not (AHP sets none).
-        Err(
+        Err(HandshakeError::Transport(
             error @ (TransportError::Timeout(_)
             | TransportError::Closed
             | TransportError::WebSocket(_)),
-        ) => {
+        )) => {
             return Err(AgentsUnread::Unanswered(format!(
                 "initialize offering [{:?}]: {error}",
                 config.protocol_version
             )))
         }
-        Err(error) => {
+        Err(HandshakeError::Transport(error)) => {
             return Err(AgentsUnread::Harness(format!(
                 "initialize offering [{:?}]: {error}",
                 config.protocol_version

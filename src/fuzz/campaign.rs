@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use super::exec::{ExecError, Execution, Failure};
 use super::findings::Findings;
 use super::{rng, same, Found, FuzzOptions, FuzzOutcome, FuzzProgress, Seen};
+use crate::checks::Rule;
 
 /// Consecutive sequences failing at set-up after which the campaign stops: nothing past
 /// the set-up can be tested.
@@ -156,7 +157,10 @@ pub async fn search<T: Clone + std::fmt::Debug>(
             0
         };
         if setup_failures >= SETUP_FAILURES_TO_STOP {
-            let rule = execution.failure.as_ref().map_or("(excluded)", |f| &f.rule);
+            let rule = execution
+                .failure
+                .as_ref()
+                .map_or("(excluded)", |f| f.rule.id());
             outcome.stopped = Some(Stopped::SetupFails(rule.to_owned()));
         }
         let Some(failure) = execution.failure.clone() else {
@@ -167,7 +171,7 @@ pub async fn search<T: Clone + std::fmt::Debug>(
             continue;
         };
         let seen = outcome.findings.see(&failure, &options.baseline);
-        options.exec.known.insert(&failure.rule);
+        options.exec.known.insert(failure.rule);
         if seen == Seen::First {
             let found = Found {
                 seed: options.seed,
@@ -219,13 +223,13 @@ fn died_after<T: Clone>(
     why: &str,
 ) -> Option<Found<T>> {
     let failure = Failure {
-        rule: "FUZZ-001".into(),
+        rule: Rule::Fuzz001,
         expected: "the server still accepts connections after the sequence".into(),
         actual: format!("a new connection for the next sequence: {why}"),
         op_index: None,
     };
     // Already found (the sequence saw the server die): nothing new to count.
-    if outcome.findings.failing(&failure.rule) > 0
+    if outcome.findings.failing(failure.rule) > 0
         || outcome.findings.see(&failure, &options.baseline) != Seen::First
     {
         return None;

@@ -4,152 +4,163 @@
 //! operation also goes through the always-on checks, which the coverage map lists apart.
 //! The tests below hold the model table to what `plan` actually judges.
 
+use crate::checks::Rule;
+
 /// `(operation, rules)`: `model/<op>` for a model operation, `probe/<probe>` for a probe,
 /// `frames/<mutation>` for a malformed frame.
-pub const OPERATIONS: &[(&str, &[&str])] = &[
+pub const OPERATIONS: &[(&str, &[Rule])] = &[
     // Model operations: the rule `judge` names for the dispatch, and the echo rules every
     // dispatch answers to (DISPATCH-001 accepted, DISPATCH-003 rejected).
     (
         "model/startTurn",
-        &["TURN-001", "CHAT-VALIDATE-013", "DISPATCH-001"],
+        &[Rule::Turn001, Rule::ChatValidate013, Rule::Dispatch001],
     ),
     (
         "model/cancel",
         &[
-            "TURN-007",
-            "CHAT-VALIDATE-003",
-            "DISPATCH-001",
-            "DISPATCH-003",
+            Rule::Turn007,
+            Rule::ChatValidate003,
+            Rule::Dispatch001,
+            Rule::Dispatch003,
         ],
     ),
     (
         "model/confirm",
         &[
-            "TOOL-003",
-            "CHAT-VALIDATE-002",
-            "DISPATCH-001",
-            "DISPATCH-003",
+            Rule::Tool003,
+            Rule::ChatValidate002,
+            Rule::Dispatch001,
+            Rule::Dispatch003,
         ],
     ),
     (
         "model/confirmResult",
         &[
-            "TOOL-006",
-            "CHAT-VALIDATE-014",
-            "DISPATCH-001",
-            "DISPATCH-003",
+            Rule::Tool006,
+            Rule::ChatValidate014,
+            Rule::Dispatch001,
+            Rule::Dispatch003,
         ],
     ),
     (
         "model/completeClientTool",
         &[
-            "TOOL-008",
-            "CHAT-VALIDATE-010",
-            "DISPATCH-001",
-            "DISPATCH-003",
+            Rule::Tool008,
+            Rule::ChatValidate010,
+            Rule::Dispatch001,
+            Rule::Dispatch003,
         ],
     ),
     (
         "model/answer",
         &[
-            "INPUT-003",
-            "CHAT-VALIDATE-005",
-            "CHAT-VALIDATE-006",
-            "DISPATCH-001",
-            "DISPATCH-003",
+            Rule::Input003,
+            Rule::ChatValidate005,
+            Rule::ChatValidate006,
+            Rule::Dispatch001,
+            Rule::Dispatch003,
         ],
     ),
     (
         "model/completeInput",
         &[
-            "INPUT-004",
-            "CHAT-VALIDATE-007",
-            "DISPATCH-001",
-            "DISPATCH-003",
+            Rule::Input004,
+            Rule::ChatValidate007,
+            Rule::Dispatch001,
+            Rule::Dispatch003,
         ],
     ),
-    ("model/setPending", &["DISPATCH-008", "DISPATCH-001"]),
+    ("model/setPending", &[Rule::Dispatch008, Rule::Dispatch001]),
     (
         "model/removePending",
         &[
-            "DISPATCH-008",
-            "CHAT-VALIDATE-009",
-            "DISPATCH-001",
-            "DISPATCH-003",
+            Rule::Dispatch008,
+            Rule::ChatValidate009,
+            Rule::Dispatch001,
+            Rule::Dispatch003,
         ],
     ),
-    ("model/reorder", &["PENDING-006", "DISPATCH-001"]),
-    ("model/draft", &["DISPATCH-008", "DISPATCH-001"]),
-    ("model/rename", &["DISPATCH-008", "DISPATCH-001"]),
+    ("model/reorder", &[Rule::Pending006, Rule::Dispatch001]),
+    ("model/draft", &[Rule::Dispatch008, Rule::Dispatch001]),
+    ("model/rename", &[Rule::Dispatch008, Rule::Dispatch001]),
     (
         "model/truncate",
-        &["TURN-012", "DISPATCH-001", "DISPATCH-003"],
+        &[Rule::Turn012, Rule::Dispatch001, Rule::Dispatch003],
     ),
     (
         "model/resume",
         &[
-            "TURN-008",
-            "CHAT-VALIDATE-004",
-            "DISPATCH-001",
-            "DISPATCH-003",
+            Rule::Turn008,
+            Rule::ChatValidate004,
+            Rule::Dispatch001,
+            Rule::Dispatch003,
         ],
     ),
-    ("model/serverOnly", &["DISPATCH-006", "DISPATCH-003"]),
-    ("model/reconnect", &["RECONNECT-001", "RECONNECT-006"]),
+    ("model/serverOnly", &[Rule::Dispatch006, Rule::Dispatch003]),
+    ("model/reconnect", &[Rule::Reconnect001, Rule::Reconnect006]),
     (
         "model/checkpoint",
         &[
-            "INV-FOLD-1",
-            "CHAT-003",
-            "STATUS-003",
-            "INV-CHAT-1",
-            "INV-CHAT-2",
-            "INV-CHAT-3",
-            "INV-CHAT-5",
-            "INV-CHAT-6",
-            "INV-TOOL-2",
-            "INV-SESSION-1",
-            "INV-SESSION-2",
-            "INV-SESSION-3",
-            "INV-SUMMARY-2",
-            "INV-SUMMARY-3",
+            Rule::InvFold1,
+            Rule::Chat003,
+            Rule::Status003,
+            Rule::InvChat1,
+            Rule::InvChat2,
+            Rule::InvChat3,
+            Rule::InvChat5,
+            Rule::InvChat6,
+            Rule::InvTool2,
+            Rule::InvSession1,
+            Rule::InvSession2,
+            Rule::InvSession3,
+            Rule::InvSummary2,
+            Rule::InvSummary3,
         ],
     ),
     // A server that stops answering, or dies, during any operation.
-    ("model/any", &["FUZZ-001"]),
+    ("model/any", &[Rule::Fuzz001]),
     // Probes (exec/probes.rs).
-    ("probe/subscribe-unknown", &["SUB-011"]),
-    ("probe/dispatch-to-missing", &["DISPATCH-004"]),
+    ("probe/subscribe-unknown", &[Rule::Sub011]),
+    ("probe/dispatch-to-missing", &[Rule::Dispatch004]),
     (
         "probe/side-session",
-        &["ROOT-005", "ROOT-006", "LIFECYCLE-009"],
+        &[Rule::Root005, Rule::Root006, Rule::Lifecycle009],
     ),
-    ("probe/duplicate-session", &["LIFECYCLE-001"]),
-    ("probe/unknown-provider", &["LIFECYCLE-006"]),
-    ("probe/ping-before-initialize", &["TRANSPORT-010"]),
-    ("probe/mixed-versions", &["VERSION-001", "VERSION-002"]),
-    ("probe/unsupported-version", &["VERSION-005", "VERSION-006"]),
-    ("probe/unsubscribe", &["SUB-004", "SUB-001", "DISPATCH-001"]),
-    ("probe/fetch-turns", &["INIT-001", "TURN-010"]),
+    ("probe/duplicate-session", &[Rule::Lifecycle001]),
+    ("probe/unknown-provider", &[Rule::Lifecycle006]),
+    ("probe/ping-before-initialize", &[Rule::Transport010]),
+    (
+        "probe/mixed-versions",
+        &[Rule::Version001, Rule::Version002],
+    ),
+    (
+        "probe/unsupported-version",
+        &[Rule::Version005, Rule::Version006],
+    ),
+    (
+        "probe/unsubscribe",
+        &[Rule::Sub004, Rule::Sub001, Rule::Dispatch001],
+    ),
+    ("probe/fetch-turns", &[Rule::Init001, Rule::Turn010]),
     // Malformed frames (frames.rs): the answer a correct host gives, and surviving the frame.
-    ("frames/truncated", &["TRANSPORT-006"]),
-    ("frames/binary", &["TRANSPORT-006"]),
+    ("frames/truncated", &[Rule::Transport006]),
+    ("frames/binary", &[Rule::Transport006]),
     (
         "frames/paramsNotObject",
-        &["TRANSPORT-009", "TRANSPORT-010"],
+        &[Rule::Transport009, Rule::Transport010],
     ),
-    ("frames/wrongMemberType", &["TRANSPORT-009"]),
-    ("frames/unknownMethod", &["TRANSPORT-008"]),
-    ("frames/noJsonrpc", &["TRANSPORT-007"]),
-    ("frames/batch", &["TRANSPORT-007"]),
-    ("frames/noMethod", &["TRANSPORT-007"]),
-    ("frames/garbageAction", &["DISPATCH-007"]),
-    ("frames/hugeString", &["FUZZ-003"]),
-    ("frames/deep", &["FUZZ-003"]),
-    ("frames/shaped", &["FUZZ-003"]),
-    ("frames/oddId", &["FUZZ-004"]),
-    ("frames/strayUnsubscribe", &["FUZZ-004"]),
-    ("frames/any", &["FUZZ-001", "FUZZ-002"]),
+    ("frames/wrongMemberType", &[Rule::Transport009]),
+    ("frames/unknownMethod", &[Rule::Transport008]),
+    ("frames/noJsonrpc", &[Rule::Transport007]),
+    ("frames/batch", &[Rule::Transport007]),
+    ("frames/noMethod", &[Rule::Transport007]),
+    ("frames/garbageAction", &[Rule::Dispatch007]),
+    ("frames/hugeString", &[Rule::Fuzz003]),
+    ("frames/deep", &[Rule::Fuzz003]),
+    ("frames/shaped", &[Rule::Fuzz003]),
+    ("frames/oddId", &[Rule::Fuzz004]),
+    ("frames/strayUnsubscribe", &[Rule::Fuzz004]),
+    ("frames/any", &[Rule::Fuzz001, Rule::Fuzz002]),
 ];
 
 #[cfg(test)]
@@ -164,7 +175,7 @@ mod tests {
     use crate::fuzz::model::{judge, plan};
     use crate::fuzz::ops::{Behaviour, Op, PendingKind, Probe};
 
-    fn rules_of(op: &str) -> &'static [&'static str] {
+    fn rules_of(op: &str) -> &'static [Rule] {
         OPERATIONS
             .iter()
             .find(|(name, _)| *name == op)
@@ -271,7 +282,7 @@ mod tests {
     #[test]
     fn the_model_judges_each_operation_by_the_rules_the_table_lists() {
         let profile = Profile::scripted().expect("profile");
-        let mut seen: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut seen: BTreeMap<String, BTreeSet<Rule>> = BTreeMap::new();
         // An action planned on one state is judged on the state the host had when it took it
         // (another client may have moved the chat meanwhile): every pair is possible.
         for op in model_ops() {
@@ -287,17 +298,15 @@ mod tests {
                             rules_of(&name).contains(&rule),
                             "{name} judged by {rule}, which the table does not list"
                         );
-                        seen.entry(name.clone())
-                            .or_default()
-                            .insert(rule.to_owned());
+                        seen.entry(name.clone()).or_default().insert(rule);
                     }
                 }
             }
         }
         // And the table lists no rule of the judge that the judge never names.
         for (op, rules) in OPERATIONS.iter().filter(|(op, _)| seen.contains_key(*op)) {
-            for rule in rules.iter().filter(|r| !r.starts_with("DISPATCH-00")) {
-                let judged = seen[*op].contains(*rule);
+            for rule in rules.iter().filter(|r| !r.id().starts_with("DISPATCH-00")) {
+                let judged = seen[*op].contains(rule);
                 // DISPATCH-006 (server-only) and -008 are the judge's own words too.
                 assert!(judged, "{op} lists {rule}, which plan never judges it by");
             }
@@ -320,18 +329,7 @@ mod tests {
             let name = format!("model/{}", name_of(&op, "op"));
             assert!(names.contains(name.as_str()), "{name}");
         }
-        for probe in [
-            Probe::SubscribeUnknown,
-            Probe::DispatchToMissing,
-            Probe::SideSession,
-            Probe::DuplicateSession,
-            Probe::UnknownProvider,
-            Probe::PingBeforeInitialize,
-            Probe::MixedVersions,
-            Probe::UnsupportedVersion,
-            Probe::Unsubscribe,
-            Probe::FetchTurns,
-        ] {
+        for probe in Probe::ALL {
             let name = format!("probe/{}", name_of(&probe, ""));
             assert!(names.contains(name.as_str()), "{name}");
         }

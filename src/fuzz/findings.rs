@@ -9,7 +9,7 @@ use std::path::Path;
 use super::exec::Failure;
 use super::{Found, FuzzOutcome};
 use crate::catalog::glob;
-use crate::checks::Violation;
+use crate::checks::{Rule, Violation};
 use crate::rows::baseline::Baseline;
 use crate::verdict::{CaseInfo, CaseResult, Finding, Level, RunReport, Verdict};
 
@@ -26,14 +26,15 @@ impl Excluded {
         Excluded { patterns }
     }
 
-    /// Whether a violation of `rule` counts.
-    pub fn judges(&self, rule: &str) -> bool {
+    /// Whether a violation of `rule` counts (a `Rule`, or a rule a suite step names).
+    pub fn judges(&self, rule: impl AsRef<str>) -> bool {
+        let rule = rule.as_ref();
         !self.patterns.iter().any(|pattern| glob(pattern, rule))
     }
 
     /// `failure` unless its rule is excluded.
     pub fn judged(&self, failure: Option<Failure>) -> Option<Failure> {
-        failure.filter(|f| self.judges(&f.rule))
+        failure.filter(|f| self.judges(f.rule))
     }
 
     /// The first of `found` (where it was found, violation) whose rule is judged, as a
@@ -45,9 +46,9 @@ impl Excluded {
     ) -> Option<Failure> {
         found
             .into_iter()
-            .find(|(_, violation)| self.judges(violation.rule.id()))
+            .find(|(_, violation)| self.judges(violation.rule))
             .map(|(on, violation)| Failure {
-                rule: violation.rule.id().to_owned(),
+                rule: violation.rule,
                 expected: violation.expected,
                 actual: format!("{} (on {on})", violation.actual),
                 op_index,
@@ -60,21 +61,21 @@ impl Excluded {
 /// ends at the host's next answer instead of the timeout — the fuzzer does not wait again
 /// for what it knows will not come. Empty outside a campaign (a replay waits in full).
 #[derive(Debug, Clone, Default)]
-pub struct Known(std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>);
+pub struct Known(std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<Rule>>>);
 
 impl Known {
-    fn rules(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<String>> {
+    fn rules(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<Rule>> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    pub fn insert(&self, rule: &str) {
-        self.rules().insert(rule.to_owned());
+    pub fn insert(&self, rule: Rule) {
+        self.rules().insert(rule);
     }
 
-    pub fn contains(&self, rule: &str) -> bool {
-        self.rules().contains(rule)
+    pub fn contains(&self, rule: Rule) -> bool {
+        self.rules().contains(&rule)
     }
 }
 
@@ -97,7 +98,7 @@ pub struct Findings<T> {
     /// The first failure of each rule the baseline lists, unshrunk, in the order seen.
     pub baselined: Vec<Failure>,
     /// Failing generated sequences per rule (shrinking runs are not counted).
-    pub failing: BTreeMap<String, u64>,
+    pub failing: BTreeMap<Rule, u64>,
 }
 
 impl<T> Default for Findings<T> {
@@ -113,10 +114,10 @@ impl<T> Default for Findings<T> {
 impl<T> Findings<T> {
     /// Counts `failure` and says what to do with it.
     pub fn see(&mut self, failure: &Failure, baseline: &Baseline) -> Seen {
-        let count = self.failing.entry(failure.rule.clone()).or_default();
+        let count = self.failing.entry(failure.rule).or_default();
         *count += 1;
         let first = *count == 1;
-        if baseline.lists(&failure.rule) {
+        if baseline.lists(failure.rule.id()) {
             if first {
                 self.baselined.push(failure.clone());
             }
@@ -129,8 +130,8 @@ impl<T> Findings<T> {
     }
 
     /// How many generated sequences failed `rule`.
-    pub fn failing(&self, rule: &str) -> u64 {
-        self.failing.get(rule).copied().unwrap_or(0)
+    pub fn failing(&self, rule: Rule) -> u64 {
+        self.failing.get(&rule).copied().unwrap_or(0)
     }
 
     /// Whether the campaign found a failure the baseline does not accept.
@@ -155,7 +156,7 @@ pub fn render_summary<T>(outcome: &FuzzOutcome<T>) -> String {
             .found
             .iter()
             .map(|f| {
-                let n = findings.failing(&f.failure.rule);
+                let n = findings.failing(f.failure.rule);
                 format!("{} ({n} failing sequence{})", f.failure.rule, plural(n))
             })
             .collect();
@@ -167,7 +168,7 @@ pub fn render_summary<T>(outcome: &FuzzOutcome<T>) -> String {
         ));
     }
     for failure in &findings.baselined {
-        let n = findings.failing(&failure.rule);
+        let n = findings.failing(failure.rule);
         out.push_str(&format!(
             "seen and baselined: {} ({n} failing sequence{}; listed in the baseline, not shrunk)\n",
             failure.rule,
@@ -238,7 +239,7 @@ fn context(execution: &super::Execution) -> Vec<crate::verdict::ReportedFrame> {
 /// What a row says about `failure` (the one `Finding` of a fuzz row).
 fn finding(failure: &Failure, context: Vec<crate::verdict::ReportedFrame>) -> Finding {
     Finding {
-        rule: failure.rule.clone(),
+        rule: failure.rule.to_string(),
         verdict: Verdict::Fail,
         expected: failure.expected.clone(),
         actual: failure.actual.clone(),
@@ -282,8 +283,8 @@ pub fn report<T>(outcome: &FuzzOutcome<T>, input: &ReportInput<'_>) -> RunReport
     let findings = &outcome.findings;
     let mut cases = Vec::new();
     for found in &findings.found {
-        let rule = &found.failure.rule;
-        let info = row(rule, format!("No generated sequence breaks {rule}."));
+        let rule = found.failure.rule;
+        let info = row(rule.id(), format!("No generated sequence breaks {rule}."));
         cases.push(found_row(found, findings.failing(rule), input, info));
     }
     let mut rerun = format!("ahpspec fuzz --seed {} --mode {mode}", outcome.seed);
@@ -291,10 +292,10 @@ pub fn report<T>(outcome: &FuzzOutcome<T>, input: &ReportInput<'_>) -> RunReport
         rerun.push_str(&format!(" --fault {fault}"));
     }
     for failure in &findings.baselined {
-        let rule = &failure.rule;
+        let rule = failure.rule;
         let n = findings.failing(rule);
         cases.push(CaseResult {
-            info: row(rule, format!("No generated sequence breaks {rule}.")),
+            info: row(rule.id(), format!("No generated sequence breaks {rule}.")),
             verdict: Verdict::Fail,
             summary: format!(
                 "{rule}: seen in {n} failing sequence{}, listed in the baseline (not shrunk): expected {}; got {}",
@@ -370,7 +371,7 @@ fn does_line<T>(outcome: &FuzzOutcome<T>, mode: &str, duration: std::time::Durat
 
 /// The row of a rule a shrunk sequence broke (`n` failing sequences in all).
 fn found_row<T>(found: &Found<T>, n: u64, input: &ReportInput<'_>, info: CaseInfo) -> CaseResult {
-    let rule = &found.failure.rule;
+    let rule = found.failure.rule;
     let trace = super::trace::trace_path(input.traces, found.seed, rule);
     CaseResult {
         info,
@@ -415,9 +416,9 @@ fn campaign_report<T>(
 mod tests {
     use super::*;
 
-    fn failure(rule: &str) -> Failure {
+    fn failure(rule: Rule) -> Failure {
         Failure {
-            rule: rule.into(),
+            rule,
             expected: "e".into(),
             actual: "a".into(),
             op_index: Some(0),
@@ -429,24 +430,24 @@ mod tests {
         let baseline = Baseline::parse("PENDING-003\n");
         let mut findings = Findings::<()>::default();
         assert_eq!(
-            findings.see(&failure("CHAT-VALIDATE-003"), &baseline),
+            findings.see(&failure(Rule::ChatValidate003), &baseline),
             Seen::First
         );
         assert_eq!(
-            findings.see(&failure("CHAT-VALIDATE-003"), &baseline),
+            findings.see(&failure(Rule::ChatValidate003), &baseline),
             Seen::Again
         );
         assert_eq!(
-            findings.see(&failure("PENDING-003"), &baseline),
+            findings.see(&failure(Rule::Pending003), &baseline),
             Seen::Baselined
         );
         assert_eq!(
-            findings.see(&failure("PENDING-003"), &baseline),
+            findings.see(&failure(Rule::Pending003), &baseline),
             Seen::Baselined
         );
-        assert_eq!(findings.failing("CHAT-VALIDATE-003"), 2);
-        assert_eq!(findings.failing("PENDING-003"), 2);
-        assert_eq!(findings.baselined, vec![failure("PENDING-003")]);
+        assert_eq!(findings.failing(Rule::ChatValidate003), 2);
+        assert_eq!(findings.failing(Rule::Pending003), 2);
+        assert_eq!(findings.baselined, vec![failure(Rule::Pending003)]);
         assert!(
             !findings.any_unbaselined(),
             "nothing is found until it is shrunk"
@@ -463,12 +464,12 @@ mod tests {
 
     #[test]
     fn excluded_rules_are_not_judged() {
-        let excluded = Excluded::new(vec!["INV-*".into(), "PENDING-003".into()]);
-        assert!(!excluded.judges("INV-FOLD-1"));
-        assert!(!excluded.judges("PENDING-003"));
+        let excluded = Excluded::new(vec!["INV-*".into(), Rule::Pending003.to_string()]);
+        assert!(!excluded.judges(Rule::InvFold1));
+        assert!(!excluded.judges(Rule::Pending003));
         assert!(excluded.judges("PENDING-002"));
-        assert_eq!(excluded.judged(Some(failure("INV-CHAT-1"))), None);
-        assert!(excluded.judged(Some(failure("TURN-001"))).is_some());
-        assert!(Excluded::default().judges("INV-FOLD-1"));
+        assert_eq!(excluded.judged(Some(failure(Rule::InvChat1))), None);
+        assert!(excluded.judged(Some(failure(Rule::Turn001))).is_some());
+        assert!(Excluded::default().judges(Rule::InvFold1));
     }
 }

@@ -10,7 +10,8 @@ use tokio::sync::watch;
 
 use super::exec::ExecError;
 use super::{search, FuzzOptions, FuzzOutcome};
-use crate::client::ROOT;
+use crate::checks::Rule;
+use crate::client::{ping_request, ROOT};
 
 mod run;
 pub use run::{execute_frames, execute_frames_until};
@@ -54,27 +55,27 @@ pub enum Mutation {
 impl Mutation {
     /// The rule a host breaks that stops answering on the connection after this frame (no
     /// answer to the ping that follows it, no close): what the frame is decides which.
-    pub(crate) fn answering_rule(&self) -> &'static str {
+    pub(crate) fn answering_rule(&self) -> Rule {
         match self {
             // Not JSON at all.
-            Mutation::Truncated { .. } | Mutation::Binary { .. } => "TRANSPORT-006",
+            Mutation::Truncated { .. } | Mutation::Binary { .. } => Rule::Transport006,
             // Oversized strings, deep nesting, hostile member values.
             Mutation::HugeString { .. } | Mutation::Deep { .. } | Mutation::Shaped { .. } => {
-                "FUZZ-003"
+                Rule::Fuzz003
             }
-            Mutation::ParamsNotObject { .. } | Mutation::WrongMemberType => "TRANSPORT-009",
-            Mutation::UnknownMethod { .. } => "TRANSPORT-008",
-            Mutation::NoJsonrpc | Mutation::Batch | Mutation::NoMethod => "TRANSPORT-007",
-            Mutation::GarbageAction { .. } => "DISPATCH-007",
+            Mutation::ParamsNotObject { .. } | Mutation::WrongMemberType => Rule::Transport009,
+            Mutation::UnknownMethod { .. } => Rule::Transport008,
+            Mutation::NoJsonrpc | Mutation::Batch | Mutation::NoMethod => Rule::Transport007,
+            Mutation::GarbageAction { .. } => Rule::Dispatch007,
             // Odd ids, a notification about nothing.
-            Mutation::OddId { .. } | Mutation::StrayUnsubscribe => "FUZZ-004",
+            Mutation::OddId { .. } | Mutation::StrayUnsubscribe => Rule::Fuzz004,
         }
     }
 }
 
 fn base_request(base: u8, id: u64) -> Value {
     match base % 3 {
-        0 => json!({ "jsonrpc": "2.0", "id": id, "method": "ping", "params": { "channel": ROOT } }),
+        0 => ping_request(id),
         1 => {
             json!({ "jsonrpc": "2.0", "id": id, "method": "listSessions", "params": { "channel": ROOT, "limit": 5 } })
         }
@@ -92,7 +93,7 @@ enum Answer {
         id: Value,
         codes: &'static [i64],
         close_ok: bool,
-        rule: &'static str,
+        rule: Rule,
     },
     /// Anything (or nothing) but the connection keeps serving.
     Survive,
@@ -143,7 +144,7 @@ fn render(mutation: &Mutation, id: u64) -> (Result<String, Vec<u8>>, Answer) {
                     id: Value::Null,
                     codes: &[-32700],
                     close_ok: true,
-                    rule: "TRANSPORT-006",
+                    rule: Rule::Transport006,
                 },
             )
         }
@@ -151,9 +152,9 @@ fn render(mutation: &Mutation, id: u64) -> (Result<String, Vec<u8>>, Answer) {
             let mut request = base_request(*base, id);
             request["params"] = json!([1, 2, 3]);
             let rule = if base % 3 == 0 {
-                "TRANSPORT-010"
+                Rule::Transport010
             } else {
-                "TRANSPORT-009"
+                Rule::Transport009
             };
             // ping must be answered whatever its params; the others must fail with -32602.
             let answer = if base % 3 == 0 {
@@ -176,7 +177,7 @@ fn render(mutation: &Mutation, id: u64) -> (Result<String, Vec<u8>>, Answer) {
                     id: json!(id),
                     codes: &[-32602],
                     close_ok: false,
-                    rule: "TRANSPORT-009",
+                    rule: Rule::Transport009,
                 },
             )
         }
@@ -202,7 +203,7 @@ fn render(mutation: &Mutation, id: u64) -> (Result<String, Vec<u8>>, Answer) {
                     id: json!(id),
                     codes: &[-32601],
                     close_ok: false,
-                    rule: "TRANSPORT-008",
+                    rule: Rule::Transport008,
                 },
             )
         }
@@ -212,7 +213,7 @@ fn render(mutation: &Mutation, id: u64) -> (Result<String, Vec<u8>>, Answer) {
                 1 => json!(-(id as i64)),
                 _ => json!(id as f64 + 0.5),
             };
-            let request = json!({ "jsonrpc": "2.0", "id": odd, "method": "ping", "params": { "channel": ROOT } });
+            let request = ping_request(odd);
             (Ok(request.to_string()), Answer::Survive)
         }
         Mutation::NoJsonrpc => {
@@ -223,7 +224,7 @@ fn render(mutation: &Mutation, id: u64) -> (Result<String, Vec<u8>>, Answer) {
                     id: json!(id),
                     codes: &[-32600],
                     close_ok: true,
-                    rule: "TRANSPORT-007",
+                    rule: Rule::Transport007,
                 },
             )
         }
@@ -235,7 +236,7 @@ fn render(mutation: &Mutation, id: u64) -> (Result<String, Vec<u8>>, Answer) {
                     id: Value::Null,
                     codes: &[-32600],
                     close_ok: true,
-                    rule: "TRANSPORT-007",
+                    rule: Rule::Transport007,
                 },
             )
         }
@@ -248,7 +249,7 @@ fn render(mutation: &Mutation, id: u64) -> (Result<String, Vec<u8>>, Answer) {
                     id: json!(id),
                     codes: &[-32600],
                     close_ok: true,
-                    rule: "TRANSPORT-007",
+                    rule: Rule::Transport007,
                 },
             )
         }

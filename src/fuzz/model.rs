@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::ops::{Behaviour, Op, PendingKind};
+use crate::checks::Rule;
 use crate::client::profile::Profile;
 
 /// How a correct host answers a dispatch.
@@ -36,7 +37,7 @@ pub struct Planned {
     pub channel: Channel,
     pub action: Value,
     pub expect: Expect,
-    pub rule: String,
+    pub rule: Rule,
 }
 
 fn user(text: &str) -> Value {
@@ -149,54 +150,56 @@ fn resumable(chat: &Value, turn_id: &Value) -> bool {
 /// as it processes it, and the rule that says so. The fuzzer judges every dispatch against
 /// the state its own connection folded just before the echo, so whatever order concurrent
 /// dispatches (and the agent) took, the verdict follows the order the host chose.
-pub fn judge(action: &Value, chat: &Value, client_id: &str) -> (Expect, &'static str) {
+pub fn judge(action: &Value, chat: &Value, client_id: &str) -> (Expect, Rule) {
     let turn = active(chat);
     let call = || {
         turn.filter(|t| t["id"] == action["turnId"])
             .and_then(|t| tool_calls(t).find(|c| c["toolCallId"] == action["toolCallId"]))
     };
     match action["type"].as_str().unwrap_or_default() {
-        "chat/turnStarted" if turn.is_some() => (Expect::Either, "CHAT-VALIDATE-013"),
-        "chat/turnStarted" => (Expect::Accept, "TURN-001"),
+        "chat/turnStarted" if turn.is_some() => (Expect::Either, Rule::ChatValidate013),
+        "chat/turnStarted" => (Expect::Accept, Rule::Turn001),
         "chat/turnCancelled" => match turn {
-            None => (Expect::Reject, "CHAT-VALIDATE-003"),
-            Some(t) if t["id"] == action["turnId"] => (Expect::Accept, "TURN-007"),
+            None => (Expect::Reject, Rule::ChatValidate003),
+            Some(t) if t["id"] == action["turnId"] => (Expect::Accept, Rule::Turn007),
             // A stale turn id while another turn runs: the spec does not say.
-            Some(_) => (Expect::Either, "CHAT-VALIDATE-003"),
+            Some(_) => (Expect::Either, Rule::ChatValidate003),
         },
         "chat/toolCallConfirmed" => match call() {
-            Some(c) if c["status"] == "pending-confirmation" => (Expect::Accept, "TOOL-003"),
-            _ => (Expect::Reject, "CHAT-VALIDATE-002"),
+            Some(c) if c["status"] == "pending-confirmation" => (Expect::Accept, Rule::Tool003),
+            _ => (Expect::Reject, Rule::ChatValidate002),
         },
         "chat/toolCallResultConfirmed" => match call() {
-            Some(c) if c["status"] == "pending-result-confirmation" => (Expect::Accept, "TOOL-006"),
-            _ => (Expect::Either, "CHAT-VALIDATE-014"),
+            Some(c) if c["status"] == "pending-result-confirmation" => {
+                (Expect::Accept, Rule::Tool006)
+            }
+            _ => (Expect::Either, Rule::ChatValidate014),
         },
         "chat/toolCallComplete" => match call() {
             Some(c) if c["status"] == "running" && c["contributor"]["kind"] == "client" => {
                 if c["contributor"]["clientId"] == client_id {
-                    (Expect::Accept, "TOOL-008")
+                    (Expect::Accept, Rule::Tool008)
                 } else {
-                    (Expect::Reject, "CHAT-VALIDATE-010")
+                    (Expect::Reject, Rule::ChatValidate010)
                 }
             }
             // Completed meanwhile (by its own client): the spec has no rule for it.
-            _ => (Expect::Either, "TOOL-008"),
+            _ => (Expect::Either, Rule::Tool008),
         },
         "chat/inputAnswerChanged" => {
             let answer = &action["answer"];
             let open = turn.and_then(|t| open_request_with(t, &action["requestId"]));
             let valueless = answer["state"] == "submitted" && answer["value"].is_null();
             match (open, valueless) {
-                (Some(_), false) => (Expect::Accept, "INPUT-003"),
-                (Some(_), true) => (Expect::Reject, "CHAT-VALIDATE-006"),
-                (None, _) => (Expect::Reject, "CHAT-VALIDATE-005"),
+                (Some(_), false) => (Expect::Accept, Rule::Input003),
+                (Some(_), true) => (Expect::Reject, Rule::ChatValidate006),
+                (None, _) => (Expect::Reject, Rule::ChatValidate005),
             }
         }
         "chat/inputCompleted" => {
             match turn.and_then(|t| open_request_with(t, &action["requestId"])) {
-                Some(_) => (Expect::Accept, "INPUT-004"),
-                None => (Expect::Reject, "CHAT-VALIDATE-007"),
+                Some(_) => (Expect::Accept, Rule::Input004),
+                None => (Expect::Reject, Rule::ChatValidate007),
             }
         }
         "chat/pendingMessageRemoved" => {
@@ -209,12 +212,12 @@ pub fn judge(action: &Value, chat: &Value, client_id: &str) -> (Expect, &'static
                 _ => chat["steeringMessage"]["id"] == action["id"],
             };
             if exists {
-                (Expect::Accept, "DISPATCH-008")
+                (Expect::Accept, Rule::Dispatch008)
             } else {
-                (Expect::Reject, "CHAT-VALIDATE-009")
+                (Expect::Reject, Rule::ChatValidate009)
             }
         }
-        "chat/queuedMessagesReordered" => (Expect::Accept, "PENDING-006"),
+        "chat/queuedMessagesReordered" => (Expect::Accept, Rule::Pending006),
         "chat/truncated" => {
             let known = action["turnId"].is_null()
                 || chat["turns"]
@@ -223,19 +226,19 @@ pub fn judge(action: &Value, chat: &Value, client_id: &str) -> (Expect, &'static
                     .flatten()
                     .any(|t| t["id"] == action["turnId"]);
             if known {
-                (Expect::Accept, "TURN-012")
+                (Expect::Accept, Rule::Turn012)
             } else {
                 // Truncated away meanwhile: the spec does not say.
-                (Expect::Either, "TURN-012")
+                (Expect::Either, Rule::Turn012)
             }
         }
-        "chat/turnResume" if resumable(chat, &action["turnId"]) => (Expect::Accept, "TURN-008"),
-        "chat/turnResume" => (Expect::Reject, "CHAT-VALIDATE-004"),
-        "chat/turnComplete" => (Expect::RejectOrIgnore, "DISPATCH-006"),
+        "chat/turnResume" if resumable(chat, &action["turnId"]) => (Expect::Accept, Rule::Turn008),
+        "chat/turnResume" => (Expect::Reject, Rule::ChatValidate004),
+        "chat/turnComplete" => (Expect::RejectOrIgnore, Rule::Dispatch006),
         "chat/pendingMessageSet" | "chat/draftChanged" | "session/titleChanged" => {
-            (Expect::Accept, "DISPATCH-008")
+            (Expect::Accept, Rule::Dispatch008)
         }
-        _ => (Expect::Either, "DISPATCH-008"),
+        _ => (Expect::Either, Rule::Dispatch008),
     }
 }
 
@@ -256,7 +259,7 @@ pub fn plan(
         channel,
         action,
         expect,
-        rule: rule.to_owned(),
+        rule,
     })
 }
 
@@ -537,10 +540,13 @@ mod tests {
         let running = json!({ "activeTurn": { "id": "t1", "responseParts": [
             { "kind": "toolCall", "toolCall": { "toolCallId": "a", "status": "running" } } ] } });
         let confirm = json!({ "type": "chat/toolCallConfirmed", "turnId": "t1", "toolCallId": "a", "approved": true });
-        assert_eq!(judge(&confirm, &pending, "c"), (Expect::Accept, "TOOL-003"));
+        assert_eq!(
+            judge(&confirm, &pending, "c"),
+            (Expect::Accept, Rule::Tool003)
+        );
         assert_eq!(
             judge(&confirm, &running, "c"),
-            (Expect::Reject, "CHAT-VALIDATE-002")
+            (Expect::Reject, Rule::ChatValidate002)
         );
         let cancel = json!({ "type": "chat/turnCancelled", "turnId": "t1", "duration": 1 });
         assert_eq!(judge(&cancel, &running, "c").0, Expect::Accept);

@@ -96,6 +96,22 @@ pub enum Probe {
     FetchTurns,
 }
 
+impl Probe {
+    /// Every probe, in declaration order.
+    pub const ALL: [Probe; 10] = [
+        Probe::SubscribeUnknown,
+        Probe::DispatchToMissing,
+        Probe::SideSession,
+        Probe::DuplicateSession,
+        Probe::UnknownProvider,
+        Probe::PingBeforeInitialize,
+        Probe::MixedVersions,
+        Probe::UnsupportedVersion,
+        Probe::Unsubscribe,
+        Probe::FetchTurns,
+    ];
+}
+
 /// One client operation. `client` picks one of the fuzzer's connections (modulo their
 /// number); `stale` makes the operation name something that does not exist (its correct
 /// answer is a rejection).

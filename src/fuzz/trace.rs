@@ -7,10 +7,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::exec::{Failure, Performed};
-use super::model::{Channel, Expect};
-use super::ops::{Op, Probe};
-use super::Found;
-use crate::verdict::ReportedFrame;
+use super::ops::Op;
+use super::{regression, Found};
+use crate::checks::Rule;
+use crate::suite::{Checkpoint, Initialize, MakeSession, Step};
+use crate::verdict::{Level, ReportedFrame};
 
 /// A saved failure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,7 +82,7 @@ impl Trace {
 
     /// Writes the trace as `<dir>/<seed>-<rule>.json` (atomically) and returns the path.
     pub fn save(&self, dir: &Path) -> Result<PathBuf, TraceError> {
-        let path = trace_path(dir, self.seed, &self.failure.rule);
+        let path = trace_path(dir, self.seed, self.failure.rule);
         let write = |path: &Path| -> std::io::Result<()> {
             std::fs::create_dir_all(dir)?;
             let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
@@ -108,84 +109,95 @@ impl Trace {
     }
 
     /// The failing sequence as a suite case (TOML): the same dispatches with the answers a
-    /// correct host gives, and a checkpoint at the end.
+    /// correct host gives, each probe as the steps of what it checks, and a checkpoint at
+    /// the end. The steps are typed and written by serde; only the comment above is text.
     pub fn to_case(&self) -> String {
-        let mut out = String::new();
-        let id = format!("{}/fuzz-{}", self.failure.rule, self.seed);
-        out.push_str(&format!(
-            "# Regression case from `ahpspec fuzz --seed {}`: {}\n",
-            self.seed,
-            // TOML comments admit no control characters but tab.
-            self.failure
-                .actual
-                .chars()
-                .map(|c| if c.is_control() && c != '\t' { ' ' } else { c })
-                .collect::<String>()
-        ));
-        out.push_str("[[case]]\n");
-        out.push_str(&format!("id = {}\n", toml_string(&id)));
-        out.push_str("level = \"MUST\"\n");
-        out.push_str(&format!("spec = {}\n", toml_string("found by the fuzzer")));
-        out.push_str(&format!(
-            "requirement = {}\n",
-            toml_string(&format!(
-                "{} (expected {})",
-                self.failure.rule, self.failure.expected
-            ))
-        ));
         let ops: Vec<Op> = serde_json::from_value(self.ops.clone()).unwrap_or_default();
-        out.push_str(&format!(
-            "does = {}\n",
-            toml_string(&format!(
-                "Replays the shrunk fuzz sequence: {} dispatches and {} protocol probes.",
-                self.performed.len(),
-                ops.iter()
-                    .filter(|op| matches!(op, Op::Probe { .. }))
-                    .count()
-            ))
-        ));
-        let mut needs: Vec<&str> = ops
+        let mut needs: Vec<String> = ops
             .iter()
             .filter_map(|op| match op {
-                Op::StartTurn { behaviour, .. } => Some(behaviour.key()),
+                Op::StartTurn { behaviour, .. } => Some(behaviour.key().to_owned()),
                 _ => None,
             })
             .collect();
         needs.sort();
         needs.dedup();
-        if !needs.is_empty() {
-            out.push_str(&format!(
-                "needs = [{}]\n",
-                needs
-                    .iter()
-                    .map(|n| toml_string(n))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+        let probes = ops
+            .iter()
+            .filter(|op| matches!(op, Op::Probe { .. }))
+            .count();
+        let case = RegressionCase {
+            id: format!("{}/fuzz-{}", self.failure.rule, self.seed),
+            level: Level::Must,
+            spec: "found by the fuzzer".into(),
+            requirement: format!("{} (expected {})", self.failure.rule, self.failure.expected),
+            does: format!(
+                "Replays the shrunk fuzz sequence: {} dispatches and {probes} protocol probes.",
+                self.performed.len()
+            ),
+            needs,
+        };
+        let cases = RegressionCases { case: vec![case] };
+        // A TOML comment admits no control character but tab.
+        let said: String = self
+            .failure
+            .actual
+            .chars()
+            .map(|c| if c.is_control() && c != '\t' { ' ' } else { c })
+            .collect();
+        let written = toml::to_string(&cases).and_then(|head| {
+            // The `[[case]]` table's last key, `steps`: one inline step a line, as suite
+            // files hold them (the document serializer would give each step tables of its
+            // own). Each line is the toml crate's rendering of a typed step.
+            let mut steps = String::from("steps = [\n");
+            for step in self.steps(&ops) {
+                let mut line = String::new();
+                step.serialize(toml::ser::ValueSerializer::new(&mut line))?;
+                steps.push_str(&format!("  {line},\n"));
+            }
+            Ok(format!("{head}{steps}]\n"))
+        });
+        let body =
+            written.unwrap_or_else(|error| format!("# the case could not be written: {error}\n"));
+        format!(
+            "# Regression case from `ahpspec fuzz --seed {}`: {said}\n{body}",
+            self.seed
+        )
+    }
+
+    /// The case's steps: the first client's session, the other clients joining it, then
+    /// the dispatches and probes in the order the operations ran, and a checkpoint.
+    fn steps(&self, ops: &[Op]) -> Vec<Step> {
+        let mut steps = vec![
+            Step::Initialize(Initialize::default()),
+            Step::Session(MakeSession {
+                name: "S".into(),
+                ..MakeSession::default()
+            }),
+        ];
+        for client in self.other_clients() {
+            steps.extend(regression::client_joins(client));
         }
-        out.push_str("steps = [\n  { initialize = {} },\n  { session = { as = \"S\" } },\n");
-        out.push_str(&self.other_clients_join());
         let mut performed = self.performed.iter().enumerate().peekable();
         for (op_index, op) in ops.iter().enumerate() {
             while let Some((index, done)) = performed.next_if(|(_, p)| p.op_index == op_index) {
-                out.push_str(&dispatch_steps(index, done));
+                steps.extend(regression::dispatch_steps(index, done));
             }
             if let Op::Probe { probe, .. } = op {
-                out.push_str(&probe_steps(op_index, *probe));
+                steps.extend(regression::probe_steps(op_index, *probe));
             }
         }
         // Traces of older formats may name dispatches the operations do not reach.
         for (index, done) in performed {
-            out.push_str(&dispatch_steps(index, done));
+            steps.extend(regression::dispatch_steps(index, done));
         }
-        out.push_str("  { checkpoint = {} },\n]\n");
-        out
+        steps.push(Step::Checkpoint(Checkpoint::default()));
+        steps
     }
 
-    /// Steps for the other clients of the run: they join the session and its chat, as in
-    /// the run: some dispatch, and all of them observe (a missing broadcast shows on them).
-    fn other_clients_join(&self) -> String {
-        let mut out = String::new();
+    /// The run's clients other than the first (by index): those that dispatched, and those
+    /// whose frames the trace holds.
+    fn other_clients(&self) -> Vec<usize> {
         let mut others: Vec<usize> = self
             .performed
             .iter()
@@ -200,151 +212,28 @@ impl Trace {
             .collect();
         others.sort_unstable();
         others.dedup();
-        for client in others {
-            let conn = format!("c{}", client + 1);
-            out.push_str(&format!("  {{ initialize = {{ on = \"{conn}\" }} }},\n"));
-            for (channel, tag) in [("${S}", "s"), ("${S.chat}", "c")] {
-                out.push_str(&format!(
-                    "  {{ request = {{ on = \"{conn}\", method = \"subscribe\", params = {{ channel = \"{channel}\", delivery = {{ maxLatencyMs = 0 }} }}, as = \"{conn}{tag}\" }} }},\n  {{ response = {{ on = \"{conn}\", to = \"{conn}{tag}\", ok = true }} }},\n"
-                ));
-            }
-        }
-        out
+        others
     }
+}
+
+/// A regression case as a suite file's `[[case]]` table.
+#[derive(Serialize)]
+struct RegressionCase {
+    id: String,
+    level: Level,
+    spec: String,
+    requirement: String,
+    does: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    needs: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct RegressionCases {
+    case: Vec<RegressionCase>,
 }
 
 /// Where the trace of `rule`'s finding in the campaign with `seed` is saved: one per rule.
-pub fn trace_path(dir: &Path, seed: u64, rule: &str) -> PathBuf {
+pub fn trace_path(dir: &Path, seed: u64, rule: Rule) -> PathBuf {
     dir.join(format!("{seed}-{rule}.json"))
-}
-
-/// The steps that replay one dispatch and expect what the model judged.
-fn dispatch_steps(index: usize, performed: &Performed) -> String {
-    let channel = match performed.planned.channel {
-        Channel::Session => "${S}",
-        Channel::Chat => "${S.chat}",
-    };
-    let name = format!("d{index}");
-    // Each dispatch on the connection of the client that made it.
-    let on = match performed.client {
-        0 => String::new(),
-        client => format!("on = \"c{}\", ", client + 1),
-    };
-    let mut out = format!(
-        "  {{ dispatch = {{ {on}channel = \"{channel}\", action = {}, as = \"{name}\" }} }},\n",
-        toml_inline(&performed.planned.action)
-    );
-    let echo = match performed.planned.expect {
-        Expect::Accept => "accepted = true",
-        Expect::Reject => "accepted = false",
-        Expect::RejectOrIgnore => "accepted = false, or_ignored = true",
-        Expect::Either => "",
-    };
-    if !echo.is_empty() {
-        out.push_str(&format!("  {{ echo = {{ of = \"{name}\", {echo} }} }},\n"));
-    }
-    out.push_str("  { sleep = { ms = 20 } },\n");
-    out
-}
-
-/// The steps that repeat a protocol probe with the same expectation.
-fn probe_steps(n: usize, probe: Probe) -> String {
-    let lines: Vec<String> = match probe {
-        Probe::SubscribeUnknown => vec![
-            format!("{{ request = {{ method = \"subscribe\", params = {{ channel = \"ahp-session:/${{run}}-nope-{n}\" }}, as = \"p{n}\" }} }}"),
-            format!("{{ response = {{ to = \"p{n}\", ok = false }} }}"),
-        ],
-        Probe::DispatchToMissing => vec![
-            format!("{{ dispatch = {{ channel = \"ahp-session:/${{run}}-nope-{n}\", action = {{ type = \"session/titleChanged\", title = \"nowhere\" }} }} }}"),
-            "{ silence = { for_ms = 200, method = \"action\", where = { \"/params/channel\" = \"ahp-session:/${run}-nope-".to_owned() + &format!("{n}\" }} }} }}"),
-        ],
-        Probe::SideSession => vec![
-            format!("{{ session = {{ as = \"X{n}\", wait_ready = false }} }}"),
-            format!("{{ notification = {{ method = \"root/sessionAdded\", where = {{ \"/summary/resource\" = \"${{X{n}}}\" }} }} }}"),
-            format!("{{ request = {{ method = \"disposeSession\", params = {{ channel = \"${{X{n}}}\" }}, as = \"p{n}\" }} }}"),
-            format!("{{ response = {{ to = \"p{n}\", ok = true }} }}"),
-            format!("{{ notification = {{ method = \"root/sessionRemoved\", where = {{ \"/session\" = \"${{X{n}}}\" }} }} }}"),
-        ],
-        Probe::DuplicateSession => vec![
-            format!("{{ request = {{ method = \"createSession\", params = {{ channel = \"${{S}}\" }}, as = \"p{n}\" }} }}"),
-            format!("{{ response = {{ to = \"p{n}\", ok = false, codes = [-32003] }} }}"),
-        ],
-        Probe::UnknownProvider => vec![
-            format!("{{ request = {{ method = \"createSession\", params = {{ channel = \"ahp-session:/${{run}}-provider-{n}\", provider = \"fz-no-such-agent\" }}, as = \"p{n}\" }} }}"),
-            format!("{{ response = {{ to = \"p{n}\", ok = false, codes = [-32002] }} }}"),
-        ],
-        Probe::PingBeforeInitialize => vec![
-            format!("{{ connect = {{ on = \"p{n}\" }} }}"),
-            format!("{{ request = {{ on = \"p{n}\", method = \"ping\", params = {{ channel = \"ahp-root://\" }}, as = \"ping{n}\" }} }}"),
-            format!("{{ response = {{ on = \"p{n}\", to = \"ping{n}\", ok = true }} }}"),
-        ],
-        Probe::MixedVersions => vec![
-            format!("{{ initialize = {{ on = \"v{n}\", versions = [\"0.9.0\", \"1.2.0\"] }} }}"),
-            format!("{{ response = {{ on = \"v{n}\", to = \"v{n}.init\", equals = {{ \"/result/protocolVersion\" = \"1.2.0\" }} }} }}"),
-        ],
-        Probe::UnsupportedVersion => vec![
-            format!("{{ initialize = {{ on = \"v{n}\", versions = [\"2.0.0\"], send_only = true }} }}"),
-            format!("{{ response = {{ on = \"v{n}\", to = \"v{n}.init\", ok = false, codes = [-32005], has = [\"/error/data/supportedVersions/0\"] }} }}"),
-            format!("{{ closed = {{ on = \"v{n}\", within_ms = 2000 }} }}"),
-        ],
-        Probe::Unsubscribe => vec![
-            format!("{{ initialize = {{ on = \"u{n}\" }} }}"),
-            format!("{{ request = {{ on = \"u{n}\", method = \"subscribe\", params = {{ channel = \"${{S}}\" }}, as = \"u{n}sub\" }} }}"),
-            format!("{{ response = {{ on = \"u{n}\", to = \"u{n}sub\", ok = true }} }}"),
-            format!("{{ notify = {{ on = \"u{n}\", method = \"unsubscribe\", params = {{ channel = \"${{S}}\" }} }} }}"),
-            format!("{{ request = {{ on = \"u{n}\", method = \"ping\", params = {{ channel = \"ahp-root://\" }}, as = \"u{n}sync\" }} }}"),
-            format!("{{ response = {{ on = \"u{n}\", to = \"u{n}sync\", ok = true }} }}"),
-            format!("{{ dispatch = {{ channel = \"${{S}}\", action = {{ type = \"session/titleChanged\", title = \"unsub-{n}\" }}, as = \"u{n}title\" }} }}"),
-            format!("{{ echo = {{ of = \"u{n}title\", accepted = true }} }}"),
-            format!("{{ silence = {{ on = \"u{n}\", for_ms = 150, channel = \"${{S}}\" }} }}"),
-        ],
-        // The fuzzer's turns happened on c1 before: a one-turn window leaves a cursor.
-        Probe::FetchTurns => vec![
-            format!("{{ initialize = {{ on = \"f{n}\" }} }}"),
-            format!("{{ request = {{ on = \"f{n}\", method = \"subscribe\", params = {{ channel = \"${{S.chat}}\", view = {{ turns = 1 }}, delivery = {{ maxLatencyMs = 0 }} }}, as = \"f{n}sub\" }} }}"),
-            format!("{{ response = {{ on = \"f{n}\", to = \"f{n}sub\", ok = true, has = [\"/result/snapshot/state/turnsNextCursor\"] }} }}"),
-            format!("{{ request = {{ on = \"f{n}\", method = \"fetchTurns\", params = {{ channel = \"${{S.chat}}\", cursor = \"fz-bogus-{n}\" }}, as = \"f{n}bad\" }} }}"),
-            format!("{{ response = {{ on = \"f{n}\", to = \"f{n}bad\", ok = false, codes = [-32602] }} }}"),
-            format!("{{ request = {{ on = \"f{n}\", method = \"fetchTurns\", params = {{ channel = \"${{S.chat}}\", cursor = \"${{f{n}sub/result/snapshot/state/turnsNextCursor}}\" }}, as = \"f{n}fetch\" }} }}"),
-            format!("{{ action = {{ on = \"f{n}\", channel = \"${{S.chat}}\", type = \"chat/turnsLoaded\" }} }}"),
-            format!("{{ silence = {{ on = \"f{n}\", for_ms = 0, responses = true }} }}"),
-            format!("{{ response = {{ on = \"f{n}\", to = \"f{n}fetch\", ok = true }} }}"),
-        ],
-    };
-    lines.iter().map(|line| format!("  {line},\n")).collect()
-}
-
-fn toml_string(text: &str) -> String {
-    // A TOML basic string is a JSON string, except that TOML also wants DEL (U+007F) escaped,
-    // which JSON leaves as it is (a fuzz campaign of the loaders found it).
-    Value::String(text.to_owned())
-        .to_string()
-        .replace('\u{7f}', "\\u007F")
-}
-
-/// A JSON value as a TOML inline value (nulls dropped: TOML has none).
-fn toml_inline(value: &Value) -> String {
-    match value {
-        Value::Null => "\"\"".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => toml_string(s),
-        Value::Array(items) => format!(
-            "[{}]",
-            items
-                .iter()
-                .filter(|v| !v.is_null())
-                .map(toml_inline)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Value::Object(map) => format!(
-            "{{ {} }}",
-            map.iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| format!("{} = {}", toml_string(k), toml_inline(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
 }

@@ -9,22 +9,23 @@
 use std::collections::HashMap;
 
 use super::{Case, ExpectEcho, ExpectResponse, Step};
+use crate::checks::Rule;
 
 /// The rule a successful answer to a command is owed to, for the commands whose success a
 /// catalog rule states. A step that needs the command to succeed relies on it.
-pub fn command_rule(method: &str) -> Option<&'static str> {
+pub fn command_rule(method: &str) -> Option<Rule> {
     Some(match method {
-        "ping" => "TRANSPORT-010",
-        "initialize" => "INIT-001",
-        "subscribe" => "SUB-001",
-        "reconnect" => "RECONNECT-001",
-        "listSessions" => "ROOT-001",
-        "createSession" => "LIFECYCLE-002",
-        "disposeSession" => "LIFECYCLE-009",
-        "createChat" => "CHAT-001",
-        "disposeChat" => "CHAT-006",
-        "moveChat" => "CHAT-MOVE-002",
-        "fetchTurns" => "TURN-010",
+        "ping" => Rule::Transport010,
+        "initialize" => Rule::Init001,
+        "subscribe" => Rule::Sub001,
+        "reconnect" => Rule::Reconnect001,
+        "listSessions" => Rule::Root001,
+        "createSession" => Rule::Lifecycle002,
+        "disposeSession" => Rule::Lifecycle009,
+        "createChat" => Rule::Chat001,
+        "disposeChat" => Rule::Chat006,
+        "moveChat" => Rule::ChatMove002,
+        "fetchTurns" => Rule::Turn010,
         _ => return None,
     })
 }
@@ -32,14 +33,14 @@ pub fn command_rule(method: &str) -> Option<&'static str> {
 /// The rule that says a client action of this type is accepted when its preconditions
 /// hold: the turn actions have rules of their own, every other client-dispatchable action
 /// falls under DISPATCH-008.
-pub fn acceptance_rule(action_type: &str) -> &'static str {
+pub fn acceptance_rule(action_type: &str) -> Rule {
     match action_type {
-        "chat/turnStarted" => "TURN-001",
-        "chat/turnCancelled" => "TURN-007",
-        "chat/turnResume" => "TURN-008",
-        "chat/truncated" => "TURN-012",
-        "chat/toolCallConfirmed" => "TOOL-003",
-        _ => "DISPATCH-008",
+        "chat/turnStarted" => Rule::Turn001,
+        "chat/turnCancelled" => Rule::Turn007,
+        "chat/turnResume" => Rule::Turn008,
+        "chat/truncated" => Rule::Turn012,
+        "chat/toolCallConfirmed" => Rule::Tool003,
+        _ => Rule::Dispatch008,
     }
 }
 
@@ -111,17 +112,17 @@ impl Names {
 #[must_use]
 pub struct Exercised {
     /// A request must be answered at all (TRANSPORT-003); a dispatch must be echoed.
-    pub answered: Option<&'static str>,
+    pub answered: Option<Rule>,
     /// The answer must be a success (the command's rule), the echo an acceptance (the
     /// action's acceptance rule).
-    pub succeeded: Option<&'static str>,
+    pub succeeded: Option<Rule>,
 }
 
 impl Exercised {
     /// As seen from a case proving `own`: where the command's success is the case's own
     /// rule (TRANSPORT-010's ping), its being answered at all is the case's too.
     pub fn for_case(self, own: &str) -> Exercised {
-        if self.succeeded == Some(own) {
+        if self.succeeded.is_some_and(|rule| rule == own) {
             Exercised {
                 answered: None,
                 succeeded: None,
@@ -154,18 +155,22 @@ impl Step {
         }
         match self {
             // Version negotiation cases choose their offer: the refusal is their own.
-            Step::Initialize(s) => own == "INIT-001" || s.versions.is_some(),
-            Step::Session(_) => matches!(own, "LIFECYCLE-002" | "LIFECYCLE-003" | "SUB-001"),
+            Step::Initialize(s) => own == Rule::Init001 || s.versions.is_some(),
+            Step::Session(_) => [Rule::Lifecycle002, Rule::Lifecycle003, Rule::Sub001]
+                .iter()
+                .any(|rule| own == *rule),
             Step::Turn(s) => {
-                matches!(own, "TURN-001" | "TURN-002")
-                    || (s.pending.is_some() && own == "DISPATCH-008")
+                [Rule::Turn001, Rule::Turn002]
+                    .iter()
+                    .any(|rule| own == *rule)
+                    || (s.pending.is_some() && own == Rule::Dispatch008)
             }
             Step::Response(s) => {
                 let exercised = self.exercised(names).for_case(own);
-                let own_part = |part: Option<&str>| part.is_none_or(|rule| rule == own);
+                let own_part = |part: Option<Rule>| part.is_none_or(|rule| rule == own);
                 own_part(exercised.answered)
                     || (s.ok.is_some() && own_part(exercised.succeeded))
-                    || s.checks_content()
+                    || !s.assert.is_empty()
             }
             Step::Echo(_) => self
                 .exercised(names)
@@ -178,7 +183,7 @@ impl Step {
             | Step::State(_)
             | Step::Check(_)
             | Step::Progress(_) => true,
-            Step::Checkpoint(s) => s.own || own == "INV-FOLD-1",
+            Step::Checkpoint(s) => s.own || own == Rule::InvFold1,
             Step::AnyOf(s) => s
                 .alternatives
                 .iter()
@@ -242,7 +247,7 @@ impl ExpectResponse {
             return Exercised::default();
         };
         Exercised {
-            answered: (!self.or_close && method != "initialize").then_some("TRANSPORT-003"),
+            answered: (!self.or_close && method != "initialize").then_some(Rule::Transport003),
             succeeded: if self.ok == Some(true) {
                 command_rule(method)
             } else {

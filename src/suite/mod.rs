@@ -2,6 +2,7 @@
 //! area; loaded by [`crate::catalog`]), the suites compiled in, and the checks a loaded AHP
 //! catalog must pass. Nothing here executes anything.
 
+mod assertions;
 mod charge;
 mod steps;
 

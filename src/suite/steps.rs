@@ -3,16 +3,14 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use super::assertions::{Asserting, Assertions, JsonType, Matches};
 use crate::verdict::Level;
 
-/// JSON pointer → expected value.
-pub type Matches = BTreeMap<String, Value>;
-
 /// One directive of a case.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Step {
     /// Open a connection without initialising it.
@@ -32,7 +30,7 @@ pub enum Step {
     /// Dispatch an action (`dispatchAction`).
     Dispatch(Dispatch),
     /// Expect the response to a named request.
-    Response(ExpectResponse),
+    Response(Asserting<ExpectResponse>),
     /// Expect the echo of a named dispatch.
     Echo(ExpectEcho),
     /// Expect an action envelope.
@@ -44,7 +42,7 @@ pub enum Step {
     /// Expect the server to close the connection.
     Closed(ExpectClosed),
     /// Assert on a channel's current state (fresh subscription).
-    State(ExpectState),
+    State(Asserting<ExpectState>),
     /// Create a session, subscribe to it and its default chat, wait until ready.
     Session(MakeSession),
     /// Start a turn whose agent behaviour comes from the target profile.
@@ -57,7 +55,7 @@ pub enum Step {
     /// the catalog-consistency checks.
     Checkpoint(Checkpoint),
     /// Assert on a value stored by an earlier step (a response, a captured action, a state).
-    Check(ExpectCheck),
+    Check(Asserting<ExpectCheck>),
     /// Alternatives, each a list of steps: the first whose steps all pass wins; the step
     /// fails only when every alternative fails. Alternatives should only check (`check`,
     /// `state`, …): what a failed alternative consumed or sent is not undone.
@@ -69,397 +67,386 @@ pub enum Step {
     NotApplicable(NotApplicable),
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct OnConn {
     /// Connection name (default `c1`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Connect {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Initialize {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on: Option<String>,
     /// The rule this step relies on when it exercises another rule than the case's (e.g. a
     /// truncation used only to end a turn): a miss is that rule's failure, and the case is
     /// blocked by it instead of failing.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub relies_on: Option<String>,
     /// Offered versions (default `["1.0.0"]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub versions: Option<Vec<String>>,
     /// Client id (default: a fresh one per connection).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
     /// Initial subscriptions (default `["ahp-root://"]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub subscriptions: Option<Vec<String>>,
     /// Name under which the response is stored (default `<conn>.init`).
-    #[serde(rename = "as")]
+    #[serde(rename = "as", skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// When true, only send: the response is checked by a later `response` step.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub send_only: bool,
     /// When the server refuses the offered versions, the case is not applicable (for
     /// cases about optional version support) instead of not testable.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub refused_means_not_applicable: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Reconnect {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on: Option<String>,
     /// `lastSeenServerSeq` (default: the highest accepted `serverSeq` the connection saw).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_seen: Option<Value>,
     pub subscriptions: Vec<String>,
     #[serde(rename = "as")]
     pub name: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Request {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on: Option<String>,
     pub method: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<Value>,
-    #[serde(rename = "as")]
+    #[serde(rename = "as", skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Why the frame is deliberately not schema-valid (skips the outbound schema check).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub intent: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Notify {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on: Option<String>,
     pub method: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub intent: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Raw {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on: Option<String>,
     pub text: String,
     /// Always required: says why the frame is invalid.
     pub intent: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Binary {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on: Option<String>,
     pub bytes: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Dispatch {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on: Option<String>,
     pub channel: String,
     pub action: Value,
-    #[serde(rename = "as")]
+    #[serde(rename = "as", skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub intent: Option<String>,
 }
 
-/// What a response may be; the first alternative that matches wins.
-// The document checks (has, lacks, equals, one_of, contains, excludes, …) are written out here,
-// in ExpectState and in ExpectCheck rather than shared through `#[serde(flatten)]`: serde
-// cannot combine flatten with `deny_unknown_fields`, and a misspelt check must stay a load error
-// naming the fields (tests/formats.rs).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// What a response must be (its document assertions beside it: [`Asserting`]).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct ExpectResponse {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on: Option<String>,
     /// The rule this step relies on when it exercises another rule than the case's (e.g. a
     /// truncation used only to end a turn): a miss is that rule's failure, and the case is
     /// blocked by it instead of failing.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub relies_on: Option<String>,
     /// Name of the request (or `initialize` / reconnect `as` name). Absent (and no `id`):
     /// the next response with `id: null` (answers to unparseable input).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
     /// Wait for the response with this literal id (for requests sent with `raw`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<Value>,
     /// `true`: must succeed; `false`: must be an error.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ok: Option<bool>,
     /// Acceptable error codes (any error when absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub codes: Option<Vec<i64>>,
-    /// Members that must be present (JSON pointers into the response).
-    #[serde(default)]
-    pub has: Vec<String>,
-    /// Members that must be absent.
-    #[serde(default)]
-    pub lacks: Vec<String>,
-    /// Pointer → value equalities.
-    #[serde(default)]
-    pub equals: Matches,
-    /// Pointer → allowed values.
-    #[serde(default)]
-    pub one_of: BTreeMap<String, Vec<Value>>,
-    /// Pointer → upper bound (numbers).
-    #[serde(default)]
-    pub at_most: Matches,
-    /// Pointer to an array → member (a JSON pointer into each element) by which the array
-    /// must be sorted in descending order; timestamps compare as instants.
-    #[serde(default)]
-    pub sorted_desc: BTreeMap<String, String>,
-    /// Pointer to an array → members (pointers into each element) that must be ISO 8601
-    /// timestamps with a UTC offset (`schema::is_timestamp`).
-    #[serde(default)]
-    pub timestamps: BTreeMap<String, Vec<String>>,
-    /// Pointer to an array → an element it must contain (partial object match).
-    #[serde(default)]
-    pub contains: Matches,
-    /// Pointer to an array → an element it must not contain (partial object match).
-    #[serde(default)]
-    pub excludes: Matches,
     /// A close of the connection is acceptable instead of the response.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub or_close: bool,
     /// The command's success is what the case proves: a miss is the case's own failure,
     /// not the command rule's (see `suite::charge`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub claim: bool,
     /// Level of this expectation when lower than the case's (e.g. the SHOULD part of a
     /// MUST case): a miss is reported at this level and the case continues.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub level: Option<Level>,
-    #[serde(rename = "as")]
+    #[serde(rename = "as", skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct ExpectEcho {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on: Option<String>,
     /// The rule this step relies on when it exercises another rule than the case's (e.g. a
     /// truncation used only to end a turn): a miss is that rule's failure, and the case is
     /// blocked by it instead of failing.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub relies_on: Option<String>,
     /// Name of the dispatch.
     pub of: String,
     /// `true`: accepted (no `rejectionReason`); `false`: rejected.
     pub accepted: bool,
     /// A missing echo is also acceptable for a rejection (host ignores instead).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub or_ignored: bool,
     /// The acceptance is what the case proves: a rejection is the case's own failure, not
     /// the acceptance rule's (see `suite::charge`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub claim: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub level: Option<Level>,
-    #[serde(rename = "as")]
+    #[serde(rename = "as", skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct ExpectAction {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on: Option<String>,
     /// The rule this step relies on when it exercises another rule than the case's (e.g. a
     /// truncation used only to end a turn): a miss is that rule's failure, and the case is
     /// blocked by it instead of failing.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub relies_on: Option<String>,
     pub channel: String,
     #[serde(rename = "type")]
     pub action_type: String,
     /// Pointer (into the envelope) → value.
-    #[serde(default, rename = "where")]
+    #[serde(default, rename = "where", skip_serializing_if = "BTreeMap::is_empty")]
     pub matching: Matches,
     /// The next action of this type on the channel must match `where` (instead of waiting
     /// for any matching one): for order requirements.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub next: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub within_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub level: Option<Level>,
-    #[serde(rename = "as")]
+    #[serde(rename = "as", skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct ExpectNotification {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on: Option<String>,
     /// The rule this step relies on when it exercises another rule than the case's (e.g. a
     /// truncation used only to end a turn): a miss is that rule's failure, and the case is
     /// blocked by it instead of failing.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub relies_on: Option<String>,
     pub method: String,
     /// Expect a host-to-client request of this method (a message with an id) instead of a
     /// notification; the harness has answered it with -32601.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub request: bool,
     /// Pointer (into params) → value.
-    #[serde(default, rename = "where")]
+    #[serde(default, rename = "where", skip_serializing_if = "BTreeMap::is_empty")]
     pub matching: Matches,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub within_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub level: Option<Level>,
-    #[serde(rename = "as")]
+    #[serde(rename = "as", skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct ExpectSilence {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on: Option<String>,
     /// The rule this step relies on when it exercises another rule than the case's (e.g. a
     /// truncation used only to end a turn): a miss is that rule's failure, and the case is
     /// blocked by it instead of failing.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub relies_on: Option<String>,
     pub for_ms: u64,
     /// Only messages with this method count (any when absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
     /// Only responses (messages without a method) count.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub responses: bool,
     /// Only frames that arrive from now on count (not what earlier steps already read).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub fresh: bool,
     /// Only messages on this channel count.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub channel: Option<String>,
     /// Only actions of this type count.
-    #[serde(rename = "type")]
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     pub action_type: Option<String>,
     /// Pointer → value filters.
-    #[serde(default, rename = "where")]
+    #[serde(default, rename = "where", skip_serializing_if = "BTreeMap::is_empty")]
     pub matching: Matches,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub level: Option<Level>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct ExpectClosed {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on: Option<String>,
     /// The rule this step relies on when it exercises another rule than the case's (e.g. a
     /// truncation used only to end a turn): a miss is that rule's failure, and the case is
     /// blocked by it instead of failing.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub relies_on: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub within_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub level: Option<Level>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct ExpectState {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on: Option<String>,
     /// The rule this step relies on when it exercises another rule than the case's (e.g. a
     /// truncation used only to end a turn): a miss is that rule's failure, and the case is
     /// blocked by it instead of failing.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub relies_on: Option<String>,
     pub channel: String,
     /// Re-check until the expectations hold or this many ms pass (eventual consistency).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub within_ms: Option<u64>,
-    #[serde(default)]
-    pub equals: Matches,
-    #[serde(default)]
-    pub has: Vec<String>,
-    #[serde(default)]
-    pub lacks: Vec<String>,
-    /// Pointer → expected array length.
-    #[serde(default)]
-    pub len: BTreeMap<String, usize>,
-    /// Pointer → bits that must all be set (integers, e.g. status flags).
-    #[serde(default)]
-    pub bits_set: BTreeMap<String, u64>,
-    /// Pointer → bits that must all be clear.
-    #[serde(default)]
-    pub bits_clear: BTreeMap<String, u64>,
-    /// Pointer → allowed values.
-    #[serde(default)]
-    pub one_of: BTreeMap<String, Vec<Value>>,
-    /// Pointer to an array → an element it must contain (partial object match).
-    #[serde(default)]
-    pub contains: Matches,
-    /// Pointer to an array → an element it must not contain (partial object match).
-    #[serde(default)]
-    pub excludes: Matches,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub level: Option<Level>,
-    #[serde(rename = "as")]
+    #[serde(rename = "as", skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct MakeSession {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on: Option<String>,
     /// The rule this step relies on when it exercises another rule than the case's (e.g. a
     /// truncation used only to end a turn): a miss is that rule's failure, and the case is
     /// blocked by it instead of failing.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub relies_on: Option<String>,
     /// Variable name: `${S}` is the session URI, `${S.chat}` its default chat.
     #[serde(rename = "as")]
     pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub working_directories: Option<Vec<String>>,
     /// Wait for `ready` (default true).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub wait_ready: Option<bool>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct StartTurn {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on: Option<String>,
     /// The rule this step relies on when it exercises another rule than the case's (e.g. a
     /// truncation used only to end a turn): a miss is that rule's failure, and the case is
     /// blocked by it instead of failing.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub relies_on: Option<String>,
     pub chat: String,
     /// Turn id (default `t1`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Target-profile behaviour that drives the agent (default `echo`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub behaviour: Option<String>,
     /// Name of the dispatch, for `echo` steps.
-    #[serde(rename = "as")]
+    #[serde(rename = "as", skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Queue it (`chat/pendingMessageSet` kind) instead of starting it: `queued` / `steering`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pending: Option<String>,
     /// Message id when `pending` is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
     /// Wait for the turn's end (`turnComplete`/`turnCancelled`/`error`) before going on.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub wait_end: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Sleep {
     pub ms: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Checkpoint {
     /// Channels to compare (default: every channel any connection of the case mirrors).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub channels: Option<Vec<String>>,
     /// The comparison is the case's own rule (e.g. a fold after a replay): the mirror of
     /// connection `on` that differs from its fresh snapshot fails the case (instead of
     /// INV-FOLD-1), unless another connection's fold of that channel differs too (then the
     /// host's snapshot is at fault: INV-FOLD-1).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub own: bool,
     /// The connection whose fold an `own` comparison is about (default `c1`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on: Option<String>,
-}
-
-impl ExpectResponse {
-    /// Whether the step asserts anything of the response's content (beyond success).
-    pub fn checks_content(&self) -> bool {
-        !(self.has.is_empty()
-            && self.lacks.is_empty()
-            && self.equals.is_empty()
-            && self.one_of.is_empty()
-            && self.at_most.is_empty()
-            && self.sorted_desc.is_empty()
-            && self.timestamps.is_empty()
-            && self.contains.is_empty()
-            && self.excludes.is_empty())
-    }
 }
 
 impl Step {
@@ -495,113 +482,53 @@ impl Step {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct ExpectCheck {
     /// Connection whose recent frames are reported with a failure (default `c1`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on: Option<String>,
     /// A whole-string `${…}` reference to the stored value, e.g. `${back/result}`.
     pub value: String,
-    #[serde(default)]
-    pub equals: Matches,
-    #[serde(default)]
-    pub has: Vec<String>,
-    #[serde(default)]
-    pub lacks: Vec<String>,
-    /// Pointer → expected array length.
-    #[serde(default)]
-    pub len: BTreeMap<String, usize>,
-    /// Pointer → allowed values.
-    #[serde(default)]
-    pub one_of: BTreeMap<String, Vec<Value>>,
-    /// Pointer to an array → an element it must contain (partial object match).
-    #[serde(default)]
-    pub contains: Matches,
-    /// Pointer to an array → an element it must not contain (partial object match).
-    #[serde(default)]
-    pub excludes: Matches,
-    /// Pointer → JSON type of the member there (`integer`, `number`, `string`, `boolean`,
-    /// `array`, `object`, `null`), for members whose type the rule is about.
-    #[serde(default)]
-    pub types: BTreeMap<String, JsonType>,
-    /// Pointer → a number the member there must exceed (e.g. a later `serverSeq`).
-    #[serde(default)]
-    pub above: Matches,
-    /// Pointer → a value the member there must differ from (e.g. an empty string).
-    #[serde(default)]
-    pub differs: Matches,
-    /// Pointer to an array → elements (partial object matches) it must hold in this order;
-    /// other elements may stand between them.
-    #[serde(default)]
-    pub in_order: BTreeMap<String, Vec<Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub level: Option<Level>,
     /// The rule this check exercises when it is not the case's own (see `relies_on`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub relies_on: Option<String>,
 }
 
-/// A JSON type, as JSON Schema names them (`integer` is a number without a fraction).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum JsonType {
-    Null,
-    Boolean,
-    Integer,
-    Number,
-    String,
-    Array,
-    Object,
-}
-
-impl JsonType {
-    /// Whether `value` is of this type.
-    pub fn holds(self, value: &Value) -> bool {
-        match self {
-            JsonType::Null => value.is_null(),
-            JsonType::Boolean => value.is_boolean(),
-            JsonType::Integer => value.is_i64() || value.is_u64(),
-            JsonType::Number => value.is_number(),
-            JsonType::String => value.is_string(),
-            JsonType::Array => value.is_array(),
-            JsonType::Object => value.is_object(),
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JsonType::Null => "null",
-            JsonType::Boolean => "boolean",
-            JsonType::Integer => "integer",
-            JsonType::Number => "number",
-            JsonType::String => "string",
-            JsonType::Array => "array",
-            JsonType::Object => "object",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct AnyOf {
     /// Each alternative is the list of steps it takes, tried in order.
     pub alternatives: Vec<Vec<Step>>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct NotApplicable {
     /// Why, as the report shows it.
     pub why: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct ExpectProgress {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on: Option<String>,
     /// The `progressToken` the watched request carried.
     pub token: String,
     /// How long nothing more may arrive for the token after its final frame (default 100).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub after_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub level: Option<Level>,
     /// The rule this step exercises when it is not the case's own (see `relies_on`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub relies_on: Option<String>,
+}
+
+/// Whether a flag is unset (left out when a step is written: its default).
+fn is_false(flag: &bool) -> bool {
+    !flag
 }

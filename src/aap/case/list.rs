@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::{Run as CaseRun, Stop as StepStop};
 use crate::aap::expect::Miss;
 use crate::aap::suite::{ListStep, LocatedStep};
+use crate::checks::Rule;
 
 /// More pages than any test server needs: a `next` that never ends is a loop.
 const PAGE_CAP: usize = 200;
@@ -44,7 +45,7 @@ pub(super) async fn walk(
         let Some(page) = response.json().filter(|_| response.status == 200) else {
             return run.fail(
                 Miss::new("200 with a session list", format!("{}", response.status)),
-                Some("AAP-SESSION-006"),
+                Some(Rule::AapSession006),
                 at,
             );
         };
@@ -52,7 +53,7 @@ pub(super) async fn walk(
             if !seen.insert(id.clone()) {
                 return run.fail(
                     Miss::new("no session on two pages of one walk", format!("{id} again")),
-                    Some("AAP-SESSION-007"),
+                    Some(Rule::AapSession007),
                     at,
                 );
             }
@@ -67,7 +68,7 @@ pub(super) async fn walk(
             format!("the last page within {PAGE_CAP} pages"),
             "next never ends",
         ),
-        Some("AAP-SESSION-007"),
+        Some(Rule::AapSession007),
         at,
     )
 }

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::aap::agent::Agent;
 use crate::aap::suite::{Expect, HttpStep, ListStep, SessionStep, Step, TurnStep};
+use crate::checks::Rule;
 
 /// SplitMix64: small, fast, and the same sequence for the same seed everywhere.
 #[derive(Debug, Clone)]
@@ -43,7 +44,7 @@ impl Rng {
 
 /// A generated script: its JSON, the calls it leaves pending (id, whether a client call),
 /// and the stop reason it must end with, with the rule a wrong one breaks.
-type Scripted = (Value, Vec<(String, bool)>, Option<(String, &'static str)>);
+type Scripted = (Value, Vec<(String, bool)>, Option<(String, Rule)>);
 
 /// One operation: its steps (a request and its expectations).
 pub type Op = Vec<Step>;
@@ -80,10 +81,10 @@ pub struct Generator<'a> {
     op: usize,
 }
 
-fn expect(of: &str, rule: &str) -> Expect {
+fn expect(of: &str, rule: Rule) -> Expect {
     Expect {
         of: of.to_owned(),
-        relies_on: Some(rule.to_owned()),
+        relies_on: Some(rule.to_string()),
         ..Expect::default()
     }
 }
@@ -196,9 +197,9 @@ impl<'a> Generator<'a> {
         let name = self.name("t");
         let mode = self.mode(rng);
         let rule = match mode.as_deref() {
-            Some("delta") => "AAP-TURN-003",
-            Some("message") => "AAP-TURN-004",
-            _ => "AAP-TURN-001",
+            Some("delta") => Rule::AapTurn003,
+            Some("message") => Rule::AapTurn004,
+            _ => Rule::AapTurn001,
         };
         let session = self.sessions[index].clone();
         let (script, text, stop) = if self.agent.scripted() && rng.chance(75) {
@@ -264,14 +265,14 @@ impl<'a> Generator<'a> {
         let script =
             json!({ "steps": steps, "stop": stop, "then": { "steps": [{ "text": "resumed" }] } });
         let expected = match pending.first() {
-            Some((_, true)) => ("tool_use".to_owned(), "AAP-TOOL-001"),
-            Some((_, false)) => ("tool_use".to_owned(), "AAP-TOOL-004"),
+            Some((_, true)) => ("tool_use".to_owned(), Rule::AapTool001),
+            Some((_, false)) => ("tool_use".to_owned(), Rule::AapTool004),
             None if session.server_tool.as_ref().is_some_and(|(_, t)| *t)
                 && steps.iter().any(|s| s.get("tool_call").is_some()) =>
             {
-                (stop.to_owned(), "AAP-TOOL-007")
+                (stop.to_owned(), Rule::AapTool007)
             }
-            None => (stop.to_owned(), "AAP-TURN-006"),
+            None => (stop.to_owned(), Rule::AapTurn006),
         };
         (script, pending, Some(expected))
     }
@@ -297,7 +298,7 @@ impl<'a> Generator<'a> {
             tools: None,
             name: Some(name.clone()),
         });
-        let mut ok = expect(&name, "AAP-TOOL-002");
+        let mut ok = expect(&name, Rule::AapTool002);
         ok.status = Some(200);
         vec![turn, Step::Expect(ok)]
     }
@@ -305,7 +306,7 @@ impl<'a> Generator<'a> {
     fn read(&mut self, index: usize) -> Op {
         let name = self.name("g");
         let session = &self.sessions[index];
-        let mut got = expect(&name, "AAP-SESSION-003");
+        let mut got = expect(&name, Rule::AapSession003);
         got.status = Some(200);
         got.json
             .insert("/sessionId".into(), json!(format!("${{{}}}", session.name)));
@@ -327,9 +328,9 @@ impl<'a> Generator<'a> {
         let mut got = expect(
             &name,
             if declared {
-                "AAP-HISTORY-001"
+                Rule::AapHistory001
             } else {
-                "AAP-HISTORY-002"
+                Rule::AapHistory002
             },
         );
         got.status = Some(if declared { 200 } else { 404 });
@@ -348,10 +349,10 @@ impl<'a> Generator<'a> {
         let name = self.name("d");
         let session = self.sessions[index].name.clone();
         self.sessions[index].live = false;
-        let mut gone = expect(&name, "AAP-SESSION-005");
+        let mut gone = expect(&name, Rule::AapSession005);
         gone.status = Some(204);
         let after = self.name("x");
-        let mut missing = expect(&after, "AAP-SESSION-005");
+        let mut missing = expect(&after, Rule::AapSession005);
         missing.status = Some(404);
         vec![
             http("DELETE", format!("/sessions/${{{session}}}"), None, &name),
@@ -367,15 +368,15 @@ impl<'a> Generator<'a> {
         let name = self.name("m");
         let session = self.sessions[index].name.clone();
         let turns = format!("/sessions/${{{session}}}/turns");
-        let (step, rule, statuses): (Step, &str, Option<Vec<u16>>) = match rng.below(5) {
+        let (step, rule, statuses): (Step, Rule, Option<Vec<u16>>) = match rng.below(5) {
             0 => (
                 raw("POST", "/sessions".into(), "{\"agent\":", None, &name),
-                "AAP-HTTP-003",
+                Rule::AapHttp003,
                 None,
             ),
             1 => (
                 raw("POST", turns, "{\"messages\": [", None, &name),
-                "AAP-HTTP-003",
+                Rule::AapHttp003,
                 None,
             ),
             2 => (
@@ -387,7 +388,7 @@ impl<'a> Generator<'a> {
                     ),
                     &name,
                 ),
-                "AAP-HTTP-004",
+                Rule::AapHttp004,
                 None,
             ),
             3 => (
@@ -397,14 +398,14 @@ impl<'a> Generator<'a> {
                     Some(json!({ "messages": [{ "role": "user", "content": "x" }] })),
                     &name,
                 ),
-                "AAP-TURN-005",
+                Rule::AapTurn005,
                 Some(vec![404]),
             ),
             _ => {
                 let body = json!({ "agent": { "name": self.agent.name } }).to_string();
                 (
                     raw("POST", "/sessions".into(), &body, Some("text/plain"), &name),
-                    "AAP-HTTP-005",
+                    Rule::AapHttp005,
                     Some(vec![201, 400, 415]),
                 )
             }

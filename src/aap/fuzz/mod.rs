@@ -18,11 +18,16 @@ use super::checks::{Observer, AAP_ALWAYS_ON, SECRET_PREFIX};
 use super::http::{Client, Target};
 use super::suite::{AapCase, AapCatalog, LocatedStep, Step};
 use crate::catalog::{glob, SuiteError};
+use crate::checks::Rule;
 use crate::rows::{RunPlan, Started};
 use crate::schema::{SchemaError, SchemaSet};
 use crate::server;
 use crate::verdict::{rule_of, CaseInfo, CaseResult, Level, Verdict};
 use generate::{Generator, Op, Rng};
+
+/// The rule a generated sequence is a case of: every session it makes is listed and read
+/// back as it was made. An expectation that exercises another rule names it (`relies_on`).
+pub const OWN_RULE: Rule = Rule::AapSession006;
 
 /// What to fuzz and for how long.
 #[derive(Debug, Clone)]
@@ -129,7 +134,7 @@ impl Runner {
         ops: &[Op],
         seed: u64,
     ) -> Result<(Broken, CaseResult), AapFuzzError> {
-        let case = as_case(ops, "AAP-SESSION-006/fuzz", Level::Must);
+        let case = as_case(ops, &format!("{OWN_RULE}/fuzz"), Level::Must);
         self.with_target(async |target| {
             let mut vars: HashMap<String, String> = agent.vars().into_iter().collect();
             vars.insert("run".into(), format!("fz{seed}"));

@@ -12,11 +12,11 @@ pub type Counts = FastMap<Rule, usize>;
 /// (One slot per always-on rule of either protocol, indexed by the variant; only the frame
 /// rules' slots ever move.)
 #[derive(Debug, Clone)]
-pub(super) struct Tally(pub(super) [Option<usize>; Rule::ALL.len()]);
+pub(super) struct Tally(pub(super) [Option<usize>; Rule::ALWAYS_ON.len()]);
 
 impl Default for Tally {
     fn default() -> Self {
-        Tally([None; Rule::ALL.len()])
+        Tally([None; Rule::ALWAYS_ON.len()])
     }
 }
 

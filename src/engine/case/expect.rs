@@ -40,7 +40,6 @@ impl Runner<'_> {
     ) -> Result<Option<Value>, Stop> {
         let conn = self.conn(on)?;
         match conn
-            .link
             .wait_for(
                 within,
                 |item| matches!(item, Incoming::Message(m) if pred(m)),
@@ -56,7 +55,7 @@ impl Runner<'_> {
         }
     }
 
-    pub(super) async fn expect_response(&mut self, s: &ExpectResponse) -> StepResult {
+    pub(super) async fn expect_response(&mut self, s: &Asserting<ExpectResponse>) -> StepResult {
         let on_name = Self::conn_name(&s.on);
         let (conn_name, id) = match &s.to {
             Some(to) => self
@@ -74,9 +73,9 @@ impl Runner<'_> {
         let waited = if let Some(response) = already {
             Ok(response)
         } else if s.to.is_some() {
-            conn.link.response(id, timeout).await
+            conn.response(id, timeout).await
         } else {
-            conn.link
+            conn
                 .wait_for(timeout, |item| matches!(item, Incoming::Message(m) if m.get("id") == Some(&literal_id) && m.get("method").is_none()))
                 .await
                 .and_then(|item| match item {
@@ -120,11 +119,11 @@ impl Runner<'_> {
     /// What an `expect_response` step asks of the response it got (`what` names it).
     fn judge_response(
         &mut self,
-        s: &ExpectResponse,
+        s: &Asserting<ExpectResponse>,
         on: &Option<String>,
         what: &str,
         response: Value,
-        succeeded: Option<&str>,
+        succeeded: Option<Rule>,
     ) -> StepResult {
         let on = on.clone();
         if let Some(to) = &s.to {
@@ -167,31 +166,7 @@ impl Runner<'_> {
                 );
             }
         }
-        let no_len = BTreeMap::new();
-        let no_bits = BTreeMap::new();
-        if let Some((expected, actual)) = unsorted(&response, &s.sorted_desc) {
-            return self.broken(&s.level, &on, expected, actual);
-        }
-        for (array, members) in &s.timestamps {
-            if let Some((at, value)) = crate::schema::first_non_timestamp(&response, array, members)
-            {
-                let expected = format!("{at} an ISO 8601 timestamp with a UTC offset");
-                return self.broken(&s.level, &on, expected, format!("{at} = {value}"));
-            }
-        }
-        let checks = DocChecks {
-            has: &s.has,
-            lacks: &s.lacks,
-            equals: &s.equals,
-            one_of: &s.one_of,
-            len: &no_len,
-            bits_set: &no_bits,
-            bits_clear: &no_bits,
-            at_most: &s.at_most,
-            contains: &s.contains,
-            excludes: &s.excludes,
-        };
-        self.judge_document(&response, &checks, &s.level, &on)
+        self.judge_document(&response, &s.assert, &s.level, &on)
     }
 
     pub(super) async fn expect_echo(&mut self, s: &ExpectEcho) -> StepResult {
@@ -202,13 +177,8 @@ impl Runner<'_> {
             .ok_or_else(|| Stop::Harness(format!("{}: no dispatch named {}", self.at, s.of)))?;
         let on = Some(conn_name.clone());
         let conn = self.conn(&on)?;
-        let client_id = conn.checks.client_id.clone();
-        let dispatched = conn
-            .checks
-            .dispatched
-            .get(&seq)
-            .cloned()
-            .unwrap_or(Value::Null);
+        let client_id = conn.client_id().to_owned();
+        let dispatched = conn.dispatched(seq).cloned().unwrap_or(Value::Null);
         let timeout = if s.or_ignored && !s.accepted {
             Duration::from_millis(300).min(self.ctx.timeout)
         } else {
@@ -289,12 +259,10 @@ impl Runner<'_> {
         };
         let within = Duration::from_millis(s.for_ms);
         let waited = if s.fresh {
-            conn.link
-                .wait_for_new(within, |i| matches!(i, Incoming::Message(m) if pred(m)))
+            conn.wait_for_new(within, |i| matches!(i, Incoming::Message(m) if pred(m)))
                 .await
         } else {
-            conn.link
-                .wait_for(within, |i| matches!(i, Incoming::Message(m) if pred(m)))
+            conn.wait_for(within, |i| matches!(i, Incoming::Message(m) if pred(m)))
                 .await
         };
         match waited {
@@ -364,11 +332,10 @@ impl Runner<'_> {
     pub(super) async fn expect_closed(&mut self, s: &ExpectClosed) -> StepResult {
         let within = s.within_ms.map_or(self.ctx.timeout, Duration::from_millis);
         let conn = self.conn(&s.on)?;
-        let closed = if conn.link.is_closed() {
+        let closed = if conn.is_closed() {
             true
         } else {
             match conn
-                .link
                 .wait_for(within, |i| matches!(i, Incoming::Closed { .. }))
                 .await
             {
@@ -388,32 +355,4 @@ impl Runner<'_> {
             )
         }
     }
-}
-
-/// The first `pointer` whose array is not sorted by its items' `member`, newest first:
-/// (expected, actual).
-fn unsorted(response: &Value, sorted_desc: &BTreeMap<String, String>) -> Option<(String, String)> {
-    for (pointer, member) in sorted_desc {
-        let keys: Vec<Value> = response
-            .pointer(pointer)
-            .and_then(Value::as_array)
-            .map(|items| {
-                items
-                    .iter()
-                    .map(|item| {
-                        crate::checks::compare::instant(
-                            item.pointer(member).unwrap_or(&Value::Null),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        if !keys.windows(2).all(|w| sort_key(&w[0]) >= sort_key(&w[1])) {
-            return Some((
-                format!("{pointer} sorted by {member}, newest first"),
-                format!("order {}", Value::Array(keys)),
-            ));
-        }
-    }
-    None
 }

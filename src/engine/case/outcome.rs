@@ -22,7 +22,7 @@ impl Runner<'_> {
         let context = self
             .conns
             .get(&name)
-            .map(|conn| context_frames(conn, conn.link.transcript().frames.len()))
+            .map(|conn| context_frames(conn, conn.frame_count()))
             .unwrap_or_default();
         if let Some(rule) = self.relies_on.clone() {
             if rule != crate::verdict::rule_of(&self.case.info.id) {
@@ -50,7 +50,7 @@ impl Runner<'_> {
     /// `relies_on` or the rule is the case's; otherwise as `broken`.
     pub(super) fn broken_part(
         &mut self,
-        exercised: Option<&str>,
+        exercised: Option<Rule>,
         level: &Option<Level>,
         on: &Option<String>,
         expected: String,
@@ -69,12 +69,12 @@ impl Runner<'_> {
     /// the case's failure; otherwise the case is blocked by it.
     pub(super) fn prerequisite(
         &self,
-        rule: &str,
+        rule: impl AsRef<str>,
         on: &Option<String>,
         expected: String,
         actual: String,
     ) -> Stop {
-        let rule = self.relies_on.as_deref().unwrap_or(rule);
+        let rule = self.relies_on.as_deref().unwrap_or(rule.as_ref());
         if rule == crate::suite::PROFILE_PROMISE {
             return Stop::NotTestable(format!(
                 "the server did not do what the target profile promises: expected {expected}; got {actual} ({})",
@@ -84,7 +84,7 @@ impl Runner<'_> {
         let context = self
             .conns
             .get(&Self::conn_name(on))
-            .map(|conn| context_frames(conn, conn.link.transcript().frames.len()))
+            .map(|conn| context_frames(conn, conn.frame_count()))
             .unwrap_or_default();
         let own = rule == crate::verdict::rule_of(&self.case.info.id);
         // A MAY leaves the host a choice: a case that needs one path of it, where the host
@@ -123,7 +123,7 @@ impl Runner<'_> {
     pub(super) fn transport_failure(
         &self,
         error: TransportError,
-        rule: &str,
+        rule: impl AsRef<str>,
         on: &Option<String>,
         expected: String,
     ) -> Stop {
@@ -144,12 +144,12 @@ impl Runner<'_> {
         let mut counts = self.counts.clone();
         let mut skipped = self.skipped.clone();
         for conn in self.conns.values() {
-            conn.checks.tally(&mut counts, &mut skipped);
+            conn.tally(&mut counts, &mut skipped);
         }
         let harness: Vec<String> = self
             .conns
             .values()
-            .flat_map(|c| c.checks.harness_errors.clone())
+            .flat_map(|c| c.harness_errors().to_vec())
             .collect();
         let mut findings = self.findings;
         let mut blocked_by = None;

@@ -9,14 +9,13 @@ impl Runner<'_> {
         if self.conns.contains_key(name) {
             return Ok(());
         }
-        let link = Connection::connect(&self.ctx.url, self.ctx.timeout)
+        let client_id = format!("ahpspec-{}-{name}", self.ctx.token);
+        let conn = Conn::connect(&self.ctx.url, self.ctx.timeout, name, &client_id)
             .await
             .map_err(|e| Stop::Harness(format!("{}: {e}", self.at)))?;
         self.next_client += 1;
-        let client_id = format!("ahpspec-{}-{name}", self.ctx.token);
         self.vars.set(&format!("{name}.clientId"), json!(client_id));
-        self.conns
-            .insert(name.to_owned(), Conn::new(name, &client_id, link));
+        self.conns.insert(name.to_owned(), conn);
         Ok(())
     }
 
@@ -29,9 +28,7 @@ impl Runner<'_> {
     ) -> Result<i64, Stop> {
         let conn = self.conn(on)?;
         if invalid {
-            conn.checks
-                .intended_invalid
-                .push(conn.link.transcript().frames.len());
+            conn.next_frame_invalid();
         }
         conn.dispatch(channel, &action)
             .await
@@ -62,17 +59,16 @@ impl Runner<'_> {
             None => self
                 .conns
                 .get(&name)
-                .map(|c| c.checks.client_id.clone())
+                .map(|c| c.client_id().to_owned())
                 .unwrap_or_default(),
         };
         let conn = self.conn(&s.on)?;
-        conn.checks.client_id = client_id.clone();
-        let mut params = client::initialize_params(&versions, &client_id);
-        params["clientInfo"] = json!({ "name": "ahpspec", "version": env!("CARGO_PKG_VERSION") });
-        params["initialSubscriptions"] = json!(subscriptions);
+        conn.set_client_id(&client_id);
+        let offer = client::Offer::of(&versions)
+            .subscribing(subscriptions)
+            .naming_the_client();
         let id = conn
-            .link
-            .send_request("initialize", params)
+            .send_initialize(&offer)
             .await
             .map_err(|e| Stop::Harness(e.to_string()))?;
         let key = s.name.clone().unwrap_or_else(|| format!("{name}.init"));
@@ -81,7 +77,7 @@ impl Runner<'_> {
             return Ok(());
         }
         let timeout = self.ctx.timeout;
-        let response = self.conn(&s.on)?.link.response(id, timeout).await;
+        let response = self.conn(&s.on)?.response(id, timeout).await;
         match response {
             Ok(response) if response.get("result").is_some() => {
                 self.vars.set(&key, response.clone());
@@ -105,7 +101,7 @@ impl Runner<'_> {
                 if s.versions.is_some() {
                     own_rule(self.case)
                 } else {
-                    "INIT-001"
+                    Rule::Init001.id()
                 },
                 &s.on,
                 format!("an initialize result for {versions:?}"),
@@ -116,7 +112,7 @@ impl Runner<'_> {
                 if s.versions.is_some() {
                     own_rule(self.case)
                 } else {
-                    "INIT-001"
+                    Rule::Init001.id()
                 },
                 &s.on,
                 format!("a response to initialize offering {versions:?}"),
@@ -130,28 +126,25 @@ impl Runner<'_> {
             .conns
             .remove(&name)
             .ok_or_else(|| Stop::Harness(format!("{}: no connection {name} to resume", self.at)))?;
-        old.link.close().await;
+        old.close().await;
         for located in old.process(&self.ctx.schemas) {
             let context = context_frames(&old, located.frame + 1);
             self.always_on.push((located, context));
         }
         let last_seen = match &s.last_seen {
             Some(value) => self.subst(value)?,
-            None => json!(old.checks.checker.highest_seq()),
+            None => json!(old.highest_seq()),
         };
         let subscriptions: Vec<String> = s
             .subscriptions
             .iter()
             .map(|u| self.subst_str(u))
             .collect::<Result<_, _>>()?;
-        let link = Connection::connect(&self.ctx.url, self.ctx.timeout)
+        let mut conn = Conn::resume(&old, &self.ctx.url, self.ctx.timeout)
             .await
             .map_err(|e| Stop::Harness(format!("{}: {e}", self.at)))?;
-        let mut conn = Conn::resuming(&old, link);
-        let params = client::reconnect_params(&old.checks.client_id, last_seen, subscriptions);
         let id = conn
-            .link
-            .send_request("reconnect", params)
+            .send_reconnect(last_seen, subscriptions)
             .await
             .map_err(|e| Stop::Harness(e.to_string()))?;
         // Keep the old transcript in the case's report under its own name.
@@ -168,18 +161,15 @@ impl Runner<'_> {
             None => None,
         };
         let conn = self.conn(&s.on)?;
-        let id = conn.link.next_id();
+        let id = conn.next_id();
         let mut message = json!({ "jsonrpc": "2.0", "id": id, "method": s.method });
         if let Some(params) = params {
             message["params"] = params;
         }
         if s.intent.is_some() {
-            conn.checks
-                .intended_invalid
-                .push(conn.link.transcript().frames.len());
+            conn.next_frame_invalid();
         }
-        conn.link
-            .send_json(&message)
+        conn.send_json(&message)
             .await
             .map_err(|e| Stop::Harness(e.to_string()))?;
         let name = s.name.clone().unwrap_or_else(|| s.method.clone());
@@ -194,16 +184,13 @@ impl Runner<'_> {
         };
         let conn = self.conn(&s.on)?;
         if s.intent.is_some() {
-            conn.checks
-                .intended_invalid
-                .push(conn.link.transcript().frames.len());
+            conn.next_frame_invalid();
         }
         let mut message = json!({ "jsonrpc": "2.0", "method": s.method });
         if !params.is_null() {
             message["params"] = params;
         }
-        conn.link
-            .send_json(&message)
+        conn.send_json(&message)
             .await
             .map_err(|e| Stop::Harness(e.to_string()))
     }
@@ -211,19 +198,15 @@ impl Runner<'_> {
     pub(super) async fn send_raw(&mut self, s: &Raw) -> StepResult {
         let text = self.subst_str(&s.text)?;
         let conn = self.conn(&s.on)?;
-        conn.checks
-            .intended_invalid
-            .push(conn.link.transcript().frames.len());
-        conn.link
-            .send_raw(&text)
+        conn.next_frame_invalid();
+        conn.send_raw(&text)
             .await
             .map_err(|e| Stop::Harness(e.to_string()))
     }
 
     pub(super) async fn send_binary(&mut self, s: &Binary) -> StepResult {
         let conn = self.conn(&s.on)?;
-        conn.link
-            .send_binary(vec![0u8; s.bytes])
+        conn.send_binary(vec![0u8; s.bytes])
             .await
             .map_err(|e| Stop::Harness(e.to_string()))
     }

@@ -19,13 +19,13 @@ impl Runner<'_> {
         }
         let timeout = self.ctx.timeout;
         let conn = self.conn(&s.on)?;
-        let created = conn.link.request("createSession", params, timeout).await;
+        let created = conn.create_session(params, timeout).await;
         // After createSession the session exists (creating, ready or failed): LIFECYCLE-002.
         match created {
             Ok(created) if created.get("error").is_none() => {}
             Ok(created) => {
                 return Err(self.prerequisite(
-                    "LIFECYCLE-002",
+                    Rule::Lifecycle002,
                     &s.on,
                     format!("createSession {uri} succeeds"),
                     crate::checks::frame::clip(&created.to_string()),
@@ -34,7 +34,7 @@ impl Runner<'_> {
             Err(error) => {
                 return Err(self.transport_failure(
                     error,
-                    "LIFECYCLE-002",
+                    Rule::Lifecycle002,
                     &s.on,
                     format!("a response to createSession {uri}"),
                 ))
@@ -86,7 +86,7 @@ impl Runner<'_> {
             // session's creation ends by.
             Some(m) => {
                 return Err(self.prerequisite(
-                    "LIFECYCLE-003",
+                    Rule::Lifecycle003,
                     on,
                     format!("session/ready for {uri} (the target profile's provider)"),
                     format!(
@@ -97,7 +97,7 @@ impl Runner<'_> {
             }
             None => {
                 return Err(self.prerequisite(
-                    "LIFECYCLE-003",
+                    Rule::Lifecycle003,
                     on,
                     format!("session/ready or session/creationFailed for {uri}"),
                     format!("neither within {} ms", timeout.as_millis()),
@@ -130,7 +130,7 @@ impl Runner<'_> {
         if s.pending.is_none() && (s.name.is_none() || s.wait_end) {
             if let Some(reason) = self.turn_start_rejection(&s.on, &chat, &turn_id).await? {
                 return Err(self.prerequisite(
-                    "TURN-001",
+                    Rule::Turn001,
                     &s.on,
                     format!("turn {turn_id} started (an echo without rejectionReason)"),
                     format!("rejected: {reason}"),
@@ -160,7 +160,7 @@ impl Runner<'_> {
                     // The turn did end: the connection waiting for it, subscribed to the
                     // chat, was not sent the end another connection got (SUB-003).
                     return Err(self.prerequisite(
-                        "SUB-003",
+                        Rule::Sub003,
                         &s.on,
                         format!("turn {turn_id}'s end on {on}, subscribed to {chat}"),
                         format!("it reached {other} only"),
@@ -168,7 +168,7 @@ impl Runner<'_> {
                 }
                 // Every started turn ends (TURN-002); a case that waits for one relies on it.
                 return Err(self.prerequisite(
-                    "TURN-002",
+                    Rule::Turn002,
                     &s.on,
                     format!("turn {turn_id} ends"),
                     format!("no end within {} ms", within.as_millis()),
@@ -182,7 +182,7 @@ impl Runner<'_> {
     /// connection `on`, subscribed to the chat, did not: where the end went instead.
     fn ended_elsewhere(&mut self, on: &str, chat: &str, turn_id: &str) -> Option<String> {
         let subscribed = self.conns.get(on).is_some_and(|conn| {
-            let mirror = &conn.checks.mirror;
+            let mirror = &conn.mirror();
             mirror
                 .channels()
                 .chain(mirror.lost_channels())
@@ -204,8 +204,8 @@ impl Runner<'_> {
             .iter_mut()
             .filter(|(name, _)| name.as_str() != on)
             .find_map(|(name, conn)| {
-                conn.link.take_arrived();
-                let seen = conn.link.received_since(0).any(|m| ends(&m));
+                conn.take_arrived();
+                let seen = conn.received_since(0).any(|m| ends(&m));
                 seen.then(|| name.clone())
             })
     }
@@ -221,9 +221,8 @@ impl Runner<'_> {
     ) -> Result<Option<Value>, Stop> {
         let timeout = self.ctx.timeout;
         let conn = self.conn(on)?;
-        let client_id = conn.checks.client_id.clone();
+        let client_id = conn.client_id().to_owned();
         let echo = conn
-            .link
             .wait_keeping(timeout, |item| {
                 matches!(item, Incoming::Message(m)
                     if m["method"] == "action"
@@ -247,8 +246,8 @@ impl Runner<'_> {
     pub(super) async fn checkpoint(&mut self, s: &Checkpoint) -> StepResult {
         // Let in-flight frames land first.
         for conn in self.conns.values_mut() {
-            if !conn.link.is_closed() {
-                conn.link.drain(Duration::from_millis(20)).await;
+            if !conn.is_closed() {
+                conn.drain(Duration::from_millis(20)).await;
             }
         }
         self.process_all();
@@ -306,7 +305,7 @@ impl Runner<'_> {
             let context = self
                 .conns
                 .get(&name)
-                .map(|c| context_frames(c, c.link.transcript().frames.len()))
+                .map(|c| context_frames(c, c.frame_count()))
                 .unwrap_or_default();
             self.always_on.push((
                 Located {

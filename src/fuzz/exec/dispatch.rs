@@ -1,10 +1,11 @@
 //! The dispatch step (planned on the observed state, judged against each client's fold
 //! at its echo) and the reconnect step (resume with replay, RECONNECT-001).
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::{ping_if, Failure, Performed, Run};
-use crate::client::{reconnect_params, Conn, ROOT};
+use crate::checks::Rule;
+use crate::client::{Conn, ROOT};
 use crate::fuzz::model::{judge, plan, Channel, Expect};
 use crate::fuzz::ops::Op;
 use crate::transport::{Connection, Incoming};
@@ -15,8 +16,7 @@ impl Run<'_> {
     /// echo — the order the host chose.
     pub(super) async fn dispatch(&mut self, index: usize, ops: &[&Op]) -> Option<Failure> {
         let chat = self.conns[0]
-            .checks
-            .mirror
+            .mirror()
             .state(&self.chat)
             .unwrap_or(Value::Null);
         let mut sent = Vec::new();
@@ -25,7 +25,7 @@ impl Run<'_> {
             self.next_turn += 1;
             let fresh = format!("fz-{}", self.next_turn);
             let now = self.tick();
-            let client_id = self.conns[client].checks.client_id.clone();
+            let client_id = self.conns[client].client_id().to_owned();
             let Some(planned) = plan(op, &chat, &client_id, &fresh, &now, &self.cfg.profile) else {
                 continue;
             };
@@ -41,7 +41,7 @@ impl Run<'_> {
                 Ok(seq) => seq,
                 Err(error) => {
                     return Some(Failure {
-                        rule: "FUZZ-001".into(),
+                        rule: Rule::Fuzz001,
                         expected: "the connection stays open".into(),
                         actual: error.to_string(),
                         op_index: Some(index),
@@ -49,15 +49,11 @@ impl Run<'_> {
                 }
             };
             // The echo has not been read yet: its pre-state is recorded when it is.
-            conn.checks.watched.insert(seq);
+            conn.watch_echo(seq);
             // A dispatch the host may ignore is followed by a ping: the host answers it
             // after whatever it does with the dispatch, so the pong ends the wait.
             let ping = match planned.expect {
-                Expect::RejectOrIgnore => conn
-                    .link
-                    .send_request("ping", json!({ "channel": ROOT }))
-                    .await
-                    .ok(),
+                Expect::RejectOrIgnore => conn.send_ping().await.ok(),
                 _ => None,
             };
             self.exec.operations += 1;
@@ -88,7 +84,7 @@ impl Run<'_> {
             .any(|(slot, _, _)| self.exec.performed[*slot].client != 0);
         self.catch_up(pinged).await;
         for conn in self.conns.iter_mut().skip(1) {
-            conn.link.take_arrived();
+            conn.take_arrived();
         }
         self.checks(Some(index))
     }
@@ -117,12 +113,11 @@ impl Run<'_> {
         let planned_rule = echo_rule(performed.planned.expect);
         let conn = &mut self.conns[client];
         let ping = match ping {
-            None => ping_if(&mut conn.link, self.cfg.settled(planned_rule)).await,
+            None => ping_if(conn, self.cfg.settled(planned_rule)).await,
             ping => ping,
         };
-        let client_id = conn.checks.client_id.clone();
+        let client_id = conn.client_id().to_owned();
         let echo = conn
-            .link
             .wait_for(wait, |item| match item {
                 Incoming::Message(m) => {
                     (m["method"] == "action"
@@ -143,10 +138,8 @@ impl Run<'_> {
         };
         // Folding up to the echo records the state the host judged it in.
         let found = conn.process(&schemas);
-        let before = conn.checks.prestates.remove(&seq);
-        conn.checks.watched.remove(&seq);
-        let before =
-            before.unwrap_or_else(|| conn.checks.mirror.state(&channel).unwrap_or(Value::Null));
+        let before = conn.echo_prestate(seq);
+        let before = before.unwrap_or_else(|| conn.mirror().state(&channel).unwrap_or(Value::Null));
         let (expect, rule) = judge(&action, &before, &client_id);
         let planned = &mut self.exec.performed[slot].planned;
         (planned.expect, planned.rule) = (expect, rule.to_owned());
@@ -197,14 +190,14 @@ impl Run<'_> {
             Ok(link) => link,
             Err(error) => {
                 return Some(Failure {
-                    rule: "FUZZ-001".into(),
+                    rule: Rule::Fuzz001,
                     expected: "a new connection for reconnect".into(),
                     actual: error.to_string(),
                     op_index: Some(index),
                 })
             }
         };
-        self.conns[client].link.close().await;
+        self.conns[client].close().await;
         // The old connection's last frames are judged like every other frame.
         if let Some(failure) = self.checks(Some(index)) {
             return Some(failure);
@@ -218,18 +211,14 @@ impl Run<'_> {
         if client == 0 {
             channels.insert(0, ROOT.to_owned());
         }
-        let params = reconnect_params(
-            &old.checks.client_id,
-            old.checks.checker.highest_seq(),
-            channels,
-        );
-        let timeout = self.cfg.timeout;
-        let answer = conn.link.request("reconnect", params, timeout).await;
+        let answer = conn
+            .reconnect(old.highest_seq(), channels, self.cfg.timeout)
+            .await;
         match answer {
             Ok(response) if response.get("result").is_some() => {}
             Ok(response) => {
                 return Some(Failure {
-                    rule: "RECONNECT-001".into(),
+                    rule: Rule::Reconnect001,
                     expected: "a reconnect result".into(),
                     actual: response.to_string(),
                     op_index: Some(index),
@@ -237,7 +226,7 @@ impl Run<'_> {
             }
             Err(error) => {
                 return Some(Failure {
-                    rule: "RECONNECT-001".into(),
+                    rule: Rule::Reconnect001,
                     expected: "a reconnect result".into(),
                     actual: error.to_string(),
                     op_index: Some(index),
@@ -258,10 +247,7 @@ impl Run<'_> {
         let params = self.create_params(&uri);
         match (client, self.conns.get_mut(1)) {
             (0, Some(other)) => {
-                let created = other
-                    .link
-                    .request("createSession", params, self.cfg.timeout)
-                    .await;
+                let created = other.create_session(params, self.cfg.timeout).await;
                 created
                     .is_ok_and(|m| m.get("result").is_some())
                     .then_some(uri)
@@ -275,34 +261,27 @@ impl Run<'_> {
     /// The session is disposed of afterwards.
     async fn away_not_replayed(&mut self, index: usize, away: Option<String>) -> Option<Failure> {
         let uri = away?;
-        let replayed = self.conns[0].link.received_since(0).find(|m| {
+        let replayed = self.conns[0].received_since(0).find(|m| {
             m["method"] == "root/sessionAdded" && m["params"]["summary"]["resource"] == uri.as_str()
         });
         if let Some(message) = replayed {
             return Some(Failure {
-                rule: "RECONNECT-006".into(),
+                rule: Rule::Reconnect006,
                 expected: "no root/sessionAdded replayed for a session created while away".into(),
                 actual: crate::checks::frame::clip(&message.to_string()),
                 op_index: Some(index),
             });
         }
-        let _ = self.conns[1]
-            .link
-            .request(
-                "disposeSession",
-                json!({ "channel": uri }),
-                self.cfg.timeout,
-            )
-            .await;
+        let _ = self.conns[1].dispose_session(&uri, self.cfg.timeout).await;
         None
     }
 }
 
 /// The rule a dispatch without any echo breaks: an accepted one must be echoed to its
 /// dispatcher (DISPATCH-001), a rejected one too, with its reason (DISPATCH-003).
-fn echo_rule(expect: Expect) -> &'static str {
+fn echo_rule(expect: Expect) -> Rule {
     match expect {
-        Expect::Reject => "DISPATCH-003",
-        _ => "DISPATCH-001",
+        Expect::Reject => Rule::Dispatch003,
+        _ => Rule::Dispatch001,
     }
 }

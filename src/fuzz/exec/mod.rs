@@ -6,14 +6,15 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::model::{rest, Planned, Rest};
 use super::ops::{Behaviour, Op};
 use crate::checks::frame::Schemas;
+use crate::checks::Rule;
 use crate::client::checkpoint;
 use crate::client::profile::Profile;
-use crate::client::{Conn, HandshakeError, Located, DEFAULT_OFFER, ROOT};
+use crate::client::{Conn, HandshakeError, Located, DEFAULT_OFFER};
 pub use crate::server::Target;
 use crate::transport::Connection;
 use crate::verdict::ReportedFrame;
@@ -43,7 +44,7 @@ pub struct ExecConfig {
 impl ExecConfig {
     /// Whether a failure of `rule` can tell the campaign nothing new (the rule is known to
     /// fail, or not judged): a wait that can only end in one ends at the host's next answer.
-    pub fn settled(&self, rule: &str) -> bool {
+    pub fn settled(&self, rule: Rule) -> bool {
         !self.exclude.judges(rule) || self.known.contains(rule)
     }
 }
@@ -52,7 +53,7 @@ impl ExecConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Failure {
-    pub rule: String,
+    pub rule: Rule,
     pub expected: String,
     pub actual: String,
     /// Index of the operation after which it was found (`None`: during set-up or at the end).
@@ -119,7 +120,7 @@ impl Halt {
             HandshakeError::Transport(error) => error.to_string(),
         };
         Halt::Finding(Failure {
-            rule: "INIT-001".into(),
+            rule: Rule::Init001,
             expected: "a result to initialize (protocolVersion, serverSeq, snapshots)".into(),
             actual,
             op_index,
@@ -152,7 +153,7 @@ pub(crate) fn refused(first: bool, error: crate::transport::TransportError) -> H
         return ExecError::Unreachable(error.to_string()).into();
     }
     Halt::Finding(Failure {
-        rule: "FUZZ-001".into(),
+        rule: Rule::Fuzz001,
         expected: "the server keeps accepting connections during the set-up".into(),
         actual: format!("a new connection: {error}"),
         op_index: None,
@@ -164,7 +165,7 @@ pub(crate) fn refused(first: bool, error: crate::transport::TransportError) -> H
 pub(crate) fn in_setup(step: &str, error: crate::transport::TransportError) -> Halt {
     match error {
         crate::transport::TransportError::Closed => Halt::Finding(Failure {
-            rule: "FUZZ-001".into(),
+            rule: Rule::Fuzz001,
             expected: format!("the host keeps serving the connection through {step}"),
             actual: "the connection ended".into(),
             op_index: None,
@@ -211,13 +212,11 @@ pub(crate) async fn until(
 /// A ping sent now when `settled` (its id): the host answers it after whatever it did
 /// before, so its answer ends a wait for what a settled rule says will not come (see
 /// [`ExecConfig::settled`]). `None` when not settled, or the ping could not be sent.
-pub(crate) async fn ping_if(link: &mut Connection, settled: bool) -> Option<u64> {
+pub(crate) async fn ping_if(conn: &mut Conn, settled: bool) -> Option<u64> {
     if !settled {
         return None;
     }
-    link.send_request("ping", json!({ "channel": ROOT }))
-        .await
-        .ok()
+    conn.send_ping().await.ok()
 }
 
 /// Runs `ops` once.
@@ -255,7 +254,7 @@ pub async fn execute_until(
     let (outcome, cut_off) = until(deadline, run.go(ops)).await;
     run.exec.cut_off = cut_off;
     for conn in &mut run.conns {
-        conn.link.close().await;
+        conn.close().await;
     }
     if let Some(observer) = &mut run.observer {
         observer.close().await;
@@ -308,8 +307,8 @@ impl Run<'_> {
     /// connections (a crash when it does not).
     async fn lost_during(&mut self, index: Option<usize>, failure: Failure) -> Failure {
         let ended = |conn: &&Conn| {
-            let last = conn.link.transcript().frames.last();
-            conn.link.is_closed()
+            let last = conn.last_frame();
+            conn.is_closed()
                 && last.is_some_and(|f| {
                     f.direction == crate::transport::Direction::Received
                         && (f.text.starts_with("<close") || f.text == "<connection lost>")
@@ -318,12 +317,7 @@ impl Run<'_> {
         let Some(lost) = self.conns.iter().find(ended) else {
             return failure;
         };
-        let end = lost
-            .link
-            .transcript()
-            .frames
-            .last()
-            .map_or(String::new(), |f| f.text.clone());
+        let end = lost.last_frame().map_or(String::new(), |f| f.text.clone());
         let name = lost.name.clone();
         let actual = match Connection::connect(&self.url, self.cfg.timeout).await {
             Ok(mut link) => {
@@ -335,7 +329,7 @@ impl Run<'_> {
             ),
         };
         Failure {
-            rule: "FUZZ-001".into(),
+            rule: Rule::Fuzz001,
             expected: "the host keeps serving its clients".into(),
             actual,
             op_index: index,
@@ -346,11 +340,8 @@ impl Run<'_> {
     /// queued for it before, then the first client catches up with the agent.
     async fn settle(&mut self) {
         for conn in &mut self.conns {
-            if !conn.link.is_closed() {
-                let _ = conn
-                    .link
-                    .request("ping", json!({ "channel": ROOT }), self.cfg.timeout)
-                    .await;
+            if !conn.is_closed() {
+                let _ = conn.ping(self.cfg.timeout).await;
             }
         }
         self.catch_up(false).await;
@@ -363,14 +354,11 @@ impl Run<'_> {
     /// never a verdict: every state change is still checked when it arrives.
     async fn catch_up(&mut self, ping: bool) {
         let timeout = self.cfg.timeout;
-        let Some(first) = self.conns.first_mut().filter(|c| !c.link.is_closed()) else {
+        let Some(first) = self.conns.first_mut().filter(|c| !c.is_closed()) else {
             return;
         };
         if ping {
-            let _ = first
-                .link
-                .request("ping", json!({ "channel": ROOT }), timeout)
-                .await;
+            let _ = first.ping(timeout).await;
         }
         let deadline = Instant::now() + timeout;
         let schemas = self.cfg.schemas.clone();
@@ -385,15 +373,11 @@ impl Run<'_> {
                 return;
             }
             // `rest` reads the active turn and the queue only.
-            let chat = first
-                .checks
-                .mirror
-                .live_state(&self.chat)
-                .unwrap_or(Value::Null);
+            let chat = first.live_state(&self.chat).unwrap_or(Value::Null);
             let behaviours = &self.behaviours;
             match rest(&chat, |id| behaviours.get(id).copied()) {
                 Rest::Busy => {
-                    if !first.link.pull(self.cfg.settle).await {
+                    if !first.pull(self.cfg.settle).await {
                         return;
                     }
                     (moved, confirmed) = (true, false);
@@ -404,10 +388,7 @@ impl Run<'_> {
                 // leaves the queue, its turn starts): a ping proves the rest is not between
                 // them.
                 Rest::Quiet | Rest::Idle => {
-                    let _ = first
-                        .link
-                        .request("ping", json!({ "channel": ROOT }), timeout)
-                        .await;
+                    let _ = first.ping(timeout).await;
                     confirmed = true;
                 }
             }
@@ -420,7 +401,7 @@ impl Run<'_> {
         let mut found = std::mem::take(&mut self.pending);
         for conn in &mut self.conns {
             found.extend(conn.process(&schemas));
-            conn.link.take_backlog();
+            conn.take_backlog();
         }
         let found = found.into_iter().map(|l| (l.conn, l.violation));
         self.cfg.exclude.first_failure(found, index)
@@ -455,7 +436,7 @@ impl Run<'_> {
                 Ok(observer) => self.observer = Some(observer),
                 Err(error) => {
                     return Some(Failure {
-                        rule: "FUZZ-001".into(),
+                        rule: Rule::Fuzz001,
                         expected: "an observer connection for checkpoints".into(),
                         actual: error,
                         op_index: index,
@@ -469,7 +450,7 @@ impl Run<'_> {
         match checkpoint::compare(&mut conns, channels, observer, self.cfg.timeout).await {
             Ok(checked) => self.cfg.exclude.first_failure(checked.violations, index),
             Err(error) => Some(Failure {
-                rule: "FUZZ-001".into(),
+                rule: Rule::Fuzz001,
                 expected: "fresh snapshots at a checkpoint".into(),
                 actual: error,
                 op_index: index,
@@ -482,13 +463,10 @@ impl Run<'_> {
     /// probe) still answers.
     async fn alive(&mut self) -> Option<Failure> {
         for conn in &mut self.conns {
-            let pong = conn
-                .link
-                .request("ping", json!({ "channel": ROOT }), self.cfg.timeout)
-                .await;
+            let pong = conn.ping(self.cfg.timeout).await;
             if let Err(error) = pong {
                 return Some(Failure {
-                    rule: "FUZZ-001".into(),
+                    rule: Rule::Fuzz001,
                     expected: format!("ping answered on {}", conn.name),
                     actual: error.to_string(),
                     op_index: None,

@@ -7,14 +7,15 @@ use serde_json::{json, Value};
 
 use super::{ping_if, Failure, Run};
 use crate::checks::frame::clip;
-use crate::client::{immediate_subscribe_params, initialize_params, subscribe_params, ROOT};
+use crate::checks::Rule;
+use crate::client::{Conn, HandshakeError, Offer};
 use crate::fuzz::ops::Probe;
-use crate::transport::{Connection, Incoming, TransportError};
+use crate::transport::{Incoming, TransportError};
 
 /// What a probe found wrong: the rule, what a correct host does, what this one did.
-type Finding = (&'static str, String, String);
+type Finding = (Rule, String, String);
 
-fn finding(rule: &'static str, expected: &str, actual: impl Into<String>) -> Option<Finding> {
+fn finding(rule: Rule, expected: &str, actual: impl Into<String>) -> Option<Finding> {
     Some((rule, expected.to_owned(), actual.into()))
 }
 
@@ -55,7 +56,7 @@ impl Run<'_> {
         };
         if let Some((rule, expected, actual)) = found {
             return Some(Failure {
-                rule: rule.to_owned(),
+                rule,
                 expected,
                 actual,
                 op_index: Some(index),
@@ -73,14 +74,11 @@ impl Run<'_> {
     async fn subscribe_unknown(&mut self, index: usize, client: usize) -> Option<Finding> {
         let channel = self.missing("nope", index);
         let timeout = self.cfg.timeout;
-        let answer = self.conns[client]
-            .link
-            .request("subscribe", subscribe_params(&channel), timeout)
-            .await;
+        let answer = self.conns[client].subscribe(&channel, timeout).await;
         match &answer {
             Ok(message) if message.get("error").is_some() => None,
             _ => finding(
-                "SUB-011",
+                Rule::Sub011,
                 "a JSON-RPC error for subscribe to a session that does not exist",
                 shown(&answer),
             ),
@@ -92,20 +90,15 @@ impl Run<'_> {
         let timeout = self.cfg.timeout;
         let conn = &mut self.conns[client];
         let action = json!({ "type": "session/titleChanged", "title": "nowhere" });
-        let client_id = conn.checks.client_id.clone();
+        let client_id = conn.client_id().to_owned();
         let sent = conn.dispatch(&channel, &action).await;
-        let seq = conn.client_seq;
+        let seq = conn.last_seq();
         let ping = match sent {
-            Ok(_) => conn
-                .link
-                .send_request("ping", json!({ "channel": ROOT }))
-                .await
-                .ok(),
+            Ok(_) => conn.send_ping().await.ok(),
             Err(_) => None,
         };
         // The host answers the ping after whatever it did with the dispatch.
         let first = conn
-            .link
             .wait_for(timeout, |item| match item {
                 Incoming::Message(m) => {
                     (m["method"] == "action"
@@ -118,7 +111,7 @@ impl Run<'_> {
             .await;
         match first {
             Ok(Incoming::Message(m)) if m["method"] == "action" => finding(
-                "DISPATCH-004",
+                Rule::Dispatch004,
                 "a dispatch to a session that does not exist is ignored (no echo)",
                 format!("an echo: {}", clip(&m.to_string())),
             ),
@@ -130,44 +123,43 @@ impl Run<'_> {
         let uri = self.missing("side", index);
         let timeout = self.cfg.timeout;
         let params = self.create_params(&uri);
-        let created = self.conns[client]
-            .link
-            .request("createSession", params, timeout)
-            .await;
+        let created = self.conns[client].create_session(params, timeout).await;
         if !matches!(&created, Ok(m) if m.get("result").is_some()) {
             return finding(
-                "ROOT-005",
+                Rule::Root005,
                 "createSession for a fresh URI succeeds",
                 shown(&created),
             );
         }
         let added = self
-            .root_hears("ROOT-005", "root/sessionAdded", "/summary/resource", &uri)
+            .root_hears(
+                Rule::Root005,
+                "root/sessionAdded",
+                "/summary/resource",
+                &uri,
+            )
             .await;
         if let Err(none) = added {
             return finding(
-                "ROOT-005",
+                Rule::Root005,
                 "root/sessionAdded for the new session on the root subscriber",
                 none,
             );
         }
-        let disposed = self.conns[client]
-            .link
-            .request("disposeSession", json!({ "channel": uri }), timeout)
-            .await;
+        let disposed = self.conns[client].dispose_session(&uri, timeout).await;
         if !matches!(&disposed, Ok(m) if m.get("result").is_some()) {
             return finding(
-                "LIFECYCLE-009",
+                Rule::Lifecycle009,
                 "disposeSession of a live session succeeds",
                 shown(&disposed),
             );
         }
         let removed = self
-            .root_hears("ROOT-006", "root/sessionRemoved", "/session", &uri)
+            .root_hears(Rule::Root006, "root/sessionRemoved", "/session", &uri)
             .await;
         let none = removed.err()?;
         finding(
-            "ROOT-006",
+            Rule::Root006,
             "root/sessionRemoved for the disposed session on the root subscriber",
             none,
         )
@@ -178,7 +170,7 @@ impl Run<'_> {
     /// seen instead.
     async fn root_hears(
         &mut self,
-        rule: &str,
+        rule: Rule,
         method: &str,
         pointer: &str,
         uri: &str,
@@ -197,13 +189,13 @@ impl Run<'_> {
     pub(super) async fn wait_or_ping(
         &mut self,
         client: usize,
-        rule: &str,
+        rule: Rule,
         wanted: impl Fn(&Value) -> bool,
     ) -> Result<Value, String> {
         let settled = self.cfg.settled(rule);
-        let link = &mut self.conns[client].link;
-        let ping = ping_if(link, settled).await;
-        let seen = link
+        let conn = &mut self.conns[client];
+        let ping = ping_if(conn, settled).await;
+        let seen = conn
             .wait_for(self.cfg.timeout, |item| match item {
                 Incoming::Message(m) => {
                     wanted(m) || ping.is_some_and(|id| crate::transport::is_response_to(m, id))
@@ -221,14 +213,11 @@ impl Run<'_> {
     async fn duplicate_session(&mut self, client: usize) -> Option<Finding> {
         let timeout = self.cfg.timeout;
         let params = self.create_params(&self.session);
-        let answer = self.conns[client]
-            .link
-            .request("createSession", params, timeout)
-            .await;
+        let answer = self.conns[client].create_session(params, timeout).await;
         match error_code(&answer) {
             Some(-32003) => None,
             _ => finding(
-                "LIFECYCLE-001",
+                Rule::Lifecycle001,
                 "error -32003 for createSession on a URI in use",
                 shown(&answer),
             ),
@@ -238,10 +227,9 @@ impl Run<'_> {
     async fn unknown_provider(&mut self, index: usize, client: usize) -> Option<Finding> {
         let uri = self.missing("provider", index);
         let timeout = self.cfg.timeout;
-        let link = &mut self.conns[client].link;
-        let answer = link
-            .request(
-                "createSession",
+        let conn = &mut self.conns[client];
+        let answer = conn
+            .create_session(
                 json!({ "channel": uri, "provider": "fz-no-such-agent" }),
                 timeout,
             )
@@ -251,7 +239,7 @@ impl Run<'_> {
         }
         if !matches!(&answer, Ok(m) if m.get("result").is_some()) {
             return finding(
-                "LIFECYCLE-006",
+                Rule::Lifecycle006,
                 "error -32002 (or a session whose creation fails) for an unknown provider",
                 shown(&answer),
             );
@@ -260,9 +248,7 @@ impl Run<'_> {
         // envelope only while subscribed, so look at a fresh snapshot.)
         let deadline = tokio::time::Instant::now() + timeout;
         let lifecycle = loop {
-            let state = link
-                .request("subscribe", subscribe_params(&uri), timeout)
-                .await;
+            let state = conn.subscribe(&uri, timeout).await;
             let lifecycle = state
                 .as_ref()
                 .ok()
@@ -270,20 +256,16 @@ impl Run<'_> {
                 .and_then(Value::as_str)
                 .unwrap_or("(none)")
                 .to_owned();
-            let _ = link
-                .send_notification("unsubscribe", json!({ "channel": uri }))
-                .await;
+            let _ = conn.unsubscribe(&uri).await;
             if lifecycle != "creating" || tokio::time::Instant::now() > deadline {
                 break lifecycle;
             }
             tokio::time::sleep(std::time::Duration::from_millis(2)).await;
         };
-        let _ = link
-            .request("disposeSession", json!({ "channel": uri }), timeout)
-            .await;
+        let _ = conn.dispose_session(&uri, timeout).await;
         if lifecycle == "ready" {
             finding(
-                "LIFECYCLE-006",
+                Rule::Lifecycle006,
                 "an unknown provider's session never becomes ready",
                 "lifecycle ready",
             )
@@ -292,11 +274,13 @@ impl Run<'_> {
         }
     }
 
-    /// A new connection of the probe's own (not one of the clients).
-    async fn side_connection(&self) -> Result<Connection, Finding> {
-        Connection::connect(&self.url, self.cfg.timeout)
+    /// A new connection of the probe's own (not one of the clients: its frames are the
+    /// probe's to judge).
+    async fn side_connection(&self) -> Result<Conn, Finding> {
+        let client_id = format!("ahpspec-{}-handshake", self.token);
+        Conn::connect(&self.url, self.cfg.timeout, "side", &client_id)
             .await
-            .map_err(|e| ("FUZZ-001", "a new connection".to_owned(), e.to_string()))
+            .map_err(|e| (Rule::Fuzz001, "a new connection".to_owned(), e.to_string()))
     }
 
     async fn ping_before_initialize(&mut self) -> Option<Finding> {
@@ -304,14 +288,12 @@ impl Run<'_> {
             Ok(link) => link,
             Err(found) => return Some(found),
         };
-        let answer = link
-            .request("ping", json!({ "channel": ROOT }), self.cfg.timeout)
-            .await;
+        let answer = link.ping(self.cfg.timeout).await;
         link.close().await;
         match &answer {
             Ok(m) if m.get("result").is_some() => None,
             _ => finding(
-                "TRANSPORT-010",
+                Rule::Transport010,
                 "ping answered with a success before initialize",
                 shown(&answer),
             ),
@@ -322,16 +304,16 @@ impl Run<'_> {
     async fn handshake(
         &mut self,
         versions: &[&str],
-    ) -> Result<(Connection, Result<Value, TransportError>), Finding> {
+    ) -> Result<(Conn, Result<Value, TransportError>), Finding> {
         let mut link = self.side_connection().await?;
-        let client_id = format!("ahpspec-{}-handshake", self.token);
-        let answer = link
-            .request(
-                "initialize",
-                initialize_params(versions, &client_id),
-                self.cfg.timeout,
-            )
-            .await;
+        let answer = match link
+            .initialize(&Offer::of(versions.iter().copied()), self.cfg.timeout)
+            .await
+        {
+            Ok(result) => Ok(result),
+            Err(HandshakeError::Refused(answer)) => Ok(answer),
+            Err(HandshakeError::Transport(error)) => Err(error),
+        };
         Ok((link, answer))
     }
 
@@ -352,12 +334,12 @@ impl Run<'_> {
         match chosen {
             Some("1.2.0") => None,
             Some(version) if offered.contains(&version) => finding(
-                "VERSION-002",
+                Rule::Version002,
                 "the highest compatible offered version (1.2.0)",
                 format!("protocolVersion {version}"),
             ),
             _ => finding(
-                "VERSION-001",
+                Rule::Version001,
                 "a protocolVersion among those offered (0.9.0, 1.2.0)",
                 shown(&answer),
             ),
@@ -378,14 +360,14 @@ impl Run<'_> {
         if error_code(&answer) != Some(-32005) || !supported {
             link.close().await;
             return finding(
-                "VERSION-005",
+                Rule::Version005,
                 "error -32005 with data.supportedVersions (non-empty strings)",
                 shown(&answer),
             );
         }
         // The host closes the connection after the error. Once VERSION-006 is settled, a
         // ping it answers ends the wait: the connection is still open.
-        let ping = ping_if(&mut link, self.cfg.settled("VERSION-006")).await;
+        let ping = ping_if(&mut link, self.cfg.settled(Rule::Version006)).await;
         let closed = link
             .wait_for(self.cfg.timeout, |item| match item {
                 Incoming::Closed { .. } => true,
@@ -399,12 +381,12 @@ impl Run<'_> {
         match closed {
             Ok(Incoming::Closed { .. }) | Err(TransportError::Closed) => None,
             Ok(_) => finding(
-                "VERSION-006",
+                Rule::Version006,
                 "the host closes the connection after -32005",
                 "still open: it answered a ping sent after the error",
             ),
             Err(error) => finding(
-                "VERSION-006",
+                Rule::Version006,
                 "the host closes the connection after -32005",
                 format!("still open ({error})"),
             ),
@@ -419,28 +401,24 @@ impl Run<'_> {
         }
         let timeout = self.cfg.timeout;
         let session = self.session.clone();
-        let link = &mut self.conns[client].link;
-        let left = link
-            .send_notification("unsubscribe", json!({ "channel": session }))
-            .await;
+        let conn = &mut self.conns[client];
+        let left = conn.unsubscribe(&session).await;
         // Whatever the host sent before it took the unsubscribe arrives before this pong.
-        let synced = link
-            .request("ping", json!({ "channel": ROOT }), timeout)
-            .await;
+        let synced = conn.ping(timeout).await;
         if left.is_err() || synced.is_err() {
-            return finding("FUZZ-001", "the connection stays open", shown(&synced));
+            return finding(Rule::Fuzz001, "the connection stays open", shown(&synced));
         }
-        let from = link.transcript().frames.len();
+        let from = conn.frame_count();
         // The session moves: a title change by the first client.
         let first = &mut self.conns[0];
         let action = json!({ "type": "session/titleChanged", "title": format!("unsub-{index}") });
-        let client_id = first.checks.client_id.clone();
+        let client_id = first.client_id().to_owned();
         let _ = first.dispatch(&session, &action).await;
-        let seq = first.client_seq;
+        let seq = first.last_seq();
         // Without its echo the probe cannot tell when the host has taken the change: the
         // echo's rule (DISPATCH-001) is what failed.
         let echoed = self
-            .wait_or_ping(0, "DISPATCH-001", |m| {
+            .wait_or_ping(0, Rule::Dispatch001, |m| {
                 m["method"] == "action"
                     && m["params"]["origin"]["clientId"] == client_id.as_str()
                     && m["params"]["origin"]["clientSeq"] == seq
@@ -448,32 +426,28 @@ impl Run<'_> {
             .await;
         if let Err(none) = echoed {
             return finding(
-                "DISPATCH-001",
+                Rule::Dispatch001,
                 "an echo of session/titleChanged to its dispatcher",
                 none,
             );
         }
-        let link = &mut self.conns[client].link;
-        let _ = link
-            .request("ping", json!({ "channel": ROOT }), timeout)
-            .await;
-        let leaked = link
+        let conn = &mut self.conns[client];
+        let _ = conn.ping(timeout).await;
+        let leaked = conn
             .received_since(from)
             .find(|m| m["method"] == "action" && m["params"]["channel"] == session.as_str());
         if let Some(message) = leaked {
             return finding(
-                "SUB-004",
+                Rule::Sub004,
                 "no envelopes of a channel after unsubscribing from it",
                 clip(&message.to_string()),
             );
         }
-        let again = link
-            .request("subscribe", immediate_subscribe_params(&session), timeout)
-            .await;
+        let again = conn.subscribe_immediate(&session, timeout).await;
         match &again {
             Ok(m) if m.get("result").is_some() => None,
             _ => finding(
-                "SUB-001",
+                Rule::Sub001,
                 "subscribing again answers with a snapshot",
                 shown(&again),
             ),
@@ -492,12 +466,12 @@ impl Run<'_> {
 
     async fn fetch_turns_on(
         &self,
-        link: &mut Connection,
+        link: &mut Conn,
         init: Result<Value, TransportError>,
     ) -> Option<Finding> {
         let timeout = self.cfg.timeout;
         if !matches!(&init, Ok(m) if m.get("result").is_some()) {
-            return finding("INIT-001", "a result to initialize", shown(&init));
+            return finding(Rule::Init001, "a result to initialize", shown(&init));
         }
         let windowed = link
             .request(
@@ -523,7 +497,7 @@ impl Run<'_> {
             .await;
         if error_code(&bogus) != Some(-32602) {
             return finding(
-                "TURN-010",
+                Rule::Turn010,
                 "error -32602 for an unknown cursor",
                 shown(&bogus),
             );
@@ -537,7 +511,11 @@ impl Run<'_> {
         {
             Ok(id) => id,
             Err(error) => {
-                return finding("FUZZ-001", "the connection stays open", error.to_string())
+                return finding(
+                    Rule::Fuzz001,
+                    "the connection stays open",
+                    error.to_string(),
+                )
             }
         };
         let chat = self.chat.clone();
@@ -555,7 +533,7 @@ impl Run<'_> {
         match first {
             Ok(Incoming::Message(m)) if m["method"] == "action" => None,
             other => finding(
-                "TURN-010",
+                Rule::Turn010,
                 "chat/turnsLoaded on the chat before the fetchTurns response",
                 match other {
                     Ok(Incoming::Message(m)) => {

@@ -4,21 +4,16 @@
 use serde_json::{json, Value};
 
 use super::{in_setup, refused, ExecError, Halt, Run};
-use crate::client::{
-    immediate_subscribe_params, initialize, initialize_params, Conn, DEFAULT_OFFER, ROOT,
-};
-use crate::transport::{Connection, Incoming};
+use crate::client::{Conn, Offer, DEFAULT_OFFER, ROOT};
+use crate::transport::Incoming;
 
 impl Run<'_> {
     pub(super) async fn connect(&self, index: usize) -> Result<Conn, Halt> {
-        let link = Connection::connect(&self.url, self.cfg.timeout)
+        let name = format!("c{}", index + 1);
+        let client_id = format!("ahpspec-{}-{name}", self.token);
+        Conn::connect(&self.url, self.cfg.timeout, &name, &client_id)
             .await
-            .map_err(|e| refused(index == 0, e))?;
-        Ok(Conn::new(
-            &format!("c{}", index + 1),
-            &format!("ahpspec-{}-c{}", self.token, index + 1),
-            link,
-        ))
+            .map_err(|e| refused(index == 0, e))
     }
 
     /// A timestamp for the next dispatch: a second ahead of the wall clock and at least a
@@ -50,9 +45,9 @@ impl Run<'_> {
 
     pub(super) async fn open_client(&mut self, index: usize) -> Result<(), Halt> {
         let mut conn = self.connect(index).await?;
-        let mut params = initialize_params([DEFAULT_OFFER], &conn.checks.client_id);
-        params["initialSubscriptions"] = if index == 0 { json!([ROOT]) } else { json!([]) };
-        let initialized = initialize(&mut conn.link, params, self.cfg.timeout).await;
+        let roots: &[&str] = if index == 0 { &[ROOT] } else { &[] };
+        let offer = Offer::of([DEFAULT_OFFER]).subscribing(roots.iter().copied());
+        let initialized = conn.initialize(&offer, self.cfg.timeout).await;
         // Kept either way: a refused initialize's frames are the finding's.
         self.conns.push(conn);
         initialized.map_err(|e| Halt::initialize(e, None))?;
@@ -66,23 +61,23 @@ impl Run<'_> {
         let timeout = self.cfg.timeout;
         // Subscribing in the same breath sees the session while it is still `creating`, so
         // the envelope that ends it is checked too.
-        let link = &mut self.conns[0].link;
-        let create = link
-            .send_request("createSession", params)
+        let first = &mut self.conns[0];
+        let create = first
+            .send_create_session(params)
             .await
             .map_err(|e| in_setup("createSession", e))?;
-        let subscribe = link
-            .send_request("subscribe", immediate_subscribe_params(&self.session))
+        let subscribe = first
+            .send_subscribe_immediate(&self.session)
             .await
             .map_err(|e| in_setup("subscribe", e))?;
-        let created = link
+        let created = first
             .response(create, timeout)
             .await
             .map_err(|e| in_setup("createSession", e))?;
         if created.get("error").is_some() {
             return Err(ExecError::Setup(format!("createSession failed: {created}")).into());
         }
-        let subscribed = link
+        let subscribed = first
             .response(subscribe, timeout)
             .await
             .map_err(|e| in_setup("subscribe", e))?;
@@ -98,7 +93,6 @@ impl Run<'_> {
         if state["lifecycle"] == "creating" {
             let session = self.session.clone();
             let ended = self.conns[0]
-                .link
                 .wait_for(timeout, |item| {
                     matches!(item, Incoming::Message(m) if m["method"] == "action"
                         && m["params"]["channel"] == session.as_str()
@@ -140,8 +134,7 @@ impl Run<'_> {
     pub(super) async fn subscribe(&mut self, index: usize, channel: &str) -> Result<Value, Halt> {
         let timeout = self.cfg.timeout;
         let response = self.conns[index]
-            .link
-            .request("subscribe", immediate_subscribe_params(channel), timeout)
+            .subscribe_immediate(channel, timeout)
             .await
             .map_err(|e| in_setup(&format!("subscribe {channel}"), e))?;
         Ok(response

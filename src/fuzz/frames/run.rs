@@ -7,10 +7,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::{render, Answer, Mutation};
+use crate::checks::Rule;
 use crate::client::checkpoint;
-use crate::client::{
-    immediate_subscribe_params, initialize, initialize_params, Conn, DEFAULT_OFFER, ROOT,
-};
+use crate::client::{ping_request, Conn, Offer, DEFAULT_OFFER};
 use crate::fuzz::exec::{
     in_setup, refused, until, ExecConfig, ExecError, Execution, Failure, Halt, Target,
 };
@@ -37,11 +36,14 @@ async fn open(
     opening: Opening,
     failed: &mut Vec<Conn>,
 ) -> Result<Conn, Halt> {
-    let link = match (Connection::connect(url, cfg.timeout).await, opening) {
-        (Ok(link), _) => link,
+    let mut conn = match (
+        Conn::connect(url, cfg.timeout, name, client_id).await,
+        opening,
+    ) {
+        (Ok(conn), _) => conn,
         (Err(error), Opening::After(index)) => {
             return Err(Halt::Finding(failure(
-                "FUZZ-001",
+                Rule::Fuzz001,
                 "the server accepts a new connection after it closed the last one".into(),
                 format!("a new connection: {error}"),
                 index,
@@ -53,9 +55,10 @@ async fn open(
         Opening::After(index) => Some(index),
         _ => None,
     };
-    let mut conn = Conn::new(name, client_id, link);
-    let params = initialize_params([DEFAULT_OFFER], client_id);
-    match initialize(&mut conn.link, params, cfg.timeout).await {
+    match conn
+        .initialize(&Offer::of([DEFAULT_OFFER]), cfg.timeout)
+        .await
+    {
         Ok(_) => Ok(conn),
         Err(error) => {
             failed.push(conn);
@@ -64,9 +67,9 @@ async fn open(
     }
 }
 
-fn failure(rule: &str, expected: String, actual: String, index: usize) -> Failure {
+fn failure(rule: Rule, expected: String, actual: String, index: usize) -> Failure {
     Failure {
-        rule: rule.to_owned(),
+        rule,
         expected,
         actual,
         op_index: Some(index),
@@ -104,7 +107,7 @@ pub async fn execute_frames_until(
     let (result, cut_off) = until(deadline, run).await;
     execution.cut_off = cut_off;
     for conn in &mut conns {
-        conn.link.close().await;
+        conn.close().await;
     }
     // Mutated frames can be megabytes: keep the trace readable.
     execution.frames = conns
@@ -197,20 +200,14 @@ struct Sequence<'a> {
 /// The witness creates its session and subscribes to it for immediate delivery.
 async fn watch_session(witness: &mut Conn, session: &str, cfg: &ExecConfig) -> Result<(), Halt> {
     let created = witness
-        .link
-        .request("createSession", json!({ "channel": session }), cfg.timeout)
+        .create_session(json!({ "channel": session }), cfg.timeout)
         .await
         .map_err(|e| in_setup("createSession", e))?;
     if created.get("error").is_some() {
         return Err(ExecError::Setup(format!("createSession failed: {created}")).into());
     }
     witness
-        .link
-        .request(
-            "subscribe",
-            immediate_subscribe_params(session),
-            cfg.timeout,
-        )
+        .subscribe_immediate(session, cfg.timeout)
         .await
         .map_err(|e| in_setup("subscribe", e))?;
     Ok(())
@@ -278,11 +275,11 @@ async fn send_and_probe(
     cfg: &ExecConfig,
 ) -> Probed {
     let sent = match frame {
-        Ok(text) => victim.link.send_raw(&text).await,
-        Err(bytes) => victim.link.send_binary(bytes).await,
+        Ok(text) => victim.send_raw(&text).await,
+        Err(bytes) => victim.send_binary(bytes).await,
     };
     let awaited = match answer {
-        Answer::Error { rule, .. } => !cfg.settled(rule),
+        Answer::Error { rule, .. } => !cfg.settled(*rule),
         Answer::Survive => false,
     };
     let mut probed = Probed {
@@ -292,8 +289,7 @@ async fn send_and_probe(
         cut_short: false,
     };
     if !probed.closed {
-        let ping = json!({ "jsonrpc": "2.0", "id": probe, "method": "ping", "params": { "channel": ROOT } });
-        probed.closed = victim.link.send_json(&ping).await.is_err();
+        probed.closed = victim.send_json(&ping_request(probe)).await.is_err();
     }
     if probed.closed {
         return probed;
@@ -309,7 +305,7 @@ async fn send_and_probe(
         if left.is_zero() {
             break;
         }
-        match victim.link.recv(left).await {
+        match victim.recv(left).await {
             Ok(Incoming::Message(m)) if is_response_to(&m, probe) => probed.pong = true,
             Ok(Incoming::Message(m)) if wanted && answer.is_answer(&m) => {
                 if m["id"].is_null() && !answer.accepts(&m) {
@@ -324,7 +320,7 @@ async fn send_and_probe(
     }
     probed.answered = probed.answered.or(other);
     probed.cut_short = wanted && !awaited && probed.pong && probed.answered.is_none();
-    probed.closed = victim.link.is_closed();
+    probed.closed = victim.is_closed();
     probed
 }
 
@@ -339,10 +335,7 @@ async fn one_mutation(
 ) -> (bool, Option<Failure>) {
     let cfg = at.cfg;
     let (frame, answer) = render(mutation, 7_000_000 + index as u64);
-    victim
-        .checks
-        .intended_invalid
-        .push(victim.link.transcript().frames.len());
+    victim.next_frame_invalid();
     let probed = send_and_probe(victim, frame, &answer, 8_000_000 + index as u64, cfg).await;
     let closed = probed.closed;
     // A closed connection may be a server that died: that is the finding, not the answer
@@ -389,10 +382,7 @@ async fn others_served(
     index: usize,
 ) -> Option<Failure> {
     let timeout = at.cfg.timeout;
-    let alive = witness
-        .link
-        .request("ping", json!({ "channel": ROOT }), timeout)
-        .await;
+    let alive = witness.ping(timeout).await;
     // Any answer will do: a host that refuses ping (TRANSPORT-010's matter) still answers.
     let shown = match &alive {
         Ok(_) => return None,
@@ -408,7 +398,7 @@ async fn others_served(
         ),
     };
     Some(failure(
-        "FUZZ-001",
+        Rule::Fuzz001,
         format!("the other connection still served after {mutation:?}"),
         actual,
         index,
@@ -447,7 +437,7 @@ fn judge_answer(
     };
     let or_close = if *close_ok { " (or a close)" } else { "" };
     Some(failure(
-        rule,
+        *rule,
         format!("an error {codes:?} for {mutation:?}{or_close}"),
         got,
         index,
@@ -464,16 +454,15 @@ async fn after_sequence(
     cfg: &ExecConfig,
 ) -> Option<Failure> {
     witness
-        .link
         .drain(cfg.settle.max(Duration::from_millis(5)))
         .await;
     let judged = witness
         .process(&cfg.schemas)
         .into_iter()
-        .find(|l| cfg.exclude.judges(l.violation.rule.id()));
+        .find(|l| cfg.exclude.judges(l.violation.rule));
     if let Some(located) = judged {
         return Some(Failure {
-            rule: located.violation.rule.id().to_owned(),
+            rule: located.violation.rule,
             expected: located.violation.expected,
             actual: located.violation.actual,
             op_index: None,
@@ -492,7 +481,7 @@ async fn after_sequence(
     match compared {
         Ok(checked) => cfg.exclude.first_failure(checked.violations, None),
         Err(error) => Some(Failure {
-            rule: "FUZZ-002".into(),
+            rule: Rule::Fuzz002,
             expected: "state intact and observable after the malformed frames".into(),
             actual: error,
             op_index: None,
