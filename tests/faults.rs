@@ -629,6 +629,15 @@ fault_tests! {
     pending_shown_running => PendingShownRunning,
     read_unapplied => ReadUnapplied,
     input_request_listed_twice => InputRequestListedTwice,
+    // Issue 25, terminals (i25b).
+    terminals_changed_only_new => TerminalsChangedOnlyNew,
+    leaks_shell_integration => LeaksShellIntegration,
+    claim_from_anyone => ClaimFromAnyone,
+    input_shown_as_output => InputShownAsOutput,
+    exited_shown_running => ExitedShownRunning,
+    command_finished_wrong_id => CommandFinishedWrongId,
+    exit_unlisted => ExitUnlisted,
+    cwd_unreported => CwdUnreported,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -157,6 +157,11 @@ rules! {
             "A chat's inlined summary fields equal its entry in the session's chat catalog (at quiescence)."),
         (Transport012, "TRANSPORT-012", Must, "transport", "docs/specification/root-channel.md § Commands; crate: ahp/src/client.rs (handle_server_request)", "host requests",
             "Host-to-client requests are resource* or createResourceWatch on channel ahp-root://, and after the harness answers one with -32601 the host still answers later requests."),
+        // Issue 25, terminals (i25b).
+        (Term002, "TERM-002", Must, "terminals", "docs/specification/terminal-channel.md § Content parts; crate: ahp-types/src/state.rs (TerminalCommandPart.output)", "terminal/data actions",
+            "terminal/data never contains shell-integration escape sequences (OSC 633 or OSC 133)."),
+        (InvTerm1, "INV-TERM-1", Must, "terminals", "RULES.md §17 INV-TERM-1; crate: ahp/src/reducers.rs (apply_action_to_terminal)", "terminal states and actions",
+            "A terminal's lifecycle.status is running or exited; once exited it stays exited; a command part once complete never reopens."),
     }
     aap {
         (AapHttp001, "AAP-HTTP-001", Must, "aap/http", "docs/schema.md; aap/RULES.md AAP-META-002, AAP-META-006", "JSON bodies",

@@ -51,7 +51,9 @@ pub fn root_state() -> RootState {
                 "models": []
             }
         ],
-        "activeSessions": 0
+        "activeSessions": 0,
+        // Terminal support (issue 25): the list is there, empty until one is created.
+        "terminals": []
     });
     // The literal above is a valid RootState; a decoding failure would be a bug caught by
     // every test, so fall back to an empty root rather than panic.

@@ -20,6 +20,8 @@ mod dispatch;
 pub mod faults;
 mod projection;
 pub mod script;
+// Issue 25, terminals (i25b).
+mod terminals;
 mod world;
 
 pub use world::variants;

@@ -25,6 +25,8 @@ pub fn command_rule(method: &str) -> Option<&'static str> {
         "disposeChat" => "CHAT-006",
         "moveChat" => "CHAT-MOVE-002",
         "fetchTurns" => "TURN-010",
+        // Issue 25, terminals (i25b).
+        "createTerminal" | "disposeTerminal" => "TERM-001",
         _ => return None,
     })
 }

@@ -69,6 +69,11 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "robustness.toml",
         include_str!("../../suites/robustness.toml"),
     ),
+    // Issue 25, terminals (i25b).
+    (
+        "terminals.toml",
+        include_str!("../../suites/terminals.toml"),
+    ),
 ];
 
 /// The `relies_on` value of an expectation that rests on what the target profile promises

@@ -115,6 +115,11 @@ fn plain_authority(rest: &str) -> bool {
         .is_none_or(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// A terminal command's refusal as a JSON-RPC error.
+fn refused(error: super::terminals::RpcError) -> RpcError {
+    RpcError::new(error.code, error.message)
+}
+
 fn parse<T: DeserializeOwned>(params: &Value) -> Result<T, RpcError> {
     serde_json::from_value(params.clone())
         .map_err(|e| RpcError::new(INVALID_PARAMS, format!("invalid params: {e}")))
@@ -169,14 +174,16 @@ impl World {
                 Ok(_) => RpcError::new(INVALID_PARAMS, "channel and uri must be URIs"),
                 Err(error) => error,
             })),
-            "resourceWrite" | "resourceMkdir" | "createResourceWatch" | "createTerminal" => {
+            // Issue 25, terminals (i25b).
+            "createTerminal" => Reply::of(self.create_terminal(params).map_err(refused)),
+            "disposeTerminal" => Reply::of(self.dispose_terminal(params).map_err(refused)),
+            "resourceWrite" | "resourceMkdir" | "createResourceWatch" => {
                 Reply::of(Err(RpcError::new(
                     PERMISSION_DENIED,
-                    "this host does not grant file-system or terminal access",
+                    "this host does not grant file-system access",
                 )))
             }
-            "disposeTerminal"
-            | "invokeChangesetOperation"
+            "invokeChangesetOperation"
             | "listAutomationTriggerDefinitions"
             | "runAutomation"
             | "fetchAutomationRuns" => Reply::of(Err(RpcError::new(

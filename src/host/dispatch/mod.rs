@@ -168,6 +168,9 @@ impl World {
             return;
         }
         self.after_accept(channel, &type_name, &action, before.as_ref(), client_id);
+        if self.terminals.contains_key(channel) {
+            self.after_terminal_accept(channel, &action);
+        }
         let session = match self.chats.get(channel) {
             Some(entry) => Some(entry.session.clone()),
             None => self
