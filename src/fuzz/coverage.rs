@@ -131,6 +131,8 @@ pub const OPERATIONS: &[(&str, &[&str])] = &[
     ("probe/unsupported-version", &["VERSION-005", "VERSION-006"]),
     ("probe/unsubscribe", &["SUB-004", "SUB-001", "DISPATCH-001"]),
     ("probe/fetch-turns", &["INIT-001", "TURN-010"]),
+    // Issue 25, terminals (i25b).
+    ("probe/terminal", &["TERM-001", "DISPATCH-001"]),
     // Malformed frames (frames.rs): the answer a correct host gives, and surviving the frame.
     ("frames/truncated", &["TRANSPORT-006"]),
     ("frames/binary", &["TRANSPORT-006"]),
@@ -331,6 +333,7 @@ mod tests {
             Probe::UnsupportedVersion,
             Probe::Unsubscribe,
             Probe::FetchTurns,
+            Probe::Terminal,
         ] {
             let name = format!("probe/{}", name_of(&probe, ""));
             assert!(names.contains(name.as_str()), "{name}");

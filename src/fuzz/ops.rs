@@ -94,6 +94,9 @@ pub enum Probe {
     /// older turns: chat/turnsLoaded precedes the response; a bogus cursor gets -32602
     /// (TURN-010).
     FetchTurns,
+    /// create a terminal, type `exit` into it, dispose it: the root subscriber sees it
+    /// listed, then dropped (TERM-001); not probed where the root lists no terminals.
+    Terminal,
 }
 
 /// One client operation. `client` picks one of the fuzzer's connections (modulo their
@@ -315,6 +318,7 @@ fn probe() -> impl Strategy<Value = Probe> {
         Just(Probe::UnsupportedVersion),
         Just(Probe::Unsubscribe),
         Just(Probe::FetchTurns),
+        Just(Probe::Terminal),
     ]
 }
 

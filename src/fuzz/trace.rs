@@ -310,6 +310,14 @@ fn probe_steps(n: usize, probe: Probe) -> String {
             format!("{{ silence = {{ on = \"f{n}\", for_ms = 0, responses = true }} }}"),
             format!("{{ response = {{ on = \"f{n}\", to = \"f{n}fetch\", ok = true }} }}"),
         ],
+        Probe::Terminal => vec![
+            format!("{{ request = {{ method = \"createTerminal\", params = {{ channel = \"ahp-terminal:/${{run}}-term-{n}\", claim = {{ kind = \"client\", clientId = \"${{c1.clientId}}\" }} }}, as = \"p{n}\" }} }}"),
+            format!("{{ response = {{ to = \"p{n}\", ok = true }} }}"),
+            format!("{{ action = {{ channel = \"ahp-root://\", type = \"root/terminalsChanged\", where_contains = {{ \"/action/terminals\" = {{ resource = \"ahp-terminal:/${{run}}-term-{n}\" }} }} }} }}"),
+            format!("{{ request = {{ method = \"disposeTerminal\", params = {{ channel = \"ahp-terminal:/${{run}}-term-{n}\" }}, as = \"p{n}d\" }} }}"),
+            format!("{{ response = {{ to = \"p{n}d\", ok = true }} }}"),
+            format!("{{ action = {{ channel = \"ahp-root://\", type = \"root/terminalsChanged\", where_excludes = {{ \"/action/terminals\" = {{ resource = \"ahp-terminal:/${{run}}-term-{n}\" }} }} }} }}"),
+        ],
     };
     lines.iter().map(|line| format!("  {line},\n")).collect()
 }

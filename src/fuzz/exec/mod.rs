@@ -21,6 +21,8 @@ use crate::verdict::ReportedFrame;
 mod dispatch;
 mod probes;
 mod setup;
+// Issue 25, terminals (i25b).
+mod terminal;
 
 /// How a sequence runs.
 #[derive(Debug, Clone)]

@@ -52,6 +52,7 @@ impl Run<'_> {
             Probe::UnsupportedVersion => self.unsupported_version().await,
             Probe::Unsubscribe => self.unsubscribe(index, client).await,
             Probe::FetchTurns => self.fetch_turns().await,
+            Probe::Terminal => self.terminal(index, client).await,
         };
         if let Some((rule, expected, actual)) = found {
             return Some(Failure {

@@ -281,6 +281,18 @@ impl World {
             }
         }
         for event in events {
+            let announce = matches!(event, Event::CommandStarted)
+                && self
+                    .terminals
+                    .get(uri)
+                    .is_some_and(|e| e.state.supports_command_detection != Some(true));
+            if announce {
+                // Detection is announced once the shell bracketed a command: its prompt
+                // markers alone (PROMPT_COMMAND) do not show that the command markers
+                // (PS0, bash 4.4 and later) come too.
+                let available = json!({ "type": "terminal/commandDetectionAvailable" });
+                self.emit_logged(uri, available);
+            }
             let Some(action) = self.terminal_action(uri, event) else {
                 continue;
             };
@@ -293,7 +305,8 @@ impl World {
         let entry = self.terminals.get_mut(uri)?;
         Some(match event {
             Event::Data(data) => json!({ "type": "terminal/data", "data": data }),
-            Event::IntegrationSeen => json!({ "type": "terminal/commandDetectionAvailable" }),
+            // See `terminal_output`: announced at the first command.
+            Event::IntegrationSeen => return None,
             Event::CommandLine(line) => {
                 entry.command_line = Some(line);
                 return None;

@@ -1,0 +1,88 @@
+//! The terminal probe (issue 25): a client creates a terminal it claims, watches it, types
+//! `exit` into it and disposes it; the root subscriber must see it listed on creation and
+//! dropped on disposal (TERM-001), the always-on checks judge what it printed (TERM-002,
+//! INV-TERM-1). A host whose root state lists no terminals offers none: nothing to probe.
+
+use serde_json::{json, Value};
+
+use super::Run;
+use crate::client::{subscribe_params, ROOT};
+use crate::transport::TransportError;
+
+/// What the probe found wrong: the rule, what a correct host does, what this one did.
+type Finding = (&'static str, String, String);
+
+/// Whether `message` is a root/terminalsChanged whose list holds `uri` (`listed`) or not.
+fn terminals_changed(message: &Value, uri: &str, listed: bool) -> bool {
+    message["method"] == "action"
+        && message["params"]["channel"] == ROOT
+        && message["params"]["action"]["type"] == "root/terminalsChanged"
+        && message["params"]["action"]["terminals"]
+            .as_array()
+            .is_some_and(|list| list.iter().any(|t| t["resource"] == uri) == listed)
+}
+
+fn succeeded(answer: &Result<Value, TransportError>) -> bool {
+    matches!(answer, Ok(m) if m.get("result").is_some())
+}
+
+fn shown(answer: &Result<Value, TransportError>) -> String {
+    match answer {
+        Ok(message) => crate::checks::frame::clip(&message.to_string()),
+        Err(error) => error.to_string(),
+    }
+}
+
+impl Run<'_> {
+    pub(super) async fn terminal(&mut self, index: usize, client: usize) -> Option<Finding> {
+        let offered = self.conns[0]
+            .checks
+            .mirror
+            .state(ROOT)
+            .is_some_and(|root| root.get("terminals").is_some_and(Value::is_array));
+        if !offered {
+            return None;
+        }
+        let uri = format!("ahp-terminal:/{}-term-{index}", self.token);
+        let timeout = self.cfg.timeout;
+        let client_id = self.conns[client].checks.client_id.clone();
+        let params =
+            json!({ "channel": uri, "claim": { "kind": "client", "clientId": client_id } });
+        let conn = &mut self.conns[client];
+        let created = conn.link.request("createTerminal", params, timeout).await;
+        if !succeeded(&created) {
+            let expected = "createTerminal for a fresh ahp-terminal: URI succeeds";
+            return Some(("TERM-001", expected.to_owned(), shown(&created)));
+        }
+        let watched = conn
+            .link
+            .request("subscribe", subscribe_params(&uri), timeout)
+            .await;
+        if succeeded(&watched) {
+            let input = json!({ "type": "terminal/input", "data": "exit 0\n" });
+            // The echo is judged by the always-on DISPATCH-001; its absence by nothing here.
+            let _ = conn.dispatch(&uri, &input).await;
+        }
+        if let Err(none) = self
+            .wait_or_ping(0, "TERM-001", |m| terminals_changed(m, &uri, true))
+            .await
+        {
+            let expected = "root/terminalsChanged listing the new terminal on the root subscriber";
+            return Some(("TERM-001", expected.to_owned(), none));
+        }
+        let disposed = self.conns[client]
+            .link
+            .request("disposeTerminal", json!({ "channel": uri }), timeout)
+            .await;
+        if !succeeded(&disposed) {
+            let expected = "disposeTerminal of a terminal it created succeeds";
+            return Some(("TERM-001", expected.to_owned(), shown(&disposed)));
+        }
+        let dropped = self
+            .wait_or_ping(0, "TERM-001", |m| terminals_changed(m, &uri, false))
+            .await;
+        let none = dropped.err()?;
+        let expected = "root/terminalsChanged without the disposed terminal on the root subscriber";
+        Some(("TERM-001", expected.to_owned(), none))
+    }
+}
