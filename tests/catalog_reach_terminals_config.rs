@@ -14,7 +14,13 @@ mod run_support;
 use run_support::TempDir;
 
 /// The part's commands, each to be answered with a result at least once.
-const COMMANDS: &[&str] = &["createTerminal", "disposeTerminal"];
+const COMMANDS: &[&str] = &[
+    "createTerminal",
+    "disposeTerminal",
+    "resolveSessionConfig",
+    "sessionConfigCompletions",
+    "completions",
+];
 
 /// (command, error code) pairs the brief names, each to be answered at least once.
 const ERROR_PATHS: &[(&str, i64)] = &[];

@@ -638,6 +638,11 @@ fault_tests! {
     command_finished_wrong_id => CommandFinishedWrongId,
     exit_unlisted => ExitUnlisted,
     cwd_unreported => CwdUnreported,
+    // Issue 25, session configuration and completions (i25b).
+    resolve_not_settled => ResolveNotSettled,
+    session_config_ignored => SessionConfigIgnored,
+    completion_values_unaccepted => CompletionValuesUnaccepted,
+    completion_ranges_in_bytes => CompletionRangesInBytes,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

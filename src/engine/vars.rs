@@ -54,6 +54,18 @@ impl Vars {
         for (at, directory) in profile.working_directories.iter().enumerate() {
             vars.set(&format!("directory.{at}"), Value::String(directory.clone()));
         }
+        if let Some(config) = &profile.session_config {
+            vars.set(
+                "config.property",
+                Value::String(config.dynamic_property.clone()),
+            );
+            vars.set("config.query", Value::String(config.query.clone()));
+        }
+        if let Some(completions) = &profile.completions {
+            let length = completions.text.encode_utf16().count();
+            vars.set("completions.text", Value::String(completions.text.clone()));
+            vars.set("completions.length", Value::from(length));
+        }
         vars
     }
 

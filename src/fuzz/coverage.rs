@@ -133,6 +133,7 @@ pub const OPERATIONS: &[(&str, &[&str])] = &[
     ("probe/fetch-turns", &["INIT-001", "TURN-010"]),
     // Issue 25, terminals (i25b).
     ("probe/terminal", &["TERM-001", "DISPATCH-001"]),
+    ("probe/session-config", &["CONFIG-001", "COMPLETIONS-001"]),
     // Malformed frames (frames.rs): the answer a correct host gives, and surviving the frame.
     ("frames/truncated", &["TRANSPORT-006"]),
     ("frames/binary", &["TRANSPORT-006"]),
@@ -334,6 +335,7 @@ mod tests {
             Probe::Unsubscribe,
             Probe::FetchTurns,
             Probe::Terminal,
+            Probe::SessionConfig,
         ] {
             let name = format!("probe/{}", name_of(&probe, ""));
             assert!(names.contains(name.as_str()), "{name}");

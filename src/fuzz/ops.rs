@@ -97,6 +97,10 @@ pub enum Probe {
     /// create a terminal, type `exit` into it, dispose it: the root subscriber sees it
     /// listed, then dropped (TERM-001); not probed where the root lists no terminals.
     Terminal,
+    /// resolve the session configuration twice (the second time with the values the first
+    /// answered: CONFIG-001) and complete a text with a character outside the BMP
+    /// (COMPLETIONS-001).
+    SessionConfig,
 }
 
 /// One client operation. `client` picks one of the fuzzer's connections (modulo their
@@ -319,6 +323,7 @@ fn probe() -> impl Strategy<Value = Probe> {
         Just(Probe::Unsubscribe),
         Just(Probe::FetchTurns),
         Just(Probe::Terminal),
+        Just(Probe::SessionConfig),
     ]
 }
 

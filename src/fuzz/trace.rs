@@ -310,6 +310,14 @@ fn probe_steps(n: usize, probe: Probe) -> String {
             format!("{{ silence = {{ on = \"f{n}\", for_ms = 0, responses = true }} }}"),
             format!("{{ response = {{ on = \"f{n}\", to = \"f{n}fetch\", ok = true }} }}"),
         ],
+        Probe::SessionConfig => vec![
+            format!("{{ request = {{ method = \"resolveSessionConfig\", params = {{ channel = \"ahp-root://\" }}, as = \"p{n}\" }} }}"),
+            format!("{{ response = {{ to = \"p{n}\", ok = true }} }}"),
+            format!("{{ request = {{ method = \"resolveSessionConfig\", params = {{ channel = \"ahp-root://\", config = \"${{p{n}/result/values}}\" }}, as = \"p{n}a\" }} }}"),
+            format!("{{ response = {{ to = \"p{n}a\", ok = true, equals = {{ \"/result/values\" = \"${{p{n}/result/values}}\" }} }} }}"),
+            format!("{{ request = {{ method = \"completions\", params = {{ channel = \"${{S.chat}}\", kind = \"userMessage\", text = \"🙂 see @C\", offset = 9 }}, as = \"p{n}c\" }} }}"),
+            format!("{{ response = {{ to = \"p{n}c\", ok = true }} }}"),
+        ],
         Probe::Terminal => vec![
             format!("{{ request = {{ method = \"createTerminal\", params = {{ channel = \"ahp-terminal:/${{run}}-term-{n}\", claim = {{ kind = \"client\", clientId = \"${{c1.clientId}}\" }} }}, as = \"p{n}\" }} }}"),
             format!("{{ response = {{ to = \"p{n}\", ok = true }} }}"),

@@ -224,6 +224,11 @@ fault_catalog! {
     CommandFinishedWrongId => ("command-finished-wrong-id", "TERM-005", "Ends each detected command with a terminal/commandFinished whose commandId is not the one its terminal/commandExecuted gave."),
     ExitUnlisted => ("exit-unlisted", "TERM-006", "Sends terminal/exited when a terminal's shell ends but no root/terminalsChanged, and lists every terminal running in the root list."),
     CwdUnreported => ("cwd-unreported", "TERM-007", "Never sends terminal/cwdChanged when the shell changes directory."),
+    // Issue 25, session configuration and completions (i25b).
+    ResolveNotSettled => ("resolve-not-settled", "CONFIG-001", "Reads the sandbox value a client gives resolveSessionConfig inverted, so the values it answers do not resolve to themselves."),
+    SessionConfigIgnored => ("session-config-ignored", "CONFIG-002", "Creates every session with the default configuration, whatever createSession.config says."),
+    CompletionValuesUnaccepted => ("completion-values-unaccepted", "CONFIG-003", "Answers sessionConfigCompletions with values in upper case, which the property does not allow."),
+    CompletionRangesInBytes => ("completion-ranges-in-bytes", "COMPLETIONS-001", "Gives completion items' rangeStart and rangeEnd in UTF-8 bytes instead of UTF-16 code units."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

@@ -22,6 +22,8 @@ mod projection;
 pub mod script;
 // Issue 25, terminals (i25b).
 mod terminals;
+// Issue 25, session configuration (i25b).
+mod session_config;
 mod world;
 
 pub use world::variants;

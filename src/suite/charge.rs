@@ -27,6 +27,9 @@ pub fn command_rule(method: &str) -> Option<&'static str> {
         "fetchTurns" => "TURN-010",
         // Issue 25, terminals (i25b).
         "createTerminal" | "disposeTerminal" => "TERM-001",
+        "resolveSessionConfig" => "CONFIG-001",
+        "sessionConfigCompletions" => "CONFIG-003",
+        "completions" => "COMPLETIONS-001",
         _ => return None,
     })
 }

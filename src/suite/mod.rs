@@ -74,6 +74,11 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "terminals.toml",
         include_str!("../../suites/terminals.toml"),
     ),
+    // Issue 25, session configuration and completions (i25b).
+    (
+        "session-config.toml",
+        include_str!("../../suites/session-config.toml"),
+    ),
 ];
 
 /// The `relies_on` value of an expectation that rests on what the target profile promises

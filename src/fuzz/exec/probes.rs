@@ -53,6 +53,7 @@ impl Run<'_> {
             Probe::Unsubscribe => self.unsubscribe(index, client).await,
             Probe::FetchTurns => self.fetch_turns().await,
             Probe::Terminal => self.terminal(index, client).await,
+            Probe::SessionConfig => self.session_config(client).await,
         };
         if let Some((rule, expected, actual)) = found {
             return Some(Failure {

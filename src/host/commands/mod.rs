@@ -8,6 +8,8 @@ use super::faults::Fault;
 use super::world::{ConnId, Version, World};
 
 mod chats;
+// Issue 25, session configuration and completions (i25b).
+mod completions;
 mod handshake;
 mod sessions;
 mod subscriptions;
@@ -155,9 +157,9 @@ impl World {
             "fetchTurns" => self.fetch_turns(params),
             "authenticate" if self.fault(Fault::AuthenticateAnything) => Reply::of(Ok(json!({}))),
             "authenticate" => Reply::of(Err(self.auth_required())),
-            "completions" => Reply::of(self.existing_chat(params).map(|_| json!({ "items": [] }))),
+            "completions" => Reply::of(self.completions(params)),
             "resolveSessionConfig" => Reply::of(self.resolve_session_config(params)),
-            "sessionConfigCompletions" => Reply::of(Ok(json!({ "items": [] }))),
+            "sessionConfigCompletions" => Reply::of(self.session_config_completions(params)),
             "moveChat" => Reply::of(self.move_chat(params)),
             "resourceResolve" if self.fault(Fault::ResolveMissingWrongCode) => {
                 Reply::of(Err(RpcError::new(INVALID_PARAMS, "no such resource")))

@@ -1,4 +1,5 @@
-//! The terminal probe (issue 25): a client creates a terminal it claims, watches it, types
+//! The probes of issue 25's terminals and session configuration (i25b). The terminal
+//! probe: a client creates a terminal it claims, watches it, types
 //! `exit` into it and disposes it; the root subscriber must see it listed on creation and
 //! dropped on disposal (TERM-001), the always-on checks judge what it printed (TERM-002,
 //! INV-TERM-1). A host whose root state lists no terminals offers none: nothing to probe.
@@ -84,5 +85,56 @@ impl Run<'_> {
         let none = dropped.err()?;
         let expected = "root/terminalsChanged without the disposed terminal on the root subscriber";
         Some(("TERM-001", expected.to_owned(), none))
+    }
+}
+
+/// The text the completions probe types (a character outside the BMP, then an `@` word).
+const COMPLETION_TEXT: &str = "🙂 see @C";
+
+impl Run<'_> {
+    /// The configuration probe: resolving the values `resolveSessionConfig` answered gives
+    /// them back (CONFIG-001), and the completions of a text with a character outside the
+    /// BMP stay within its UTF-16 length (COMPLETIONS-001).
+    pub(super) async fn session_config(&mut self, client: usize) -> Option<Finding> {
+        let timeout = self.cfg.timeout;
+        let chat = self.chat.clone();
+        let link = &mut self.conns[client].link;
+        let first = link
+            .request("resolveSessionConfig", json!({ "channel": ROOT }), timeout)
+            .await;
+        let values = first
+            .as_ref()
+            .ok()
+            .and_then(|m| m.pointer("/result/values"));
+        if let Some(values) = values.cloned() {
+            let params = json!({ "channel": ROOT, "config": values });
+            let again = link.request("resolveSessionConfig", params, timeout).await;
+            let settled = again
+                .as_ref()
+                .ok()
+                .and_then(|m| m.pointer("/result/values"));
+            if settled != Some(&values) {
+                let expected = "resolving the resolved values answers the same values";
+                return Some(("CONFIG-001", expected.to_owned(), shown(&again)));
+            }
+        }
+        let length = COMPLETION_TEXT.encode_utf16().count();
+        let params = json!({ "channel": chat, "kind": "userMessage", "text": COMPLETION_TEXT,
+                             "offset": length });
+        let done = link.request("completions", params, timeout).await;
+        let items = done.as_ref().ok().and_then(|m| m.pointer("/result/items"));
+        let outside = items
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(|item| {
+                item["rangeEnd"]
+                    .as_u64()
+                    .is_some_and(|end| end > length as u64)
+            });
+        outside.then(|| {
+            let expected = format!("completion ranges within the text's {length} UTF-16 units");
+            ("COMPLETIONS-001", expected, shown(&done))
+        })
     }
 }
