@@ -1,5 +1,5 @@
 //! One catalog run against the built-in host reaches every command and action type of
-//! issue 25's terminals / session-configuration part (helper i25b): counted from the run's
+//! issue 25's terminals / session-configuration / root-configuration part (helper i25b): counted from the run's
 //! recorded frames, each command answered successfully at least once, each error path the
 //! brief names taken, and each action type of the part's channels seen from the host.
 
@@ -27,6 +27,7 @@ const ERROR_PATHS: &[(&str, i64)] = &[];
 
 /// The part's action types, each to arrive from the host at least once.
 const ACTION_TYPES: &[&str] = &[
+    "root/configChanged",
     "root/terminalsChanged",
     "terminal/data",
     "terminal/input",

@@ -643,6 +643,8 @@ fault_tests! {
     session_config_ignored => SessionConfigIgnored,
     completion_values_unaccepted => CompletionValuesUnaccepted,
     completion_ranges_in_bytes => CompletionRangesInBytes,
+    // Issue 25, root configuration (i25b).
+    config_merge_replaces => ConfigMergeReplaces,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

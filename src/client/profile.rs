@@ -36,6 +36,18 @@ pub struct Profile {
     /// What the `completions` cases type (issue 25): without it they are not testable.
     #[serde(default)]
     pub completions: Option<CompletionsNeeds>,
+    /// What the root-configuration case sets (issue 25): without it it is not testable.
+    #[serde(default)]
+    pub root_config: Option<RootConfigNeeds>,
+}
+
+/// A property of the server's root configuration and a value it allows other than its
+/// current one (`${root_config.property}`, `${root_config.value}`).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RootConfigNeeds {
+    pub property: String,
+    pub value: serde_json::Value,
 }
 
 /// A property `resolveSessionConfig` marks `enumDynamic`, and a query
@@ -99,6 +111,8 @@ pub const DIRECTORIES: &str = "directories";
 pub const SESSION_CONFIG: &str = "session-config";
 /// The profile need for a completable message text (`completions`).
 pub const COMPLETIONS: &str = "completions";
+/// The profile need for a settable root-configuration property (`root_config`).
+pub const ROOT_CONFIG: &str = "root-config";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
@@ -153,6 +167,9 @@ impl Profile {
         }
         if need == COMPLETIONS {
             return self.completions.is_some();
+        }
+        if need == ROOT_CONFIG {
+            return self.root_config.is_some();
         }
         match need.split_once('.') {
             Some((behaviour, promise)) => self

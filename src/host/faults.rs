@@ -229,6 +229,8 @@ fault_catalog! {
     SessionConfigIgnored => ("session-config-ignored", "CONFIG-002", "Creates every session with the default configuration, whatever createSession.config says."),
     CompletionValuesUnaccepted => ("completion-values-unaccepted", "CONFIG-003", "Answers sessionConfigCompletions with values in upper case, which the property does not allow."),
     CompletionRangesInBytes => ("completion-ranges-in-bytes", "COMPLETIONS-001", "Gives completion items' rangeStart and rangeEnd in UTF-8 bytes instead of UTF-16 code units."),
+    // Issue 25, root configuration (i25b).
+    ConfigMergeReplaces => ("config-merge-replaces", "ROOT-012", "Follows each root/configChanged merge a client dispatches with its own root/configChanged replacing the values by the ones the client set."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

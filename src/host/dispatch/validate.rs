@@ -52,7 +52,7 @@ impl World {
             return Ok(());
         }
         match kind {
-            ChannelKind::Root => Err("this host has no root configuration".into()),
+            ChannelKind::Root => self.check_root_config(action),
             ChannelKind::Session => {
                 self.check_session_action(channel, type_name, action, client_id)
             }
