@@ -1,7 +1,8 @@
 //! One catalog run against the built-in host reaches every command and action type of
-//! issue 25's terminals / session-configuration / root-configuration part (helper i25b): counted from the run's
+//! issue 25's terminals / configuration / telemetry part (helper i25b): counted from the run's
 //! recorded frames, each command answered successfully at least once, each error path the
-//! brief names taken, and each action type of the part's channels seen from the host.
+//! brief names taken, each action type of the part's channels and each of its notifications
+//! seen from the host.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -42,12 +43,17 @@ const ACTION_TYPES: &[&str] = &[
     "terminal/commandDetectionAvailable",
 ];
 
-/// What one catalog run's frames show: successes and errors by method, action types.
+/// The part's host notifications (the telemetry channel's), each to arrive at least once.
+const NOTIFICATIONS: &[&str] = &["otlp/exportLogs"];
+
+/// What one catalog run's frames show: successes and errors by method, action types, the
+/// methods of the host's other notifications.
 #[derive(Debug, Default)]
 struct Reach {
     answered: BTreeMap<String, usize>,
     errors: BTreeSet<(String, i64)>,
     actions: BTreeSet<String>,
+    notifications: BTreeSet<String>,
 }
 
 fn reach_of(capture: &std::path::Path) -> Reach {
@@ -76,6 +82,10 @@ fn reach_of(capture: &std::path::Path) -> Reach {
                             reach.actions.insert(kind.to_owned());
                         }
                     }
+                    return;
+                }
+                if let (Some(method), None) = (message["method"].as_str(), message.get("id")) {
+                    reach.notifications.insert(method.to_owned());
                     return;
                 }
                 let Some(method) = message.get("id").and_then(|id| asked.get(&key(id))) else {
@@ -137,4 +147,10 @@ async fn a_catalog_run_reaches_every_command_and_action_of_the_part() {
         .filter(|kind| !reach.actions.contains(*kind))
         .collect();
     assert!(unseen.is_empty(), "action types never seen: {unseen:?}");
+    let unheard: Vec<&str> = NOTIFICATIONS
+        .iter()
+        .copied()
+        .filter(|method| !reach.notifications.contains(*method))
+        .collect();
+    assert!(unheard.is_empty(), "notifications never sent: {unheard:?}");
 }

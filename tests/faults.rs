@@ -645,6 +645,9 @@ fault_tests! {
     completion_ranges_in_bytes => CompletionRangesInBytes,
     // Issue 25, root configuration (i25b).
     config_merge_replaces => ConfigMergeReplaces,
+    // Issue 25, the stateless telemetry channel (i25b).
+    stateless_snapshot => StatelessSnapshot,
+    logs_to_everyone => LogsToEveryone,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -231,6 +231,9 @@ fault_catalog! {
     CompletionRangesInBytes => ("completion-ranges-in-bytes", "COMPLETIONS-001", "Gives completion items' rangeStart and rangeEnd in UTF-8 bytes instead of UTF-16 code units."),
     // Issue 25, root configuration (i25b).
     ConfigMergeReplaces => ("config-merge-replaces", "ROOT-012", "Follows each root/configChanged merge a client dispatches with its own root/configChanged replacing the values by the ones the client set."),
+    // Issue 25, the stateless telemetry channel (i25b).
+    StatelessSnapshot => ("stateless-snapshot", "SUB-006", "Answers subscribe to its telemetry (ahp-otlp:) channel with a snapshot (of the root state)."),
+    LogsToEveryone => ("logs-to-everyone", "OTLP-001", "Sends its otlp/exportLogs notifications to every initialized connection, subscribed to the logs channel or not."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

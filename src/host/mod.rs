@@ -24,6 +24,8 @@ pub mod script;
 mod terminals;
 // Issue 25, session configuration (i25b).
 mod session_config;
+// Issue 25, the stateless telemetry channel (i25b).
+mod telemetry;
 mod world;
 
 pub use world::variants;

@@ -79,6 +79,11 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "session-config.toml",
         include_str!("../../suites/session-config.toml"),
     ),
+    // Issue 25, the stateless telemetry channel (i25b).
+    (
+        "telemetry.toml",
+        include_str!("../../suites/telemetry.toml"),
+    ),
 ];
 
 /// The `relies_on` value of an expectation that rests on what the target profile promises

@@ -17,6 +17,7 @@ use crate::host::agents::{agent_for, provider_name, AgentKind};
 use crate::host::faults::Fault;
 use crate::host::projection::instant_key;
 use crate::host::session_config;
+use crate::host::telemetry::Severity;
 use crate::host::world::{now_iso, to_value, ChatEntry, ConnId, SessionEntry, World, ROOT};
 
 impl World {
@@ -159,6 +160,7 @@ impl World {
             );
         }
         self.publish_active_sessions();
+        self.log(Severity::Info, &format!("session {uri} created"));
         if let Some(token) = &params.progress_token {
             self.notify_subscribers(
                 ROOT,
@@ -328,6 +330,7 @@ impl World {
                 json!({ "channel": ROOT, "session": uri }),
             );
         }
+        self.log(Severity::Info, &format!("session {uri} disposed"));
         self.publish_active_sessions();
         Ok(Value::Null)
     }

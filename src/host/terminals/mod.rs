@@ -15,6 +15,7 @@ use ahp_types::state::{TerminalClaim, TerminalLifecycleState, TerminalState};
 use serde_json::{json, Value};
 
 use super::faults::Fault;
+use super::telemetry::Severity;
 use super::world::{to_value, World, ROOT};
 use super::Shared;
 
@@ -172,6 +173,10 @@ impl World {
         );
         start_output(self.shared.clone(), uri.clone(), output);
         end_after_lifetime(self.shared.clone(), uri.clone());
+        self.log(
+            Severity::Info,
+            &format!("terminal {uri} started in {}", cwd.display()),
+        );
         self.publish_terminals(Some(&uri));
         Ok(Value::Null)
     }
@@ -275,10 +280,14 @@ impl World {
             return;
         };
         entry.output_bytes += bytes;
-        if entry.output_bytes > MAX_OUTPUT_BYTES {
+        let crossed =
+            entry.output_bytes > MAX_OUTPUT_BYTES && entry.output_bytes - bytes <= MAX_OUTPUT_BYTES;
+        if crossed {
             if let Some(pty) = entry.pty.as_mut() {
                 pty.kill();
             }
+            let why = format!("terminal {uri} ended: over {MAX_OUTPUT_BYTES} bytes of output");
+            self.log(Severity::Warn, &why);
         }
         for event in events {
             let announce = matches!(event, Event::CommandStarted)
@@ -356,6 +365,8 @@ impl World {
             action["exitCode"] = json!(code);
         }
         self.emit_logged(uri, action);
+        let code = code.map_or_else(|| "no exit code".to_owned(), |c| format!("exit code {c}"));
+        self.log(Severity::Info, &format!("terminal {uri} exited ({code})"));
         if !self.fault(Fault::ExitUnlisted) {
             self.publish_terminals(None);
         }
