@@ -134,6 +134,7 @@ pub const OPERATIONS: &[(&str, &[&str])] = &[
     // Issue 25, terminals (i25b).
     ("probe/terminal", &["TERM-001", "DISPATCH-001"]),
     ("probe/session-config", &["CONFIG-001", "COMPLETIONS-001"]),
+    ("probe/telemetry", &["INIT-001", "SUB-006"]),
     // Malformed frames (frames.rs): the answer a correct host gives, and surviving the frame.
     ("frames/truncated", &["TRANSPORT-006"]),
     ("frames/binary", &["TRANSPORT-006"]),
@@ -336,6 +337,7 @@ mod tests {
             Probe::FetchTurns,
             Probe::Terminal,
             Probe::SessionConfig,
+            Probe::Telemetry,
         ] {
             let name = format!("probe/{}", name_of(&probe, ""));
             assert!(names.contains(name.as_str()), "{name}");

@@ -101,6 +101,9 @@ pub enum Probe {
     /// answered: CONFIG-001) and complete a text with a character outside the BMP
     /// (COMPLETIONS-001).
     SessionConfig,
+    /// a new connection subscribes to the logs channel initialize advertises: no snapshot
+    /// (SUB-006); nothing to probe where none is advertised.
+    Telemetry,
 }
 
 /// One client operation. `client` picks one of the fuzzer's connections (modulo their
@@ -324,6 +327,7 @@ fn probe() -> impl Strategy<Value = Probe> {
         Just(Probe::FetchTurns),
         Just(Probe::Terminal),
         Just(Probe::SessionConfig),
+        Just(Probe::Telemetry),
     ]
 }
 

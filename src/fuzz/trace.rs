@@ -310,6 +310,11 @@ fn probe_steps(n: usize, probe: Probe) -> String {
             format!("{{ silence = {{ on = \"f{n}\", for_ms = 0, responses = true }} }}"),
             format!("{{ response = {{ on = \"f{n}\", to = \"f{n}fetch\", ok = true }} }}"),
         ],
+        Probe::Telemetry => vec![
+            format!("{{ initialize = {{ on = \"l{n}\" }} }}"),
+            format!("{{ request = {{ on = \"l{n}\", method = \"subscribe\", params = {{ channel = \"${{l{n}.init/result/telemetry/logs}}\" }}, as = \"l{n}sub\" }} }}"),
+            format!("{{ response = {{ on = \"l{n}\", to = \"l{n}sub\", ok = true, lacks = [\"/result/snapshot\"] }} }}"),
+        ],
         Probe::SessionConfig => vec![
             format!("{{ request = {{ method = \"resolveSessionConfig\", params = {{ channel = \"ahp-root://\" }}, as = \"p{n}\" }} }}"),
             format!("{{ response = {{ to = \"p{n}\", ok = true }} }}"),

@@ -54,6 +54,7 @@ impl Run<'_> {
             Probe::FetchTurns => self.fetch_turns().await,
             Probe::Terminal => self.terminal(index, client).await,
             Probe::SessionConfig => self.session_config(client).await,
+            Probe::Telemetry => self.telemetry().await,
         };
         if let Some((rule, expected, actual)) = found {
             return Some(Failure {
@@ -321,7 +322,7 @@ impl Run<'_> {
     }
 
     /// `initialize` on a new connection offering `versions`.
-    async fn handshake(
+    pub(super) async fn handshake(
         &mut self,
         versions: &[&str],
     ) -> Result<(Connection, Result<Value, TransportError>), Finding> {

@@ -138,3 +138,37 @@ impl Run<'_> {
         })
     }
 }
+
+impl Run<'_> {
+    /// The telemetry probe: a new connection subscribes to the logs channel its initialize
+    /// result advertises, if any: the answer carries no snapshot (SUB-006).
+    pub(super) async fn telemetry(&mut self) -> Option<Finding> {
+        let (mut link, answer) = match self.handshake(&["1.0.0"]).await {
+            Ok(done) => done,
+            Err((rule, expected, actual)) => return Some((rule, expected, actual)),
+        };
+        let logs = answer
+            .as_ref()
+            .ok()
+            .and_then(|m| m.pointer("/result/telemetry/logs"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let found = match logs {
+            Some(logs) => {
+                let params = subscribe_params(&logs);
+                let answer = link.request("subscribe", params, self.cfg.timeout).await;
+                let snapshot = answer
+                    .as_ref()
+                    .ok()
+                    .and_then(|m| m.pointer("/result/snapshot"));
+                (!succeeded(&answer) || snapshot.is_some()).then(|| {
+                    let expected = "a result without a snapshot to subscribe to the logs channel";
+                    ("SUB-006", expected.to_owned(), shown(&answer))
+                })
+            }
+            None => None,
+        };
+        link.close().await;
+        found
+    }
+}
