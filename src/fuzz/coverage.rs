@@ -132,7 +132,7 @@ pub const OPERATIONS: &[(&str, &[&str])] = &[
     ("probe/unsubscribe", &["SUB-004", "SUB-001", "DISPATCH-001"]),
     ("probe/fetch-turns", &["INIT-001", "TURN-010"]),
     // Issue 25, terminals (i25b).
-    ("probe/terminal", &["TERM-001", "DISPATCH-001"]),
+    ("probe/terminal", &["TERM-001", "TERM-006", "DISPATCH-001"]),
     ("probe/session-config", &["CONFIG-001", "COMPLETIONS-001"]),
     ("probe/telemetry", &["INIT-001", "SUB-006"]),
     // Malformed frames (frames.rs): the answer a correct host gives, and surviving the frame.

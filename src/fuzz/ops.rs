@@ -94,8 +94,9 @@ pub enum Probe {
     /// older turns: chat/turnsLoaded precedes the response; a bogus cursor gets -32602
     /// (TURN-010).
     FetchTurns,
-    /// create a terminal, type `exit` into it, dispose it: the root subscriber sees it
-    /// listed, then dropped (TERM-001); not probed where the root lists no terminals.
+    /// create a terminal, run `true` and `exit` in it (its end: TERM-006), dispose it: the
+    /// root subscriber sees it listed, then dropped (TERM-001); not probed where the root
+    /// lists no terminals.
     Terminal,
     /// resolve the session configuration twice (the second time with the values the first
     /// answered: CONFIG-001) and complete a text with a character outside the BMP

@@ -182,6 +182,7 @@ pub async fn spawn(config: HostConfig) -> io::Result<HostHandle> {
             session_init: config.session_init,
             turn_windows: config.turn_windows,
             variants: config.variants.clone(),
+            terminals: config.listen.ip().is_loopback(),
         });
         world.shared = weak.clone();
         Shared {

@@ -130,6 +130,9 @@ pub struct WorldConfig {
     pub turn_windows: bool,
     /// Conforming choices (see `HostConfig::variants`).
     pub variants: variants::Variants,
+    /// Whether `createTerminal` starts shells: only on a host that listens on a loopback
+    /// address (a terminal is a shell of the user running the host; see the terminals module).
+    pub terminals: bool,
 }
 
 #[derive(Debug)]

@@ -1,6 +1,7 @@
 //! The probes of issue 25's terminals and session configuration (i25b). The terminal
-//! probe: a client creates a terminal it claims, watches it, types
-//! `exit` into it and disposes it; the root subscriber must see it listed on creation and
+//! probe: a client creates a terminal it claims, watches it, runs `true` and `exit` in it
+//! (a command, so the shell prints its integration after the subscription), waits for its end
+//! (TERM-006) and disposes it; the root subscriber must see it listed on creation and
 //! dropped on disposal (TERM-001), the always-on checks judge what it printed (TERM-002,
 //! INV-TERM-1). A host whose root state lists no terminals offers none: nothing to probe.
 
@@ -60,9 +61,19 @@ impl Run<'_> {
             .request("subscribe", subscribe_params(&uri), timeout)
             .await;
         if succeeded(&watched) {
-            let input = json!({ "type": "terminal/input", "data": "exit 0\n" });
+            let input = json!({ "type": "terminal/input", "data": "true\nexit 0\n" });
             // The echo is judged by the always-on DISPATCH-001; its absence by nothing here.
             let _ = conn.dispatch(&uri, &input).await;
+            // What the shell prints comes before its end: wait for it (TERM-006).
+            let exited = |m: &Value| {
+                m["method"] == "action"
+                    && m["params"]["channel"] == uri.as_str()
+                    && m["params"]["action"]["type"] == "terminal/exited"
+            };
+            if let Err(none) = self.wait_or_ping(client, "TERM-006", exited).await {
+                let expected = "terminal/exited once the shell ran `exit`";
+                return Some(("TERM-006", expected.to_owned(), none));
+            }
         }
         if let Err(none) = self
             .wait_or_ping(0, "TERM-001", |m| terminals_changed(m, &uri, true))

@@ -115,6 +115,13 @@ impl World {
                 "a terminal's URI is an ahp-terminal:/ URI",
             ));
         }
+        if !self.config.terminals {
+            // Anyone who reaches the host would get a shell of the user running it.
+            return Err(RpcError::new(
+                PERMISSION_DENIED,
+                "this host starts terminals only when it listens on a loopback address",
+            ));
+        }
         if self.terminals.contains_key(&uri) {
             return Err(RpcError::new(
                 ALREADY_EXISTS,

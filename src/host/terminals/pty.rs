@@ -58,19 +58,25 @@ impl Pty {
         let mut command = if Path::new(BASH).exists() {
             let mut bash = CommandBuilder::new(BASH);
             bash.args(["--noprofile", "--norc", "--noediting", "-i"]);
-            bash.env("PS0", PS0);
-            bash.env("PROMPT_COMMAND", PROMPT_COMMAND);
             bash
         } else {
             let mut sh = CommandBuilder::new("/bin/sh");
             sh.arg("-i");
             sh
         };
+        // The shell gets none of the host's environment (its credentials among it): a
+        // search path, a home, a terminal type and a prompt.
+        command.env_clear();
+        if Path::new(BASH).exists() {
+            command.env("PS0", PS0);
+            command.env("PROMPT_COMMAND", PROMPT_COMMAND);
+        }
+        command.env("PATH", "/usr/local/bin:/usr/bin:/bin");
+        command.env("HOME", cwd);
+        command.env("LANG", "C.UTF-8");
         command.env("PS1", "$ ");
         command.env("TERM", "xterm-256color");
         command.env("HISTFILE", "/dev/null");
-        command.env_remove("BASH_ENV");
-        command.env_remove("ENV");
         command.cwd(cwd);
         let child = pair
             .slave
