@@ -104,6 +104,15 @@ fn reach_of(capture: &std::path::Path) -> Reach {
     reach
 }
 
+/// The names of `wanted` that `seen` lacks.
+fn missing<'a>(wanted: &[&'a str], seen: &BTreeSet<String>) -> Vec<&'a str> {
+    wanted
+        .iter()
+        .copied()
+        .filter(|name| !seen.contains(*name))
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_catalog_run_reaches_every_command_and_action_of_the_part() {
     let dir = TempDir::new("reach-25b");
@@ -141,16 +150,8 @@ async fn a_catalog_run_reaches_every_command_and_action_of_the_part() {
         "error paths never taken: {untaken:?} (taken: {:?})",
         reach.errors
     );
-    let unseen: Vec<&str> = ACTION_TYPES
-        .iter()
-        .copied()
-        .filter(|kind| !reach.actions.contains(*kind))
-        .collect();
+    let unseen = missing(ACTION_TYPES, &reach.actions);
     assert!(unseen.is_empty(), "action types never seen: {unseen:?}");
-    let unheard: Vec<&str> = NOTIFICATIONS
-        .iter()
-        .copied()
-        .filter(|method| !reach.notifications.contains(*method))
-        .collect();
+    let unheard = missing(NOTIFICATIONS, &reach.notifications);
     assert!(unheard.is_empty(), "notifications never sent: {unheard:?}");
 }
