@@ -629,6 +629,25 @@ fault_tests! {
     pending_shown_running => PendingShownRunning,
     read_unapplied => ReadUnapplied,
     input_request_listed_twice => InputRequestListedTwice,
+    // Issue 25, terminals (i25b).
+    terminals_changed_only_new => TerminalsChangedOnlyNew,
+    leaks_shell_integration => LeaksShellIntegration,
+    claim_from_anyone => ClaimFromAnyone,
+    input_shown_as_output => InputShownAsOutput,
+    exited_shown_running => ExitedShownRunning,
+    command_finished_wrong_id => CommandFinishedWrongId,
+    exit_unlisted => ExitUnlisted,
+    cwd_unreported => CwdUnreported,
+    // Issue 25, session configuration and completions (i25b).
+    resolve_not_settled => ResolveNotSettled,
+    session_config_ignored => SessionConfigIgnored,
+    completion_values_unaccepted => CompletionValuesUnaccepted,
+    completion_ranges_in_bytes => CompletionRangesInBytes,
+    // Issue 25, root configuration (i25b).
+    config_merge_replaces => ConfigMergeReplaces,
+    // Issue 25, the stateless telemetry channel (i25b).
+    stateless_snapshot => StatelessSnapshot,
+    logs_to_everyone => LogsToEveryone,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

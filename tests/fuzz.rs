@@ -386,6 +386,14 @@ fuzz_finds! {
     finds_replay_notifications => ReplayNotifications ["RECONNECT-006"],
 }
 
+// Issue 25 (i25b): terminals, session configuration, completions, telemetry.
+fuzz_finds! {
+    finds_leaks_shell_integration => LeaksShellIntegration ["TERM-002"],
+    finds_resolve_not_settled => ResolveNotSettled ["CONFIG-001"],
+    finds_completion_ranges_in_bytes => CompletionRangesInBytes ["COMPLETIONS-001"],
+    finds_stateless_snapshot => StatelessSnapshot ["SUB-006"],
+}
+
 /// A found bug becomes a regression test: the case `--to-case` writes from a shrunk trace
 /// (here one seen by the second client: the host does not broadcast) passes against the
 /// correct host and fails against the faulty one, run by `ahpspec run --suites` with the

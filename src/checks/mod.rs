@@ -14,6 +14,7 @@ pub mod mirror;
 pub mod rpc;
 mod rules;
 pub mod stream;
+pub mod terminals;
 pub mod toolcalls;
 pub mod words;
 

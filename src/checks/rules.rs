@@ -226,6 +226,11 @@ rules! {
             "A chat's inlined summary fields equal its entry in the session's chat catalog (at quiescence)."),
         (Transport012, "TRANSPORT-012", Must, "transport", "docs/specification/root-channel.md § Commands; crate: ahp/src/client.rs (handle_server_request)", "host requests",
             "Host-to-client requests are resource* or createResourceWatch on channel ahp-root://, and after the harness answers one with -32601 the host still answers later requests."),
+        // Issue 25, terminals (i25b).
+        (Term002, "TERM-002", Must, "terminals", "docs/specification/terminal-channel.md § Content parts; crate: ahp-types/src/state.rs (TerminalCommandPart.output)", "terminal/data actions",
+            "terminal/data never contains shell-integration escape sequences (OSC 633 or OSC 133)."),
+        (InvTerm1, "INV-TERM-1", Must, "terminals", "RULES.md §17 INV-TERM-1; crate: ahp/src/reducers.rs (apply_action_to_terminal)", "terminal states and actions",
+            "A terminal's lifecycle.status is running or exited; once exited it stays exited; a command part once complete never reopens."),
     }
     aap {
         (AapHttp001, "AAP-HTTP-001", Must, "aap/http", "docs/schema.md; aap/RULES.md AAP-META-002, AAP-META-006", "JSON bodies",
@@ -265,6 +270,9 @@ rules! {
     }
     cases {
         (Chat001, "CHAT-001"),
+        (Completions001, "COMPLETIONS-001"),
+        (Config001, "CONFIG-001"),
+        (Config003, "CONFIG-003"),
         (Chat006, "CHAT-006"),
         (ChatMove002, "CHAT-MOVE-002"),
         (ChatValidate002, "CHAT-VALIDATE-002"),
@@ -304,7 +312,10 @@ rules! {
         (Sub001, "SUB-001"),
         (Sub003, "SUB-003"),
         (Sub004, "SUB-004"),
+        (Sub006, "SUB-006"),
         (Sub011, "SUB-011"),
+        (Term001, "TERM-001"),
+        (Term006, "TERM-006"),
         (Tool003, "TOOL-003"),
         (Tool006, "TOOL-006"),
         (Tool008, "TOOL-008"),

@@ -30,6 +30,8 @@ pub struct StreamChecks {
     pub mirror: Mirror,
     /// Every tool call's status, from the raw JSON (INV-TOOL-1, INV-TOOL-2, TOOL-007).
     pub tool_calls: ToolCalls,
+    /// What the connection saw of each terminal (TERM-002, INV-TERM-1).
+    pub terminals: super::terminals::Terminals,
     /// Schema violations in frames the harness sent without declaring them invalid.
     pub harness_errors: Vec<String>,
     /// Frames sent deliberately invalid (transcript indices) — not schema-checked.
@@ -71,6 +73,7 @@ impl StreamChecks {
         let mut checks = StreamChecks::new(&old.client_id);
         checks.mirror = old.mirror.clone();
         checks.tool_calls = old.tool_calls.clone();
+        checks.terminals = old.terminals.clone();
         checks.checker.resume_from(&old.checker);
         checks.dispatched = old.dispatched.clone();
         checks.negotiated = old.negotiated;
@@ -128,6 +131,8 @@ impl StreamChecks {
         *counts.entry(Rule::Turn005).or_insert(0) += self.mirror.parts_checked;
         *counts.entry(Rule::Turn004).or_insert(0) += self.mirror.turn_ids_checked;
         *counts.entry(Rule::Pending003).or_insert(0) += self.mirror.queue_consumptions;
+        *counts.entry(Rule::Term002).or_insert(0) += self.terminals.data_checked;
+        *counts.entry(Rule::InvTerm1).or_insert(0) += self.terminals.states_checked;
         for (rule, n) in &self.invariant_counts {
             *counts.entry(*rule).or_insert(0) += n;
         }
@@ -158,6 +163,7 @@ impl StreamChecks {
             if let Some(channel) = message.member("params").member("channel").as_str() {
                 self.mirror.forget(channel);
                 self.tool_calls.forget(channel);
+                self.terminals.forget(channel);
             }
         }
         if let (Some(problem), Some(method)) = (problem, method) {
@@ -366,6 +372,8 @@ impl StreamChecks {
             }));
             if Kind::infer(resource, &state) == Some(Kind::Chat) {
                 self.tool_calls.snapshot(resource, &state, counts, found);
+            } else if super::terminals::is_terminal(resource, &state) {
+                self.terminals.snapshot(resource, &state, found);
             }
             self.mirror.load_snapshot(snapshot);
         }
@@ -383,6 +391,7 @@ impl StreamChecks {
         if !envelope.member("rejectionReason").is_null() {
             return;
         }
+        self.terminals.action(envelope, found);
         if let Some(chat) = envelope
             .member("channel")
             .as_str()

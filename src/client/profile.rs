@@ -29,6 +29,43 @@ pub struct Profile {
     /// the usual ones ([`crate::redact`]): their values never reach a report or capture.
     #[serde(default)]
     pub secrets: Vec<String>,
+    /// What the session-configuration cases ask of `sessionConfigCompletions` (issue 25):
+    /// without it they are not testable.
+    #[serde(default)]
+    pub session_config: Option<SessionConfigNeeds>,
+    /// What the `completions` cases type (issue 25): without it they are not testable.
+    #[serde(default)]
+    pub completions: Option<CompletionsNeeds>,
+    /// What the root-configuration case sets (issue 25): without it it is not testable.
+    #[serde(default)]
+    pub root_config: Option<RootConfigNeeds>,
+}
+
+/// A property of the server's root configuration and a value it allows other than its
+/// current one (`${root_config.property}`, `${root_config.value}`).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RootConfigNeeds {
+    pub property: String,
+    pub value: serde_json::Value,
+}
+
+/// A property `resolveSessionConfig` marks `enumDynamic`, and a query
+/// `sessionConfigCompletions` answers for it with a value other than the property's default
+/// (`${config.property}`, `${config.query}`).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SessionConfigNeeds {
+    pub dynamic_property: String,
+    pub query: String,
+}
+
+/// A user-message text `completions` answers with at least one item, the cursor at its end
+/// (`${completions.text}`, and `${completions.length}`: its length in UTF-16 code units).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CompletionsNeeds {
+    pub text: String,
 }
 
 /// How to trigger one behaviour, and what it promises. A case that needs more than the
@@ -70,6 +107,12 @@ impl Behaviour {
 
 /// The profile need for working directories (`needs = ["directories"]`).
 pub const DIRECTORIES: &str = "directories";
+/// The profile need for a dynamic session-configuration property (`session_config`).
+pub const SESSION_CONFIG: &str = "session-config";
+/// The profile need for a completable message text (`completions`).
+pub const COMPLETIONS: &str = "completions";
+/// The profile need for a settable root-configuration property (`root_config`).
+pub const ROOT_CONFIG: &str = "root-config";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
@@ -118,6 +161,15 @@ impl Profile {
     pub fn provides(&self, need: &str) -> bool {
         if need == DIRECTORIES {
             return self.working_directories.len() >= 2;
+        }
+        if need == SESSION_CONFIG {
+            return self.session_config.is_some();
+        }
+        if need == COMPLETIONS {
+            return self.completions.is_some();
+        }
+        if need == ROOT_CONFIG {
+            return self.root_config.is_some();
         }
         match need.split_once('.') {
             Some((behaviour, promise)) => self

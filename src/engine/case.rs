@@ -238,6 +238,12 @@ impl Runner<'_> {
                 stop = Some(Stop::NotTestable(
                     if need == crate::client::profile::DIRECTORIES {
                         "the target profile names no two working directories the server accepts (working_directories)".to_owned()
+                    } else if need == crate::client::profile::SESSION_CONFIG {
+                        "the target profile names no dynamic session-configuration property (session_config)".to_owned()
+                    } else if need == crate::client::profile::COMPLETIONS {
+                        "the target profile names no text to complete (completions)".to_owned()
+                    } else if need == crate::client::profile::ROOT_CONFIG {
+                        "the target profile names no root-configuration property to set (root_config)".to_owned()
                     } else if need.contains('.') {
                         format!("the target profile does not promise {need:?}")
                     } else {

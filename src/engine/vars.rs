@@ -54,6 +54,22 @@ impl Vars {
         for (at, directory) in profile.working_directories.iter().enumerate() {
             vars.set(&format!("directory.{at}"), Value::String(directory.clone()));
         }
+        if let Some(config) = &profile.session_config {
+            vars.set(
+                "config.property",
+                Value::String(config.dynamic_property.clone()),
+            );
+            vars.set("config.query", Value::String(config.query.clone()));
+        }
+        if let Some(completions) = &profile.completions {
+            let length = completions.text.encode_utf16().count();
+            vars.set("completions.text", Value::String(completions.text.clone()));
+            vars.set("completions.length", Value::from(length));
+        }
+        if let Some(root) = &profile.root_config {
+            vars.set("root_config.property", Value::String(root.property.clone()));
+            vars.set("root_config.value", root.value.clone());
+        }
         vars
     }
 
@@ -136,7 +152,40 @@ impl Vars {
         Some(self.resolve(inner).ok().filter(|v| !v.is_null()))
     }
 
+    /// `text` with every reference nested in another one's path (`${a/x/${b}}`) replaced by
+    /// its text first, so that the outer one reads the key the inner one names.
+    fn expand_nested(&self, text: &str) -> Result<String, UnknownVar> {
+        let mut text = text.to_owned();
+        'expand: loop {
+            let mut from = 0;
+            while let Some(open) = text[from..].find("${").map(|at| from + at) {
+                let body = open + 2;
+                let Some(close) = text[body..].find('}').map(|at| body + at) else {
+                    return Ok(text);
+                };
+                // The innermost reference before the first close is a whole one.
+                if let Some(inner) = text[body..close].rfind("${").map(|at| body + at) {
+                    let value = match self.resolve(&text[inner + 2..close])? {
+                        Value::String(s) => s,
+                        other => other.to_string(),
+                    };
+                    text.replace_range(inner..=close, &value);
+                    continue 'expand;
+                }
+                from = body;
+            }
+            return Ok(text);
+        }
+    }
+
     fn substitute_str(&self, text: &str) -> Result<Value, UnknownVar> {
+        let expanded;
+        let text = if text.contains("${") && text.matches("${").count() > 1 {
+            expanded = self.expand_nested(text)?;
+            expanded.as_str()
+        } else {
+            text
+        };
         if let Some(resolved) = self.optional(&Value::String(text.to_owned())) {
             return Ok(resolved.unwrap_or(Value::Null));
         }
@@ -173,6 +222,21 @@ impl Vars {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reference_nested_in_a_path_is_read_first() {
+        let mut vars = Vars::new("r");
+        vars.set("key", json!("b"));
+        vars.set("doc", json!({ "a": { "b": 7 } }));
+        assert_eq!(
+            vars.substitute(&json!("${doc/a/${key}}")).ok(),
+            Some(json!(7))
+        );
+        assert_eq!(
+            vars.substitute(&json!("x ${key} ${doc/a/${key}}")).ok(),
+            Some(json!("x b 7"))
+        );
+    }
     use serde_json::json;
 
     #[test]

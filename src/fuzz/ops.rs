@@ -94,11 +94,22 @@ pub enum Probe {
     /// older turns: chat/turnsLoaded precedes the response; a bogus cursor gets -32602
     /// (TURN-010).
     FetchTurns,
+    /// create a terminal, run `true` and `exit` in it (its end: TERM-006), dispose it: the
+    /// root subscriber sees it listed, then dropped (TERM-001); not probed where the root
+    /// lists no terminals.
+    Terminal,
+    /// resolve the session configuration twice (the second time with the values the first
+    /// answered: CONFIG-001) and complete a text with a character outside the BMP
+    /// (COMPLETIONS-001).
+    SessionConfig,
+    /// a new connection subscribes to the logs channel initialize advertises: no snapshot
+    /// (SUB-006); nothing to probe where none is advertised.
+    Telemetry,
 }
 
 impl Probe {
     /// Every probe, in declaration order.
-    pub const ALL: [Probe; 10] = [
+    pub const ALL: [Probe; 13] = [
         Probe::SubscribeUnknown,
         Probe::DispatchToMissing,
         Probe::SideSession,
@@ -109,6 +120,9 @@ impl Probe {
         Probe::UnsupportedVersion,
         Probe::Unsubscribe,
         Probe::FetchTurns,
+        Probe::Terminal,
+        Probe::SessionConfig,
+        Probe::Telemetry,
     ];
 }
 
@@ -331,6 +345,9 @@ fn probe() -> impl Strategy<Value = Probe> {
         Just(Probe::UnsupportedVersion),
         Just(Probe::Unsubscribe),
         Just(Probe::FetchTurns),
+        Just(Probe::Terminal),
+        Just(Probe::SessionConfig),
+        Just(Probe::Telemetry),
     ]
 }
 

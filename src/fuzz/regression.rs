@@ -10,7 +10,7 @@ use super::ops::Probe;
 use crate::client::ROOT;
 use crate::suite::{
     Asserting, Assertions, Connect, Dispatch, ExpectAction, ExpectClosed, ExpectEcho,
-    ExpectNotification, ExpectResponse, ExpectSilence, Initialize, MakeSession, Notify, Request,
+    ExpectNotification, ExpectResponse, ExpectSilence, ExpectState, Initialize, MakeSession, Notify, Request,
     Sleep, Step,
 };
 
@@ -315,6 +315,101 @@ pub(super) fn probe_steps(n: usize, probe: Probe) -> Vec<Step> {
                     ..ExpectSilence::default()
                 }),
                 plain(response(on(&f), &fetch, true, &[])),
+            ]
+        }
+        Probe::Telemetry => {
+            let l = format!("l{n}");
+            let sub = format!("{l}sub");
+            let logs = json!({ "channel": format!("${{{l}.init/result/telemetry/logs}}") });
+            let stateless = Assertions {
+                lacks: vec!["/result/snapshot".into()],
+                ..Assertions::default()
+            };
+            vec![
+                initialize(&l),
+                request(on(&l), "subscribe", logs, &sub),
+                asserting(response(on(&l), &sub, true, &[]), stateless),
+            ]
+        }
+        Probe::SessionConfig => {
+            let (a, c) = (format!("{p}a"), format!("{p}c"));
+            let values = format!("${{{p}/result/values}}");
+            let settled = Assertions {
+                equals: [("/result/values".to_owned(), json!(values))].into(),
+                ..Assertions::default()
+            };
+            vec![
+                request(None, "resolveSessionConfig", json!({ "channel": ROOT }), &p),
+                plain(response(None, &p, true, &[])),
+                request(
+                    None,
+                    "resolveSessionConfig",
+                    json!({ "channel": ROOT, "config": values }),
+                    &a,
+                ),
+                asserting(response(None, &a, true, &[]), settled),
+                request(
+                    None,
+                    "completions",
+                    json!({ "channel": "${S.chat}", "kind": "userMessage",
+                            "text": "\u{1F642} see @C", "offset": 9 }),
+                    &c,
+                ),
+                plain(response(None, &c, true, &[])),
+            ]
+        }
+        Probe::Terminal => {
+            let terminal = format!("ahp-terminal:/${{run}}-term-{n}");
+            let d = format!("{p}d");
+            let listed = |contains: bool| {
+                let entry: crate::suite::Matches =
+                    [("/action/terminals".to_owned(), json!({ "resource": terminal }))].into();
+                let (where_contains, where_excludes) = if contains {
+                    (entry, Default::default())
+                } else {
+                    (Default::default(), entry)
+                };
+                Step::Action(ExpectAction {
+                    channel: ROOT.into(),
+                    action_type: "root/terminalsChanged".into(),
+                    where_contains,
+                    where_excludes,
+                    ..ExpectAction::default()
+                })
+            };
+            let claim = json!({ "kind": "client", "clientId": "${c1.clientId}" });
+            vec![
+                request(
+                    None,
+                    "createTerminal",
+                    json!({ "channel": terminal, "claim": claim }),
+                    &p,
+                ),
+                plain(response(None, &p, true, &[])),
+                listed(true),
+                Step::State(Asserting {
+                    step: ExpectState {
+                        channel: terminal.clone(),
+                        ..ExpectState::default()
+                    },
+                    assert: Assertions {
+                        has: vec!["/lifecycle".into()],
+                        ..Assertions::default()
+                    },
+                }),
+                Step::Dispatch(Dispatch {
+                    channel: terminal.clone(),
+                    action: json!({ "type": "terminal/input", "data": "true\nexit 0\n" }),
+                    ..Dispatch::default()
+                }),
+                Step::Action(ExpectAction {
+                    channel: terminal.clone(),
+                    action_type: "terminal/exited".into(),
+                    ..ExpectAction::default()
+                }),
+                request(None, "disposeTerminal", json!({ "channel": terminal }), &d),
+                plain(response(None, &d, true, &[])),
+                listed(false),
             ]
         }
     }

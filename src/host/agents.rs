@@ -51,7 +51,19 @@ pub fn root_state() -> RootState {
                 "models": []
             }
         ],
-        "activeSessions": 0
+        "activeSessions": 0,
+        // Terminal support (issue 25): the list is there, empty until one is created.
+        "terminals": [],
+        // The host's own settings, which clients change with root/configChanged (ROOT-012).
+        "config": {
+            "schema": { "type": "object", "properties": {
+                "telemetryLevel": { "type": "string", "title": "Telemetry level",
+                                    "enum": ["off", "errors", "all"], "default": "errors" },
+                "autoUpdate": { "type": "boolean", "title": "Update agents automatically",
+                                "default": true },
+            } },
+            "values": { "telemetryLevel": "errors", "autoUpdate": true },
+        }
     });
     // The literal above is a valid RootState; a decoding failure would be a bug caught by
     // every test, so fall back to an empty root rather than panic.

@@ -215,6 +215,25 @@ fault_catalog! {
     QueuedIdleKept => ("queued-idle-kept", "PENDING-004", "Keeps a message queued on an idle chat in the queue: no turn starts for it until another turn ends."),
     PendingShownRunning => ("pending-shown-running", "INV-FOLD-1", "Shows tool calls waiting for confirmation as already running (confirmed not-needed) in chat snapshots (its actions are right)."),
     ReadUnapplied => ("read-unapplied", "DISPATCH-008", "Accepts chat/isReadChanged (an echo without rejectionReason) but leaves the chat's IsRead bit as it was, behind the reducers' back."),
+    // Issue 25, terminals (i25b).
+    TerminalsChangedOnlyNew => ("terminals-changed-only-new", "TERM-001", "Lists only the new terminal in the root/terminalsChanged of a createTerminal, not the full list."),
+    LeaksShellIntegration => ("leaks-shell-integration", "TERM-002", "Passes the shell's OSC 633 integration sequences through in terminal/data."),
+    ClaimFromAnyone => ("claim-from-anyone", "TERM-003", "Accepts terminal/claimed from a client that does not hold the terminal's claim."),
+    InputShownAsOutput => ("input-shown-as-output", "TERM-004", "Adds the data of every accepted terminal/input to the terminal's content as an unclassified part, behind the reducers' back."),
+    ExitedShownRunning => ("exited-shown-running", "INV-TERM-1", "Shows an exited terminal as running again in terminal snapshots."),
+    CommandFinishedWrongId => ("command-finished-wrong-id", "TERM-005", "Ends each detected command with a terminal/commandFinished whose commandId is not the one its terminal/commandExecuted gave."),
+    ExitUnlisted => ("exit-unlisted", "TERM-006", "Sends terminal/exited when a terminal's shell ends but no root/terminalsChanged, and lists every terminal running in the root list."),
+    CwdUnreported => ("cwd-unreported", "TERM-007", "Never sends terminal/cwdChanged when the shell changes directory."),
+    // Issue 25, session configuration and completions (i25b).
+    ResolveNotSettled => ("resolve-not-settled", "CONFIG-001", "Reads the sandbox value a client gives resolveSessionConfig inverted, so the values it answers do not resolve to themselves."),
+    SessionConfigIgnored => ("session-config-ignored", "CONFIG-002", "Creates every session with the default configuration, whatever createSession.config says."),
+    CompletionValuesUnaccepted => ("completion-values-unaccepted", "CONFIG-003", "Answers sessionConfigCompletions with values in upper case, which the property does not allow."),
+    CompletionRangesInBytes => ("completion-ranges-in-bytes", "COMPLETIONS-001", "Gives completion items' rangeStart and rangeEnd in UTF-8 bytes instead of UTF-16 code units."),
+    // Issue 25, root configuration (i25b).
+    ConfigMergeReplaces => ("config-merge-replaces", "ROOT-012", "Follows each root/configChanged merge a client dispatches with its own root/configChanged replacing the values by the ones the client set."),
+    // Issue 25, the stateless telemetry channel (i25b).
+    StatelessSnapshot => ("stateless-snapshot", "SUB-006", "Answers subscribe to its telemetry (ahp-otlp:) channel with a snapshot (of the root state)."),
+    LogsToEveryone => ("logs-to-everyone", "OTLP-001", "Sends its otlp/exportLogs notifications to every initialized connection, subscribed to the logs channel or not."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

@@ -20,6 +20,12 @@ mod dispatch;
 pub mod faults;
 mod projection;
 pub mod script;
+// Issue 25, terminals (i25b).
+mod terminals;
+// Issue 25, session configuration (i25b).
+mod session_config;
+// Issue 25, the stateless telemetry channel (i25b).
+mod telemetry;
 mod world;
 
 pub use world::variants;
@@ -176,6 +182,7 @@ pub async fn spawn(config: HostConfig) -> io::Result<HostHandle> {
             session_init: config.session_init,
             turn_windows: config.turn_windows,
             variants: config.variants.clone(),
+            terminals: config.listen.ip().is_loopback(),
         });
         world.shared = weak.clone();
         Shared {

@@ -8,7 +8,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
-use ahp::reducers::{apply_action_to_chat, apply_action_to_root, apply_action_to_session};
+use ahp::reducers::{
+    apply_action_to_chat, apply_action_to_root, apply_action_to_session, apply_action_to_terminal,
+};
 use ahp_types::actions::StateAction;
 use ahp_types::state::{ChatState, RootState, SessionState};
 use serde_json::{json, Map, Value};
@@ -128,6 +130,9 @@ pub struct WorldConfig {
     pub turn_windows: bool,
     /// Conforming choices (see `HostConfig::variants`).
     pub variants: variants::Variants,
+    /// Whether `createTerminal` starts shells: only on a host that listens on a loopback
+    /// address (a terminal is a shell of the user running the host; see the terminals module).
+    pub terminals: bool,
 }
 
 #[derive(Debug)]
@@ -137,6 +142,8 @@ pub struct World {
     pub root: RootState,
     pub sessions: BTreeMap<String, SessionEntry>,
     pub chats: HashMap<String, ChatEntry>,
+    /// Terminals by URI (issue 25, terminals): each a shell on a pty.
+    pub terminals: BTreeMap<String, super::terminals::entry::TerminalEntry>,
     pub conns: HashMap<ConnId, ConnEntry>,
     pub replay: VecDeque<Replayed>,
     /// Sequence number of the newest envelope evicted from the replay buffer.
@@ -175,6 +182,7 @@ pub enum ChannelKind {
     Root,
     Session,
     Chat,
+    Terminal,
 }
 
 pub const ROOT: &str = "ahp-root://";
@@ -191,6 +199,7 @@ impl World {
             root,
             sessions: BTreeMap::new(),
             chats: HashMap::new(),
+            terminals: BTreeMap::new(),
             conns: HashMap::new(),
             replay: VecDeque::new(),
             replay_floor: 0,
@@ -224,6 +233,8 @@ impl World {
             Some(ChannelKind::Session)
         } else if self.chats.contains_key(uri) {
             Some(ChannelKind::Chat)
+        } else if self.terminals.contains_key(uri) {
+            Some(ChannelKind::Terminal)
         } else {
             None
         }
@@ -325,6 +336,7 @@ impl World {
                 self.break_chat_status(&mut state);
                 state
             }
+            ChannelKind::Terminal => self.terminal_snapshot(uri)?,
         };
         let ahead = self.fault(Fault::SnapshotSeqAhead) && uri.starts_with("ahp-session:");
         let from_seq = if ahead { self.seq + 1 } else { self.seq };
@@ -476,6 +488,11 @@ impl World {
             Some(ChannelKind::Chat) => {
                 if let Some(entry) = self.chats.get_mut(channel) {
                     apply_action_to_chat(&mut entry.state, action);
+                }
+            }
+            Some(ChannelKind::Terminal) => {
+                if let Some(entry) = self.terminals.get_mut(channel) {
+                    apply_action_to_terminal(&mut entry.state, action);
                 }
             }
             None => return Err(EmitError::NoChannel(channel.to_owned())),

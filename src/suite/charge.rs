@@ -26,6 +26,11 @@ pub fn command_rule(method: &str) -> Option<Rule> {
         "disposeChat" => Rule::Chat006,
         "moveChat" => Rule::ChatMove002,
         "fetchTurns" => Rule::Turn010,
+        // Issue 25, terminals (i25b).
+        "createTerminal" | "disposeTerminal" => Rule::Term001,
+        "resolveSessionConfig" => Rule::Config001,
+        "sessionConfigCompletions" => Rule::Config003,
+        "completions" => Rule::Completions001,
         _ => return None,
     })
 }

@@ -70,6 +70,21 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "robustness.toml",
         include_str!("../../suites/robustness.toml"),
     ),
+    // Issue 25, terminals (i25b).
+    (
+        "terminals.toml",
+        include_str!("../../suites/terminals.toml"),
+    ),
+    // Issue 25, session configuration and completions (i25b).
+    (
+        "session-config.toml",
+        include_str!("../../suites/session-config.toml"),
+    ),
+    // Issue 25, the stateless telemetry channel (i25b).
+    (
+        "telemetry.toml",
+        include_str!("../../suites/telemetry.toml"),
+    ),
 ];
 
 /// The `relies_on` value of an expectation that rests on what the target profile promises

@@ -266,6 +266,13 @@ pub struct ExpectAction {
     /// Pointer (into the envelope) → value.
     #[serde(default, rename = "where", skip_serializing_if = "BTreeMap::is_empty")]
     pub matching: Matches,
+    /// Pointer to an array (into the envelope) → an element it must contain (partial
+    /// object match), as a filter like `where`: for lists other cases' work also fills.
+    #[serde(default)]
+    pub where_contains: Matches,
+    /// Pointer to an array (into the envelope) → an element it must not contain.
+    #[serde(default)]
+    pub where_excludes: Matches,
     /// The next action of this type on the channel must match `where` (instead of waiting
     /// for any matching one): for order requirements.
     #[serde(default, skip_serializing_if = "is_false")]

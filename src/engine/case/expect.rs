@@ -279,6 +279,8 @@ impl Runner<'_> {
     pub(super) async fn expect_action(&mut self, s: &ExpectAction) -> StepResult {
         let channel = self.subst_str(&s.channel)?;
         let matching = self.subst_matches(&s.matching)?;
+        let contains = self.subst_matches(&s.where_contains)?;
+        let excludes = self.subst_matches(&s.where_excludes)?;
         let kind = s.action_type.clone();
         let within = s.within_ms.map_or(self.ctx.timeout, Duration::from_millis);
         let next = s.next;
@@ -288,6 +290,8 @@ impl Runner<'_> {
                     && is_channel(&m["params"]["channel"], &channel)
                     && m["params"]["action"]["type"] == kind.as_str()
                     && (next || matches_all(&m["params"], &matching))
+                    && lists(&m["params"], &contains, true)
+                    && lists(&m["params"], &excludes, false)
             })
             .await?;
         match found {
@@ -355,4 +359,20 @@ impl Runner<'_> {
             )
         }
     }
+}
+
+/// Whether each array `filters` points to (in `document`) holds an element like the one
+/// named (`holds`), or holds none (`!holds`).
+fn lists(document: &Value, filters: &crate::suite::Matches, holds: bool) -> bool {
+    filters.iter().all(|(pointer, element)| {
+        let found = document
+            .pointer(pointer)
+            .and_then(Value::as_array)
+            .is_some_and(|items| {
+                items
+                    .iter()
+                    .any(|i| super::document::partial_match(i, element))
+            });
+        found == holds
+    })
 }

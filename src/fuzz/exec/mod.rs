@@ -22,6 +22,8 @@ use crate::verdict::ReportedFrame;
 mod dispatch;
 mod probes;
 mod setup;
+// Issue 25, terminals and session configuration (i25b).
+mod terminal_config;
 
 /// How a sequence runs.
 #[derive(Debug, Clone)]

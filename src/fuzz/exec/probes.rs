@@ -53,6 +53,9 @@ impl Run<'_> {
             Probe::UnsupportedVersion => self.unsupported_version().await,
             Probe::Unsubscribe => self.unsubscribe(index, client).await,
             Probe::FetchTurns => self.fetch_turns().await,
+            Probe::Terminal => self.terminal(index, client).await,
+            Probe::SessionConfig => self.session_config(client).await,
+            Probe::Telemetry => self.telemetry().await,
         };
         if let Some((rule, expected, actual)) = found {
             return Some(Failure {
@@ -301,7 +304,7 @@ impl Run<'_> {
     }
 
     /// `initialize` on a new connection offering `versions`.
-    async fn handshake(
+    pub(super) async fn handshake(
         &mut self,
         versions: &[&str],
     ) -> Result<(Conn, Result<Value, TransportError>), Finding> {

@@ -68,6 +68,10 @@ impl World {
             .copied()
             .flatten()
             .filter_map(|uri| {
+                if crate::host::telemetry::is_stateless(uri) {
+                    self.subscribe_conn(conn, uri);
+                    return None;
+                }
                 let snapshot = self.snapshot(uri, None)?;
                 self.subscribe_conn(conn, uri);
                 Some(snapshot)
@@ -83,6 +87,7 @@ impl World {
             "serverSeq": self.seq,
             "snapshots": snapshots,
             "serverInfo": { "name": "ahpspec-reference-host", "version": env!("CARGO_PKG_VERSION") },
+            "telemetry": crate::host::telemetry::capabilities(),
         });
         if self.fault(Fault::LegacyUri) {
             result["defaultDirectory"] = json!("agenthost:/workspace");

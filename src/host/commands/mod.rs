@@ -8,6 +8,8 @@ use super::faults::Fault;
 use super::world::{ConnId, Version, World};
 
 mod chats;
+// Issue 25, session configuration and completions (i25b).
+mod completions;
 mod handshake;
 mod sessions;
 mod subscriptions;
@@ -115,6 +117,11 @@ fn plain_authority(rest: &str) -> bool {
         .is_none_or(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// A terminal command's refusal as a JSON-RPC error.
+fn refused(error: super::terminals::RpcError) -> RpcError {
+    RpcError::new(error.code, error.message)
+}
+
 fn parse<T: DeserializeOwned>(params: &Value) -> Result<T, RpcError> {
     serde_json::from_value(params.clone())
         .map_err(|e| RpcError::new(INVALID_PARAMS, format!("invalid params: {e}")))
@@ -150,9 +157,9 @@ impl World {
             "fetchTurns" => self.fetch_turns(params),
             "authenticate" if self.fault(Fault::AuthenticateAnything) => Reply::of(Ok(json!({}))),
             "authenticate" => Reply::of(Err(self.auth_required())),
-            "completions" => Reply::of(self.existing_chat(params).map(|_| json!({ "items": [] }))),
+            "completions" => Reply::of(self.completions(params)),
             "resolveSessionConfig" => Reply::of(self.resolve_session_config(params)),
-            "sessionConfigCompletions" => Reply::of(Ok(json!({ "items": [] }))),
+            "sessionConfigCompletions" => Reply::of(self.session_config_completions(params)),
             "moveChat" => Reply::of(self.move_chat(params)),
             "resourceResolve" if self.fault(Fault::ResolveMissingWrongCode) => {
                 Reply::of(Err(RpcError::new(INVALID_PARAMS, "no such resource")))
@@ -169,14 +176,16 @@ impl World {
                 Ok(_) => RpcError::new(INVALID_PARAMS, "channel and uri must be URIs"),
                 Err(error) => error,
             })),
-            "resourceWrite" | "resourceMkdir" | "createResourceWatch" | "createTerminal" => {
+            // Issue 25, terminals (i25b).
+            "createTerminal" => Reply::of(self.create_terminal(params).map_err(refused)),
+            "disposeTerminal" => Reply::of(self.dispose_terminal(params).map_err(refused)),
+            "resourceWrite" | "resourceMkdir" | "createResourceWatch" => {
                 Reply::of(Err(RpcError::new(
                     PERMISSION_DENIED,
-                    "this host does not grant file-system or terminal access",
+                    "this host does not grant file-system access",
                 )))
             }
-            "disposeTerminal"
-            | "invokeChangesetOperation"
+            "invokeChangesetOperation"
             | "listAutomationTriggerDefinitions"
             | "runAutomation"
             | "fetchAutomationRuns" => Reply::of(Err(RpcError::new(

@@ -16,6 +16,8 @@ use super::{
 use crate::host::agents::{agent_for, provider_name, AgentKind};
 use crate::host::faults::Fault;
 use crate::host::projection::instant_key;
+use crate::host::session_config;
+use crate::host::telemetry::Severity;
 use crate::host::world::{now_iso, to_value, ChatEntry, ConnId, SessionEntry, World, ROOT};
 
 impl World {
@@ -158,6 +160,7 @@ impl World {
             );
         }
         self.publish_active_sessions();
+        self.log(Severity::Info, &format!("session {uri} created"));
         if let Some(token) = &params.progress_token {
             self.notify_subscribers(
                 ROOT,
@@ -179,6 +182,11 @@ impl World {
     ) -> Result<(), RpcError> {
         let now = now_iso();
         let chat_uri = self.fresh_id("ahp-chat:/chat-");
+        let config = if self.fault(Fault::SessionConfigIgnored) {
+            session_config::resolve(None)
+        } else {
+            session_config::resolve(params.config.as_ref())
+        };
         let mut chat_state = new_chat(&chat_uri, "Chat", &now, None)?;
         if self.fault(Fault::DefaultChatMovable) {
             chat_state.movable = Some(true);
@@ -192,16 +200,9 @@ impl World {
             "activeClients": params.active_client.iter().map(to_value).collect::<Vec<_>>(),
             "chats": [chat_summary(&chat_state)],
             "defaultChat": chat_uri,
-            // One property a client may change during the session and one it may not
-            // (SESSION-014).
-            "config": {
-                "schema": { "type": "object", "properties": {
-                    "mode": { "type": "string", "title": "Mode", "enum": ["ask", "auto"],
-                              "sessionMutable": true },
-                    "sandbox": { "type": "boolean", "title": "Sandbox" },
-                } },
-                "values": { "mode": "ask", "sandbox": true },
-            },
+            // The configuration the client resolved (resolveSessionConfig): one property
+            // it may change during the session, others it may not (SESSION-014).
+            "config": { "schema": session_config::schema(&config), "values": config },
         }))
         .map_err(|e| RpcError::new(INTERNAL_ERROR, format!("building session state: {e}")))?;
         self.sessions.insert(
@@ -329,6 +330,7 @@ impl World {
                 json!({ "channel": ROOT, "session": uri }),
             );
         }
+        self.log(Severity::Info, &format!("session {uri} disposed"));
         self.publish_active_sessions();
         Ok(Value::Null)
     }
@@ -338,13 +340,5 @@ impl World {
         for conn in self.conns.values_mut() {
             conn.subscriptions.remove(uri);
         }
-    }
-
-    pub(super) fn resolve_session_config(&self, params: &Value) -> Result<Value, RpcError> {
-        let provider = params.get("provider").and_then(Value::as_str);
-        if agent_for(provider).is_none() {
-            return Err(RpcError::new(PROVIDER_NOT_FOUND, "unknown provider"));
-        }
-        Ok(json!({ "schema": { "type": "object", "properties": {} }, "values": {} }))
     }
 }

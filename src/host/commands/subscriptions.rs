@@ -33,6 +33,18 @@ impl World {
                 "the root channel is only subscribable at initialize (injected fault)",
             ));
         }
+        if crate::host::telemetry::is_stateless(&params.channel) {
+            // A stateless channel: no snapshot (SUB-006).
+            self.subscribe_conn(conn, &params.channel);
+            if self.fault(Fault::StatelessSnapshot) {
+                // A snapshot valid in shape (the root's state), on a channel that has none.
+                if let Some(mut snapshot) = self.snapshot(crate::host::world::ROOT, None) {
+                    snapshot["resource"] = json!(params.channel);
+                    return Ok(json!({ "snapshot": snapshot }));
+                }
+            }
+            return Ok(json!({}));
+        }
         match self.snapshot(&params.channel, view_turns) {
             Some(mut snapshot) => {
                 self.break_subscribe_snapshot(&mut snapshot, view_turns.is_some());

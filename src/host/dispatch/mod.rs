@@ -7,6 +7,8 @@ use serde_json::{json, Value};
 use super::faults::Fault;
 use super::world::{action_type, notification, to_value, ConnId, World, ROOT};
 
+// Issue 25, root configuration (i25b).
+mod root_config;
 mod validate;
 
 pub(super) use validate::open_request;
@@ -168,6 +170,12 @@ impl World {
             return;
         }
         self.after_accept(channel, &type_name, &action, before.as_ref(), client_id);
+        if self.terminals.contains_key(channel) {
+            self.after_terminal_accept(channel, &action);
+        }
+        if channel == ROOT {
+            self.break_root_config_merge(&action);
+        }
         let session = match self.chats.get(channel) {
             Some(entry) => Some(entry.session.clone()),
             None => self

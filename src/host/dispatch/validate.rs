@@ -42,6 +42,7 @@ impl World {
             Some("root") => ChannelKind::Root,
             Some("session") => ChannelKind::Session,
             Some("chat") => ChannelKind::Chat,
+            Some("terminal") => ChannelKind::Terminal,
             _ => return Err(format!("this host has no channel for {type_name}")),
         };
         if scope != kind {
@@ -51,11 +52,19 @@ impl World {
             return Ok(());
         }
         match kind {
-            ChannelKind::Root => Err("this host has no root configuration".into()),
+            ChannelKind::Root => self.check_root_config(action),
             ChannelKind::Session => {
                 self.check_session_action(channel, type_name, action, client_id)
             }
             ChannelKind::Chat => self.check_chat_action(channel, type_name, action, client_id),
+            // TERM-003: only the claim's holder hands the terminal on.
+            ChannelKind::Terminal
+                if type_name == "terminal/claimed"
+                    && !self.holds_terminal_claim(channel, client_id) =>
+            {
+                Err(format!("{client_id} does not hold the terminal's claim"))
+            }
+            ChannelKind::Terminal => Ok(()),
         }
     }
 
