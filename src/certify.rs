@@ -207,6 +207,11 @@ async fn certify_ahp(
         probe.close().await;
     }
     let server = decided.start_for_run(None).await?;
+    // The built-in host serves a directory of its own: resource cases work in it.
+    let mut profile = profile;
+    if profile.workspace.is_none() {
+        profile.workspace = server.workspace.clone();
+    }
     let mut config = RunConfig {
         plan: plan(options, decided),
         url: server.url.clone(),

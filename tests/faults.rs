@@ -235,6 +235,8 @@ fn blocks(fault: Fault) -> Blocks {
         Fault::TurnEndElsewhere => {
             Blocks::Cases(&[("SUB-010", "SUB-003"), ("VERSION-009", "SUB-003")])
         }
+        // Issue 25, resources (h25a): RES-005 makes its scratch directory two levels down.
+        Fault::MkdirNoParents => Blocks::Cases(&[("RES-005", "RES-004")]),
         _ => Blocks::Nothing,
     }
 }
@@ -629,6 +631,17 @@ fault_tests! {
     pending_shown_running => PendingShownRunning,
     read_unapplied => ReadUnapplied,
     input_request_listed_twice => InputRequestListedTwice,
+    // Issue 25, resources (h25a).
+    list_file_ok => ListFileOk,
+    stale_if_match_writes => StaleIfMatchWrites,
+    mkdir_no_parents => MkdirNoParents,
+    delete_non_empty_ok => DeleteNonEmptyOk,
+    binary_as_utf8 => BinaryAsUtf8,
+    append_truncates => AppendTruncates,
+    copy_overwrites_anyway => CopyOverwritesAnyway,
+    resolve_dir_as_file => ResolveDirAsFile,
+    request_denied_internal => RequestDeniedInternal,
+    denied_without_request => DeniedWithoutRequest,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -25,6 +25,11 @@ pub struct Profile {
     /// and without two of them they are not testable.
     #[serde(default)]
     pub working_directories: Vec<String>,
+    /// A directory (a `file:` URI) the server serves through the `resource*` commands and
+    /// lets the harness create, write and delete files in: resource cases work in fresh
+    /// subdirectories of it (`${workspace}`), and without it they are not testable. The
+    /// built-in host serves a directory of its own, which the run fills in when absent.
+    pub workspace: Option<String>,
     /// Names of the query parameters and headers this server takes credentials in, besides
     /// the usual ones ([`crate::redact`]): their values never reach a report or capture.
     #[serde(default)]
@@ -70,6 +75,8 @@ impl Behaviour {
 
 /// The profile need for working directories (`needs = ["directories"]`).
 pub const DIRECTORIES: &str = "directories";
+/// The profile need for a served, writable directory (`needs = ["workspace"]`).
+pub const WORKSPACE: &str = "workspace";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
@@ -118,6 +125,9 @@ impl Profile {
     pub fn provides(&self, need: &str) -> bool {
         if need == DIRECTORIES {
             return self.working_directories.len() >= 2;
+        }
+        if need == WORKSPACE {
+            return self.workspace.is_some();
         }
         match need.split_once('.') {
             Some((behaviour, promise)) => self

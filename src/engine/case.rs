@@ -238,6 +238,8 @@ impl Runner<'_> {
                 stop = Some(Stop::NotTestable(
                     if need == crate::client::profile::DIRECTORIES {
                         "the target profile names no two working directories the server accepts (working_directories)".to_owned()
+                    } else if need == crate::client::profile::WORKSPACE {
+                        "the target profile names no directory the server serves for writing (workspace)".to_owned()
                     } else if need.contains('.') {
                         format!("the target profile does not promise {need:?}")
                     } else {

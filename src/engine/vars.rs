@@ -54,6 +54,10 @@ impl Vars {
         for (at, directory) in profile.working_directories.iter().enumerate() {
             vars.set(&format!("directory.{at}"), Value::String(directory.clone()));
         }
+        if let Some(workspace) = &profile.workspace {
+            let workspace = workspace.trim_end_matches('/');
+            vars.set("workspace", Value::String(workspace.to_owned()));
+        }
         vars
     }
 

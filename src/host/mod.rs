@@ -20,6 +20,7 @@ mod dispatch;
 pub mod faults;
 mod projection;
 pub mod script;
+mod workspace;
 mod world;
 
 pub use world::variants;
@@ -68,6 +69,9 @@ pub struct HostConfig {
     /// Conforming choices the protocol leaves to a host ([`variants::Variants`]): the
     /// catalog passes with every one of them.
     pub variants: variants::Variants,
+    /// The directory the `resource*` commands serve (`serve --workspace DIR`); absent: a
+    /// fresh temporary directory the host creates and removes when it goes away.
+    pub workspace: Option<std::path::PathBuf>,
 }
 
 impl Default for HostConfig {
@@ -81,6 +85,7 @@ impl Default for HostConfig {
             session_init: DEFAULT_SESSION_INIT,
             turn_windows: true,
             variants: variants::Variants::default(),
+            workspace: None,
         }
     }
 }
@@ -133,6 +138,11 @@ impl HostHandle {
         self.addr
     }
 
+    /// The `file:` URI of the directory the host serves to `resource*` commands.
+    pub fn workspace_uri(&self) -> String {
+        self.shared.lock().workspace.uri()
+    }
+
     /// Actions the host produced that failed to decode or apply — always a host bug.
     pub fn internal_errors(&self) -> Vec<String> {
         self.shared.lock().internal_errors.clone()
@@ -169,14 +179,21 @@ impl HostHandle {
 pub async fn spawn(config: HostConfig) -> io::Result<HostHandle> {
     let listener = TcpListener::bind(config.listen).await?;
     let addr = listener.local_addr()?;
+    let workspace = Arc::new(match &config.workspace {
+        Some(dir) => workspace::Workspace::at(dir)?,
+        None => workspace::Workspace::create()?,
+    });
     let shared = Arc::new_cyclic(|weak| {
-        let mut world = World::new(WorldConfig {
-            faults: config.faults.clone(),
-            replay_capacity: config.replay_capacity,
-            session_init: config.session_init,
-            turn_windows: config.turn_windows,
-            variants: config.variants.clone(),
-        });
+        let mut world = World::new(
+            WorldConfig {
+                faults: config.faults.clone(),
+                replay_capacity: config.replay_capacity,
+                session_init: config.session_init,
+                turn_windows: config.turn_windows,
+                variants: config.variants.clone(),
+            },
+            workspace,
+        );
         world.shared = weak.clone();
         Shared {
             world: Mutex::new(world),

@@ -130,9 +130,14 @@ pub struct WorldConfig {
     pub variants: variants::Variants,
 }
 
+/// The directory the `resource*` commands serve (see `HostConfig::workspace`).
+pub type SharedWorkspace = Arc<super::workspace::Workspace>;
+
 #[derive(Debug)]
 pub struct World {
     pub config: WorldConfig,
+    /// The directory on disk the `resource*` commands serve.
+    pub workspace: SharedWorkspace,
     pub seq: u64,
     pub root: RootState,
     pub sessions: BTreeMap<String, SessionEntry>,
@@ -180,10 +185,11 @@ pub enum ChannelKind {
 pub const ROOT: &str = "ahp-root://";
 
 impl World {
-    pub fn new(config: WorldConfig) -> Self {
+    pub fn new(config: WorldConfig, workspace: SharedWorkspace) -> Self {
         let root = super::agents::root_state();
         World {
             config,
+            workspace,
             seq: 0,
             held_frames: None,
             parked: Default::default(),

@@ -25,6 +25,14 @@ pub fn command_rule(method: &str) -> Option<&'static str> {
         "disposeChat" => "CHAT-006",
         "moveChat" => "CHAT-MOVE-002",
         "fetchTurns" => "TURN-010",
+        // Issue 25, resources (h25a).
+        "resourceList" => "RES-002",
+        "resourceMkdir" => "RES-004",
+        "resourceDelete" => "RES-005",
+        "resourceRead" => "RES-006",
+        "resourceWrite" => "RES-008",
+        "resourceCopy" | "resourceMove" => "RES-009",
+        "resourceResolve" => "RES-010",
         _ => return None,
     })
 }

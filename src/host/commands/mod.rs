@@ -1,6 +1,5 @@
 //! JSON-RPC requests and client notifications other than `dispatchAction`.
 
-use ahp_types::commands::ResourceRequestParams;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
@@ -9,6 +8,7 @@ use super::world::{ConnId, Version, World};
 
 mod chats;
 mod handshake;
+mod resources;
 mod sessions;
 mod subscriptions;
 
@@ -47,6 +47,7 @@ const AUTH_REQUIRED: i64 = -32007;
 const NOT_FOUND: i64 = -32008;
 const PERMISSION_DENIED: i64 = -32009;
 const ALREADY_EXISTS: i64 = -32010;
+const CONFLICT: i64 = -32011;
 
 /// Work run right after a response is queued, still under the world lock.
 pub type AfterReply = Box<dyn FnOnce(&mut World) + Send>;
@@ -154,27 +155,14 @@ impl World {
             "resolveSessionConfig" => Reply::of(self.resolve_session_config(params)),
             "sessionConfigCompletions" => Reply::of(Ok(json!({ "items": [] }))),
             "moveChat" => Reply::of(self.move_chat(params)),
-            "resourceResolve" if self.fault(Fault::ResolveMissingWrongCode) => {
-                Reply::of(Err(RpcError::new(INVALID_PARAMS, "no such resource")))
-            }
-            "resourceRead" | "resourceList" | "resourceResolve" | "resourceDelete"
-            | "resourceCopy" | "resourceMove" => Reply::of(Err(RpcError::new(
-                NOT_FOUND,
-                "this host exposes no resources",
+            // Issue 25, resources (h25a): a real directory on disk.
+            "resourceRead" | "resourceWrite" | "resourceList" | "resourceResolve"
+            | "resourceDelete" | "resourceCopy" | "resourceMove" | "resourceMkdir"
+            | "resourceRequest" => Reply::of(self.resource_command(method, params)),
+            "createResourceWatch" | "createTerminal" => Reply::of(Err(RpcError::new(
+                PERMISSION_DENIED,
+                "this host does not grant file-system or terminal access",
             ))),
-            // Only well-formed params are echoed in the denial's data (ERR-003); others are
-            // invalid params, like any method's.
-            "resourceRequest" => Reply::of(Err(match parse::<ResourceRequestParams>(params) {
-                Ok(p) if plain_uri(&p.channel) && plain_uri(&p.uri) => self.request_denied(params),
-                Ok(_) => RpcError::new(INVALID_PARAMS, "channel and uri must be URIs"),
-                Err(error) => error,
-            })),
-            "resourceWrite" | "resourceMkdir" | "createResourceWatch" | "createTerminal" => {
-                Reply::of(Err(RpcError::new(
-                    PERMISSION_DENIED,
-                    "this host does not grant file-system or terminal access",
-                )))
-            }
             "disposeTerminal"
             | "invokeChangesetOperation"
             | "listAutomationTriggerDefinitions"
@@ -207,22 +195,6 @@ impl World {
         if !self.fault(Fault::AuthRequiredWithoutResources) {
             error.data = Some(json!({ "resources": [] }));
         }
-        error
-    }
-
-    /// The answer to `resourceRequest`: access is never granted; the denial names the
-    /// request it refuses.
-    fn request_denied(&self, params: &Value) -> RpcError {
-        let mut error = RpcError::new(
-            PERMISSION_DENIED,
-            "this host does not grant file-system access",
-        );
-        let request = if self.fault(Fault::PermissionDeniedBadData) {
-            params["uri"].clone()
-        } else {
-            params.clone()
-        };
-        error.data = Some(json!({ "request": request }));
         error
     }
 }
