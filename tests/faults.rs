@@ -642,6 +642,9 @@ fault_tests! {
     resolve_dir_as_file => ResolveDirAsFile,
     request_denied_internal => RequestDeniedInternal,
     denied_without_request => DeniedWithoutRequest,
+    // Issue 25, resource watches (h25a).
+    watch_uri_reused => WatchUriReused,
+    watch_ignores_excludes => WatchIgnoresExcludes,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -226,6 +226,9 @@ fault_catalog! {
     ResolveDirAsFile => ("resolve-dir-as-file", "RES-010", "Reports directories as type file in resourceResolve answers."),
     RequestDeniedInternal => ("request-denied-internal", "RES-011", "Denies a resourceRequest outside its workspace with -32603 instead of -32009."),
     DeniedWithoutRequest => ("denied-without-request", "RES-012", "Refuses resource commands outside its workspace with -32009 but no data.request."),
+    // Issue 25, resource watches (h25a).
+    WatchUriReused => ("watch-uri-reused", "RES-007", "Answers every createResourceWatch of the same URI with the same channel."),
+    WatchIgnoresExcludes => ("watch-ignores-excludes", "RES-013", "Reports changes to paths a resource watch excludes."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

@@ -20,6 +20,7 @@ mod dispatch;
 pub mod faults;
 mod projection;
 pub mod script;
+mod watches;
 mod workspace;
 mod world;
 

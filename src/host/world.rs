@@ -138,6 +138,8 @@ pub struct World {
     pub config: WorldConfig,
     /// The directory on disk the `resource*` commands serve.
     pub workspace: SharedWorkspace,
+    /// Live resource watches by channel.
+    pub watches: super::watches::Watches,
     pub seq: u64,
     pub root: RootState,
     pub sessions: BTreeMap<String, SessionEntry>,
@@ -180,6 +182,7 @@ pub enum ChannelKind {
     Root,
     Session,
     Chat,
+    ResourceWatch,
 }
 
 pub const ROOT: &str = "ahp-root://";
@@ -190,6 +193,7 @@ impl World {
         World {
             config,
             workspace,
+            watches: Default::default(),
             seq: 0,
             held_frames: None,
             parked: Default::default(),
@@ -230,6 +234,8 @@ impl World {
             Some(ChannelKind::Session)
         } else if self.chats.contains_key(uri) {
             Some(ChannelKind::Chat)
+        } else if self.watches.contains_key(uri) {
+            Some(ChannelKind::ResourceWatch)
         } else {
             None
         }
@@ -270,6 +276,7 @@ impl World {
     /// The channel's current state as a snapshot, or `None` when it does not exist.
     pub fn snapshot(&mut self, uri: &str, view_turns: Option<i64>) -> Option<Value> {
         let state = match self.channel_kind(uri)? {
+            ChannelKind::ResourceWatch => self.watches.get(uri)?.state.clone(),
             ChannelKind::Root => {
                 let mut state = self.root_state_json();
                 self.break_root_snapshot(&mut state);
@@ -484,6 +491,8 @@ impl World {
                     apply_action_to_chat(&mut entry.state, action);
                 }
             }
+            // Change batches are events: the reducer keeps no history of them.
+            Some(ChannelKind::ResourceWatch) => {}
             None => return Err(EmitError::NoChannel(channel.to_owned())),
         }
         Ok(())

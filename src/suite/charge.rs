@@ -33,6 +33,7 @@ pub fn command_rule(method: &str) -> Option<&'static str> {
         "resourceWrite" => "RES-008",
         "resourceCopy" | "resourceMove" => "RES-009",
         "resourceResolve" => "RES-010",
+        "createResourceWatch" => "RES-007",
         _ => return None,
     })
 }

@@ -11,6 +11,7 @@ mod handshake;
 mod resources;
 mod sessions;
 mod subscriptions;
+mod watch;
 
 /// Versions (or caret ranges) this host accepts, as reported with `-32005`.
 pub const SUPPORTED_RANGES: &[&str] = &["^1.0.0", "^0.9.0"];
@@ -44,7 +45,7 @@ const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32005;
 /// Reserved and unassigned in 1.0.0; only the `reserved-error-code` fault uses it.
 const RESERVED_ERROR: i64 = -32006;
 const AUTH_REQUIRED: i64 = -32007;
-const NOT_FOUND: i64 = -32008;
+pub(super) const NOT_FOUND: i64 = -32008;
 const PERMISSION_DENIED: i64 = -32009;
 const ALREADY_EXISTS: i64 = -32010;
 const CONFLICT: i64 = -32011;
@@ -116,7 +117,7 @@ fn plain_authority(rest: &str) -> bool {
         .is_none_or(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
 }
 
-fn parse<T: DeserializeOwned>(params: &Value) -> Result<T, RpcError> {
+pub(super) fn parse<T: DeserializeOwned>(params: &Value) -> Result<T, RpcError> {
     serde_json::from_value(params.clone())
         .map_err(|e| RpcError::new(INVALID_PARAMS, format!("invalid params: {e}")))
 }
@@ -159,7 +160,8 @@ impl World {
             "resourceRead" | "resourceWrite" | "resourceList" | "resourceResolve"
             | "resourceDelete" | "resourceCopy" | "resourceMove" | "resourceMkdir"
             | "resourceRequest" => Reply::of(self.resource_command(method, params)),
-            "createResourceWatch" | "createTerminal" => Reply::of(Err(RpcError::new(
+            "createResourceWatch" => Reply::of(self.create_watch(conn, params)),
+            "createTerminal" => Reply::of(Err(RpcError::new(
                 PERMISSION_DENIED,
                 "this host does not grant file-system or terminal access",
             ))),

@@ -59,6 +59,12 @@ impl World {
         }
     }
 
+    /// The path `uri` names in the workspace for reading, or the refusal to answer with.
+    pub(in crate::host) fn served_path(&self, uri: &str) -> Result<PathBuf, RpcError> {
+        let ws = self.workspace.clone();
+        self.served(&ws, uri, Access::Read, true)
+    }
+
     /// The path `uri` names in the workspace, or the refusal to answer with.
     fn served(
         &self,

@@ -56,6 +56,7 @@ impl World {
                 self.check_session_action(channel, type_name, action, client_id)
             }
             ChannelKind::Chat => self.check_chat_action(channel, type_name, action, client_id),
+            ChannelKind::ResourceWatch => Err("resource watches take no client actions".into()),
         }
     }
 
