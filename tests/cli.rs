@@ -198,6 +198,15 @@ const BAD_INPUT: &[(&[&str], &str)] = &[
     (&["run", "--fault", "queue-lifo,nope"], "nope"),
     (&["serve", "--fault", "queue-lifo,nope"], "nope"),
     (&["fuzz", "--fault", "nope"], "nope"),
+    // Issue 25, resources (h25a): the served directory must be one.
+    (
+        &["serve", "--workspace", "/nonexistent/ahpspec-workspace"],
+        "/nonexistent/ahpspec-workspace",
+    ),
+    (
+        &["serve", "--protocol", "aap", "--workspace", "/tmp"],
+        "--workspace",
+    ),
     (
         &["fuzz", "--baseline", "/nonexistent/ahpspec-fuzz-baseline"],
         "/nonexistent/ahpspec-fuzz-baseline",

@@ -219,28 +219,13 @@ async fn run_against(variants: Variants, options: Options) -> RunReport {
     })
     .await
     .expect("host starts");
-    // A URL run knows the host's workspace only from its profile: the resource cases
-    // need it.
-    let given = options.profile.clone();
-    let workspace = host.workspace_uri();
-    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let run_no = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let (dir, profile) = profile_with(&format!("workspace-{run_no}"), |profile| {
-        if let Some(path) = &given {
-            let text = std::fs::read_to_string(path).expect("the given profile");
-            *profile = toml::from_str(&text).expect("the given profile parses");
-        }
-        profile
-            .entry("workspace")
-            .or_insert_with(|| toml::Value::String(workspace));
-    });
     let report = run(&Options {
         url: Some(host.url().to_owned()),
-        profile: Some(profile),
+        // A URL run knows the host's workspace only when told: the resource cases need it.
+        workspace: Some(host.workspace_uri()),
         ..options
     })
     .await;
-    let _ = std::fs::remove_dir_all(dir);
     host.shutdown().await;
     report
 }

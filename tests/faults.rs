@@ -235,8 +235,9 @@ fn blocks(fault: Fault) -> Blocks {
         Fault::TurnEndElsewhere => {
             Blocks::Cases(&[("SUB-010", "SUB-003"), ("VERSION-009", "SUB-003")])
         }
-        // Issue 25, resources (h25a): RES-005 makes its scratch directory two levels down.
-        Fault::MkdirNoParents => Blocks::Cases(&[("RES-005", "RES-004")]),
+        // Issue 25, resources (h25a): RES-005 and RES-013 make their scratch directories
+        // two levels down.
+        Fault::MkdirNoParents => Blocks::Cases(&[("RES-005", "RES-004"), ("RES-013", "RES-004")]),
         _ => Blocks::Nothing,
     }
 }
