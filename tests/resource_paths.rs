@@ -65,18 +65,8 @@ async fn the_catalog_takes_every_resource_command_and_error_path() {
     };
     let any = |_: &Value| true;
     let mut missing = Vec::new();
-    for method in [
-        "resourceRead",
-        "resourceWrite",
-        "resourceList",
-        "resourceCopy",
-        "resourceMove",
-        "resourceDelete",
-        "resourceResolve",
-        "resourceMkdir",
-        "resourceRequest",
-        "createResourceWatch",
-    ] {
+    // The bidirectional resource commands are exactly the part's commands.
+    for method in ahpspec::checks::rpc::HOST_REQUEST_METHODS.iter().copied() {
         if !succeeded(method, &any, &any) {
             missing.push(format!("{method} answered successfully"));
         }
