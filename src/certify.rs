@@ -40,6 +40,9 @@ pub struct Options {
     pub schemas: Option<PathBuf>,
     /// AHP: the target profile (how to drive the server's agent).
     pub profile: Option<PathBuf>,
+    /// AHP: the `file:` URI of a directory the server serves to `resource*` commands, in
+    /// place of the profile's `workspace` (the built-in host's own when neither names one).
+    pub workspace: Option<String>,
     pub baseline: Option<PathBuf>,
     pub selection: Selection,
     pub timeout: Duration,
@@ -63,6 +66,7 @@ impl Default for Options {
             suites: None,
             schemas: None,
             profile: None,
+            workspace: None,
             baseline: None,
             selection: Selection::default(),
             timeout: Duration::from_secs(5),
@@ -207,6 +211,13 @@ async fn certify_ahp(
         probe.close().await;
     }
     let server = decided.start_for_run(None).await?;
+    // The built-in host serves a directory of its own: resource cases work in it.
+    let mut profile = profile;
+    if options.workspace.is_some() {
+        profile.workspace = options.workspace.clone();
+    } else if profile.workspace.is_none() {
+        profile.workspace = server.workspace.clone();
+    }
     let mut config = RunConfig {
         plan: plan(options, decided),
         url: server.url.clone(),

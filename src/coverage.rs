@@ -400,7 +400,7 @@ mod tests {
             .any(|f| f == "action-after-unsubscribe"));
         assert!(sub004.fuzz.iter().any(|f| f == "probe/unsubscribe"));
         assert!(row("TRANSPORT-002").always_on.is_some());
-        assert!(row("RES-002").not_covered.is_some());
+        assert!(row("STATUS-008").not_covered.is_some());
         assert!(row("INV-SEQ-1").covered_by.is_some());
         // Every rule has some proof or the ledger's word on why not.
         for r in &map.rules {

@@ -85,6 +85,9 @@ enum Command {
         /// Largest accepted WebSocket message in bytes.
         #[arg(long, default_value_t = host::DEFAULT_MAX_MESSAGE_BYTES)]
         max_message_bytes: usize,
+        /// The directory the resource commands serve (default: a fresh temporary one).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
     },
 }
 
@@ -304,15 +307,23 @@ fn main() -> ExitCode {
             fault,
             replay_buffer,
             max_message_bytes,
+            workspace,
         } => {
             if let Some(port) = port {
                 listen.set_port(port);
             }
             match protocol.as_deref() {
-                None | Some("ahp") if token.is_none() => {
-                    serve_command(listen, fault.as_deref(), replay_buffer, max_message_bytes)
-                }
+                None | Some("ahp") if token.is_none() => serve_command(
+                    listen,
+                    fault.as_deref(),
+                    replay_buffer,
+                    max_message_bytes,
+                    workspace,
+                ),
                 None | Some("ahp") => usage_error("--token applies to --protocol aap"),
+                Some("aap") if workspace.is_some() => {
+                    usage_error("--workspace applies to --protocol ahp")
+                }
                 Some("aap") => serve_aap(listen, token, fault.as_deref()),
                 Some(other) => usage_error(&format!("unknown protocol {other:?} (ahp or aap)")),
             }

@@ -50,19 +50,27 @@ impl Target {
 /// A server for one sequence: its URL, and what stops it when it is a built-in one.
 pub struct Running {
     pub url: String,
+    /// The `file:` URI of the directory a built-in AHP host serves to `resource*`
+    /// commands (a target profile without a workspace of its own gets it).
+    pub workspace: Option<String>,
     stop: Option<BoxFuture<'static, ()>>,
 }
 
 impl Running {
     /// A server somebody else runs, at `url` (nothing to stop).
     pub fn at(url: String) -> Running {
-        Running { url, stop: None }
+        Running {
+            url,
+            workspace: None,
+            stop: None,
+        }
     }
 
     /// A started server at `url` that `stop` shuts down.
     pub fn started(url: String, stop: BoxFuture<'static, ()>) -> Running {
         Running {
             url,
+            workspace: None,
             stop: Some(stop),
         }
     }

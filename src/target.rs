@@ -260,7 +260,11 @@ impl Server {
         match self {
             Server::Url(url) => Running::at(url),
             Server::Host(host) => {
-                Running::started(host.url().to_owned(), Box::pin(host.shutdown()))
+                let workspace = host.workspace_uri();
+                let mut running =
+                    Running::started(host.url().to_owned(), Box::pin(host.shutdown()));
+                running.workspace = Some(workspace);
+                running
             }
             Server::Aap(server) => Running::started(server.base_url(), Box::pin(server.shutdown())),
         }

@@ -221,6 +221,8 @@ async fn run_against(variants: Variants, options: Options) -> RunReport {
     .expect("host starts");
     let report = run(&Options {
         url: Some(host.url().to_owned()),
+        // A URL run knows the host's workspace only when told: the resource cases need it.
+        workspace: Some(host.workspace_uri()),
         ..options
     })
     .await;

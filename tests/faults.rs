@@ -235,6 +235,9 @@ fn blocks(fault: Fault) -> Blocks {
         Fault::TurnEndElsewhere => {
             Blocks::Cases(&[("SUB-010", "SUB-003"), ("VERSION-009", "SUB-003")])
         }
+        // Issue 25, resources (h25a): RES-005 and RES-013 make their scratch directories
+        // two levels down.
+        Fault::MkdirNoParents => Blocks::Cases(&[("RES-005", "RES-004"), ("RES-013", "RES-004")]),
         _ => Blocks::Nothing,
     }
 }
@@ -648,6 +651,20 @@ fault_tests! {
     // Issue 25, the stateless telemetry channel (i25b).
     stateless_snapshot => StatelessSnapshot,
     logs_to_everyone => LogsToEveryone,
+    // Issue 25, resources (h25a).
+    list_file_ok => ListFileOk,
+    stale_if_match_writes => StaleIfMatchWrites,
+    mkdir_no_parents => MkdirNoParents,
+    delete_non_empty_ok => DeleteNonEmptyOk,
+    binary_as_utf8 => BinaryAsUtf8,
+    append_truncates => AppendTruncates,
+    copy_overwrites_anyway => CopyOverwritesAnyway,
+    resolve_dir_as_file => ResolveDirAsFile,
+    request_denied_internal => RequestDeniedInternal,
+    denied_without_request => DeniedWithoutRequest,
+    // Issue 25, resource watches (h25a).
+    watch_uri_reused => WatchUriReused,
+    watch_ignores_excludes => WatchIgnoresExcludes,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -96,6 +96,7 @@ async fn through_proxy(faults: FaultSet, capture: &Path) -> Through {
     let (_stop, interrupt) = tokio::sync::watch::channel(false);
     let options = Options {
         url: Some(proxy.url()),
+        workspace: Some(host.workspace_uri()),
         timeout,
         ..Options::default()
     };

@@ -27,6 +27,7 @@ async fn catalog_behind(quirk: Quirk) -> RunReport {
     let (_stop, interrupt) = tokio::sync::watch::channel(false);
     let options = Options {
         url: Some(host.url.clone()),
+        workspace: Some(host.workspace.clone()),
         ..Options::default()
     };
     certify(&options, &mut Quiet, interrupt)

@@ -131,6 +131,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         suites: args.select.suites.clone(),
         schemas: args.schemas.clone(),
         profile: args.target_profile.clone(),
+        workspace: None,
         baseline: args.baseline.clone(),
         selection: args.select.selection(),
         timeout: args.timeout,

@@ -18,9 +18,15 @@ pub fn serve_command(
     fault: Option<&str>,
     replay_buffer: usize,
     max_message_bytes: usize,
+    workspace: Option<std::path::PathBuf>,
 ) -> ExitCode {
     if fault == Some("list") {
         return list_faults();
+    }
+    if let Some(dir) = &workspace {
+        if !dir.is_dir() {
+            return usage_error(&format!("--workspace {}: not a directory", dir.display()));
+        }
     }
     let faults = match parse_faults(fault) {
         Ok(faults) => faults,
@@ -31,6 +37,7 @@ pub fn serve_command(
         faults,
         replay_capacity: replay_buffer.max(1),
         max_message_bytes,
+        workspace,
         ..HostConfig::default()
     };
     match serve(config) {
@@ -131,6 +138,12 @@ fn serve(config: HostConfig) -> Result<anyhow::Result<()>, ExitCode> {
         println!("{}", handle.url());
         std::io::stdout().flush()?;
         announce_faults("AHP", &config.faults);
+        // A reader that took only the first lines may have closed the pipe: never fatal.
+        let _ = writeln!(
+            std::io::stderr(),
+            "ahpspec: serving the workspace {} (a target profile's `workspace`)",
+            handle.workspace_uri()
+        );
         wait_for_signal(&mut interrupt).await;
         handle.shutdown().await;
         Ok(())

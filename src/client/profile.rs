@@ -25,6 +25,11 @@ pub struct Profile {
     /// and without two of them they are not testable.
     #[serde(default)]
     pub working_directories: Vec<String>,
+    /// A directory (a `file:` URI) the server serves through the `resource*` commands and
+    /// lets the harness create, write and delete files in: resource cases work in fresh
+    /// subdirectories of it (`${workspace}`), and without it they are not testable. The
+    /// built-in host serves a directory of its own, which the run fills in when absent.
+    pub workspace: Option<String>,
     /// Names of the query parameters and headers this server takes credentials in, besides
     /// the usual ones ([`crate::redact`]): their values never reach a report or capture.
     #[serde(default)]
@@ -113,6 +118,8 @@ pub const SESSION_CONFIG: &str = "session-config";
 pub const COMPLETIONS: &str = "completions";
 /// The profile need for a settable root-configuration property (`root_config`).
 pub const ROOT_CONFIG: &str = "root-config";
+/// The profile need for a served, writable directory (`needs = ["workspace"]`).
+pub const WORKSPACE: &str = "workspace";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
@@ -170,6 +177,9 @@ impl Profile {
         }
         if need == ROOT_CONFIG {
             return self.root_config.is_some();
+        }
+        if need == WORKSPACE {
+            return self.workspace.is_some();
         }
         match need.split_once('.') {
             Some((behaviour, promise)) => self

@@ -244,6 +244,8 @@ impl Runner<'_> {
                         "the target profile names no text to complete (completions)".to_owned()
                     } else if need == crate::client::profile::ROOT_CONFIG {
                         "the target profile names no root-configuration property to set (root_config)".to_owned()
+                    } else if need == crate::client::profile::WORKSPACE {
+                        "the target profile names no directory the server serves for writing (workspace)".to_owned()
                     } else if need.contains('.') {
                         format!("the target profile does not promise {need:?}")
                     } else {

@@ -70,6 +70,10 @@ impl Vars {
             vars.set("root_config.property", Value::String(root.property.clone()));
             vars.set("root_config.value", root.value.clone());
         }
+        if let Some(workspace) = &profile.workspace {
+            let workspace = workspace.trim_end_matches('/');
+            vars.set("workspace", Value::String(workspace.to_owned()));
+        }
         vars
     }
 

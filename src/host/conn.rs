@@ -98,7 +98,9 @@ pub async fn serve(
     }
     let client_id = {
         let mut world = shared.lock();
-        world.conns.remove(&conn).and_then(|entry| entry.client_id)
+        let client_id = world.conns.remove(&conn).and_then(|entry| entry.client_id);
+        world.release_watches();
+        client_id
     };
     drop(tx);
     // Give the writer a moment to flush queued frames and the close frame.

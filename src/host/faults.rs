@@ -234,6 +234,20 @@ fault_catalog! {
     // Issue 25, the stateless telemetry channel (i25b).
     StatelessSnapshot => ("stateless-snapshot", "SUB-006", "Answers subscribe to its telemetry (ahp-otlp:) channel with a snapshot (of the root state)."),
     LogsToEveryone => ("logs-to-everyone", "OTLP-001", "Sends its otlp/exportLogs notifications to every initialized connection, subscribed to the logs channel or not."),
+    // Issue 25, resources on a real directory (h25a).
+    ListFileOk => ("list-file-ok", "RES-002", "Answers resourceList of a file with an empty listing, as if it were a directory."),
+    StaleIfMatchWrites => ("stale-if-match-writes", "RES-003", "Writes a file even when the ifMatch of resourceWrite is not its current etag."),
+    MkdirNoParents => ("mkdir-no-parents", "RES-004", "Creates only the last directory of resourceMkdir: a missing parent gives -32008."),
+    DeleteNonEmptyOk => ("delete-non-empty-ok", "RES-005", "Deletes a non-empty directory without recursive: true, contents and all."),
+    BinaryAsUtf8 => ("binary-as-utf8", "RES-006", "Reads a file that is not UTF-8 as lossy utf-8 text instead of base64."),
+    AppendTruncates => ("append-truncates", "RES-008", "Writes resourceWrite with mode append as a truncating write."),
+    CopyOverwritesAnyway => ("copy-overwrites-anyway", "RES-009", "Overwrites an existing destination of resourceCopy and resourceMove even with failIfExists."),
+    ResolveDirAsFile => ("resolve-dir-as-file", "RES-010", "Reports directories as type file in resourceResolve answers."),
+    RequestDeniedInternal => ("request-denied-internal", "RES-011", "Denies a resourceRequest outside its workspace with -32603 instead of -32009."),
+    DeniedWithoutRequest => ("denied-without-request", "RES-012", "Refuses resource commands outside its workspace with -32009 but no data.request."),
+    // Issue 25, resource watches (h25a).
+    WatchUriReused => ("watch-uri-reused", "RES-007", "Answers every createResourceWatch of the same URI with the same channel."),
+    WatchIgnoresExcludes => ("watch-ignores-excludes", "RES-013", "Reports changes to paths a resource watch excludes."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

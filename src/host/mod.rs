@@ -26,6 +26,8 @@ mod terminals;
 mod session_config;
 // Issue 25, the stateless telemetry channel (i25b).
 mod telemetry;
+mod watches;
+mod workspace;
 mod world;
 
 pub use world::variants;
@@ -74,6 +76,9 @@ pub struct HostConfig {
     /// Conforming choices the protocol leaves to a host ([`variants::Variants`]): the
     /// catalog passes with every one of them.
     pub variants: variants::Variants,
+    /// The directory the `resource*` commands serve (`serve --workspace DIR`); absent: a
+    /// fresh temporary directory the host creates and removes when it goes away.
+    pub workspace: Option<std::path::PathBuf>,
 }
 
 impl Default for HostConfig {
@@ -87,6 +92,7 @@ impl Default for HostConfig {
             session_init: DEFAULT_SESSION_INIT,
             turn_windows: true,
             variants: variants::Variants::default(),
+            workspace: None,
         }
     }
 }
@@ -139,6 +145,11 @@ impl HostHandle {
         self.addr
     }
 
+    /// The `file:` URI of the directory the host serves to `resource*` commands.
+    pub fn workspace_uri(&self) -> String {
+        self.shared.lock().workspace.uri()
+    }
+
     /// Actions the host produced that failed to decode or apply — always a host bug.
     pub fn internal_errors(&self) -> Vec<String> {
         self.shared.lock().internal_errors.clone()
@@ -175,15 +186,22 @@ impl HostHandle {
 pub async fn spawn(config: HostConfig) -> io::Result<HostHandle> {
     let listener = TcpListener::bind(config.listen).await?;
     let addr = listener.local_addr()?;
+    let workspace = Arc::new(match &config.workspace {
+        Some(dir) => workspace::Workspace::at(dir)?,
+        None => workspace::Workspace::create()?,
+    });
     let shared = Arc::new_cyclic(|weak| {
-        let mut world = World::new(WorldConfig {
-            faults: config.faults.clone(),
-            replay_capacity: config.replay_capacity,
-            session_init: config.session_init,
-            turn_windows: config.turn_windows,
-            variants: config.variants.clone(),
-            terminals: config.listen.ip().is_loopback(),
-        });
+        let mut world = World::new(
+            WorldConfig {
+                faults: config.faults.clone(),
+                replay_capacity: config.replay_capacity,
+                session_init: config.session_init,
+                turn_windows: config.turn_windows,
+                variants: config.variants.clone(),
+                terminals: config.listen.ip().is_loopback(),
+            },
+            workspace,
+        );
         world.shared = weak.clone();
         Shared {
             world: Mutex::new(world),

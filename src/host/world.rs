@@ -135,9 +135,16 @@ pub struct WorldConfig {
     pub terminals: bool,
 }
 
+/// The directory the `resource*` commands serve (see `HostConfig::workspace`).
+pub type SharedWorkspace = Arc<super::workspace::Workspace>;
+
 #[derive(Debug)]
 pub struct World {
     pub config: WorldConfig,
+    /// The directory on disk the `resource*` commands serve.
+    pub workspace: SharedWorkspace,
+    /// Live resource watches by channel.
+    pub watches: super::watches::Watches,
     pub seq: u64,
     pub root: RootState,
     pub sessions: BTreeMap<String, SessionEntry>,
@@ -183,15 +190,18 @@ pub enum ChannelKind {
     Session,
     Chat,
     Terminal,
+    ResourceWatch,
 }
 
 pub const ROOT: &str = "ahp-root://";
 
 impl World {
-    pub fn new(config: WorldConfig) -> Self {
+    pub fn new(config: WorldConfig, workspace: SharedWorkspace) -> Self {
         let root = super::agents::root_state();
         World {
             config,
+            workspace,
+            watches: Default::default(),
             seq: 0,
             held_frames: None,
             parked: Default::default(),
@@ -235,6 +245,8 @@ impl World {
             Some(ChannelKind::Chat)
         } else if self.terminals.contains_key(uri) {
             Some(ChannelKind::Terminal)
+        } else if self.watches.contains_key(uri) {
+            Some(ChannelKind::ResourceWatch)
         } else {
             None
         }
@@ -275,6 +287,7 @@ impl World {
     /// The channel's current state as a snapshot, or `None` when it does not exist.
     pub fn snapshot(&mut self, uri: &str, view_turns: Option<i64>) -> Option<Value> {
         let state = match self.channel_kind(uri)? {
+            ChannelKind::ResourceWatch => self.watches.get(uri)?.state.clone(),
             ChannelKind::Root => {
                 let mut state = self.root_state_json();
                 self.break_root_snapshot(&mut state);
@@ -495,6 +508,8 @@ impl World {
                     apply_action_to_terminal(&mut entry.state, action);
                 }
             }
+            // Change batches are events: the reducer keeps no history of them.
+            Some(ChannelKind::ResourceWatch) => {}
             None => return Err(EmitError::NoChannel(channel.to_owned())),
         }
         Ok(())

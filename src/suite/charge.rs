@@ -31,6 +31,15 @@ pub fn command_rule(method: &str) -> Option<Rule> {
         "resolveSessionConfig" => Rule::Config001,
         "sessionConfigCompletions" => Rule::Config003,
         "completions" => Rule::Completions001,
+        // Issue 25, resources (h25a).
+        "resourceList" => Rule::Res002,
+        "resourceMkdir" => Rule::Res004,
+        "resourceDelete" => Rule::Res005,
+        "resourceRead" => Rule::Res006,
+        "resourceWrite" => Rule::Res008,
+        "resourceCopy" | "resourceMove" => Rule::Res009,
+        "resourceResolve" => Rule::Res010,
+        "createResourceWatch" => Rule::Res007,
         _ => return None,
     })
 }

@@ -66,6 +66,11 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ),
     ("status.toml", include_str!("../../suites/status.toml")),
     ("errors.toml", include_str!("../../suites/errors.toml")),
+    // Issue 25, resources (h25a).
+    (
+        "resources.toml",
+        include_str!("../../suites/resources.toml"),
+    ),
     (
         "robustness.toml",
         include_str!("../../suites/robustness.toml"),

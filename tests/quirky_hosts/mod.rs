@@ -48,6 +48,8 @@ pub const HOLD: Duration = Duration::from_millis(15);
 /// A running quirky host; stops when dropped.
 pub struct Quirky {
     pub url: String,
+    /// The `file:` URI of the directory the host behind it serves.
+    pub workspace: String,
     stop: watch::Sender<bool>,
     accept: JoinHandle<()>,
     host: Option<HostHandle>,
@@ -85,6 +87,7 @@ pub async fn quirky_on(quirk: Quirk, config: HostConfig) -> Quirky {
         .await
         .expect("the built-in host starts");
     let upstream = host.url().to_owned();
+    let workspace = host.workspace_uri();
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .expect("binds loopback");
@@ -107,6 +110,7 @@ pub async fn quirky_on(quirk: Quirk, config: HostConfig) -> Quirky {
     });
     Quirky {
         url,
+        workspace,
         stop,
         accept,
         host: Some(host),

@@ -1,6 +1,5 @@
 //! JSON-RPC requests and client notifications other than `dispatchAction`.
 
-use ahp_types::commands::ResourceRequestParams;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
@@ -11,8 +10,10 @@ mod chats;
 // Issue 25, session configuration and completions (i25b).
 mod completions;
 mod handshake;
+mod resources;
 mod sessions;
 mod subscriptions;
+mod watch;
 
 /// Versions (or caret ranges) this host accepts, as reported with `-32005`.
 pub const SUPPORTED_RANGES: &[&str] = &["^1.0.0", "^0.9.0"];
@@ -46,9 +47,10 @@ const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32005;
 /// Reserved and unassigned in 1.0.0; only the `reserved-error-code` fault uses it.
 const RESERVED_ERROR: i64 = -32006;
 const AUTH_REQUIRED: i64 = -32007;
-const NOT_FOUND: i64 = -32008;
+pub(super) const NOT_FOUND: i64 = -32008;
 const PERMISSION_DENIED: i64 = -32009;
 const ALREADY_EXISTS: i64 = -32010;
+const CONFLICT: i64 = -32011;
 
 /// Work run right after a response is queued, still under the world lock.
 pub type AfterReply = Box<dyn FnOnce(&mut World) + Send>;
@@ -122,7 +124,7 @@ fn refused(error: super::terminals::RpcError) -> RpcError {
     RpcError::new(error.code, error.message)
 }
 
-fn parse<T: DeserializeOwned>(params: &Value) -> Result<T, RpcError> {
+pub(super) fn parse<T: DeserializeOwned>(params: &Value) -> Result<T, RpcError> {
     serde_json::from_value(params.clone())
         .map_err(|e| RpcError::new(INVALID_PARAMS, format!("invalid params: {e}")))
 }
@@ -161,30 +163,14 @@ impl World {
             "resolveSessionConfig" => Reply::of(self.resolve_session_config(params)),
             "sessionConfigCompletions" => Reply::of(self.session_config_completions(params)),
             "moveChat" => Reply::of(self.move_chat(params)),
-            "resourceResolve" if self.fault(Fault::ResolveMissingWrongCode) => {
-                Reply::of(Err(RpcError::new(INVALID_PARAMS, "no such resource")))
-            }
-            "resourceRead" | "resourceList" | "resourceResolve" | "resourceDelete"
-            | "resourceCopy" | "resourceMove" => Reply::of(Err(RpcError::new(
-                NOT_FOUND,
-                "this host exposes no resources",
-            ))),
-            // Only well-formed params are echoed in the denial's data (ERR-003); others are
-            // invalid params, like any method's.
-            "resourceRequest" => Reply::of(Err(match parse::<ResourceRequestParams>(params) {
-                Ok(p) if plain_uri(&p.channel) && plain_uri(&p.uri) => self.request_denied(params),
-                Ok(_) => RpcError::new(INVALID_PARAMS, "channel and uri must be URIs"),
-                Err(error) => error,
-            })),
+            // Issue 25, resources (h25a): a real directory on disk.
+            "resourceRead" | "resourceWrite" | "resourceList" | "resourceResolve"
+            | "resourceDelete" | "resourceCopy" | "resourceMove" | "resourceMkdir"
+            | "resourceRequest" => Reply::of(self.resource_command(method, params)),
+            "createResourceWatch" => Reply::of(self.create_watch(conn, params)),
             // Issue 25, terminals (i25b).
             "createTerminal" => Reply::of(self.create_terminal(params).map_err(refused)),
             "disposeTerminal" => Reply::of(self.dispose_terminal(params).map_err(refused)),
-            "resourceWrite" | "resourceMkdir" | "createResourceWatch" => {
-                Reply::of(Err(RpcError::new(
-                    PERMISSION_DENIED,
-                    "this host does not grant file-system access",
-                )))
-            }
             "invokeChangesetOperation"
             | "listAutomationTriggerDefinitions"
             | "runAutomation"
@@ -216,22 +202,6 @@ impl World {
         if !self.fault(Fault::AuthRequiredWithoutResources) {
             error.data = Some(json!({ "resources": [] }));
         }
-        error
-    }
-
-    /// The answer to `resourceRequest`: access is never granted; the denial names the
-    /// request it refuses.
-    fn request_denied(&self, params: &Value) -> RpcError {
-        let mut error = RpcError::new(
-            PERMISSION_DENIED,
-            "this host does not grant file-system access",
-        );
-        let request = if self.fault(Fault::PermissionDeniedBadData) {
-            params["uri"].clone()
-        } else {
-            params.clone()
-        };
-        error.data = Some(json!({ "request": request }));
         error
     }
 }

@@ -13,6 +13,9 @@ impl World {
         if let Some(entry) = self.conns.get_mut(&conn) {
             entry.subscriptions.insert(uri.to_owned());
         }
+        if let Some(watch) = self.watches.get_mut(uri) {
+            watch.subscribed = true;
+        }
     }
 
     pub(super) fn subscribe(&mut self, conn: ConnId, params: &Value) -> Result<Value, RpcError> {
@@ -91,6 +94,10 @@ impl World {
         };
         if !keep_sending {
             entry.subscriptions.remove(channel);
+        }
+        if channel.starts_with(crate::host::watches::WATCH_SCHEME) {
+            self.release_watches();
+            return;
         }
         let client_id = entry.client_id.clone().filter(|_| !keeps_client);
         if let (Some(client_id), Some(session)) = (client_id, self.sessions.get(channel)) {

@@ -65,6 +65,7 @@ impl World {
                 Err(format!("{client_id} does not hold the terminal's claim"))
             }
             ChannelKind::Terminal => Ok(()),
+            ChannelKind::ResourceWatch => Err("resource watches take no client actions".into()),
         }
     }
 
