@@ -143,8 +143,14 @@ pub const OPERATIONS: &[(&str, &[Rule])] = &[
     ),
     ("probe/fetch-turns", &[Rule::Init001, Rule::Turn010]),
     // Issue 25, terminals (i25b).
-    ("probe/terminal", &[Rule::Term001, Rule::Term006, Rule::Dispatch001]),
-    ("probe/session-config", &[Rule::Config001, Rule::Completions001]),
+    (
+        "probe/terminal",
+        &[Rule::Term001, Rule::Term006, Rule::Dispatch001],
+    ),
+    (
+        "probe/session-config",
+        &[Rule::Config001, Rule::Completions001],
+    ),
     ("probe/telemetry", &[Rule::Init001, Rule::Sub006]),
     // Malformed frames (frames.rs): the answer a correct host gives, and surviving the frame.
     ("frames/truncated", &[Rule::Transport006]),

@@ -10,8 +10,8 @@ use super::ops::Probe;
 use crate::client::ROOT;
 use crate::suite::{
     Asserting, Assertions, Connect, Dispatch, ExpectAction, ExpectClosed, ExpectEcho,
-    ExpectNotification, ExpectResponse, ExpectSilence, ExpectState, Initialize, MakeSession, Notify, Request,
-    Sleep, Step,
+    ExpectNotification, ExpectResponse, ExpectSilence, ExpectState, Initialize, MakeSession,
+    Notify, Request, Sleep, Step,
 };
 
 fn on(conn: &str) -> Option<String> {
@@ -362,8 +362,11 @@ pub(super) fn probe_steps(n: usize, probe: Probe) -> Vec<Step> {
             let terminal = format!("ahp-terminal:/${{run}}-term-{n}");
             let d = format!("{p}d");
             let listed = |contains: bool| {
-                let entry: crate::suite::Matches =
-                    [("/action/terminals".to_owned(), json!({ "resource": terminal }))].into();
+                let entry: crate::suite::Matches = [(
+                    "/action/terminals".to_owned(),
+                    json!({ "resource": terminal }),
+                )]
+                .into();
                 let (where_contains, where_excludes) = if contains {
                     (entry, Default::default())
                 } else {
