@@ -7,12 +7,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use ahpspec::capture::{Payload, Peer};
-use ahpspec::certify::{certify, Options};
-use ahpspec::rows::Quiet;
 use serde_json::Value;
 
 mod run_support;
-use run_support::TempDir;
+use run_support::{recorded_catalog_run, TempDir};
 
 /// The part's commands, each to be answered with a result at least once.
 const COMMANDS: &[&str] = &[
@@ -116,15 +114,7 @@ fn missing<'a>(wanted: &[&'a str], seen: &BTreeSet<String>) -> Vec<&'a str> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_catalog_run_reaches_every_command_and_action_of_the_part() {
     let dir = TempDir::new("reach-25b");
-    let capture = dir.path().join("catalog.jsonl");
-    let (_stop, interrupt) = tokio::sync::watch::channel(false);
-    let options = Options {
-        record: Some(capture.clone()),
-        ..Options::default()
-    };
-    let report = certify(&options, &mut Quiet, interrupt)
-        .await
-        .expect("the run starts");
+    let (report, capture) = recorded_catalog_run(&dir).await;
     assert!(
         report.conforming(),
         "the catalog run does not pass: {:?}",

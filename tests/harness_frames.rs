@@ -8,14 +8,12 @@
 use std::path::PathBuf;
 
 use ahpspec::capture::{Payload, Peer};
-use ahpspec::certify::{certify, Options};
 use ahpspec::checks::frame::SchemaMap;
-use ahpspec::rows::Quiet;
 use ahpspec::schema::{SchemaSet, SchemaViolation};
 use serde_json::Value;
 
 mod run_support;
-use run_support::TempDir;
+use run_support::{recorded_catalog_run, TempDir};
 
 fn official_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schemas/ahp/official-1.0.0")
@@ -67,15 +65,7 @@ fn first(errors: &[SchemaViolation]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_frame_the_harness_sends_is_valid_under_the_crate_and_the_official_schemas() {
     let dir = TempDir::new("harness-frames");
-    let capture = dir.path().join("catalog.jsonl");
-    let (_stop, interrupt) = tokio::sync::watch::channel(false);
-    let options = Options {
-        record: Some(capture.clone()),
-        ..Options::default()
-    };
-    let report = certify(&options, &mut Quiet, interrupt)
-        .await
-        .expect("the run starts");
+    let (report, capture) = recorded_catalog_run(&dir).await;
     assert!(
         report.conforming() && report.tally.harness_error == 0,
         "the catalog run does not pass: {:?}",

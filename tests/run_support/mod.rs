@@ -148,3 +148,18 @@ impl Drop for Served {
         let _ = self.child.wait();
     }
 }
+
+/// The whole catalog against the built-in host, recorded to `catalog.jsonl` in `dir`: the
+/// run's report and the capture's path (for the tests that read what a run sent and got).
+pub async fn recorded_catalog_run(dir: &TempDir) -> (ahpspec::verdict::RunReport, PathBuf) {
+    let capture = dir.path().join("catalog.jsonl");
+    let (_stop, interrupt) = tokio::sync::watch::channel(false);
+    let options = ahpspec::certify::Options {
+        record: Some(capture.clone()),
+        ..ahpspec::certify::Options::default()
+    };
+    let report = ahpspec::certify::certify(&options, &mut ahpspec::rows::Quiet, interrupt)
+        .await
+        .expect("the run starts");
+    (report, capture)
+}
