@@ -1,5 +1,7 @@
-//! Runs one case: executes its steps on its own connections, judges each expectation, and
-//! collects what the always-on checks found along the way.
+//! The step interpreter: runs a case's typed steps on its connections, judges each
+//! expectation, and collects what the always-on checks found along the way. One
+//! interpreter below the runners: the AHP runner runs suite cases with it, the fuzzer its
+//! protocol probes, and a regression case replays through it like any suite case.
 
 mod alternatives;
 mod document;
@@ -8,6 +10,7 @@ mod outcome;
 mod progress;
 mod send;
 mod setup;
+pub(crate) mod vars;
 
 use document::{describe, matches_all};
 use outcome::own_rule;
@@ -18,7 +21,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::vars::Vars;
 use crate::checks::frame::{Counts, Schemas};
 use crate::checks::Rule;
 use crate::client::Profile;
@@ -26,6 +28,22 @@ use crate::client::{json_equal as json_eq, Conn, Located, ROOT};
 use crate::suite::*;
 use crate::transport::{Incoming, TransportError};
 use crate::verdict::{CaseResult, Finding, Level, ReportedFrame, Verdict};
+use vars::Vars;
+
+/// Why the run could not read the agents' capabilities from the server's root state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentsUnread {
+    /// The server failed the run's `initialize` (INIT-001) with a wrong answer.
+    Server(String),
+    /// The server failed the run's `initialize` (INIT-001) by not answering at all: it was
+    /// silent until the timeout, sent only what is no answer, or closed the connection.
+    Unanswered(String),
+    /// The root snapshot of the run's `initialize` has no `agents` array (INIT-003): what
+    /// the agents advertise is unknown, not absent.
+    NoAgents(String),
+    /// The harness could not ask (connection, size limit, interrupted).
+    Harness(String),
+}
 
 /// Everything a case needs from the run.
 #[derive(Debug, Clone)]
@@ -39,7 +57,7 @@ pub struct CaseContext {
     pub rerun: String,
     /// `capabilities` of the agent the profile uses (from the root state), or why the server
     /// could not tell (its `initialize` failed: INIT-001).
-    pub agent_capabilities: Result<Value, super::AgentsUnread>,
+    pub agent_capabilities: Result<Value, AgentsUnread>,
     /// Levels of the rules steps may rely on (every case's rule and always-on check).
     pub rule_levels: Arc<HashMap<String, Level>>,
     /// The protocol version connections offer unless a step names its own (`--protocol-version`).
@@ -172,7 +190,7 @@ impl Runner<'_> {
                 break;
             }
             match &self.ctx.agent_capabilities {
-                Err(super::AgentsUnread::Server(why) | super::AgentsUnread::Unanswered(why)) => {
+                Err(AgentsUnread::Server(why) | AgentsUnread::Unanswered(why)) => {
                     stop = Some(self.prerequisite(
                         Rule::Init001,
                         &None,
@@ -180,7 +198,7 @@ impl Runner<'_> {
                         why.clone(),
                     ));
                 }
-                Err(super::AgentsUnread::NoAgents(why)) => {
+                Err(AgentsUnread::NoAgents(why)) => {
                     stop = Some(self.prerequisite(
                         Rule::Init003,
                         &None,
@@ -190,7 +208,7 @@ impl Runner<'_> {
                         why.clone(),
                     ));
                 }
-                Err(super::AgentsUnread::Harness(why)) => {
+                Err(AgentsUnread::Harness(why)) => {
                     stop = Some(Stop::Harness(format!(
                         "needs capabilities.{capability}, which could not be read: {why}"
                     )));
@@ -291,10 +309,8 @@ impl Runner<'_> {
 
     fn subst(&self, value: &Value) -> Result<Value, Stop> {
         self.vars.substitute(value).map_err(|e| match e {
-            super::vars::UnknownVar::Name(_) => Stop::Harness(format!("{}: {e}", self.at)),
-            super::vars::UnknownVar::Member { .. } => {
-                Stop::NotTestable(format!("{}: {e}", self.at))
-            }
+            vars::UnknownVar::Name(_) => Stop::Harness(format!("{}: {e}", self.at)),
+            vars::UnknownVar::Member { .. } => Stop::NotTestable(format!("{}: {e}", self.at)),
         })
     }
 
