@@ -15,7 +15,7 @@ pub(crate) mod vars;
 use document::{describe, matches_all};
 use outcome::own_rule;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -62,6 +62,10 @@ pub struct CaseContext {
     pub rule_levels: Arc<HashMap<String, Level>>,
     /// The protocol version connections offer unless a step names its own (`--protocol-version`).
     pub offer: String,
+    /// Rules whose failure can tell the caller nothing new (the fuzzer's rules known to
+    /// fail, or not judged): a wait that can only end in such a failure ends at the answer
+    /// to a ping sent when it starts, instead of at the timeout. Empty for suite runs.
+    pub settled: BTreeSet<String>,
 }
 
 impl CaseContext {
@@ -130,15 +134,40 @@ struct Runner<'a> {
     /// What the steps so far named (request methods, dispatched action types), for the
     /// rules a step's parts exercise (`suite::charge`).
     names: Names,
+    /// Connections lent by the caller, each with the length of its transcript when lent:
+    /// they stay open, and the case's transcript holds only their frames from then on.
+    lent: BTreeMap<String, usize>,
 }
 
+/// Runs `case` on connections of its own, closed at its end.
 pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
+    run_lent(case, ctx, BTreeMap::new(), Vec::new()).await.0
+}
+
+/// Runs `case` on the connections `lent` (by name; steps open any other they name, and
+/// close those at the end) with the variables `preset` set beforehand: for a caller whose
+/// connections live on after the steps (the fuzzer's clients, running a probe). Returns
+/// the outcome and the lent connections, open unless a step closed them.
+pub async fn run_lent(
+    case: &Case,
+    ctx: &CaseContext,
+    lent: BTreeMap<String, Conn>,
+    preset: Vec<(String, Value)>,
+) -> (CaseOutcome, BTreeMap<String, Conn>) {
     let started = Instant::now();
+    let mut vars = Vars::with_profile(&ctx.token, &ctx.profile);
+    for (name, value) in preset {
+        vars.set(&name, value);
+    }
     let mut runner = Runner {
         case,
         ctx,
-        conns: BTreeMap::new(),
-        vars: Vars::with_profile(&ctx.token, &ctx.profile),
+        lent: lent
+            .iter()
+            .map(|(name, conn)| (name.clone(), conn.frame_count()))
+            .collect(),
+        conns: lent,
+        vars,
         requests: HashMap::new(),
         dispatches: HashMap::new(),
         received: HashMap::new(),
@@ -172,8 +201,10 @@ pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
             }
         }
     }
-    for conn in runner.conns.values_mut() {
-        conn.close().await;
+    for (name, conn) in runner.conns.iter_mut() {
+        if !runner.lent.contains_key(name) {
+            conn.close().await;
+        }
     }
     runner.process_all();
     runner.finish(stop)

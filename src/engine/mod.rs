@@ -92,6 +92,7 @@ fn case_contexts(
             agent_capabilities: agent_capabilities.clone(),
             rule_levels: Arc::clone(&rule_levels),
             offer: config.protocol_version.clone(),
+            settled: Default::default(),
         })
         .collect()
 }
