@@ -12,6 +12,8 @@ mod send;
 mod setup;
 pub(crate) mod vars;
 
+pub use expect::ping_if;
+
 use document::{describe, matches_all};
 use outcome::own_rule;
 

@@ -5,8 +5,9 @@ use super::*;
 use crate::client::is_channel;
 
 /// A ping sent now when `settled` (its id), whose answer ends a wait for what a settled
-/// rule says will not come: the host answers it after whatever it did before.
-async fn ping_if(conn: &mut Conn, settled: bool) -> Option<u64> {
+/// rule says will not come: the host answers it after whatever it did before. `None` when
+/// not settled, or the ping could not be sent.
+pub async fn ping_if(conn: &mut Conn, settled: bool) -> Option<u64> {
     if !settled {
         return None;
     }
