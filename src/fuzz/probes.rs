@@ -87,7 +87,11 @@ fn answered(conn: &str, to: &str, rule: Rule) -> Step {
 
 /// A response to `to` on `conn` that must succeed, for `rule`.
 fn succeeds(conn: &str, to: &str, rule: Rule) -> Step {
-    judged(response(on(conn), to, true, &[]), rule, Assertions::default())
+    judged(
+        response(on(conn), to, true, &[]),
+        rule,
+        Assertions::default(),
+    )
 }
 
 /// A response step checked for `rule` (its failure is that rule's, whichever part of it
@@ -134,7 +138,9 @@ fn only_if(value: &str, pointer: &str, why: &str) -> Step {
         alternatives: vec![
             vec![
                 check(value, lacks(pointer)),
-                Step::NotApplicable(NotApplicable { why: why.to_owned() }),
+                Step::NotApplicable(NotApplicable {
+                    why: why.to_owned(),
+                }),
             ],
             vec![check(value, has(pointer))],
         ],
@@ -174,7 +180,11 @@ pub fn probe_steps(probe: Probe, n: usize, client: usize, clients: usize) -> Pro
                     json!({ "channel": format!("ahp-session:/${{run}}-nope-{n}") }),
                     &p,
                 ),
-                judged(response(on(k), &p, false, &[]), Rule::Sub011, Assertions::default()),
+                judged(
+                    response(on(k), &p, false, &[]),
+                    Rule::Sub011,
+                    Assertions::default(),
+                ),
             ],
         ),
         Probe::DispatchToMissing => (Rule::Dispatch004, dispatch_to_missing(k, n)),
@@ -599,7 +609,12 @@ fn session_config(k: &str, n: usize) -> Vec<Step> {
                 vec![check(&format!("${{{c}}}"), within)],
             ],
         }),
-        request(on(k), "resolveSessionConfig", json!({ "channel": ROOT }), &p),
+        request(
+            on(k),
+            "resolveSessionConfig",
+            json!({ "channel": ROOT }),
+            &p,
+        ),
         answered(k, &p, Rule::Config001),
         only_if(
             &format!("${{{p}}}"),

@@ -22,6 +22,16 @@ impl Runner<'_> {
         self.ctx.settled.contains(rule)
     }
 
+    /// What a wait of `within` that found nothing saw: nothing in that time, or, when it
+    /// ended at a ping's answer (a settled rule), nothing before it.
+    fn missed(&self, within: Duration) -> String {
+        if self.settled() {
+            "none before the answer to a ping sent after it".to_owned()
+        } else {
+            format!("nothing within {} ms", within.as_millis())
+        }
+    }
+
     /// An awaited message arrived (its params are stored under `name`), or it did not.
     pub(super) fn store_or_missing(
         &mut self,
@@ -39,12 +49,10 @@ impl Runner<'_> {
                 }
                 Ok(())
             }
-            None => self.broken(
-                level,
-                on,
-                expected,
-                format!("nothing within {} ms", within.as_millis()),
-            ),
+            None => {
+                let actual = self.missed(within);
+                self.broken(level, on, expected, actual)
+            }
         }
     }
 
@@ -219,12 +227,13 @@ impl Runner<'_> {
             if s.or_ignored && !s.accepted {
                 return Ok(());
             }
+            let actual = self.missed(timeout);
             return self.broken_part(
                 exercised.answered,
                 &s.level,
                 &on,
                 format!("an echo of {} (clientSeq {seq})", s.of),
-                format!("nothing within {} ms", timeout.as_millis()),
+                actual,
             );
         };
         if let Some(name) = &s.name {

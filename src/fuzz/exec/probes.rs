@@ -153,7 +153,10 @@ fn probe_failure(
             op_index: Some(index),
         });
     }
-    let broken = matches!(result.verdict, Verdict::Fail | Verdict::Warn | Verdict::Blocked);
+    let broken = matches!(
+        result.verdict,
+        Verdict::Fail | Verdict::Warn | Verdict::Blocked
+    );
     let finding = match prerequisite {
         Some(finding) => finding,
         None if broken => result.findings.into_iter().last()?,
