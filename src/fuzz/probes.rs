@@ -288,6 +288,30 @@ mod tests {
         }
     }
 
+    /// Every probe's steps, as the case `--to-case` writes around them, load as a suite: the
+    /// rules they rely on are rules a run reports on, and the case claims its own.
+    #[test]
+    fn each_probes_steps_load_as_a_regression_case() {
+        for probe in Probe::ALL {
+            let probed = probe_steps(probe, 3, 1, 2);
+            let mut steps = String::new();
+            for step in &probed.steps {
+                let mut line = String::new();
+                serde::Serialize::serialize(step, toml::ser::ValueSerializer::new(&mut line))
+                    .expect("writes");
+                steps.push_str(&format!("  {line},\n"));
+            }
+            let text = format!(
+                "page = \"fuzz\"\n[[case]]\nid = \"{}/fuzz-3\"\nlevel = \"MUST\"\n\
+                 spec = \"found by the fuzzer\"\nrequirement = \"r\"\ndoes = \"d\"\n\
+                 steps = [\n{steps}]\n",
+                probed.rule
+            );
+            let loaded = crate::suite::Catalog::from_texts([("fuzz.toml".to_owned(), text)]);
+            assert!(loaded.is_ok(), "{probe:?}: {:?}", loaded.err());
+        }
+    }
+
     /// With one client there is no other to unsubscribe: the probe has no steps.
     #[test]
     fn unsubscribing_needs_a_second_client() {

@@ -132,10 +132,10 @@ pub(crate) fn only_if(value: &str, pointer: &str, why: &str) -> Step {
 }
 
 /// A `ping` request on `conn` and its answer: whatever the host did with what came before
-/// on that connection, it did before answering (FUZZ-001: the host keeps serving).
+/// on that connection, it did before answering (TRANSPORT-003: a request is answered).
 pub(crate) fn synced(conn: &str, name: &str) -> [Step; 2] {
     [
         request(on(conn), "ping", json!({ "channel": ROOT }), name),
-        answered(conn, name, Rule::Fuzz001),
+        answered(conn, name, Rule::Transport003),
     ]
 }
