@@ -29,6 +29,7 @@ pub mod schemagen;
 #[doc(hidden)]
 pub mod selfcheck;
 pub mod server;
+pub mod steps;
 pub mod suite;
 pub mod tape;
 pub mod target;

@@ -422,18 +422,7 @@ async fn a_regression_case_fails_only_against_its_fault() {
     .expect("case written");
     // The whole suite (the case and the always-on rows: a checkpoint's finding belongs to
     // INV-FOLD-1's row, not to the case's).
-    let run = |fault: Option<&str>| {
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ahpspec"));
-        command
-            .args(["run", "--suites"])
-            .arg(&dir)
-            .arg("--report-dir")
-            .arg(dir.join(fault.unwrap_or("correct")));
-        if let Some(fault) = fault {
-            command.args(["--fault", fault]);
-        }
-        command.output().expect("ahpspec runs")
-    };
+    let run = |fault: Option<&str>| run_suites(&dir, fault);
     let correct = run(None);
     assert_eq!(
         correct.status.code(),
@@ -451,6 +440,80 @@ async fn a_regression_case_fails_only_against_its_fault() {
     assert!(
         case.contains("on = \"c2\""),
         "the second client is in the case:\n{case}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `ahpspec run --suites dir` against the built-in host, with `fault` when named.
+fn run_suites(dir: &std::path::Path, fault: Option<&str>) -> std::process::Output {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ahpspec"));
+    command
+        .args(["run", "--suites"])
+        .arg(dir)
+        .arg("--report-dir")
+        .arg(dir.join(fault.unwrap_or("correct")));
+    if let Some(fault) = fault {
+        command.args(["--fault", fault]);
+    }
+    command.output().expect("ahpspec runs")
+}
+
+/// A probe's finding becomes a regression case of the very steps the probe ran: the trace
+/// holds them, `--to-case` writes them, and the suite engine runs them to the same verdict
+/// as the fuzzer's step interpreter did — a pass on the correct host, a failure on the
+/// faulty one.
+#[tokio::test]
+async fn a_probe_finding_becomes_a_case_of_the_steps_it_ran() {
+    let fault = Fault::SubscribeUnknownOk;
+    let (_stop, interrupt) = tokio::sync::watch::channel(false);
+    let mut opts = options(Some(fault), 1, Duration::from_secs(45));
+    opts.shrink_time = Duration::from_secs(10);
+    let outcome = fuzz(&opts, interrupt).await.expect("fuzzer runs");
+    let found = outcome
+        .findings
+        .found
+        .into_iter()
+        .next()
+        .expect("the subscribe probe's finding");
+    assert_eq!(found.failure.rule, Rule::Sub011, "{:?}", found.failure);
+    let trace = Trace::new(&found, "model", "builtin", Some(fault.name().to_owned()));
+    let at = found.failure.op_index.expect("found at an operation");
+    let probed = trace
+        .probed
+        .iter()
+        .find(|p| p.op_index == at)
+        .expect("the trace holds the steps the probe ran");
+    assert!(!probed.steps.is_empty(), "{probed:?}");
+    let case = trace.to_case();
+    for step in &probed.steps {
+        let mut line = String::new();
+        serde::Serialize::serialize(step, toml::ser::ValueSerializer::new(&mut line))
+            .expect("a step writes");
+        assert!(
+            case.contains(&line),
+            "the case holds the step that ran, as written: {line}\n{case}"
+        );
+    }
+    let dir = std::env::temp_dir().join(format!("ahpspec-probe-case-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::write(
+        dir.join("regression.toml"),
+        format!("page = \"regression\"\n{case}"),
+    )
+    .expect("case written");
+    let correct = run_suites(&dir, None);
+    assert_eq!(
+        correct.status.code(),
+        Some(0),
+        "the case passes on the correct host:\n{case}\n{}",
+        String::from_utf8_lossy(&correct.stdout)
+    );
+    let faulty = run_suites(&dir, Some(fault.name()));
+    assert_eq!(
+        faulty.status.code(),
+        Some(1),
+        "the case fails on the faulty host:\n{case}\n{}",
+        String::from_utf8_lossy(&faulty.stdout)
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

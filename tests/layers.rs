@@ -62,6 +62,9 @@ const LAYERS: &[(&str, &[&str])] = &[
             "aap/vars.rs",
         ],
     ),
+    // The one step interpreter: a case's typed steps on client connections, judged. Below
+    // the runners that run steps (the suite engine, the fuzzer's probes).
+    ("steps", &["steps.rs", "steps/"]),
     (
         "runners",
         &[

@@ -3,16 +3,14 @@
 //! into one row per rule, and emits events. It never starts a server, prints, writes files
 //! or exits; the baseline is composition's to apply.
 
-mod case;
 mod prerequisite;
-mod vars;
 
 use std::sync::Arc;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::watch;
 
-pub use case::{run_case, CaseContext, CaseOutcome};
+pub use crate::steps::{run_case, CaseContext, CaseOutcome};
 pub use prerequisite::AgentsUnread;
 // compat: old paths of what moved to the ground floor and the client, removed after the
 // parallel branches merge
@@ -94,6 +92,7 @@ fn case_contexts(
             agent_capabilities: agent_capabilities.clone(),
             rule_levels: Arc::clone(&rule_levels),
             offer: config.protocol_version.clone(),
+            settled: Default::default(),
         })
         .collect()
 }

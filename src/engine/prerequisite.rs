@@ -6,24 +6,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::RunConfig;
 use crate::checks::{Rule, ALWAYS_ON};
+pub use crate::steps::AgentsUnread;
 use crate::suite::{Case, Catalog, Step};
 use crate::transport::TransportError;
 use crate::verdict::{CaseInfo, CaseResult, Finding, Level, Verdict};
-
-/// Why the run could not read the agents' capabilities from the server's root state.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AgentsUnread {
-    /// The server failed the run's `initialize` (INIT-001) with a wrong answer.
-    Server(String),
-    /// The server failed the run's `initialize` (INIT-001) by not answering at all: it was
-    /// silent until the timeout, sent only what is no answer, or closed the connection.
-    Unanswered(String),
-    /// The root snapshot of the run's `initialize` has no `agents` array (INIT-003): what
-    /// the agents advertise is unknown, not absent.
-    NoAgents(String),
-    /// The harness could not ask (connection, size limit, interrupted).
-    Harness(String),
-}
 
 /// Rules broken as a prerequisite, each with the cases it blocked and the finding.
 pub(super) type Prerequisites = BTreeMap<String, Vec<(String, Finding)>>;

@@ -11,6 +11,7 @@ pub mod findings;
 pub mod frames;
 pub mod model;
 pub mod ops;
+pub mod probes;
 mod regression;
 pub mod shaped;
 pub mod trace;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::exec::{Failure, Performed};
+use super::exec::{Failure, Performed, Probed};
 use super::ops::Op;
 use super::{regression, Found};
 use crate::checks::Rule;
@@ -32,6 +32,9 @@ pub struct Trace {
     /// The shrunk sequence (operations or frame mutations, by mode).
     pub ops: Value,
     pub performed: Vec<Performed>,
+    /// The steps each protocol probe ran (format 2; traces of format 1 hold none).
+    #[serde(default)]
+    pub probed: Vec<Probed>,
     pub frames: Vec<ReportedFrame>,
 }
 
@@ -66,7 +69,7 @@ impl Trace {
     ) -> Trace {
         Trace {
             mode: mode.to_owned(),
-            format: 1,
+            format: 2,
             tool_version: env!("CARGO_PKG_VERSION").into(),
             seed: found.seed,
             target: target.to_owned(),
@@ -76,6 +79,7 @@ impl Trace {
             shrink_steps: found.shrink_steps,
             ops: serde_json::to_value(&found.ops).unwrap_or(Value::Null),
             performed: found.execution.performed.clone(),
+            probed: found.execution.probed.clone(),
             frames: found.execution.frames.clone(),
         }
     }
@@ -109,8 +113,8 @@ impl Trace {
     }
 
     /// The failing sequence as a suite case (TOML): the same dispatches with the answers a
-    /// correct host gives, each probe as the steps of what it checks, and a checkpoint at
-    /// the end. The steps are typed and written by serde; only the comment above is text.
+    /// correct host gives, each probe as the steps it ran, and a checkpoint at the end. The
+    /// steps are typed and written by serde; only the comments above are text.
     pub fn to_case(&self) -> String {
         let ops: Vec<Op> = serde_json::from_value(self.ops.clone()).unwrap_or_default();
         let mut needs: Vec<String> = ops
@@ -159,8 +163,21 @@ impl Trace {
         });
         let body =
             written.unwrap_or_else(|error| format!("# the case could not be written: {error}\n"));
+        // A trace of format 1 recorded no probe's steps: say what the case leaves out.
+        let unrecorded = ops
+            .iter()
+            .enumerate()
+            .filter(|(at, op)| {
+                matches!(op, Op::Probe { .. }) && !self.probed.iter().any(|p| p.op_index == *at)
+            })
+            .count();
+        let left_out = if unrecorded > 0 {
+            format!("# {unrecorded} protocol probes of this trace are left out: its format records no probe's steps.\n")
+        } else {
+            String::new()
+        };
         format!(
-            "# Regression case from `ahpspec fuzz --seed {}`: {said}\n{body}",
+            "# Regression case from `ahpspec fuzz --seed {}`: {said}\n{left_out}{body}",
             self.seed
         )
     }
@@ -179,12 +196,12 @@ impl Trace {
             steps.extend(regression::client_joins(client));
         }
         let mut performed = self.performed.iter().enumerate().peekable();
-        for (op_index, op) in ops.iter().enumerate() {
+        for op_index in 0..ops.len() {
             while let Some((index, done)) = performed.next_if(|(_, p)| p.op_index == op_index) {
                 steps.extend(regression::dispatch_steps(index, done));
             }
-            if let Op::Probe { probe, .. } = op {
-                steps.extend(regression::probe_steps(op_index, *probe));
+            if let Some(probed) = self.probed.iter().find(|p| p.op_index == op_index) {
+                steps.extend(probed.steps.iter().cloned());
             }
         }
         // Traces of older formats may name dispatches the operations do not reach.

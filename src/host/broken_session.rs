@@ -54,18 +54,19 @@ impl World {
         }
     }
 
+    /// The response parts of the chat's active turn, as JSON (`None` without one).
+    fn active_parts(&self, chat: &str) -> Option<Value> {
+        let turn = self.chats.get(chat)?.state.active_turn.as_ref()?;
+        Some(to_value(&turn.response_parts))
+    }
+
     /// Resolves every open input request of the chat's active turn with `cancel`, as a
     /// host that cleans requests up before a turn ends would (INPUT-005 wants them left
     /// unanswered in the ended turn).
     pub(super) fn cancel_open_requests(&mut self, chat: &str) {
-        let Some(turn) = self
-            .chats
-            .get(chat)
-            .and_then(|entry| entry.state.active_turn.as_ref())
-        else {
+        let Some(parts) = self.active_parts(chat) else {
             return;
         };
-        let parts = to_value(&turn.response_parts);
         let open: Vec<Value> = parts
             .as_array()
             .into_iter()
@@ -87,14 +88,9 @@ impl World {
     /// Clears, with host `chat/inputAnswerChanged` actions, every answer of the request
     /// other than the question the accepted client action `answered` just set.
     pub(super) fn clear_other_answers(&mut self, chat: &str, answered: &Value) {
-        let Some(turn) = self
-            .chats
-            .get(chat)
-            .and_then(|entry| entry.state.active_turn.as_ref())
-        else {
+        let Some(parts) = self.active_parts(chat) else {
             return;
         };
-        let parts = to_value(&turn.response_parts);
         let request = parts
             .as_array()
             .into_iter()

@@ -22,8 +22,8 @@ use crate::verdict::ReportedFrame;
 mod dispatch;
 mod probes;
 mod setup;
-// Issue 25, terminals and session configuration (i25b).
-mod terminal_config;
+
+pub use probes::Probed;
 
 /// How a sequence runs.
 #[derive(Debug, Clone)]
@@ -84,6 +84,8 @@ pub struct Execution {
     /// apply in the observed state are not counted) and protocol probes.
     pub operations: usize,
     pub performed: Vec<Performed>,
+    /// The steps each protocol probe ran, for `--to-case`.
+    pub probed: Vec<Probed>,
     pub frames: Vec<ReportedFrame>,
 }
 
@@ -192,6 +194,8 @@ struct Run<'a> {
     observer: Option<Connection>,
     /// Violations found while catching up, reported by the next [`Run::checks`].
     pending: Vec<Located>,
+    /// The first client's initialize answer (`${c1.init}` to a probe's steps).
+    first_init: Option<Value>,
     exec: Execution,
 }
 
@@ -211,15 +215,9 @@ pub(crate) async fn until(
     }
 }
 
-/// A ping sent now when `settled` (its id): the host answers it after whatever it did
-/// before, so its answer ends a wait for what a settled rule says will not come (see
-/// [`ExecConfig::settled`]). `None` when not settled, or the ping could not be sent.
-pub(crate) async fn ping_if(conn: &mut Conn, settled: bool) -> Option<u64> {
-    if !settled {
-        return None;
-    }
-    conn.send_ping().await.ok()
-}
+/// A ping sent now when a wait could only end in a settled rule's failure (see
+/// [`ExecConfig::settled`]): the step interpreter's, for the fuzzer's own waits too.
+pub(crate) use crate::steps::ping_if;
 
 /// Runs `ops` once.
 pub async fn execute(
@@ -251,6 +249,7 @@ pub async fn execute_until(
         behaviours: HashMap::new(),
         observer: None,
         pending: Vec::new(),
+        first_init: None,
         exec: Execution::default(),
     };
     let (outcome, cut_off) = until(deadline, run.go(ops)).await;
@@ -272,6 +271,11 @@ pub async fn execute_until(
 }
 
 impl Run<'_> {
+    /// A URI in this run's namespace that names nothing.
+    fn missing(&self, what: &str, index: usize) -> String {
+        format!("ahp-session:/{}-{what}-{index}", self.token)
+    }
+
     async fn go(&mut self, ops: &[Op]) -> Result<(), Halt> {
         self.setup().await?;
         // Violations of excluded rules are dropped where they are found (the always-on

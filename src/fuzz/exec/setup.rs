@@ -48,6 +48,9 @@ impl Run<'_> {
         let roots: &[&str] = if index == 0 { &[ROOT] } else { &[] };
         let offer = Offer::of([DEFAULT_OFFER]).subscribing(roots.iter().copied());
         let initialized = conn.initialize(&offer, self.cfg.timeout).await;
+        if index == 0 {
+            self.first_init = initialized.as_ref().ok().cloned();
+        }
         // Kept either way: a refused initialize's frames are the finding's.
         self.conns.push(conn);
         initialized.map_err(|e| Halt::initialize(e, None))?;

@@ -1,5 +1,7 @@
-//! Runs one case: executes its steps on its own connections, judges each expectation, and
-//! collects what the always-on checks found along the way.
+//! The step interpreter: runs a case's typed steps on its connections, judges each
+//! expectation, and collects what the always-on checks found along the way. One
+//! interpreter below the runners: the AHP runner runs suite cases with it, the fuzzer its
+//! protocol probes, and a regression case replays through it like any suite case.
 
 mod alternatives;
 mod document;
@@ -8,17 +10,19 @@ mod outcome;
 mod progress;
 mod send;
 mod setup;
+pub(crate) mod vars;
+
+pub use expect::ping_if;
 
 use document::{describe, matches_all};
 use outcome::own_rule;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::vars::Vars;
 use crate::checks::frame::{Counts, Schemas};
 use crate::checks::Rule;
 use crate::client::Profile;
@@ -26,6 +30,22 @@ use crate::client::{json_equal as json_eq, Conn, Located, ROOT};
 use crate::suite::*;
 use crate::transport::{Incoming, TransportError};
 use crate::verdict::{CaseResult, Finding, Level, ReportedFrame, Verdict};
+use vars::Vars;
+
+/// Why the run could not read the agents' capabilities from the server's root state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentsUnread {
+    /// The server failed the run's `initialize` (INIT-001) with a wrong answer.
+    Server(String),
+    /// The server failed the run's `initialize` (INIT-001) by not answering at all: it was
+    /// silent until the timeout, sent only what is no answer, or closed the connection.
+    Unanswered(String),
+    /// The root snapshot of the run's `initialize` has no `agents` array (INIT-003): what
+    /// the agents advertise is unknown, not absent.
+    NoAgents(String),
+    /// The harness could not ask (connection, size limit, interrupted).
+    Harness(String),
+}
 
 /// Everything a case needs from the run.
 #[derive(Debug, Clone)]
@@ -39,11 +59,15 @@ pub struct CaseContext {
     pub rerun: String,
     /// `capabilities` of the agent the profile uses (from the root state), or why the server
     /// could not tell (its `initialize` failed: INIT-001).
-    pub agent_capabilities: Result<Value, super::AgentsUnread>,
+    pub agent_capabilities: Result<Value, AgentsUnread>,
     /// Levels of the rules steps may rely on (every case's rule and always-on check).
     pub rule_levels: Arc<HashMap<String, Level>>,
     /// The protocol version connections offer unless a step names its own (`--protocol-version`).
     pub offer: String,
+    /// Rules whose failure can tell the caller nothing new (the fuzzer's rules known to
+    /// fail, or not judged): a wait that can only end in such a failure ends at the answer
+    /// to a ping sent when it starts, instead of at the timeout. Empty for suite runs.
+    pub settled: BTreeSet<String>,
 }
 
 impl CaseContext {
@@ -112,15 +136,40 @@ struct Runner<'a> {
     /// What the steps so far named (request methods, dispatched action types), for the
     /// rules a step's parts exercise (`suite::charge`).
     names: Names,
+    /// Connections lent by the caller, each with the length of its transcript when lent:
+    /// they stay open, and the case's transcript holds only their frames from then on.
+    lent: BTreeMap<String, usize>,
 }
 
+/// Runs `case` on connections of its own, closed at its end.
 pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
+    run_lent(case, ctx, BTreeMap::new(), Vec::new()).await.0
+}
+
+/// Runs `case` on the connections `lent` (by name; steps open any other they name, and
+/// close those at the end) with the variables `preset` set beforehand: for a caller whose
+/// connections live on after the steps (the fuzzer's clients, running a probe). Returns
+/// the outcome and the lent connections, open unless a step closed them.
+pub async fn run_lent(
+    case: &Case,
+    ctx: &CaseContext,
+    lent: BTreeMap<String, Conn>,
+    preset: Vec<(String, Value)>,
+) -> (CaseOutcome, BTreeMap<String, Conn>) {
     let started = Instant::now();
+    let mut vars = Vars::with_profile(&ctx.token, &ctx.profile);
+    for (name, value) in preset {
+        vars.set(&name, value);
+    }
     let mut runner = Runner {
         case,
         ctx,
-        conns: BTreeMap::new(),
-        vars: Vars::with_profile(&ctx.token, &ctx.profile),
+        lent: lent
+            .iter()
+            .map(|(name, conn)| (name.clone(), conn.frame_count()))
+            .collect(),
+        conns: lent,
+        vars,
         requests: HashMap::new(),
         dispatches: HashMap::new(),
         received: HashMap::new(),
@@ -154,8 +203,10 @@ pub async fn run_case(case: &Case, ctx: &CaseContext) -> CaseOutcome {
             }
         }
     }
-    for conn in runner.conns.values_mut() {
-        conn.close().await;
+    for (name, conn) in runner.conns.iter_mut() {
+        if !runner.lent.contains_key(name) {
+            conn.close().await;
+        }
     }
     runner.process_all();
     runner.finish(stop)
@@ -172,7 +223,7 @@ impl Runner<'_> {
                 break;
             }
             match &self.ctx.agent_capabilities {
-                Err(super::AgentsUnread::Server(why) | super::AgentsUnread::Unanswered(why)) => {
+                Err(AgentsUnread::Server(why) | AgentsUnread::Unanswered(why)) => {
                     stop = Some(self.prerequisite(
                         Rule::Init001,
                         &None,
@@ -180,7 +231,7 @@ impl Runner<'_> {
                         why.clone(),
                     ));
                 }
-                Err(super::AgentsUnread::NoAgents(why)) => {
+                Err(AgentsUnread::NoAgents(why)) => {
                     stop = Some(self.prerequisite(
                         Rule::Init003,
                         &None,
@@ -190,7 +241,7 @@ impl Runner<'_> {
                         why.clone(),
                     ));
                 }
-                Err(super::AgentsUnread::Harness(why)) => {
+                Err(AgentsUnread::Harness(why)) => {
                     stop = Some(Stop::Harness(format!(
                         "needs capabilities.{capability}, which could not be read: {why}"
                     )));
@@ -291,10 +342,8 @@ impl Runner<'_> {
 
     fn subst(&self, value: &Value) -> Result<Value, Stop> {
         self.vars.substitute(value).map_err(|e| match e {
-            super::vars::UnknownVar::Name(_) => Stop::Harness(format!("{}: {e}", self.at)),
-            super::vars::UnknownVar::Member { .. } => {
-                Stop::NotTestable(format!("{}: {e}", self.at))
-            }
+            vars::UnknownVar::Name(_) => Stop::Harness(format!("{}: {e}", self.at)),
+            vars::UnknownVar::Member { .. } => Stop::NotTestable(format!("{}: {e}", self.at)),
         })
     }
 

@@ -2,7 +2,8 @@
 //!
 //! `${name}` is replaced by the variable's value (a whole-string reference keeps the value's
 //! JSON type); `${name/json/pointer}` reads inside it. Built-ins: `${run}` (unique per case
-//! run), `${now}` (RFC 3339 timestamp). `$${` writes a literal `${`. A whole-string reference
+//! run), `${now}` (RFC 3339 timestamp), `${provider}` (the target profile's provider, when it
+//! names one). `$${` writes a literal `${`. A whole-string reference
 //! ending in `?` (`${sub/result/cursor?}`) is optional: when what it names is absent or
 //! null, the object member holding it is left out (elsewhere it becomes `null`). Object keys
 //! are substituted too (answers keyed by an id the server chose).
@@ -50,6 +51,9 @@ impl Vars {
                 &format!("behaviour.{name}"),
                 Value::String(behaviour.message().to_owned()),
             );
+        }
+        if let Some(provider) = &profile.provider {
+            vars.set("provider", Value::String(provider.clone()));
         }
         for (at, directory) in profile.working_directories.iter().enumerate() {
             vars.set(&format!("directory.{at}"), Value::String(directory.clone()));

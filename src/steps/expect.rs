@@ -4,7 +4,34 @@
 use super::*;
 use crate::client::is_channel;
 
+/// A ping sent now when `settled` (its id), whose answer ends a wait for what a settled
+/// rule says will not come: the host answers it after whatever it did before. `None` when
+/// not settled, or the ping could not be sent.
+pub async fn ping_if(conn: &mut Conn, settled: bool) -> Option<u64> {
+    if !settled {
+        return None;
+    }
+    conn.send_ping().await.ok()
+}
+
 impl Runner<'_> {
+    /// Whether the rule the running step rests on (its `relies_on`, else the case's) is
+    /// settled for the caller (see [`CaseContext::settled`]).
+    fn settled(&self) -> bool {
+        let rule = self.relies_on.as_deref().unwrap_or(own_rule(self.case));
+        self.ctx.settled.contains(rule)
+    }
+
+    /// What a wait of `within` that found nothing saw: nothing in that time, or, when it
+    /// ended at a ping's answer (a settled rule), nothing before it.
+    fn missed(&self, within: Duration) -> String {
+        if self.settled() {
+            "none before the answer to a ping sent after it".to_owned()
+        } else {
+            format!("nothing within {} ms", within.as_millis())
+        }
+    }
+
     /// An awaited message arrived (its params are stored under `name`), or it did not.
     pub(super) fn store_or_missing(
         &mut self,
@@ -22,12 +49,10 @@ impl Runner<'_> {
                 }
                 Ok(())
             }
-            None => self.broken(
-                level,
-                on,
-                expected,
-                format!("nothing within {} ms", within.as_millis()),
-            ),
+            None => {
+                let actual = self.missed(within);
+                self.broken(level, on, expected, actual)
+            }
         }
     }
 
@@ -38,14 +63,18 @@ impl Runner<'_> {
         within: Duration,
         mut pred: impl FnMut(&Value) -> bool,
     ) -> Result<Option<Value>, Stop> {
+        let settled = self.settled();
         let conn = self.conn(on)?;
+        let ping = ping_if(conn, settled).await;
+        let pong = |m: &Value| ping.is_some_and(|id| crate::transport::is_response_to(m, id));
         match conn
             .wait_for(
                 within,
-                |item| matches!(item, Incoming::Message(m) if pred(m)),
+                |item| matches!(item, Incoming::Message(m) if pred(m) || pong(m)),
             )
             .await
         {
+            Ok(Incoming::Message(message)) if pong(&message) => Ok(None),
             Ok(Incoming::Message(message)) => Ok(Some(message)),
             Ok(_)
             | Err(TransportError::Timeout(_))
@@ -198,12 +227,13 @@ impl Runner<'_> {
             if s.or_ignored && !s.accepted {
                 return Ok(());
             }
+            let actual = self.missed(timeout);
             return self.broken_part(
                 exercised.answered,
                 &s.level,
                 &on,
                 format!("an echo of {} (clientSeq {seq})", s.of),
-                format!("nothing within {} ms", timeout.as_millis()),
+                actual,
             );
         };
         if let Some(name) = &s.name {
@@ -335,14 +365,23 @@ impl Runner<'_> {
 
     pub(super) async fn expect_closed(&mut self, s: &ExpectClosed) -> StepResult {
         let within = s.within_ms.map_or(self.ctx.timeout, Duration::from_millis);
+        let settled = self.settled();
         let conn = self.conn(&s.on)?;
         let closed = if conn.is_closed() {
             true
         } else {
+            let ping = ping_if(conn, settled).await;
             match conn
-                .wait_for(within, |i| matches!(i, Incoming::Closed { .. }))
+                .wait_for(within, |i| match i {
+                    Incoming::Closed { .. } => true,
+                    Incoming::Message(m) => {
+                        ping.is_some_and(|id| crate::transport::is_response_to(m, id))
+                    }
+                    _ => false,
+                })
                 .await
             {
+                Ok(Incoming::Message(_)) => false,
                 Ok(_) | Err(TransportError::Closed) | Err(TransportError::Oversized) => true,
                 Err(TransportError::Timeout(_)) => false,
                 Err(error) => return Err(Stop::Harness(error.to_string())),

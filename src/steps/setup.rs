@@ -121,7 +121,7 @@ impl Runner<'_> {
             Some(kind) => json!({ "type": "chat/pendingMessageSet", "kind": kind,
                                   "id": s.message_id.clone().unwrap_or_else(|| turn_id.clone()), "message": message }),
             None => {
-                json!({ "type": "chat/turnStarted", "turnId": turn_id, "startedAt": crate::engine::vars::now_iso(), "message": message })
+                json!({ "type": "chat/turnStarted", "turnId": turn_id, "startedAt": super::vars::now_iso(), "message": message })
             }
         };
         let seq = self.dispatch(&s.on, &chat, action, false).await?;

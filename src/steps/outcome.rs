@@ -140,16 +140,21 @@ impl Runner<'_> {
         }
     }
 
-    pub(super) fn finish(self, stop: Option<Stop>) -> CaseOutcome {
+    /// The case's outcome, and the lent connections handed back.
+    pub(super) fn finish(mut self, stop: Option<Stop>) -> (CaseOutcome, BTreeMap<String, Conn>) {
         let mut counts = self.counts.clone();
         let mut skipped = self.skipped.clone();
-        for conn in self.conns.values() {
+        // What a lent connection counted or could not do before it was lent is its
+        // lender's: only the case's own connections are tallied here.
+        let own = |name: &String| !self.lent.contains_key(name);
+        for (_, conn) in self.conns.iter().filter(|(name, _)| own(name)) {
             conn.tally(&mut counts, &mut skipped);
         }
         let harness: Vec<String> = self
             .conns
-            .values()
-            .flat_map(|c| c.harness_errors().to_vec())
+            .iter()
+            .filter(|(name, _)| own(name))
+            .flat_map(|(_, c)| c.harness_errors().to_vec())
             .collect();
         let mut findings = self.findings;
         let mut blocked_by = None;
@@ -212,8 +217,11 @@ impl Runner<'_> {
         }
         let mut transcript: Vec<ReportedFrame> = self
             .conns
-            .values()
-            .flat_map(|conn| conn.reported_all())
+            .iter()
+            .flat_map(|(name, conn)| {
+                let from = self.lent.get(name).copied().unwrap_or(0);
+                conn.reported(from, conn.frame_count())
+            })
             .collect();
         transcript.sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
         let elapsed = self.started.elapsed();
@@ -232,13 +240,20 @@ impl Runner<'_> {
             duration_ms: elapsed.as_secs_f64() * 1000.0,
             rerun: self.ctx.rerun.clone(),
         };
-        CaseOutcome {
+        let outcome = CaseOutcome {
             result,
-            always_on: self.always_on,
+            always_on: std::mem::take(&mut self.always_on),
             counts,
             prerequisite,
             skipped,
-        }
+        };
+        let lent = std::mem::take(&mut self.lent);
+        let conns = std::mem::take(&mut self.conns);
+        let returned = conns
+            .into_iter()
+            .filter(|(name, _)| lent.contains_key(name))
+            .collect();
+        (outcome, returned)
     }
 }
 

@@ -78,6 +78,14 @@ impl Runner<'_> {
         }
         let timeout = self.ctx.timeout;
         let response = self.conn(&s.on)?.response(id, timeout).await;
+        // A case that chooses the versions it offers is about version negotiation: a
+        // refusal is its own failure. With the default offer, every case relies on
+        // INIT-001 (an initialize result for 1.0.0).
+        let rule = if s.versions.is_some() {
+            own_rule(self.case)
+        } else {
+            Rule::Init001.id()
+        };
         match response {
             Ok(response) if response.get("result").is_some() => {
                 self.vars.set(&key, response.clone());
@@ -94,26 +102,15 @@ impl Runner<'_> {
                     crate::checks::frame::clip(&response["error"].to_string())
                 )))
             }
-            // A case that chooses the versions it offers is about version negotiation: a
-            // refusal is its own failure. With the default offer, every case relies on
-            // INIT-001 (an initialize result for 1.0.0).
             Ok(response) => Err(self.prerequisite(
-                if s.versions.is_some() {
-                    own_rule(self.case)
-                } else {
-                    Rule::Init001.id()
-                },
+                rule,
                 &s.on,
                 format!("an initialize result for {versions:?}"),
                 crate::checks::frame::clip(&response.to_string()),
             )),
             Err(error) => Err(self.transport_failure(
                 error,
-                if s.versions.is_some() {
-                    own_rule(self.case)
-                } else {
-                    Rule::Init001.id()
-                },
+                rule,
                 &s.on,
                 format!("a response to initialize offering {versions:?}"),
             )),
