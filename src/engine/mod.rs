@@ -13,7 +13,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::watch;
 
 pub use case::{run_case, CaseContext, CaseOutcome};
-pub use prerequisite::AgentsUnread;
+pub use prerequisite::{AgentsRead, AgentsUnread};
 // compat: old paths of what moved to the ground floor and the client, removed after the
 // parallel branches merge
 pub use crate::catalog::{glob, Selection, Shard, ShardError};
@@ -77,7 +77,7 @@ impl Gathered {
 fn case_contexts(
     config: &RunConfig,
     cases: &[&Case],
-    agent_capabilities: &Result<serde_json::Value, AgentsUnread>,
+    agent_capabilities: &Result<prerequisite::AgentsRead, AgentsUnread>,
 ) -> Vec<CaseContext> {
     let nonce = crate::client::unique_token("");
     let rule_levels = Arc::new(prerequisite::rule_levels(&config.catalog));
@@ -104,7 +104,7 @@ fn block_unstartable(
     config: &RunConfig,
     cases: &[&Case],
     contexts: &[CaseContext],
-    agent_capabilities: &Result<serde_json::Value, AgentsUnread>,
+    agent_capabilities: &Result<prerequisite::AgentsRead, AgentsUnread>,
     gathered: &mut Gathered,
     sink: &mut dyn EventSink,
 ) -> Vec<usize> {

@@ -25,6 +25,16 @@ pub enum AgentsUnread {
     Harness(String),
 }
 
+/// What the run read of the agents from the server's root state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentsRead {
+    /// `capabilities` of the agent the profile uses (`{}` when it lists none).
+    pub capabilities: serde_json::Value,
+    /// Whether some agent advertises a protected resource (issue 25, authentication): the
+    /// auth cases are not applicable to a server whose agents protect nothing.
+    pub protects_resources: bool,
+}
+
 /// Rules broken as a prerequisite, each with the cases it blocked and the finding.
 pub(super) type Prerequisites = BTreeMap<String, Vec<(String, Finding)>>;
 
@@ -190,9 +200,7 @@ fn clip_list(ids: &[&str]) -> String {
 
 /// `capabilities` of the profile's agent as the root state advertises it (`{}` when the
 /// agent lists none), or why the run could not read it.
-pub(super) async fn agent_capabilities(
-    config: &RunConfig,
-) -> Result<serde_json::Value, AgentsUnread> {
+pub(super) async fn agent_capabilities(config: &RunConfig) -> Result<AgentsRead, AgentsUnread> {
     use crate::client::{Conn, HandshakeError, Offer, ROOT};
     use serde_json::{json, Value};
     let client_id = format!("ahpspec-probe-{}", std::process::id());
@@ -250,8 +258,16 @@ pub(super) async fn agent_capabilities(
                 .is_some_and(|p| a["provider"] == p)
         })
         .or_else(|| agents.first());
-    Ok(agent
-        .and_then(|a| a.get("capabilities"))
-        .cloned()
-        .unwrap_or_else(|| json!({})))
+    let protects_resources = agents.iter().any(|a| {
+        a["protectedResources"]
+            .as_array()
+            .is_some_and(|resources| !resources.is_empty())
+    });
+    Ok(AgentsRead {
+        capabilities: agent
+            .and_then(|a| a.get("capabilities"))
+            .cloned()
+            .unwrap_or_else(|| json!({})),
+        protects_resources,
+    })
 }

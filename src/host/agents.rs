@@ -10,6 +10,9 @@ pub enum AgentKind {
     Scripted,
     /// An agent whose sessions always fail to initialise (`ahpspec-unavailable`).
     Unavailable,
+    /// The scripted agent behind a protected resource (`ahpspec-protected`): its sessions
+    /// need a token (issue 25, authentication; see the auth module).
+    Protected,
 }
 
 /// Provider id of the scripted test agent (the opt-in contract documented in docs/profiles.md).
@@ -22,6 +25,7 @@ pub fn agent_for(provider: Option<&str>) -> Option<AgentKind> {
     match provider {
         None | Some(SCRIPTED_PROVIDER) => Some(AgentKind::Scripted),
         Some(UNAVAILABLE_PROVIDER) => Some(AgentKind::Unavailable),
+        Some(super::auth::PROTECTED_PROVIDER) => Some(AgentKind::Protected),
         Some(_) => None,
     }
 }
@@ -30,6 +34,7 @@ pub fn provider_name(agent: AgentKind) -> &'static str {
     match agent {
         AgentKind::Scripted => SCRIPTED_PROVIDER,
         AgentKind::Unavailable => UNAVAILABLE_PROVIDER,
+        AgentKind::Protected => super::auth::PROTECTED_PROVIDER,
     }
 }
 
@@ -49,6 +54,14 @@ pub fn root_state() -> RootState {
                 "displayName": "ahpspec unavailable agent",
                 "description": "Every session of this agent fails to initialise (session/creationFailed).",
                 "models": []
+            },
+            {
+                "provider": super::auth::PROTECTED_PROVIDER,
+                "displayName": "ahpspec protected agent",
+                "description": "The scripted agent behind a protected resource: creating a session needs a token pushed with authenticate first.",
+                "models": [{ "id": "scripted-1", "provider": super::auth::PROTECTED_PROVIDER, "name": "Scripted" }],
+                "protectedResources": [super::auth::metadata(super::auth::AGENT_RESOURCE)],
+                "capabilities": { "multipleChats": {}, "multipleWorkingDirectories": {} }
             }
         ],
         "activeSessions": 0,

@@ -9,6 +9,8 @@
 
 mod agent;
 pub mod agents;
+// Issue 25, authentication (i25c).
+pub mod auth;
 mod broken;
 mod broken_lifecycle;
 mod broken_routes;
