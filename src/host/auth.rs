@@ -98,11 +98,16 @@ impl Grants {
     }
 }
 
-/// An AuthRequired error listing `resources` (or, under the auth-required-without-resources
-/// fault, no `data`).
-fn auth_required(world: &World, message: &str, resources: &[&str]) -> RpcError {
+/// An AuthRequired error listing `resources` (or, for an answer to `authenticate` under the
+/// auth-required-without-resources fault, no `data`).
+fn auth_required(
+    world: &World,
+    message: &str,
+    resources: &[&str],
+    to_authenticate: bool,
+) -> RpcError {
     let mut error = RpcError::new(AUTH_REQUIRED, message);
-    if !world.fault(Fault::AuthRequiredWithoutResources) {
+    if !(to_authenticate && world.fault(Fault::AuthRequiredWithoutResources)) {
         let resources: Vec<Value> = resources.iter().map(|r| metadata(r)).collect();
         error.data = Some(json!({ "resources": resources }));
     }
@@ -114,16 +119,22 @@ impl World {
     /// resume the tool calls waiting for that resource in sessions the connection follows);
     /// an empty token revokes; anything else is refused.
     pub(super) fn authenticate(&mut self, conn: ConnId, params: &Value) -> Result<Value, RpcError> {
-        if self.fault(Fault::AuthenticateAnything) {
-            return Ok(json!({}));
-        }
-        let params: AuthenticateParams = super::commands::parse(params)?;
+        let anything = self.fault(Fault::AuthenticateAnything);
+        let params: AuthenticateParams = match super::commands::parse(params) {
+            Ok(params) => params,
+            Err(_) if anything => return Ok(json!({})),
+            Err(error) => return Err(error),
+        };
         let resource = params.resource.as_str();
         if resource != AGENT_RESOURCE && resource != TOOL_RESOURCE {
+            if anything {
+                return Ok(json!({}));
+            }
             return Err(auth_required(
                 self,
                 &format!("unknown protected resource {resource:?}"),
                 &[AGENT_RESOURCE, TOOL_RESOURCE],
+                true,
             ));
         }
         if params.token.is_empty() {
@@ -133,13 +144,14 @@ impl World {
         let accepted = if self.fault(Fault::ValidTokenRefused) {
             false
         } else {
-            params.token == ACCEPTED_TOKEN || self.fault(Fault::WrongTokenAccepted)
+            params.token == ACCEPTED_TOKEN || self.fault(Fault::WrongTokenAccepted) || anything
         };
         if !accepted {
             return Err(auth_required(
                 self,
                 &format!("the token is not valid for {resource}"),
                 &[resource],
+                true,
             ));
         }
         let generation = self.auth_grants.grant(conn, resource);
@@ -170,7 +182,7 @@ impl World {
         if self.fault(Fault::AuthRefusedInvalidParams) {
             return Err(RpcError::new(super::commands::INVALID_PARAMS, message));
         }
-        Err(auth_required(self, &message, &[AGENT_RESOURCE]))
+        Err(auth_required(self, &message, &[AGENT_RESOURCE], false))
     }
 
     /// After `seconds`, forgets the grant (unless pushed again or revoked meanwhile) and

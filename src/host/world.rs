@@ -199,7 +199,11 @@ pub const ROOT: &str = "ahp-root://";
 
 impl World {
     pub fn new(config: WorldConfig, workspace: SharedWorkspace) -> Self {
-        let root = super::agents::root_state();
+        let mut root = super::agents::root_state();
+        if config.variants.no_protected_agent {
+            root.agents
+                .retain(|agent| agent.provider != super::auth::PROTECTED_PROVIDER);
+        }
         World {
             config,
             workspace,

@@ -116,7 +116,10 @@ impl World {
                 format!("{uri} already exists"),
             ));
         }
-        let agent = match agent_for(params.provider.as_deref()) {
+        let without_protected = self.config.variants.no_protected_agent;
+        let agent = match agent_for(params.provider.as_deref())
+            .filter(|agent| !(without_protected && *agent == AgentKind::Protected))
+        {
             Some(agent) => agent,
             None if self.fault(Fault::UnknownProviderOk) => AgentKind::Scripted,
             None => {
