@@ -677,6 +677,8 @@ fault_tests! {
     protected_agent_open => ProtectedAgentOpen,
     auth_refused_invalid_params => AuthRefusedInvalidParams,
     tool_auth_unresolved => ToolAuthUnresolved,
+    // Issue 25, ROOT-012's replace form (i25c).
+    config_replace_merges => ConfigReplaceMerges,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

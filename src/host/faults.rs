@@ -253,6 +253,8 @@ fault_catalog! {
     WrongTokenAccepted => ("wrong-token-accepted", "AUTH-001", "Answers authenticate for an advertised resource with success whatever the token (an unknown resource is still refused)."),
     ProtectedAgentOpen => ("protected-agent-open", "AUTH-003", "Creates sessions of the agent that advertises a required protected resource without any token."),
     AuthRefusedInvalidParams => ("auth-refused-invalid-params", "LIFECYCLE-007", "Refuses createSession for the agent that needs a token with -32602 instead of -32007 with data.resources."),
+    // Issue 25, ROOT-012's replace form (i25c).
+    ConfigReplaceMerges => ("config-replace-merges", "ROOT-012", "Follows each root/configChanged replacement a client dispatches with its own merge of the values the replacement dropped, so replace: true acts as a merge."),
     ToolAuthUnresolved => ("tool-auth-unresolved", "TOOL-010", "Accepts the token for the MCP tools' resource but never resumes the tool calls waiting for it (no chat/toolCallAuthResolved)."),
 }
 
