@@ -41,18 +41,20 @@ fn only(ids: &[String]) -> Selection {
     }
 }
 
-/// Each auth case's verdict, failing on a case the run left out.
-fn verdicts(report: &RunReport, ids: &[String]) -> Vec<(String, Verdict)> {
-    ids.iter()
+/// Every one of `ids` ran with verdict `want`; otherwise the others, named.
+fn assert_all(report: &RunReport, ids: &[String], want: Verdict, context: &str) {
+    let wrong: Vec<(&String, Option<Verdict>)> = ids
+        .iter()
         .map(|id| {
-            let case = report
-                .cases
-                .iter()
-                .find(|case| &case.info.id == id)
-                .unwrap_or_else(|| panic!("{id} did not run"));
-            (id.clone(), case.verdict)
+            let case = report.cases.iter().find(|case| &case.info.id == id);
+            (id, case.map(|case| case.verdict))
         })
-        .collect()
+        .filter(|(_, verdict)| *verdict != Some(want))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{context}: auth cases not {want:?}: {wrong:?}"
+    );
 }
 
 /// The scripted profile without its `[auth]` table, or with another token.
@@ -78,11 +80,7 @@ async fn the_auth_cases_pass_against_the_built_in_host() {
         ..Options::default()
     })
     .await;
-    let wrong: Vec<_> = verdicts(&report, &ids)
-        .into_iter()
-        .filter(|(_, verdict)| *verdict != Verdict::Pass)
-        .collect();
-    assert!(wrong.is_empty(), "auth cases that did not pass: {wrong:?}");
+    assert_all(&report, &ids, Verdict::Pass, "the built-in host");
 }
 
 #[tokio::test]
@@ -110,14 +108,8 @@ async fn a_host_whose_agents_protect_nothing_finds_them_not_applicable() {
             ..Options::default()
         })
         .await;
-        let wrong: Vec<_> = verdicts(&report, &ids)
-            .into_iter()
-            .filter(|(_, verdict)| *verdict != Verdict::NotApplicable)
-            .collect();
-        assert!(
-            wrong.is_empty(),
-            "with profile {profile:?}, auth cases that are not 'not applicable': {wrong:?}"
-        );
+        let context = format!("no protected agent, profile {profile:?}");
+        assert_all(&report, &ids, Verdict::NotApplicable, &context);
     }
     host.shutdown().await;
 }
@@ -134,13 +126,11 @@ async fn a_profile_without_auth_leaves_them_not_testable() {
         ..Options::default()
     })
     .await;
-    let wrong: Vec<_> = verdicts(&report, &ids)
-        .into_iter()
-        .filter(|(_, verdict)| *verdict != Verdict::NotTestable)
-        .collect();
-    assert!(
-        wrong.is_empty(),
-        "auth cases that are not 'not testable': {wrong:?}"
+    assert_all(
+        &report,
+        &ids,
+        Verdict::NotTestable,
+        "a profile without [auth]",
     );
 }
 

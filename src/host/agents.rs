@@ -38,9 +38,10 @@ pub fn provider_name(agent: AgentKind) -> &'static str {
     }
 }
 
-/// The root state the host starts with.
-pub fn root_state() -> RootState {
-    let value = json!({
+/// The root state the host starts with (without the protected agent under the
+/// no-protected-agent variant).
+pub fn root_state(without_protected: bool) -> RootState {
+    let mut value = json!({
         "agents": [
             {
                 "provider": SCRIPTED_PROVIDER,
@@ -78,6 +79,11 @@ pub fn root_state() -> RootState {
             "values": { "telemetryLevel": "errors", "autoUpdate": true },
         }
     });
+    if without_protected {
+        if let Some(agents) = value["agents"].as_array_mut() {
+            agents.retain(|agent| agent["provider"] != super::auth::PROTECTED_PROVIDER);
+        }
+    }
     // The literal above is a valid RootState; a decoding failure would be a bug caught by
     // every test, so fall back to an empty root rather than panic.
     serde_json::from_value(value).unwrap_or(RootState {

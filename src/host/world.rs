@@ -199,11 +199,7 @@ pub const ROOT: &str = "ahp-root://";
 
 impl World {
     pub fn new(config: WorldConfig, workspace: SharedWorkspace) -> Self {
-        let mut root = super::agents::root_state();
-        if config.variants.no_protected_agent {
-            root.agents
-                .retain(|agent| agent.provider != super::auth::PROTECTED_PROVIDER);
-        }
+        let root = super::agents::root_state(config.variants.no_protected_agent);
         World {
             config,
             workspace,
