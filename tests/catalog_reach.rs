@@ -362,7 +362,7 @@ async fn one_catalog_run_reaches_every_command_error_path_and_action_type() {
         }
     }
     for (what, pick) in success_paths().into_iter().chain(error_paths()) {
-        if !reach.exchanges.iter().any(|e| pick(e)) {
+        if !reach.exchanges.iter().any(&pick) {
             missing.push(what.to_owned());
         }
     }
