@@ -7,23 +7,16 @@
 //! Tokens belong to the connection that pushed them (a client authenticates for itself), and
 //! the host accepts exactly one token, [`ACCEPTED_TOKEN`], for every resource it protects.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use ahp_types::commands::AuthenticateParams;
 use serde_json::{json, Value};
 
+pub use super::agents::{metadata, AGENT_RESOURCE, PROTECTED_PROVIDER, TOOL_RESOURCE};
 use super::commands::RpcError;
 use super::faults::Fault;
 use super::world::{ConnId, World, ROOT};
 
-/// Provider id of the agent whose sessions need a token (opt-in: a client chooses it with
-/// `createSession.provider`; the default catalog run's profile names it).
-pub const PROTECTED_PROVIDER: &str = "ahpspec-protected";
-/// The protected resource the [`PROTECTED_PROVIDER`] agent advertises.
-pub const AGENT_RESOURCE: &str = "https://agent.ahpspec.test/";
-/// The protected resource the scripted agent's MCP-contributed tool calls ask a token for.
-pub const TOOL_RESOURCE: &str = "https://mcp.ahpspec.test/";
 /// The one token this host accepts, for either resource (a test token, not a secret of
 /// anyone's; reports redact it all the same, as they do any profile token).
 pub const ACCEPTED_TOKEN: &str = "ahpspec-test-token";
@@ -32,71 +25,6 @@ pub const MCP_CUSTOMIZATION: &str = "ahpspec-mcp";
 
 /// AuthRequired.
 pub const AUTH_REQUIRED: i64 = -32007;
-
-/// RFC 9728 metadata of one of this host's protected resources.
-pub fn metadata(resource: &str) -> Value {
-    let name = if resource == TOOL_RESOURCE {
-        "ahpspec MCP tools"
-    } else {
-        "ahpspec protected agent"
-    };
-    json!({
-        "resource": resource,
-        "resource_name": name,
-        "authorization_servers": ["https://auth.ahpspec.test/"],
-        "scopes_supported": ["ahpspec"],
-        "bearer_methods_supported": ["header"],
-        "required": true,
-    })
-}
-
-/// Tokens pushed per connection: resource → the grant's generation (a later push or a
-/// revocation makes an earlier expiry timer a no-op).
-#[derive(Debug, Default)]
-pub struct Grants {
-    by_conn: HashMap<ConnId, HashMap<String, u64>>,
-    next: u64,
-}
-
-impl Grants {
-    fn holds(&self, conn: ConnId, resource: &str) -> bool {
-        self.by_conn
-            .get(&conn)
-            .is_some_and(|grants| grants.contains_key(resource))
-    }
-
-    fn grant(&mut self, conn: ConnId, resource: &str) -> u64 {
-        self.next += 1;
-        self.by_conn
-            .entry(conn)
-            .or_default()
-            .insert(resource.to_owned(), self.next);
-        self.next
-    }
-
-    fn revoke(&mut self, conn: ConnId, resource: &str) {
-        if let Some(grants) = self.by_conn.get_mut(&conn) {
-            grants.remove(resource);
-        }
-    }
-
-    /// Whether the grant of `generation` still stands; removes it when it does.
-    fn expire(&mut self, conn: ConnId, resource: &str, generation: u64) -> bool {
-        let Some(grants) = self.by_conn.get_mut(&conn) else {
-            return false;
-        };
-        if grants.get(resource) != Some(&generation) {
-            return false;
-        }
-        grants.remove(resource);
-        true
-    }
-
-    /// Drops a closed connection's tokens.
-    pub fn forget(&mut self, conn: ConnId) {
-        self.by_conn.remove(&conn);
-    }
-}
 
 /// An AuthRequired error listing `resources` (or, for an answer to `authenticate` under the
 /// auth-required-without-resources fault, no `data`).

@@ -20,6 +20,7 @@ mod commands;
 mod conn;
 mod dispatch;
 pub mod faults;
+mod grants;
 mod projection;
 pub mod script;
 // Issue 25, terminals (i25b).

@@ -182,7 +182,7 @@ pub struct World {
     /// turn-stream-to-starter-only and turn-end-elsewhere faults.
     pub turn_audience: Option<(String, String)>,
     /// Tokens connections pushed with `authenticate` (issue 25, auth).
-    pub auth_grants: super::auth::Grants,
+    pub auth_grants: super::grants::Grants,
 }
 
 /// Channel kinds this host serves.
