@@ -106,7 +106,7 @@ impl World {
             "auth/required",
             json!({ "channel": ROOT, "resource": metadata(AGENT_RESOURCE), "reason": "required" }),
         );
-        self.send_to(conn, &notice);
+        self.notify_root_subscriber(conn, &notice);
         if self.fault(Fault::AuthRefusedInvalidParams) {
             return Err(RpcError::new(super::commands::INVALID_PARAMS, message));
         }
@@ -127,9 +127,21 @@ impl World {
                     "auth/required",
                     json!({ "channel": ROOT, "resource": metadata(&resource), "reason": "expired" }),
                 );
-                world.send_to(conn, &notice);
+                world.notify_root_subscriber(conn, &notice);
             }
         });
+    }
+
+    /// Sends a root-channel notification to `conn` if it subscribes to the root channel
+    /// (notifications go only to subscribers of their channel).
+    fn notify_root_subscriber(&self, conn: ConnId, notice: &Value) {
+        if self
+            .conns
+            .get(&conn)
+            .is_some_and(|entry| entry.subscriptions.contains(ROOT))
+        {
+            self.send_to(conn, notice);
+        }
     }
 
     /// Resumes every tool call waiting for [`TOOL_RESOURCE`] in the sessions `conn`
