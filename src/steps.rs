@@ -47,6 +47,16 @@ pub enum AgentsUnread {
     Harness(String),
 }
 
+/// What the run read of the agents from the server's root state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentsRead {
+    /// `capabilities` of the agent the profile uses (`{}` when it lists none).
+    pub capabilities: Value,
+    /// Whether some agent advertises a protected resource (issue 25, authentication): the
+    /// auth cases are not applicable to a server whose agents protect nothing.
+    pub protects_resources: bool,
+}
+
 /// Everything a case needs from the run.
 #[derive(Debug, Clone)]
 pub struct CaseContext {
@@ -59,7 +69,7 @@ pub struct CaseContext {
     pub rerun: String,
     /// `capabilities` of the agent the profile uses (from the root state), or why the server
     /// could not tell (its `initialize` failed: INIT-001).
-    pub agent_capabilities: Result<Value, AgentsUnread>,
+    pub agent_capabilities: Result<AgentsRead, AgentsUnread>,
     /// Levels of the rules steps may rely on (every case's rule and always-on check).
     pub rule_levels: Arc<HashMap<String, Level>>,
     /// The protocol version connections offer unless a step names its own (`--protocol-version`).
@@ -246,7 +256,8 @@ impl Runner<'_> {
                         "needs capabilities.{capability}, which could not be read: {why}"
                     )));
                 }
-                Ok(caps) => {
+                Ok(read) => {
+                    let caps = &read.capabilities;
                     // `a.b` reads a member of a capability; `!a.b` gates a rule about agents
                     // that do not advertise it.
                     let (without, path) = match capability.strip_prefix('!') {
@@ -285,6 +296,17 @@ impl Runner<'_> {
             stop = Some(Stop::Harness(format!("unknown probe {probe:?}")));
         }
         for need in &self.case.needs {
+            // Issue 25, authentication: a server whose agents protect nothing is not
+            // applicable, whatever the profile says.
+            if stop.is_none() && need == crate::client::profile::AUTH {
+                if let Ok(read) = &self.ctx.agent_capabilities {
+                    if !read.protects_resources {
+                        stop = Some(Stop::NotApplicable(
+                            "the server's agents advertise no protected resources".to_owned(),
+                        ));
+                    }
+                }
+            }
             if stop.is_none() && !self.ctx.profile.provides(need) {
                 stop = Some(Stop::NotTestable(
                     if need == crate::client::profile::DIRECTORIES {
@@ -295,6 +317,8 @@ impl Runner<'_> {
                         "the target profile names no text to complete (completions)".to_owned()
                     } else if need == crate::client::profile::ROOT_CONFIG {
                         "the target profile names no root-configuration property to set (root_config)".to_owned()
+                    } else if need == crate::client::profile::AUTH {
+                        "the target profile names no agent, protected resource and token the server accepts (auth)".to_owned()
                     } else if need == crate::client::profile::WORKSPACE {
                         "the target profile names no directory the server serves for writing (workspace)".to_owned()
                     } else if need.contains('.') {

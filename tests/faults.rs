@@ -238,6 +238,14 @@ fn blocks(fault: Fault) -> Blocks {
         // Issue 25, resources (h25a): RES-005 and RES-013 make their scratch directories
         // two levels down.
         Fault::MkdirNoParents => Blocks::Cases(&[("RES-005", "RES-004"), ("RES-013", "RES-004")]),
+        // Issue 25, authentication (i25c): the cases that push the profile's token on the way
+        // to their rule, and the one that reads the code of the gate's refusal.
+        Fault::ValidTokenRefused => Blocks::Cases(&[
+            ("AUTH-002", "AUTH-004"),
+            ("AUTH-003", "AUTH-004"),
+            ("TOOL-010", "AUTH-004"),
+        ]),
+        Fault::ProtectedAgentOpen => Blocks::Cases(&[("LIFECYCLE-007", "AUTH-003")]),
         _ => Blocks::Nothing,
     }
 }
@@ -283,8 +291,6 @@ fn expected_not_testable(fault: Fault) -> BTreeSet<String> {
         Fault::FractionalDuration => {
             BTreeSet::from(["RECONNECT-007".to_owned(), "SUB-010".to_owned()])
         }
-        // AUTH-001's authenticate is the only request that earns a -32007 in the catalog.
-        Fault::AuthenticateAnything => BTreeSet::from(["ERR-002".to_owned()]),
         // Every open input request shows resolved in snapshots: INV-CHAT-4 sees none open.
         Fault::InputShownResolved => BTreeSet::from(["INV-CHAT-4".to_owned()]),
         _ => BTreeSet::new(),
@@ -665,6 +671,14 @@ fault_tests! {
     // Issue 25, resource watches (h25a).
     watch_uri_reused => WatchUriReused,
     watch_ignores_excludes => WatchIgnoresExcludes,
+    // Issue 25, authentication (i25c).
+    valid_token_refused => ValidTokenRefused,
+    wrong_token_accepted => WrongTokenAccepted,
+    protected_agent_open => ProtectedAgentOpen,
+    auth_refused_invalid_params => AuthRefusedInvalidParams,
+    tool_auth_unresolved => ToolAuthUnresolved,
+    // Issue 25, ROOT-012's replace form (i25c).
+    config_replace_merges => ConfigReplaceMerges,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -342,6 +342,8 @@ rules! {
         (Version002, "VERSION-002"),
         (Version005, "VERSION-005"),
         (Version006, "VERSION-006"),
+        // Issue 25, authentication (i25c).
+        (Auth004, "AUTH-004"),
         (AapAuth001, "AAP-AUTH-001"),
         (AapHistory001, "AAP-HISTORY-001"),
         (AapHistory002, "AAP-HISTORY-002"),

@@ -44,6 +44,33 @@ pub struct Profile {
     /// What the root-configuration case sets (issue 25): without it it is not testable.
     #[serde(default)]
     pub root_config: Option<RootConfigNeeds>,
+    /// The agent that needs a token, its protected resource and a token the server accepts
+    /// (issue 25, authentication): without it the auth cases are not testable. The token
+    /// is a secret: it never reaches a report or a capture ([`crate::redact`]).
+    #[serde(default)]
+    pub auth: Option<AuthNeeds>,
+}
+
+/// An agent that advertises a required protected resource, that resource's id, and a token
+/// the server accepts for it (and for the resources its MCP tools ask a token for):
+/// `${auth.provider}`, `${auth.resource}`, `${auth.token}`.
+#[derive(Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AuthNeeds {
+    pub provider: String,
+    pub resource: String,
+    pub token: String,
+}
+
+/// Never prints the token (a profile is printed in debug output and error messages).
+impl std::fmt::Debug for AuthNeeds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthNeeds")
+            .field("provider", &self.provider)
+            .field("resource", &self.resource)
+            .field("token", &crate::redact::REDACTED)
+            .finish()
+    }
 }
 
 /// A property of the server's root configuration and a value it allows other than its
@@ -120,6 +147,8 @@ pub const COMPLETIONS: &str = "completions";
 pub const ROOT_CONFIG: &str = "root-config";
 /// The profile need for a served, writable directory (`needs = ["workspace"]`).
 pub const WORKSPACE: &str = "workspace";
+/// The profile need for an agent that needs a token, and the token (`auth`).
+pub const AUTH: &str = "auth";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
@@ -135,7 +164,20 @@ pub enum ProfileError {
 
 impl Profile {
     pub fn scripted() -> Result<Profile, ProfileError> {
-        Profile::parse("profiles/ahpspec-scripted.toml", SCRIPTED)
+        let profile = Profile::parse("profiles/ahpspec-scripted.toml", SCRIPTED)?;
+        profile.learn_secrets();
+        Ok(profile)
+    }
+
+    /// Tells [`crate::redact`] what of the profile is secret: the names of its `secrets`
+    /// and its auth token.
+    pub fn learn_secrets(&self) {
+        for name in &self.secrets {
+            crate::redact::learn_name(name);
+        }
+        if let Some(auth) = &self.auth {
+            crate::redact::learn_value(&auth.token);
+        }
     }
 
     pub fn parse(path: &str, text: &str) -> Result<Profile, ProfileError> {
@@ -152,9 +194,7 @@ impl Profile {
             source,
         })?;
         let profile = Profile::parse(&shown, &text)?;
-        for name in &profile.secrets {
-            crate::redact::learn_name(name);
-        }
+        profile.learn_secrets();
         Ok(profile)
     }
 
@@ -180,6 +220,9 @@ impl Profile {
         }
         if need == WORKSPACE {
             return self.workspace.is_some();
+        }
+        if need == AUTH {
+            return self.auth.is_some();
         }
         match need.split_once('.') {
             Some((behaviour, promise)) => self

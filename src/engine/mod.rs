@@ -10,8 +10,7 @@ use std::sync::Arc;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::watch;
 
-pub use crate::steps::{run_case, CaseContext, CaseOutcome};
-pub use prerequisite::AgentsUnread;
+pub use crate::steps::{run_case, AgentsRead, AgentsUnread, CaseContext, CaseOutcome};
 // compat: old paths of what moved to the ground floor and the client, removed after the
 // parallel branches merge
 pub use crate::catalog::{glob, Selection, Shard, ShardError};
@@ -75,7 +74,7 @@ impl Gathered {
 fn case_contexts(
     config: &RunConfig,
     cases: &[&Case],
-    agent_capabilities: &Result<serde_json::Value, AgentsUnread>,
+    agent_capabilities: &Result<AgentsRead, AgentsUnread>,
 ) -> Vec<CaseContext> {
     let nonce = crate::client::unique_token("");
     let rule_levels = Arc::new(prerequisite::rule_levels(&config.catalog));
@@ -103,7 +102,7 @@ fn block_unstartable(
     config: &RunConfig,
     cases: &[&Case],
     contexts: &[CaseContext],
-    agent_capabilities: &Result<serde_json::Value, AgentsUnread>,
+    agent_capabilities: &Result<AgentsRead, AgentsUnread>,
     gathered: &mut Gathered,
     sink: &mut dyn EventSink,
 ) -> Vec<usize> {

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::RunConfig;
 use crate::checks::{Rule, ALWAYS_ON};
-pub use crate::steps::AgentsUnread;
+pub use crate::steps::{AgentsRead, AgentsUnread};
 use crate::suite::{Case, Catalog, Step};
 use crate::transport::TransportError;
 use crate::verdict::{CaseInfo, CaseResult, Finding, Level, Verdict};
@@ -176,9 +176,7 @@ fn clip_list(ids: &[&str]) -> String {
 
 /// `capabilities` of the profile's agent as the root state advertises it (`{}` when the
 /// agent lists none), or why the run could not read it.
-pub(super) async fn agent_capabilities(
-    config: &RunConfig,
-) -> Result<serde_json::Value, AgentsUnread> {
+pub(super) async fn agent_capabilities(config: &RunConfig) -> Result<AgentsRead, AgentsUnread> {
     use crate::client::{Conn, HandshakeError, Offer, ROOT};
     use serde_json::{json, Value};
     let client_id = format!("ahpspec-probe-{}", std::process::id());
@@ -236,8 +234,16 @@ pub(super) async fn agent_capabilities(
                 .is_some_and(|p| a["provider"] == p)
         })
         .or_else(|| agents.first());
-    Ok(agent
-        .and_then(|a| a.get("capabilities"))
-        .cloned()
-        .unwrap_or_else(|| json!({})))
+    let protects_resources = agents.iter().any(|a| {
+        a["protectedResources"]
+            .as_array()
+            .is_some_and(|resources| !resources.is_empty())
+    });
+    Ok(AgentsRead {
+        capabilities: agent
+            .and_then(|a| a.get("capabilities"))
+            .cloned()
+            .unwrap_or_else(|| json!({})),
+        protects_resources,
+    })
 }

@@ -100,6 +100,7 @@ pub async fn serve(
         let mut world = shared.lock();
         let client_id = world.conns.remove(&conn).and_then(|entry| entry.client_id);
         world.release_watches();
+        world.auth_grants.forget(conn);
         client_id
     };
     drop(tx);

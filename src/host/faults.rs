@@ -248,6 +248,14 @@ fault_catalog! {
     // Issue 25, resource watches (h25a).
     WatchUriReused => ("watch-uri-reused", "RES-007", "Answers every createResourceWatch of the same URI with the same channel."),
     WatchIgnoresExcludes => ("watch-ignores-excludes", "RES-013", "Reports changes to paths a resource watch excludes."),
+    // Issue 25, authentication (i25c).
+    ValidTokenRefused => ("valid-token-refused", "AUTH-004", "Refuses authenticate with -32007 even for an advertised resource and the token it accepts."),
+    WrongTokenAccepted => ("wrong-token-accepted", "AUTH-001", "Answers authenticate for an advertised resource with success whatever the token (an unknown resource is still refused)."),
+    ProtectedAgentOpen => ("protected-agent-open", "AUTH-003", "Creates sessions of the agent that advertises a required protected resource without any token."),
+    AuthRefusedInvalidParams => ("auth-refused-invalid-params", "LIFECYCLE-007", "Refuses createSession for the agent that needs a token with -32602 instead of -32007 with data.resources."),
+    // Issue 25, ROOT-012's replace form (i25c).
+    ConfigReplaceMerges => ("config-replace-merges", "ROOT-012", "Follows each root/configChanged replacement a client dispatches with its own merge of the values the replacement dropped, so replace: true acts as a merge."),
+    ToolAuthUnresolved => ("tool-auth-unresolved", "TOOL-010", "Accepts the token for the MCP tools' resource but never resumes the tool calls waiting for it (no chat/toolCallAuthResolved)."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

@@ -9,6 +9,8 @@
 
 mod agent;
 pub mod agents;
+// Issue 25, authentication (i25c).
+pub mod auth;
 mod broken;
 mod broken_lifecycle;
 mod broken_routes;
@@ -18,6 +20,7 @@ mod commands;
 mod conn;
 mod dispatch;
 pub mod faults;
+mod grants;
 mod projection;
 pub mod script;
 // Issue 25, terminals (i25b).

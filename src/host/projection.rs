@@ -332,6 +332,13 @@ fn input_needed_entries(chat: &str, state: &Value) -> Vec<Value> {
                             "turnId": turn_id, "toolCall": call,
                         }));
                     }
+                    // Issue 25, authentication (i25c): a call waiting for a token.
+                    Some("auth-required") => {
+                        entries.push(json!({
+                            "kind": "toolAuthentication", "id": id, "chat": chat,
+                            "turnId": turn_id, "toolCall": call,
+                        }));
+                    }
                     Some("running") if call["contributor"]["kind"] == "client" => {
                         entries.push(json!({
                             "kind": "toolClientExecution", "id": id, "chat": chat,

@@ -119,6 +119,13 @@ pub struct ToolCallStep {
     /// Whether the result needs the client's confirmation.
     #[serde(default)]
     pub result_confirmation: bool,
+    /// A tool of an MCP server that needs a token (issue 25, authentication): contributed
+    /// by the MCP server, and once running it pauses in `auth-required`
+    /// (`chat/toolCallAuthRequired`) until the client pushes a token for the tool resource
+    /// with `authenticate` (the host resumes it with `chat/toolCallAuthResolved`) or ends
+    /// it with a failed `chat/toolCallComplete`.
+    #[serde(default)]
+    pub mcp_auth: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

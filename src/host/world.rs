@@ -181,6 +181,8 @@ pub struct World {
     /// (client, session) the agent action being emitted is restricted to, for the
     /// turn-stream-to-starter-only and turn-end-elsewhere faults.
     pub turn_audience: Option<(String, String)>,
+    /// Tokens connections pushed with `authenticate` (issue 25, auth).
+    pub auth_grants: super::grants::Grants,
 }
 
 /// Channel kinds this host serves.
@@ -197,7 +199,7 @@ pub const ROOT: &str = "ahp-root://";
 
 impl World {
     pub fn new(config: WorldConfig, workspace: SharedWorkspace) -> Self {
-        let root = super::agents::root_state();
+        let root = super::agents::root_state(config.variants.no_protected_agent);
         World {
             config,
             workspace,
@@ -222,6 +224,7 @@ impl World {
             subscribed_at: HashMap::new(),
             listed_after_dispose: Vec::new(),
             wedged_groups: Vec::new(),
+            auth_grants: Default::default(),
         }
     }
 

@@ -74,6 +74,11 @@ impl Vars {
             vars.set("root_config.property", Value::String(root.property.clone()));
             vars.set("root_config.value", root.value.clone());
         }
+        if let Some(auth) = &profile.auth {
+            vars.set("auth.provider", Value::String(auth.provider.clone()));
+            vars.set("auth.resource", Value::String(auth.resource.clone()));
+            vars.set("auth.token", Value::String(auth.token.clone()));
+        }
         if let Some(workspace) = &profile.workspace {
             let workspace = workspace.trim_end_matches('/');
             vars.set("workspace", Value::String(workspace.to_owned()));

@@ -40,6 +40,8 @@ pub fn command_rule(method: &str) -> Option<Rule> {
         "resourceCopy" | "resourceMove" => Rule::Res009,
         "resourceResolve" => Rule::Res010,
         "createResourceWatch" => Rule::Res007,
+        // Issue 25, authentication (i25c).
+        "authenticate" => Rule::Auth004,
         _ => return None,
     })
 }

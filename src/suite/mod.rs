@@ -90,6 +90,8 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "telemetry.toml",
         include_str!("../../suites/telemetry.toml"),
     ),
+    // Issue 25, authentication (i25c).
+    ("auth.toml", include_str!("../../suites/auth.toml")),
 ];
 
 /// The `relies_on` value of an expectation that rests on what the target profile promises

@@ -95,7 +95,10 @@ impl Run<'_> {
             token: self.token.clone(),
             rerun: String::new(),
             // Probes read no agent capabilities (they name none).
-            agent_capabilities: Ok(Value::Null),
+            agent_capabilities: Ok(crate::steps::AgentsRead {
+                capabilities: Value::Null,
+                protects_resources: false,
+            }),
             rule_levels: Arc::default(),
             offer: DEFAULT_OFFER.to_owned(),
             settled,

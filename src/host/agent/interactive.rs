@@ -90,6 +90,13 @@ pub(super) async fn run_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallS
     if call.client {
         return client_settles(shared, turn, &id).await;
     }
+    if call.mcp_auth {
+        match until_authenticated(shared, turn, &id).await {
+            Some(Flow::Next) => {}
+            Some(flow) => return flow,
+            None => return Flow::Next,
+        }
+    }
     if host_completes(shared, turn, call, &id).is_none() {
         return Flow::Stop;
     }
@@ -125,6 +132,8 @@ fn start_tool_call(shared: &Shared, turn: &Turn, call: &ToolCallStep, id: &str) 
     let owner = call.client_id.clone().or_else(|| turn.client_id.clone());
     let contributor = if call.client {
         json!({ "kind": "client", "clientId": owner })
+    } else if call.mcp_auth {
+        json!({ "kind": "mcp", "customizationId": crate::host::auth::MCP_CUSTOMIZATION })
     } else {
         Value::Null
     };
@@ -152,6 +161,26 @@ async fn until_running(shared: &Shared, turn: &Turn, id: &str) -> Option<Flow> {
     {
         Some("running") => None,
         Some(_) => Some(Flow::Next),
+        None => Some(Flow::Stop),
+    }
+}
+
+/// Pauses a running MCP tool call for a token (`chat/toolCallAuthRequired`) and waits:
+/// `Some(Flow::Next)` once resumed (go on and complete it), `None` when the client ended it
+/// with a failed completion (the step is over), `Some(Flow::Stop)` when the turn is gone.
+async fn until_authenticated(shared: &Shared, turn: &Turn, id: &str) -> Option<Flow> {
+    let challenge = json!({ "type": "chat/toolCallAuthRequired", "turnId": turn.turn_id,
+        "toolCallId": id, "auth": { "reason": "required",
+        "resource": crate::host::auth::metadata(crate::host::auth::TOOL_RESOURCE) } });
+    if emit(shared, turn, challenge).is_none() {
+        return Some(Flow::Stop);
+    }
+    match status_after(shared, turn, id, &["auth-required"])
+        .await
+        .as_deref()
+    {
+        Some("running") => Some(Flow::Next),
+        Some(_) => None,
         None => Some(Flow::Stop),
     }
 }

@@ -1,7 +1,7 @@
 //! JSON-RPC requests and client notifications other than `dispatchAction`.
 
 use serde::de::DeserializeOwned;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::faults::Fault;
 use super::world::{ConnId, Version, World};
@@ -46,7 +46,6 @@ const SESSION_ALREADY_EXISTS: i64 = -32003;
 const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32005;
 /// Reserved and unassigned in 1.0.0; only the `reserved-error-code` fault uses it.
 const RESERVED_ERROR: i64 = -32006;
-const AUTH_REQUIRED: i64 = -32007;
 pub(super) const NOT_FOUND: i64 = -32008;
 const PERMISSION_DENIED: i64 = -32009;
 const ALREADY_EXISTS: i64 = -32010;
@@ -157,8 +156,8 @@ impl World {
             "createChat" => Reply::of(self.create_chat(conn, params)),
             "disposeChat" => Reply::of(self.dispose_chat(params)),
             "fetchTurns" => self.fetch_turns(params),
-            "authenticate" if self.fault(Fault::AuthenticateAnything) => Reply::of(Ok(json!({}))),
-            "authenticate" => Reply::of(Err(self.auth_required())),
+            // Issue 25, authentication (i25c).
+            "authenticate" => Reply::of(self.authenticate(conn, params)),
             "completions" => Reply::of(self.completions(params)),
             "resolveSessionConfig" => Reply::of(self.resolve_session_config(params)),
             "sessionConfigCompletions" => Reply::of(self.session_config_completions(params)),
@@ -190,19 +189,6 @@ impl World {
                 )))
             }
         }
-    }
-
-    /// The answer to `authenticate`: this host protects no resource, so the token is for
-    /// none of them (AuthRequired, listing the protected resources: none).
-    fn auth_required(&self) -> RpcError {
-        let mut error = RpcError::new(
-            AUTH_REQUIRED,
-            "unknown protected resource: this host advertises none",
-        );
-        if !self.fault(Fault::AuthRequiredWithoutResources) {
-            error.data = Some(json!({ "resources": [] }));
-        }
-        error
     }
 }
 

@@ -116,7 +116,10 @@ impl World {
                 format!("{uri} already exists"),
             ));
         }
-        let agent = match agent_for(params.provider.as_deref()) {
+        let without_protected = self.config.variants.no_protected_agent;
+        let agent = match agent_for(params.provider.as_deref())
+            .filter(|agent| !(without_protected && *agent == AgentKind::Protected))
+        {
             Some(agent) => agent,
             None if self.fault(Fault::UnknownProviderOk) => AgentKind::Scripted,
             None => {
@@ -126,6 +129,7 @@ impl World {
                 ))
             }
         };
+        self.auth_gate(conn, provider_name(agent))?;
         if let Some(unknown) = params
             .working_directories
             .as_deref()
@@ -255,11 +259,13 @@ impl World {
             if !world.sessions.contains_key(&uri) {
                 return;
             }
-            if world.fault(Fault::SessionsNeverReady) && matches!(agent, AgentKind::Scripted) {
+            if world.fault(Fault::SessionsNeverReady)
+                && matches!(agent, AgentKind::Scripted | AgentKind::Protected)
+            {
                 return;
             }
             let action = match agent {
-                AgentKind::Scripted => json!({ "type": "session/ready" }),
+                AgentKind::Scripted | AgentKind::Protected => json!({ "type": "session/ready" }),
                 AgentKind::Unavailable => json!({ "type": "session/creationFailed",
                     "error": { "errorType": "AgentUnavailable",
                                "message": "the ahpspec-unavailable agent never starts" } }),

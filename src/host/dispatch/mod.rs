@@ -157,6 +157,14 @@ impl World {
     fn accept(&mut self, channel: &str, action: Value, client_id: &str, client_seq: i64) {
         let type_name = action_type(&action).unwrap_or_default().to_owned();
         let before = self.chats.get(channel).map(|entry| to_value(&entry.state));
+        let root_values = (channel == ROOT)
+            .then(|| {
+                self.root
+                    .config
+                    .as_ref()
+                    .map(|config| to_value(&config.values))
+            })
+            .flatten();
         let names_turn = action.get("turnId").is_some_and(|t| !t.is_null());
         if type_name == "chat/truncated" && names_turn && !self.fault(Fault::TruncateUnloaded) {
             self.load_all_turns(channel);
@@ -175,6 +183,7 @@ impl World {
         }
         if channel == ROOT {
             self.break_root_config_merge(&action);
+            self.break_root_config_replace(&action, root_values.as_ref());
         }
         let session = match self.chats.get(channel) {
             Some(entry) => Some(entry.session.clone()),

@@ -53,4 +53,28 @@ impl World {
             self.emit_logged(ROOT, replacement);
         }
     }
+
+    /// Fault injection (issue 25, i25c: ROOT-012's replace form): a replacement a client
+    /// asked for is followed by the host's own merge of the values it dropped, as a host
+    /// that merges every root/configChanged would leave them.
+    pub(super) fn break_root_config_replace(&mut self, action: &Value, before: Option<&Value>) {
+        let replace = action["type"] == "root/configChanged" && action["replace"] == true;
+        if !replace || !self.fault(Fault::ConfigReplaceMerges) {
+            return;
+        }
+        let Some(before) = before.and_then(Value::as_object) else {
+            return;
+        };
+        let dropped: serde_json::Map<String, Value> = before
+            .iter()
+            .filter(|(key, _)| action["config"].get(key.as_str()).is_none())
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect();
+        if !dropped.is_empty() {
+            self.emit_logged(
+                ROOT,
+                json!({ "type": "root/configChanged", "config": dropped }),
+            );
+        }
+    }
 }

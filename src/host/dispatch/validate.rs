@@ -297,6 +297,14 @@ impl World {
             active, client_id, ..
         } = *context;
         let call = tool_call(active, action)?;
+        // Issue 25, authentication (i25c): any client may give up on a call waiting for a
+        // token with a failed result (the schema's ToolCallAuthRequiredState).
+        if call["status"] == "auth-required" && action["type"] == "chat/toolCallComplete" {
+            return match action["result"]["success"].as_bool() {
+                Some(false) => Ok(()),
+                _ => Err("a tool call waiting for a token ends only with a failed result".into()),
+            };
+        }
         if call["contributor"]["kind"] != "client" {
             return Err("only the host completes or updates its own tools".into());
         }

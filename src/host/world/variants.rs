@@ -43,6 +43,9 @@ pub struct Variants {
     /// Leaves the optional `chats` list out of session summaries (`listSessions`,
     /// `root/sessionAdded`, `root/sessionSummaryChanged`).
     pub summaries_without_chats: bool,
+    /// Advertises no agent behind a protected resource (issue 25, authentication), as a host
+    /// without authentication: the `ahpspec-protected` agent is neither listed nor known.
+    pub no_protected_agent: bool,
 }
 
 impl World {
