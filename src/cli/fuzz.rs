@@ -44,8 +44,9 @@ pub struct FuzzArgs {
     /// Clients acting on the same session.
     #[arg(long, default_value_t = 2)]
     clients: usize,
-    /// model: random action sequences; frames: malformed and mutated frames.
-    #[arg(long, default_value = "model", value_parser = ["model", "frames"])]
+    /// model: random action sequences; frames: malformed and mutated frames; mixed (the
+    /// default): both, interleaved sequence by sequence.
+    #[arg(long, default_value = "mixed", value_parser = ["mixed", "model", "frames"])]
     mode: String,
     /// Break rules in the built-in host: one fault or several (`a,b`).
     #[arg(long)]
@@ -233,7 +234,6 @@ pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
         progress,
         ..options
     };
-    let frames_mode = args.mode == "frames";
     let campaign = Campaign {
         args: &args,
         target: &target_label,
@@ -253,14 +253,22 @@ pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
                 eprint!("\r\x1b[2K");
             }
         };
-        let exit = if frames_mode {
-            let outcome = fuzz::frames::fuzz_frames(options, interrupt).await;
-            stop_line();
-            campaign.finish(outcome)
-        } else {
-            let outcome = fuzz::fuzz(options, interrupt).await;
-            stop_line();
-            campaign.finish(outcome)
+        let exit = match args.mode.as_str() {
+            "frames" => {
+                let outcome = fuzz::frames::fuzz_frames(options, interrupt).await;
+                stop_line();
+                campaign.finish(outcome)
+            }
+            "model" => {
+                let outcome = fuzz::fuzz(options, interrupt).await;
+                stop_line();
+                campaign.finish(outcome)
+            }
+            _ => {
+                let outcome = fuzz::mixed::fuzz_mixed(options, interrupt).await;
+                stop_line();
+                campaign.finish(outcome)
+            }
         };
         match recording {
             Some(proxy) => match proxy.finish().await {
@@ -317,7 +325,7 @@ struct Campaign<'a> {
 impl Campaign<'_> {
     /// Writes the reports and one trace per rule found, prints each finding and the
     /// summary; the exit code (1 when a rule the baseline does not list failed).
-    fn finish<T: serde::Serialize>(
+    fn finish<T: serde::Serialize + fuzz::mixed::ModeOf>(
         &self,
         outcome: Result<FuzzOutcome<T>, fuzz::ExecError>,
     ) -> ExitCode {
@@ -345,7 +353,7 @@ impl Campaign<'_> {
             fuzz::findings::render_figures(&outcome, self.args.duration)
         );
         for found in &outcome.findings.found {
-            let trace = Trace::new(found, mode, self.target, self.fault.clone());
+            let trace = Trace::new(found, T::mode_of(&found.ops), self.target, self.fault.clone());
             let path = match trace.save(&dir) {
                 Ok(path) => path,
                 Err(error) => {

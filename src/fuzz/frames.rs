@@ -276,7 +276,7 @@ fn render(mutation: &Mutation, id: u64) -> (Result<String, Vec<u8>>, Answer) {
     }
 }
 
-fn mutation() -> impl Strategy<Value = Mutation> {
+pub(crate) fn mutation() -> impl Strategy<Value = Mutation> {
     prop_oneof![
         3 => (0u8..3, any::<u16>()).prop_map(|(base, at)| Mutation::Truncated { base, at }),
         2 => (0u8..3).prop_map(|base| Mutation::ParamsNotObject { base }),
