@@ -152,6 +152,12 @@ pub const OPERATIONS: &[(&str, &[Rule])] = &[
         &[Rule::Config001, Rule::Completions001],
     ),
     ("probe/telemetry", &[Rule::Init001, Rule::Sub006]),
+    // Routines (exec/routines.rs, issue 24).
+    ("routine/burst", &[Rule::Dispatch005]),
+    ("routine/disposeThenList", &[Rule::Lifecycle009]),
+    ("routine/window", &[Rule::Sub008, Rule::Turn011, Rule::Dispatch001]),
+    ("routine/createChat", &[Rule::Chat001, Rule::Root008]),
+    ("routine/answerUnsubscribed", &[Rule::Session010, Rule::Dispatch001]),
     // Malformed frames (frames.rs): the answer a correct host gives, and surviving the frame.
     ("frames/truncated", &[Rule::Transport006]),
     ("frames/binary", &[Rule::Transport006]),
@@ -183,7 +189,7 @@ mod tests {
     use crate::client::profile::Profile;
     use crate::fuzz::frames::Mutation;
     use crate::fuzz::model::{judge, plan};
-    use crate::fuzz::ops::{Behaviour, Op, PendingKind, Probe};
+    use crate::fuzz::ops::{Behaviour, Op, PendingKind, Probe, Routine};
 
     fn rules_of(op: &str) -> &'static [Rule] {
         OPERATIONS
@@ -343,6 +349,15 @@ mod tests {
             let name = format!("probe/{}", name_of(&probe, ""));
             assert!(names.contains(name.as_str()), "{name}");
         }
+        for routine in Routine::ALL {
+            let name = format!("routine/{}", name_of(&routine, "routine"));
+            assert!(names.contains(name.as_str()), "{name}");
+        }
+        assert_eq!(
+            names.iter().filter(|n| n.starts_with("routine/")).count(),
+            Routine::ALL.len(),
+            "a new routine needs a row"
+        );
         let mutations = [
             Mutation::Truncated { base: 0, at: 3 },
             Mutation::ParamsNotObject { base: 1 },

@@ -417,7 +417,11 @@ fn plan_action(
         Op::ServerOnly { .. } => {
             in_chat(json!({ "type": "chat/turnComplete", "turnId": turn_id, "duration": 1 }))
         }
-        Op::Reconnect { .. } | Op::Checkpoint | Op::Together { .. } | Op::Probe { .. } => None,
+        Op::Reconnect { .. }
+        | Op::Checkpoint
+        | Op::Together { .. }
+        | Op::Probe { .. }
+        | Op::Routine { .. } => None,
     }
 }
 

@@ -126,6 +126,40 @@ impl Probe {
     ];
 }
 
+/// A routine: a short run of requests and dispatches judged together, for states and
+/// rules a single operation does not reach (see `exec/routines.rs`), each with the rule it
+/// exercises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "routine", rename_all = "camelCase")]
+pub enum Routine {
+    /// `n` title changes back to back on one client: echoed in dispatch order (DISPATCH-005).
+    Burst { n: u8 },
+    /// A side session (run a turn in it when `turn`), disposed by the client: its
+    /// listSessions no longer lists it (LIFECYCLE-009).
+    DisposeThenList { turn: bool },
+    /// Echo turns until the chat holds three, then a new connection subscribes with a
+    /// one-turn window: a cursor when turns are left out (SUB-008), and the turns fetched
+    /// with it oldest first, none twice (TURN-011).
+    Window,
+    /// createChat in the session: session/chatAdded before the response (CHAT-001), and
+    /// the next root summary change listing chats lists them all (ROOT-008).
+    CreateChat,
+    /// An input request (an `input` turn started when the chat is idle) declined by a
+    /// connection subscribed only to the session: taken, not rejected (SESSION-010).
+    AnswerUnsubscribed,
+}
+
+impl Routine {
+    /// One of each kind.
+    pub const ALL: [Routine; 5] = [
+        Routine::Burst { n: 3 },
+        Routine::DisposeThenList { turn: true },
+        Routine::Window,
+        Routine::CreateChat,
+        Routine::AnswerUnsubscribed,
+    ];
+}
+
 /// One client operation. `client` picks one of the fuzzer's connections (modulo their
 /// number); `stale` makes the operation name something that does not exist (its correct
 /// answer is a rejection).
@@ -197,6 +231,10 @@ pub enum Op {
         client: u8,
         probe: Probe,
     },
+    Routine {
+        client: u8,
+        routine: Routine,
+    },
     /// Two operations planned on the same observed state and dispatched at once, each on
     /// its client, without waiting for the first's echo: the host picks the order.
     Together {
@@ -225,7 +263,8 @@ impl Op {
             | Op::Resume { client }
             | Op::ServerOnly { client }
             | Op::Reconnect { client }
-            | Op::Probe { client, .. } => usize::from(*client),
+            | Op::Probe { client, .. }
+            | Op::Routine { client, .. } => usize::from(*client),
             Op::Checkpoint => 0,
             Op::Together { first, .. } => first.client(),
         }
@@ -348,6 +387,16 @@ fn probe() -> impl Strategy<Value = Probe> {
         Just(Probe::Terminal),
         Just(Probe::SessionConfig),
         Just(Probe::Telemetry),
+    ]
+}
+
+fn routine() -> impl Strategy<Value = Routine> {
+    prop_oneof![
+        (2u8..6).prop_map(|n| Routine::Burst { n }),
+        any::<bool>().prop_map(|turn| Routine::DisposeThenList { turn }),
+        Just(Routine::Window),
+        Just(Routine::CreateChat),
+        Just(Routine::AnswerUnsubscribed),
     ]
 }
 
@@ -475,6 +524,7 @@ pub fn op(repertoire: &Repertoire) -> impl Strategy<Value = Op> {
         }),
         1 => (0u8..3).prop_map(|client| Op::Reconnect { client }),
         3 => (0u8..3, probe()).prop_map(|(client, probe)| Op::Probe { client, probe }),
+        2 => (0u8..3, routine()).prop_map(|(client, routine)| Op::Routine { client, routine }),
         1 => Just(Op::Checkpoint),
     ]
 }

@@ -21,6 +21,8 @@ use crate::verdict::ReportedFrame;
 
 mod dispatch;
 mod probes;
+// Issue 24, reach: routines of several requests and dispatches.
+mod routines;
 mod setup;
 // Issue 25, terminals and session configuration (i25b).
 mod terminal_config;
@@ -421,6 +423,11 @@ impl Run<'_> {
                 self.exec.operations += 1;
                 let client = op.client() % self.conns.len();
                 self.probe(index, client, *probe).await
+            }
+            Op::Routine { routine, .. } => {
+                self.exec.operations += 1;
+                let client = op.client() % self.conns.len();
+                self.routine(index, client, *routine).await
             }
             single => self.dispatch(index, &[single]).await,
         }
