@@ -364,7 +364,8 @@ rules! {
         (AapTurn004, "AAP-TURN-004"),
         (AapTurn005, "AAP-TURN-005"),
         (AapTurn006, "AAP-TURN-006"),
-        // Issue 24: judged by the fuzzer's routines.
+        // Issue 24: judged by the fuzzer's routines and its working-directory operation.
+        (ChatValidate011, "CHAT-VALIDATE-011"),
         (Dispatch005, "DISPATCH-005"),
         (Root008, "ROOT-008"),
         (Session010, "SESSION-010"),

@@ -84,6 +84,15 @@ pub const OPERATIONS: &[(&str, &[Rule])] = &[
     ("model/draft", &[Rule::Dispatch008, Rule::Dispatch001]),
     ("model/rename", &[Rule::Dispatch008, Rule::Dispatch001]),
     (
+        "model/setDirectory",
+        &[
+            Rule::Dispatch008,
+            Rule::ChatValidate011,
+            Rule::Dispatch001,
+            Rule::Dispatch003,
+        ],
+    ),
+    (
         "model/truncate",
         &[Rule::Turn012, Rule::Dispatch001, Rule::Dispatch003],
     ),
@@ -289,6 +298,14 @@ mod tests {
             Op::Reorder { client: 0 },
             Op::Draft { client: 0 },
             Op::Rename { client: 0 },
+            Op::SetDirectory {
+                client: 0,
+                inside: true,
+            },
+            Op::SetDirectory {
+                client: 0,
+                inside: false,
+            },
             Op::Resume { client: 0 },
             Op::ServerOnly { client: 0 },
         ]);
@@ -329,7 +346,7 @@ mod tests {
         }
         assert_eq!(
             seen.len(),
-            15,
+            16,
             "every dispatching operation was planned: {seen:?}"
         );
     }

@@ -95,6 +95,9 @@ enum Answer {
         close_ok: bool,
         rule: Rule,
     },
+    /// A response with this id, a result or an error (or a close of the connection): a
+    /// request a host may find odd but must not leave unanswered; the rule that says so.
+    Answered { id: Value, rule: Rule },
     /// Anything (or nothing) but the connection keeps serving.
     Survive,
 }
@@ -104,12 +107,18 @@ impl Answer {
     /// with `id: null` where JSON-RPC allows one (the frame's id could not be detected: a
     /// parse error or an invalid request).
     fn is_answer(&self, message: &Value) -> bool {
-        let Answer::Error { id, codes, .. } = self else {
-            return false;
+        let (id, null_ok) = match self {
+            Answer::Error { id, codes, .. } => (
+                id,
+                id.is_null() || codes.iter().any(|c| [-32700, -32600].contains(c)),
+            ),
+            // An odd id may be refused as an invalid request, which JSON-RPC answers with
+            // `id: null` when it cannot read the id.
+            Answer::Answered { id, .. } => (id, true),
+            Answer::Survive => return false,
         };
         let response = message.get("method").is_none()
             && (message.get("result").is_some() || message.get("error").is_some());
-        let null_ok = id.is_null() || codes.iter().any(|c| [-32700, -32600].contains(c));
         response
             && match message.get("id") {
                 Some(Value::Null) => null_ok && message.get("error").is_some(),
@@ -213,8 +222,14 @@ fn render(mutation: &Mutation, id: u64) -> (Result<String, Vec<u8>>, Answer) {
                 1 => json!(-(id as i64)),
                 _ => json!(id as f64 + 0.5),
             };
-            let request = ping_request(odd);
-            (Ok(request.to_string()), Answer::Survive)
+            let request = ping_request(odd.clone());
+            (
+                Ok(request.to_string()),
+                Answer::Answered {
+                    id: odd,
+                    rule: Rule::Fuzz004,
+                },
+            )
         }
         Mutation::NoJsonrpc => {
             let request = json!({ "id": id, "method": "ping", "params": { "channel": ROOT } });

@@ -213,6 +213,12 @@ pub enum Op {
     Rename {
         client: u8,
     },
+    /// chat/workingDirectorySet: the session's directory (the profile's first) when
+    /// `inside`, else one outside the session's set (the profile's second, or a made-up one).
+    SetDirectory {
+        client: u8,
+        inside: bool,
+    },
     Truncate {
         client: u8,
         keep_first: bool,
@@ -259,6 +265,7 @@ impl Op {
             | Op::Reorder { client }
             | Op::Draft { client }
             | Op::Rename { client }
+            | Op::SetDirectory { client, .. }
             | Op::Truncate { client, .. }
             | Op::Resume { client }
             | Op::ServerOnly { client }
@@ -484,6 +491,13 @@ fn single(repertoire: &Repertoire) -> BoxedStrategy<Op> {
             "rename",
             2,
             client().prop_map(|client| Op::Rename { client }).boxed(),
+        ),
+        (
+            "setDirectory",
+            1,
+            (client(), any::<bool>())
+                .prop_map(|(client, inside)| Op::SetDirectory { client, inside })
+                .boxed(),
         ),
         (
             "truncate",

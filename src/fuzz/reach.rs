@@ -198,7 +198,13 @@ pub async fn reach(fault: Fault, area: &str, cfg: &ReachConfig) -> Reached {
             started.elapsed().as_secs_f64()
         ));
     }
-    reached.replays = Some(match super::replay_trace(&trace, &options.target, &options.exec).await {
+    // A replay knows nothing of the campaign (as `ahpspec replay`): it waits in full for
+    // what the campaign had learnt not to wait for.
+    let exec = ExecConfig {
+        known: Default::default(),
+        ..options.exec.clone()
+    };
+    reached.replays = Some(match super::replay_trace(&trace, &options.target, &exec).await {
         Ok(again) => again.is_some(),
         Err(error) => {
             reached.note = Some(format!("replay: {error}"));

@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::{ping_if, Failure, Performed, Run};
 use crate::checks::Rule;
 use crate::client::{Conn, ROOT};
-use crate::fuzz::model::{judge, plan, Channel, Expect};
+use crate::fuzz::model::{judge_in, plan, Channel, Expect};
 use crate::fuzz::ops::Op;
 use crate::transport::{Connection, Incoming};
 
@@ -140,7 +140,8 @@ impl Run<'_> {
         let found = conn.process(&schemas);
         let before = conn.echo_prestate(seq);
         let before = before.unwrap_or_else(|| conn.mirror().state(&channel).unwrap_or(Value::Null));
-        let (expect, rule) = judge(&action, &before, &client_id);
+        let session = conn.mirror().state(&self.session).unwrap_or(Value::Null);
+        let (expect, rule) = judge_in(&action, &before, &session, &client_id);
         let planned = &mut self.exec.performed[slot].planned;
         (planned.expect, planned.rule) = (expect, rule.to_owned());
         // A broken always-on rule is the better explanation of anything that follows
