@@ -134,7 +134,11 @@ fn line(r: &Reached) -> String {
         Some(false) => ", DOES NOT REPLAY",
         None => "",
     };
-    let note = r.note.as_ref().map(|n| format!(" [{n}]")).unwrap_or_default();
+    let note = r
+        .note
+        .as_ref()
+        .map(|n| format!(" [{n}]"))
+        .unwrap_or_default();
     format!(
         "{:<34} {:<18} {:<6} {what}{at}{replays} ({} sequences, {} operations){note}",
         r.fault,

@@ -166,6 +166,7 @@ fn campaign_options(args: &FuzzArgs, decided: &Decided) -> Result<FuzzOptions, E
         baseline,
         stop_after: None,
         progress: None,
+        uniform: false,
     })
 }
 
@@ -352,8 +353,24 @@ impl Campaign<'_> {
             "{}",
             fuzz::findings::render_figures(&outcome, self.args.duration)
         );
+        if outcome.coverage.covered() > 0 {
+            println!("protocol state: {}", outcome.coverage.summary());
+            let map = serde_json::to_string_pretty(&outcome.coverage.to_json()).unwrap_or_default();
+            if let Err(error) = std::fs::write(dir.join("state-coverage.json"), map + "\n") {
+                eprintln!(
+                    "ahpspec: {}: {error}",
+                    dir.join("state-coverage.json").display()
+                );
+                return ExitCode::from(2);
+            }
+        }
         for found in &outcome.findings.found {
-            let trace = Trace::new(found, T::mode_of(&found.ops), self.target, self.fault.clone());
+            let trace = Trace::new(
+                found,
+                T::mode_of(&found.ops),
+                self.target,
+                self.fault.clone(),
+            );
             let path = match trace.save(&dir) {
                 Ok(path) => path,
                 Err(error) => {

@@ -164,9 +164,15 @@ pub const OPERATIONS: &[(&str, &[Rule])] = &[
     // Routines (exec/routines.rs, issue 24).
     ("routine/burst", &[Rule::Dispatch005]),
     ("routine/disposeThenList", &[Rule::Lifecycle009]),
-    ("routine/window", &[Rule::Sub008, Rule::Turn011, Rule::Dispatch001]),
+    (
+        "routine/window",
+        &[Rule::Sub008, Rule::Turn011, Rule::Dispatch001],
+    ),
     ("routine/createChat", &[Rule::Chat001, Rule::Root008]),
-    ("routine/answerUnsubscribed", &[Rule::Session010, Rule::Dispatch001]),
+    (
+        "routine/answerUnsubscribed",
+        &[Rule::Session010, Rule::Dispatch001],
+    ),
     // Malformed frames (frames.rs): the answer a correct host gives, and surviving the frame.
     ("frames/truncated", &[Rule::Transport006]),
     ("frames/binary", &[Rule::Transport006]),

@@ -320,7 +320,9 @@ pub async fn fuzz_frames(
     };
     search(
         options,
-        prop::collection::vec(mutation(), 1..=options.max_len.max(1)),
+        |_: &super::guidance::StateCoverage| {
+            prop::collection::vec(mutation(), 1..=options.max_len.max(1))
+        },
         run,
         interrupt,
     )

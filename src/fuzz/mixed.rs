@@ -72,9 +72,12 @@ pub async fn fuzz_mixed(
         }
     };
     let repertoire = Repertoire::of(&options.exec.profile);
-    let strategy = cases(options.max_len, &repertoire);
+    let strategy = |coverage: &super::guidance::StateCoverage| {
+        cases(options.max_len, &repertoire.biased(options.bias(coverage)))
+    };
     let mut outcome = search(options, strategy, run, interrupt).await?;
     outcome.left_out = repertoire.left_out();
+    outcome.coverage.operations.extend(ops::kinds(&repertoire));
     Ok(outcome)
 }
 
@@ -109,7 +112,10 @@ mod tests {
             loop {
                 let case = tree.current();
                 let (ops, muts) = split(&case);
-                assert!(ops.is_empty() != muts.is_empty(), "one kind per case: {case:?}");
+                assert!(
+                    ops.is_empty() != muts.is_empty(),
+                    "one kind per case: {case:?}"
+                );
                 let text = serde_json::to_value(&case).expect("serialises");
                 if muts.is_empty() {
                     let back: Vec<Op> = serde_json::from_value(text).expect("a model trace");
@@ -127,6 +133,9 @@ mod tests {
                 _ => model += 1,
             }
         }
-        assert!(model > 100 && frames > 20, "both kinds: {model} model, {frames} frames");
+        assert!(
+            model > 100 && frames > 20,
+            "both kinds: {model} model, {frames} frames"
+        );
     }
 }

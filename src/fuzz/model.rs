@@ -160,7 +160,9 @@ pub fn judge(action: &Value, chat: &Value, client_id: &str) -> (Expect, Rule) {
 pub fn judge_in(action: &Value, chat: &Value, session: &Value, client_id: &str) -> (Expect, Rule) {
     if action["type"] == "chat/workingDirectorySet" {
         return match session["workingDirectories"].as_array() {
-            Some(dirs) if dirs.contains(&action["directory"]) => (Expect::Accept, Rule::Dispatch008),
+            Some(dirs) if dirs.contains(&action["directory"]) => {
+                (Expect::Accept, Rule::Dispatch008)
+            }
             Some(_) => (Expect::Reject, Rule::ChatValidate011),
             // A session without directories (or not known): the spec leaves the chat's open.
             None if session.is_null() => (Expect::Either, Rule::ChatValidate011),

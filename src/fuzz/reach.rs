@@ -95,6 +95,7 @@ impl ReachConfig {
             baseline: Baseline::default(),
             stop_after: Some(1),
             progress: None,
+            uniform: false,
         }
     }
 }
@@ -204,13 +205,15 @@ pub async fn reach(fault: Fault, area: &str, cfg: &ReachConfig) -> Reached {
         known: Default::default(),
         ..options.exec.clone()
     };
-    reached.replays = Some(match super::replay_trace(&trace, &options.target, &exec).await {
-        Ok(again) => again.is_some(),
-        Err(error) => {
-            reached.note = Some(format!("replay: {error}"));
-            false
-        }
-    });
+    reached.replays = Some(
+        match super::replay_trace(&trace, &options.target, &exec).await {
+            Ok(again) => again.is_some(),
+            Err(error) => {
+                reached.note = Some(format!("replay: {error}"));
+                false
+            }
+        },
+    );
     reached
 }
 

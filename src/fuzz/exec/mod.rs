@@ -87,6 +87,8 @@ pub struct Execution {
     pub operations: usize,
     pub performed: Vec<Performed>,
     pub frames: Vec<ReportedFrame>,
+    /// The states the operations met and the host's responses ([`super::guidance`]).
+    pub seen: Vec<super::guidance::Seen>,
 }
 
 /// The harness itself could not run the sequence.
@@ -422,15 +424,32 @@ impl Run<'_> {
             Op::Probe { probe, .. } => {
                 self.exec.operations += 1;
                 let client = op.client() % self.conns.len();
-                self.probe(index, client, *probe).await
+                let failure = self.probe(index, client, *probe).await;
+                self.saw("probe", probe, "", &failure);
+                failure
             }
             Op::Routine { routine, .. } => {
                 self.exec.operations += 1;
                 let client = op.client() % self.conns.len();
-                self.routine(index, client, *routine).await
+                let failure = self.routine(index, client, *routine).await;
+                self.saw("routine", routine, "routine", &failure);
+                failure
             }
             single => self.dispatch(index, &[single]).await,
         }
+    }
+
+    /// Records a probe's or routine's outcome for the coverage map: `ok`, or the rule broken.
+    fn saw(&mut self, prefix: &str, what: &impl Serialize, tag: &str, failure: &Option<Failure>) {
+        use super::guidance::{kind_of, Seen, ANY};
+        self.exec.seen.push(Seen {
+            channel: "connection",
+            state: ANY,
+            operation: format!("{prefix}/{}", kind_of(what, tag)),
+            response: failure
+                .as_ref()
+                .map_or_else(|| "ok".to_owned(), |f| f.rule.id().to_owned()),
+        });
     }
 
     async fn checkpoint(&mut self, index: Option<usize>) -> Option<Failure> {

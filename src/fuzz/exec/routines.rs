@@ -79,7 +79,11 @@ impl Run<'_> {
             match conn.dispatch(&session, &action).await {
                 Ok(seq) => seqs.push(seq),
                 Err(error) => {
-                    return finding(Rule::Fuzz001, "the connection stays open", error.to_string())
+                    return finding(
+                        Rule::Fuzz001,
+                        "the connection stays open",
+                        error.to_string(),
+                    )
                 }
             }
             self.exec.operations += 1;
@@ -116,7 +120,12 @@ impl Run<'_> {
 
     /// A side session (with a turn run in it when `turn`) disposed by this client: its
     /// `listSessions` no longer lists it.
-    async fn dispose_then_list(&mut self, index: usize, client: usize, turn: bool) -> Option<Finding> {
+    async fn dispose_then_list(
+        &mut self,
+        index: usize,
+        client: usize,
+        turn: bool,
+    ) -> Option<Finding> {
         let uri = self.missing("gone", index);
         let timeout = self.cfg.timeout;
         let params = self.create_params(&uri);
@@ -179,13 +188,21 @@ impl Run<'_> {
     /// always-on checks' to judge; the routine only needs the session to have run a turn).
     async fn turn_in_side_session(&mut self, client: usize, uri: &str) {
         let timeout = self.cfg.timeout;
-        let text = self.cfg.profile.behaviour("echo").unwrap_or("hello").to_owned();
+        let text = self
+            .cfg
+            .profile
+            .behaviour("echo")
+            .unwrap_or("hello")
+            .to_owned();
         let now = self.tick();
         let conn = &mut self.conns[client];
         let Ok(subscribed) = conn.subscribe_immediate(uri, timeout).await else {
             return;
         };
-        let state = subscribed.pointer("/result/snapshot/state").cloned().unwrap_or(Value::Null);
+        let state = subscribed
+            .pointer("/result/snapshot/state")
+            .cloned()
+            .unwrap_or(Value::Null);
         if state["lifecycle"] == "creating" {
             let owned = uri.to_owned();
             let _ = conn
@@ -226,12 +243,20 @@ impl Run<'_> {
 
     /// Runs echo turns (each to its end, judged like every dispatch) until the chat holds
     /// `wanted` ended turns, while no turn is active and the profile has `echo`.
-    async fn ended_turns(&mut self, index: usize, client: usize, wanted: usize) -> Result<(), Failure> {
+    async fn ended_turns(
+        &mut self,
+        index: usize,
+        client: usize,
+        wanted: usize,
+    ) -> Result<(), Failure> {
         if self.cfg.profile.behaviour(Behaviour::Echo.key()).is_none() {
             return Ok(());
         }
         for _ in 0..wanted {
-            let chat = self.conns[0].mirror().state(&self.chat).unwrap_or(Value::Null);
+            let chat = self.conns[0]
+                .mirror()
+                .state(&self.chat)
+                .unwrap_or(Value::Null);
             let ended = chat["turns"].as_array().map_or(0, Vec::len);
             if ended >= wanted || chat.get("activeTurn").is_some_and(|t| !t.is_null()) {
                 break;
@@ -283,7 +308,11 @@ impl Run<'_> {
             )
             .await;
         self.exec.operations += 1;
-        let state = windowed.as_ref().ok()?.pointer("/result/snapshot/state")?.clone();
+        let state = windowed
+            .as_ref()
+            .ok()?
+            .pointer("/result/snapshot/state")?
+            .clone();
         let window: Vec<Value> = state["turns"]
             .as_array()
             .into_iter()
@@ -298,13 +327,20 @@ impl Run<'_> {
                 return finding(
                     Rule::Sub008,
                     "turnsNextCursor in a chat snapshot that leaves older turns out",
-                    format!("{} of {} turns, no cursor", window.len(), window.len() + omitted),
+                    format!(
+                        "{} of {} turns, no cursor",
+                        window.len(),
+                        window.len() + omitted
+                    ),
                 );
             }
             return None;
         };
         let id = link
-            .send_request("fetchTurns", json!({ "channel": self.chat, "cursor": cursor }))
+            .send_request(
+                "fetchTurns",
+                json!({ "channel": self.chat, "cursor": cursor }),
+            )
             .await
             .ok()?;
         self.exec.operations += 1;
@@ -364,7 +400,10 @@ impl Run<'_> {
         let mut link = Conn::connect(&self.url, self.cfg.timeout, "routine", &client_id)
             .await
             .map_err(|e| (Rule::Fuzz001, "a new connection".to_owned(), e.to_string()))?;
-        match link.initialize(&Offer::of([version]), self.cfg.timeout).await {
+        match link
+            .initialize(&Offer::of([version]), self.cfg.timeout)
+            .await
+        {
             Ok(_) => Ok(link),
             Err(error) => Err((
                 Rule::Init001,
@@ -419,7 +458,9 @@ impl Run<'_> {
                     Rule::Chat001,
                     "session/chatAdded for the new chat before the createChat response",
                     match other {
-                        Ok(Incoming::Message(m)) => format!("first the response: {}", clip(&m.to_string())),
+                        Ok(Incoming::Message(m)) => {
+                            format!("first the response: {}", clip(&m.to_string()))
+                        }
                         Ok(_) => "the connection closed".to_owned(),
                         Err(error) => error.to_string(),
                     },
@@ -445,7 +486,9 @@ impl Run<'_> {
             {
                 added = true;
             }
-            let listed = message["params"]["changes"]["chats"].as_array().map(Vec::len);
+            let listed = message["params"]["changes"]["chats"]
+                .as_array()
+                .map(Vec::len);
             let summary = message["method"] == "root/sessionSummaryChanged"
                 && message["params"]["session"] == session.as_str();
             if let (true, true, Some(listed)) = (added, summary, listed) {
@@ -465,17 +508,25 @@ impl Run<'_> {
     /// when the chat is idle and the profile has the behaviour; `None` otherwise.
     async fn open_input(&mut self, index: usize, client: usize) -> Result<Option<Value>, Failure> {
         let open = |run: &Run<'_>| {
-            let chat = run.conns[0].mirror().state(&run.chat).unwrap_or(Value::Null);
+            let chat = run.conns[0]
+                .mirror()
+                .state(&run.chat)
+                .unwrap_or(Value::Null);
             let active = chat.get("activeTurn").filter(|t| !t.is_null()).cloned();
             let request = active.as_ref().and_then(|turn| {
-                turn["responseParts"].as_array().into_iter().flatten().find(|p| {
-                    p["kind"] == "inputRequest" && p.get("response").is_none_or(Value::is_null)
-                })
+                turn["responseParts"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|p| {
+                        p["kind"] == "inputRequest" && p.get("response").is_none_or(Value::is_null)
+                    })
             });
             (active.is_some(), request.map(|p| p["request"].clone()))
         };
         let (busy, request) = open(self);
-        if request.is_some() || busy || self.cfg.profile.behaviour(Behaviour::Input.key()).is_none() {
+        if request.is_some() || busy || self.cfg.profile.behaviour(Behaviour::Input.key()).is_none()
+        {
             return Ok(request);
         }
         let start = Op::StartTurn {
@@ -523,7 +574,9 @@ impl Run<'_> {
         link.close().await;
         match answer {
             Ok(Incoming::Message(m))
-                if m["params"].get("rejectionReason").is_some_and(|r| !r.is_null()) =>
+                if m["params"]
+                    .get("rejectionReason")
+                    .is_some_and(|r| !r.is_null()) =>
             {
                 finding(
                     Rule::Session010,
