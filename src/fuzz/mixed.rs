@@ -109,6 +109,11 @@ mod tests {
         let (mut model, mut frames) = (0, 0);
         for _ in 0..200 {
             let mut tree = strategy.new_tree(&mut runner).expect("a case");
+            // Generated (shrinking moves toward the first alternative, model sequences).
+            match Step::mode_of(&tree.current()) {
+                "frames" => frames += 1,
+                _ => model += 1,
+            }
             loop {
                 let case = tree.current();
                 let (ops, muts) = split(&case);
@@ -127,10 +132,6 @@ mod tests {
                 if !tree.simplify() {
                     break;
                 }
-            }
-            match Step::mode_of(&tree.current()) {
-                "frames" => frames += 1,
-                _ => model += 1,
             }
         }
         assert!(
