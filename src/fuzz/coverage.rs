@@ -163,7 +163,11 @@ pub const OPERATIONS: &[(&str, &[Rule])] = &[
     ("probe/telemetry", &[Rule::Init001, Rule::Sub006]),
     // Routines (exec/routines.rs, issue 24).
     ("routine/burst", &[Rule::Dispatch005]),
-    ("routine/disposeThenList", &[Rule::Lifecycle009]),
+    (
+        "routine/disposeThenList",
+        &[Rule::Lifecycle009, Rule::Transport003],
+    ),
+    ("routine/handshake", &[Rule::Init002]),
     (
         "routine/window",
         &[Rule::Sub008, Rule::Turn011, Rule::Dispatch001],

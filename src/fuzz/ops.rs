@@ -136,7 +136,8 @@ pub enum Routine {
     /// `n` title changes back to back on one client: echoed in dispatch order (DISPATCH-005).
     Burst { n: u8 },
     /// A side session (run a turn in it when `turn`), disposed by the client: its
-    /// listSessions no longer lists it (LIFECYCLE-009).
+    /// listSessions, followed page by page before and after, no longer lists it
+    /// (LIFECYCLE-009); every page request is answered (TRANSPORT-003).
     DisposeThenList { turn: bool },
     /// Echo turns until the chat holds three, then a new connection subscribes with a
     /// one-turn window: a cursor when turns are left out (SUB-008), and the turns fetched
@@ -148,16 +149,20 @@ pub enum Routine {
     /// An input request (an `input` turn started when the chat is idle) declined by a
     /// connection subscribed only to the session: taken, not rejected (SESSION-010).
     AnswerUnsubscribed,
+    /// A new connection initializes asking for the root channel (`root`) or for nothing:
+    /// exactly the snapshots asked for (INIT-002).
+    Handshake { root: bool },
 }
 
 impl Routine {
     /// One of each kind.
-    pub const ALL: [Routine; 5] = [
+    pub const ALL: [Routine; 6] = [
         Routine::Burst { n: 3 },
         Routine::DisposeThenList { turn: true },
         Routine::Window,
         Routine::CreateChat,
         Routine::AnswerUnsubscribed,
+        Routine::Handshake { root: true },
     ];
 }
 
@@ -430,6 +435,9 @@ fn routine(repertoire: &Repertoire) -> (u32, BoxedStrategy<Routine>) {
         Just(Routine::Window).boxed(),
         Just(Routine::CreateChat).boxed(),
         Just(Routine::AnswerUnsubscribed).boxed(),
+        any::<bool>()
+            .prop_map(|root| Routine::Handshake { root })
+            .boxed(),
     ];
     weighed(
         repertoire,

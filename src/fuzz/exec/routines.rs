@@ -4,7 +4,8 @@
 //! (LIFECYCLE-009), a windowed subscription's cursor and the turns it fetches (SUB-008,
 //! TURN-011), a created chat announced before the answer and listed whole in the next
 //! summary change (CHAT-001, ROOT-008), and an input request answered by a connection
-//! subscribed only to the session (SESSION-010). A routine brings about the state it needs
+//! subscribed only to the session (SESSION-010), and the snapshots of a handshake (INIT-002).
+//! A routine brings about the state it needs
 //! (turns run, an input request opened) through ordinary dispatches, judged as usual.
 
 use serde_json::{json, Value};
@@ -50,6 +51,7 @@ impl Run<'_> {
                 Ok(()) => self.window().await,
             },
             Routine::CreateChat => self.create_chat(index, client).await,
+            Routine::Handshake { root } => self.handshake_snapshots(root).await,
             Routine::AnswerUnsubscribed => match self.open_input(index, client).await {
                 Err(failure) => return Some(failure),
                 Ok(None) => None,
@@ -139,6 +141,10 @@ impl Run<'_> {
         if turn && self.cfg.profile.behaviour("echo").is_some() {
             self.turn_in_side_session(client, &uri).await;
         }
+        // Two sessions at least: the pages of one are followed (TRANSPORT-003).
+        if let Err(found) = self.list_sessions(client).await {
+            return Some(found);
+        }
         let conn = &mut self.conns[client];
         let disposed = conn.dispose_session(&uri, timeout).await;
         if !ok(&disposed) {
@@ -148,30 +154,57 @@ impl Run<'_> {
                 shown(&disposed),
             );
         }
+        let listed = match self.list_sessions(client).await {
+            Ok(listed) => listed,
+            Err(found) => return Some(found),
+        };
+        let item = listed
+            .iter()
+            .find(|item| item["resource"] == uri.as_str())?;
+        finding(
+            Rule::Lifecycle009,
+            "listSessions no longer lists a session this connection disposed",
+            format!("listed: {}", clip(&item.to_string())),
+        )
+    }
+
+    /// Every session client `client`'s listSessions gives, a page of one at a time (so the
+    /// host's cursors are followed): a page request left unanswered breaks TRANSPORT-003.
+    async fn list_sessions(&mut self, client: usize) -> Result<Vec<Value>, Finding> {
+        let timeout = self.cfg.timeout;
         let mut cursor: Option<String> = None;
-        // A fresh host per sequence holds a handful of sessions: a few pages at most.
-        for _ in 0..8 {
-            let mut params = json!({ "channel": ROOT });
+        let mut listed = Vec::new();
+        // A fresh host per sequence holds a handful of sessions.
+        for _ in 0..16 {
+            let mut params = json!({ "channel": ROOT, "limit": 1 });
             if let Some(cursor) = &cursor {
                 params["cursor"] = json!(cursor);
             }
-            let listed = conn.request("listSessions", params, timeout).await;
+            let page = self.conns[client]
+                .request("listSessions", params, timeout)
+                .await;
             self.exec.operations += 1;
-            let Ok(page) = &listed else {
-                return None;
+            let page = match page {
+                Ok(page) => page,
+                Err(TransportError::Timeout(_)) => {
+                    return Err((
+                        Rule::Transport003,
+                        "a response to every request".to_owned(),
+                        format!(
+                            "no response to listSessions (cursor {cursor:?}) within {} ms",
+                            timeout.as_millis()
+                        ),
+                    ))
+                }
+                Err(_) => return Ok(listed),
             };
-            let items = page.pointer("/result/items").and_then(Value::as_array);
-            if let Some(item) = items
-                .into_iter()
-                .flatten()
-                .find(|item| item["resource"] == uri.as_str())
-            {
-                return finding(
-                    Rule::Lifecycle009,
-                    "listSessions no longer lists a session this connection disposed",
-                    format!("listed: {}", clip(&item.to_string())),
-                );
-            }
+            listed.extend(
+                page.pointer("/result/items")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .cloned(),
+            );
             cursor = page
                 .pointer("/result/nextCursor")
                 .and_then(Value::as_str)
@@ -180,7 +213,7 @@ impl Run<'_> {
                 break;
             }
         }
-        None
+        Ok(listed)
     }
 
     /// Subscribes client `client` to the side session `uri`, runs an echo turn in its
@@ -389,6 +422,44 @@ impl Run<'_> {
                     Value::from(window),
                     Value::from(known.to_vec())
                 ),
+            );
+        }
+        None
+    }
+
+    /// A new connection initializes asking for the root channel (`root`) or for nothing:
+    /// its result holds exactly one snapshot of each channel asked for, of that resource,
+    /// and none of any other (INIT-002).
+    async fn handshake_snapshots(&mut self, root: bool) -> Option<Finding> {
+        let client_id = format!("ahpspec-{}-routine", self.token);
+        let timeout = self.cfg.timeout;
+        let mut link = match Conn::connect(&self.url, timeout, "routine", &client_id).await {
+            Ok(link) => link,
+            Err(error) => return finding(Rule::Fuzz001, "a new connection", error.to_string()),
+        };
+        let asked: &[&str] = if root { &[ROOT] } else { &[] };
+        let offer = Offer::of([DEFAULT_OFFER]).subscribing(asked.iter().copied());
+        let answer = link.initialize(&offer, timeout).await;
+        link.close().await;
+        self.exec.operations += 1;
+        // A refused initialize is INIT-001's matter, seen by every sequence's set-up.
+        let result = answer.ok()?;
+        let snapshots: Vec<&Value> = result
+            .pointer("/result/snapshots")
+            .or_else(|| result.get("snapshots"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .collect();
+        let resources: Vec<String> = snapshots
+            .iter()
+            .map(|s| s["resource"].as_str().unwrap_or("(none)").to_owned())
+            .collect();
+        if resources != asked {
+            return finding(
+                Rule::Init002,
+                &format!("one snapshot per channel asked for, of that resource: {asked:?}"),
+                format!("snapshots of {resources:?}"),
             );
         }
         None
