@@ -1,15 +1,22 @@
 //! Benchmark: which of the built-in host's faults the fuzzer finds. One campaign per fault of
 //! `serve --fault list` (a fixed seed, stopping at the first finding), recording per fault
 //! whether its own rule was found, which rule was, the time to the first finding and whether
-//! the saved trace replays (`ahpspec::fuzz::reach`). `cargo bench --bench reach`; shaped by
-//! `AHPSPEC_REACH_SECS` (time to the first finding, default 60), `AHPSPEC_REACH_SEED`
-//! (default 1), `AHPSPEC_REACH_MODE` (`model`, `frames` or `mixed`; unset: frames for the
-//! transport faults, model sequences for the rest), `AHPSPEC_REACH_EVERY` (every Nth fault
-//! of the list, default 1, from `AHPSPEC_REACH_FIRST`, default 0), `AHPSPEC_REACH_FAULTS`
-//! (names, comma-separated, instead), `AHPSPEC_REACH_PARALLEL` (campaigns at once, default
-//! 1) and `AHPSPEC_REACH_OUT` (a JSON Lines file, one line per fault; faults it already
-//! holds are skipped, so a run cut short resumes where it stopped). Figures:
-//! benches/README.md.
+//! the saved trace replays (`ahpspec::fuzz::reach`). `cargo bench --bench reach`, shaped by
+//! these environment variables:
+//!
+//! - `AHPSPEC_REACH_SECS`: time to the first finding (default 60);
+//! - `AHPSPEC_REACH_SEED`: the campaigns' seed (default 1);
+//! - `AHPSPEC_REACH_MODE`: `model`, `frames` or `mixed` (unset: frames for the transport
+//!   faults, model sequences for the rest);
+//! - `AHPSPEC_REACH_EVERY` and `AHPSPEC_REACH_FIRST`: every Nth fault of the list (default
+//!   every one) from the Nth (default 0); `AHPSPEC_REACH_FAULTS`: names, comma-separated,
+//!   instead;
+//! - `AHPSPEC_REACH_PARALLEL`: campaigns at once (default 1);
+//! - `AHPSPEC_REACH_OUT`: a JSON Lines file, one line per fault (default
+//!   `target/reach.jsonl`); faults it already holds are skipped, so a run cut short
+//!   resumes where it stopped.
+//!
+//! Figures: benches/README.md.
 
 use std::collections::BTreeSet;
 use std::io::Write;
