@@ -24,8 +24,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use ahpspec::fuzz::reach::{listed_faults, reach, ReachConfig, ReachMode, Reached};
 use ahpspec::host::Fault;
+use ahpspec::reach::{listed_faults, reach, ReachConfig, ReachMode, Reached};
 use ahpspec::suite::Catalog;
 
 #[global_allocator]

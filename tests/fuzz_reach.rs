@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use ahpspec::fuzz::reach::{listed_faults, reach, ReachConfig, ReachMode};
+use ahpspec::reach::{listed_faults, reach, ReachConfig, ReachMode};
 use ahpspec::suite::Catalog;
 
 /// Runs the campaign for `fault` (seed 1, 30 s to the first finding, 1 s waits) and checks

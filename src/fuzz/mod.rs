@@ -13,7 +13,6 @@ pub mod guidance;
 pub mod mixed;
 pub mod model;
 pub mod ops;
-pub mod reach;
 mod regression;
 pub mod shaped;
 pub mod trace;

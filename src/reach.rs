@@ -1,4 +1,4 @@
-//! Reach: which of the built-in host's faults a short campaign finds. One campaign per
+//! Reach (composition: a fuzz campaign against the built-in host): which of the built-in host's faults a short campaign finds. One campaign per
 //! fault (a fixed seed, a time budget, stopping at its first finding), recording the rule it
 //! found, how long that took and whether the saved trace replays. The reach benchmark
 //! (`benches/reach.rs`) runs it over `serve --fault list`; `tests/fuzz_reach.rs` over a fixed
@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::trace::Trace;
-use super::{Excluded, ExecConfig, ExecError, FuzzOptions, FuzzOutcome};
 use crate::checks::frame::{SchemaMap, Schemas};
 use crate::client::profile::Profile;
+use crate::fuzz::trace::Trace;
+use crate::fuzz::{Excluded, ExecConfig, ExecError, FuzzOptions, FuzzOutcome};
 use crate::host::Fault;
 use crate::rows::baseline::Baseline;
 use crate::schema::SchemaSet;
@@ -174,15 +174,15 @@ pub async fn reach(fault: Fault, area: &str, cfg: &ReachConfig) -> Reached {
     let started = Instant::now();
     let trace = match mode {
         ReachMode::Model => {
-            let outcome = super::fuzz(&options, interrupt).await;
+            let outcome = crate::fuzz::fuzz(&options, interrupt).await;
             took(&mut reached, outcome, fault)
         }
         ReachMode::Frames => {
-            let outcome = super::frames::fuzz_frames(&options, interrupt).await;
+            let outcome = crate::fuzz::frames::fuzz_frames(&options, interrupt).await;
             took(&mut reached, outcome, fault)
         }
         ReachMode::Mixed => {
-            let outcome = super::mixed::fuzz_mixed(&options, interrupt).await;
+            let outcome = crate::fuzz::mixed::fuzz_mixed(&options, interrupt).await;
             took(&mut reached, outcome, fault)
         }
     };
@@ -206,7 +206,7 @@ pub async fn reach(fault: Fault, area: &str, cfg: &ReachConfig) -> Reached {
         ..options.exec.clone()
     };
     reached.replays = Some(
-        match super::replay_trace(&trace, &options.target, &exec).await {
+        match crate::fuzz::replay_trace(&trace, &options.target, &exec).await {
             Ok(again) => again.is_some(),
             Err(error) => {
                 reached.note = Some(format!("replay: {error}"));
@@ -218,7 +218,7 @@ pub async fn reach(fault: Fault, area: &str, cfg: &ReachConfig) -> Reached {
 }
 
 /// Records a campaign's outcome in `reached`; the trace of its first finding, if any.
-fn took<T: Serialize + super::mixed::ModeOf>(
+fn took<T: Serialize + crate::fuzz::mixed::ModeOf>(
     reached: &mut Reached,
     outcome: Result<FuzzOutcome<T>, ExecError>,
     fault: Fault,
