@@ -84,6 +84,7 @@ fn main() {
         baseline: Default::default(),
         stop_after: Some(1),
         progress: None,
+        uniform: false,
     };
     // End to end, with the memory sampled once per slice.
     // AHPSPEC_BENCH_SECS=0 measures the offline re-check alone.

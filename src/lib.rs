@@ -21,6 +21,7 @@ pub mod fuzz;
 pub mod host;
 pub mod merge;
 pub mod proxy;
+pub mod reach;
 pub mod redact;
 pub mod report;
 pub mod rows;

@@ -39,6 +39,7 @@ fn options(fault: Option<Fault>, seed: u64, duration: Duration) -> FuzzOptions {
         baseline: Baseline::default(),
         stop_after: Some(1),
         progress: None,
+        uniform: false,
     }
 }
 

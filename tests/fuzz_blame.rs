@@ -54,6 +54,7 @@ fn options(url: Option<&str>, seed: u64, duration: Duration) -> FuzzOptions {
         baseline: Default::default(),
         stop_after: None,
         progress: None,
+        uniform: false,
     }
 }
 

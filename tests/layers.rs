@@ -78,8 +78,12 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     // coverage.rs maps every rule to its cases, checks, faults (the servers' catalogs) and
-    // fuzzer operations: it knows the servers as composition does.
-    ("composition", &["certify.rs", "target.rs", "coverage.rs"]),
+    // fuzzer operations: it knows the servers as composition does. reach.rs runs a fuzz
+    // campaign against each fault of the built-in host.
+    (
+        "composition",
+        &["certify.rs", "target.rs", "coverage.rs", "reach.rs"],
+    ),
     ("reports", &["report/", "merge.rs"]),
     ("front ends", &["embed.rs", "selfcheck.rs"]),
 ];

@@ -366,6 +366,14 @@ rules! {
         (AapTurn004, "AAP-TURN-004"),
         (AapTurn005, "AAP-TURN-005"),
         (AapTurn006, "AAP-TURN-006"),
+        // Issue 24: judged by the fuzzer's routines and its working-directory operation.
+        (ChatValidate011, "CHAT-VALIDATE-011"),
+        (Init002, "INIT-002"),
+        (Dispatch005, "DISPATCH-005"),
+        (Root008, "ROOT-008"),
+        (Session010, "SESSION-010"),
+        (Sub008, "SUB-008"),
+        (Turn011, "TURN-011"),
     }
 }
 

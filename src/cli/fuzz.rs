@@ -44,8 +44,9 @@ pub struct FuzzArgs {
     /// Clients acting on the same session.
     #[arg(long, default_value_t = 2)]
     clients: usize,
-    /// model: random action sequences; frames: malformed and mutated frames.
-    #[arg(long, default_value = "model", value_parser = ["model", "frames"])]
+    /// model: random action sequences; frames: malformed and mutated frames; mixed (the
+    /// default): both, interleaved sequence by sequence.
+    #[arg(long, default_value = "mixed", value_parser = ["mixed", "model", "frames"])]
     mode: String,
     /// Break rules in the built-in host: one fault or several (`a,b`).
     #[arg(long)]
@@ -165,6 +166,7 @@ fn campaign_options(args: &FuzzArgs, decided: &Decided) -> Result<FuzzOptions, E
         baseline,
         stop_after: None,
         progress: None,
+        uniform: false,
     })
 }
 
@@ -233,7 +235,6 @@ pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
         progress,
         ..options
     };
-    let frames_mode = args.mode == "frames";
     let campaign = Campaign {
         args: &args,
         target: &target_label,
@@ -253,14 +254,22 @@ pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
                 eprint!("\r\x1b[2K");
             }
         };
-        let exit = if frames_mode {
-            let outcome = fuzz::frames::fuzz_frames(options, interrupt).await;
-            stop_line();
-            campaign.finish(outcome)
-        } else {
-            let outcome = fuzz::fuzz(options, interrupt).await;
-            stop_line();
-            campaign.finish(outcome)
+        let exit = match args.mode.as_str() {
+            "frames" => {
+                let outcome = fuzz::frames::fuzz_frames(options, interrupt).await;
+                stop_line();
+                campaign.finish(outcome)
+            }
+            "model" => {
+                let outcome = fuzz::fuzz(options, interrupt).await;
+                stop_line();
+                campaign.finish(outcome)
+            }
+            _ => {
+                let outcome = fuzz::mixed::fuzz_mixed(options, interrupt).await;
+                stop_line();
+                campaign.finish(outcome)
+            }
         };
         match recording {
             Some(proxy) => match proxy.finish().await {
@@ -317,7 +326,7 @@ struct Campaign<'a> {
 impl Campaign<'_> {
     /// Writes the reports and one trace per rule found, prints each finding and the
     /// summary; the exit code (1 when a rule the baseline does not list failed).
-    fn finish<T: serde::Serialize>(
+    fn finish<T: serde::Serialize + fuzz::mixed::ModeOf>(
         &self,
         outcome: Result<FuzzOutcome<T>, fuzz::ExecError>,
     ) -> ExitCode {
@@ -344,8 +353,24 @@ impl Campaign<'_> {
             "{}",
             fuzz::findings::render_figures(&outcome, self.args.duration)
         );
+        if outcome.coverage.covered() > 0 {
+            println!("protocol state: {}", outcome.coverage.summary());
+            let map = serde_json::to_string_pretty(&outcome.coverage.to_json()).unwrap_or_default();
+            if let Err(error) = std::fs::write(dir.join("state-coverage.json"), map + "\n") {
+                eprintln!(
+                    "ahpspec: {}: {error}",
+                    dir.join("state-coverage.json").display()
+                );
+                return ExitCode::from(2);
+            }
+        }
         for found in &outcome.findings.found {
-            let trace = Trace::new(found, mode, self.target, self.fault.clone());
+            let trace = Trace::new(
+                found,
+                T::mode_of(&found.ops),
+                self.target,
+                self.fault.clone(),
+            );
             let path = match trace.save(&dir) {
                 Ok(path) => path,
                 Err(error) => {

@@ -11,6 +11,7 @@ use tokio::sync::watch;
 
 use super::exec::{ExecError, Execution, Failure};
 use super::findings::Findings;
+use super::guidance::StateCoverage;
 use super::{rng, same, Found, FuzzOptions, FuzzOutcome, FuzzProgress, Seen};
 use crate::checks::Rule;
 
@@ -86,9 +87,9 @@ struct Ran<T> {
 /// reached); later failures of a found rule, and failures of baselined rules, are only
 /// counted. Every rule seen failing is made known to the executions
 /// ([`super::ExecConfig::known`]). The error only when not one sequence could run.
-pub async fn search<T: Clone + std::fmt::Debug>(
+pub async fn search<T: Clone + std::fmt::Debug, S: Strategy<Value = Vec<T>>>(
     options: &FuzzOptions,
-    strategy: impl Strategy<Value = Vec<T>>,
+    strategy: impl Fn(&StateCoverage) -> S,
     run: impl AsyncFn(Vec<T>, Instant) -> Result<Execution, ExecError>,
     interrupt: watch::Receiver<bool>,
 ) -> Result<FuzzOutcome<T>, ExecError> {
@@ -105,6 +106,7 @@ pub async fn search<T: Clone + std::fmt::Debug>(
         shrink_operations: 0,
         findings: Findings::default(),
         left_out: Vec::new(),
+        coverage: StateCoverage::default(),
         interrupted: false,
         stopped: None,
         cut_off: false,
@@ -126,7 +128,8 @@ pub async fn search<T: Clone + std::fmt::Debug>(
         if options.cases.is_some_and(|n| outcome.cases >= n) || Instant::now() >= deadline {
             break;
         }
-        let Ok(mut tree) = strategy.new_tree(&mut runner) else {
+        // The generator is weighed anew for every sequence by what the campaign has seen.
+        let Ok(mut tree) = strategy(&outcome.coverage).new_tree(&mut runner) else {
             break;
         };
         let ops = tree.current();
@@ -146,6 +149,7 @@ pub async fn search<T: Clone + std::fmt::Debug>(
             }
         };
         outcome.operations += execution.operations;
+        outcome.coverage.record(&execution.seen);
         if execution.cut_off {
             outcome.cut_off = true;
             break;

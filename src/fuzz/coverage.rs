@@ -84,6 +84,15 @@ pub const OPERATIONS: &[(&str, &[Rule])] = &[
     ("model/draft", &[Rule::Dispatch008, Rule::Dispatch001]),
     ("model/rename", &[Rule::Dispatch008, Rule::Dispatch001]),
     (
+        "model/setDirectory",
+        &[
+            Rule::Dispatch008,
+            Rule::ChatValidate011,
+            Rule::Dispatch001,
+            Rule::Dispatch003,
+        ],
+    ),
+    (
         "model/truncate",
         &[Rule::Turn012, Rule::Dispatch001, Rule::Dispatch003],
     ),
@@ -152,6 +161,22 @@ pub const OPERATIONS: &[(&str, &[Rule])] = &[
         &[Rule::Config001, Rule::Completions001],
     ),
     ("probe/telemetry", &[Rule::Init001, Rule::Sub006]),
+    // Routines (exec/routines.rs, issue 24).
+    ("routine/burst", &[Rule::Dispatch005]),
+    (
+        "routine/disposeThenList",
+        &[Rule::Lifecycle009, Rule::Transport003],
+    ),
+    ("routine/handshake", &[Rule::Init002]),
+    (
+        "routine/window",
+        &[Rule::Sub008, Rule::Turn011, Rule::Dispatch001],
+    ),
+    ("routine/createChat", &[Rule::Chat001, Rule::Root008]),
+    (
+        "routine/answerUnsubscribed",
+        &[Rule::Session010, Rule::Dispatch001],
+    ),
     // Malformed frames (frames.rs): the answer a correct host gives, and surviving the frame.
     ("frames/truncated", &[Rule::Transport006]),
     ("frames/binary", &[Rule::Transport006]),
@@ -183,7 +208,7 @@ mod tests {
     use crate::client::profile::Profile;
     use crate::fuzz::frames::Mutation;
     use crate::fuzz::model::{judge, plan};
-    use crate::fuzz::ops::{Behaviour, Op, PendingKind, Probe};
+    use crate::fuzz::ops::{Behaviour, Op, PendingKind, Probe, Routine};
 
     fn rules_of(op: &str) -> &'static [Rule] {
         OPERATIONS
@@ -283,6 +308,14 @@ mod tests {
             Op::Reorder { client: 0 },
             Op::Draft { client: 0 },
             Op::Rename { client: 0 },
+            Op::SetDirectory {
+                client: 0,
+                inside: true,
+            },
+            Op::SetDirectory {
+                client: 0,
+                inside: false,
+            },
             Op::Resume { client: 0 },
             Op::ServerOnly { client: 0 },
         ]);
@@ -323,7 +356,7 @@ mod tests {
         }
         assert_eq!(
             seen.len(),
-            15,
+            16,
             "every dispatching operation was planned: {seen:?}"
         );
     }
@@ -343,6 +376,15 @@ mod tests {
             let name = format!("probe/{}", name_of(&probe, ""));
             assert!(names.contains(name.as_str()), "{name}");
         }
+        for routine in Routine::ALL {
+            let name = format!("routine/{}", name_of(&routine, "routine"));
+            assert!(names.contains(name.as_str()), "{name}");
+        }
+        assert_eq!(
+            names.iter().filter(|n| n.starts_with("routine/")).count(),
+            Routine::ALL.len(),
+            "a new routine needs a row"
+        );
         let mutations = [
             Mutation::Truncated { base: 0, at: 3 },
             Mutation::ParamsNotObject { base: 1 },

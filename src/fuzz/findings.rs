@@ -357,6 +357,12 @@ fn does_line<T>(outcome: &FuzzOutcome<T>, mode: &str, duration: std::time::Durat
             outcome.left_out.join(", ")
         ));
     }
+    if outcome.coverage.covered() > 0 {
+        does.push_str(&format!(
+            "; protocol state: {} (the map: state-coverage.json)",
+            outcome.coverage.summary()
+        ));
+    }
     does.push('.');
     if !outcome.findings.failing.is_empty() {
         does.push_str(

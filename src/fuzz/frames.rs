@@ -95,6 +95,9 @@ enum Answer {
         close_ok: bool,
         rule: Rule,
     },
+    /// A response with this id, a result or an error (or a close of the connection): a
+    /// request a host may find odd but must not leave unanswered; the rule that says so.
+    Answered { id: Value, rule: Rule },
     /// Anything (or nothing) but the connection keeps serving.
     Survive,
 }
@@ -104,12 +107,18 @@ impl Answer {
     /// with `id: null` where JSON-RPC allows one (the frame's id could not be detected: a
     /// parse error or an invalid request).
     fn is_answer(&self, message: &Value) -> bool {
-        let Answer::Error { id, codes, .. } = self else {
-            return false;
+        let (id, null_ok) = match self {
+            Answer::Error { id, codes, .. } => (
+                id,
+                id.is_null() || codes.iter().any(|c| [-32700, -32600].contains(c)),
+            ),
+            // An odd id may be refused as an invalid request, which JSON-RPC answers with
+            // `id: null` when it cannot read the id.
+            Answer::Answered { id, .. } => (id, true),
+            Answer::Survive => return false,
         };
         let response = message.get("method").is_none()
             && (message.get("result").is_some() || message.get("error").is_some());
-        let null_ok = id.is_null() || codes.iter().any(|c| [-32700, -32600].contains(c));
         response
             && match message.get("id") {
                 Some(Value::Null) => null_ok && message.get("error").is_some(),
@@ -213,8 +222,14 @@ fn render(mutation: &Mutation, id: u64) -> (Result<String, Vec<u8>>, Answer) {
                 1 => json!(-(id as i64)),
                 _ => json!(id as f64 + 0.5),
             };
-            let request = ping_request(odd);
-            (Ok(request.to_string()), Answer::Survive)
+            let request = ping_request(odd.clone());
+            (
+                Ok(request.to_string()),
+                Answer::Answered {
+                    id: odd,
+                    rule: Rule::Fuzz004,
+                },
+            )
         }
         Mutation::NoJsonrpc => {
             let request = json!({ "id": id, "method": "ping", "params": { "channel": ROOT } });
@@ -276,7 +291,7 @@ fn render(mutation: &Mutation, id: u64) -> (Result<String, Vec<u8>>, Answer) {
     }
 }
 
-fn mutation() -> impl Strategy<Value = Mutation> {
+pub(crate) fn mutation() -> impl Strategy<Value = Mutation> {
     prop_oneof![
         3 => (0u8..3, any::<u16>()).prop_map(|(base, at)| Mutation::Truncated { base, at }),
         2 => (0u8..3).prop_map(|base| Mutation::ParamsNotObject { base }),
@@ -305,7 +320,9 @@ pub async fn fuzz_frames(
     };
     search(
         options,
-        prop::collection::vec(mutation(), 1..=options.max_len.max(1)),
+        |_: &super::guidance::StateCoverage| {
+            prop::collection::vec(mutation(), 1..=options.max_len.max(1))
+        },
         run,
         interrupt,
     )

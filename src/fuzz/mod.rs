@@ -9,6 +9,8 @@ pub mod coverage;
 pub mod exec;
 pub mod findings;
 pub mod frames;
+pub mod guidance;
+pub mod mixed;
 pub mod model;
 pub mod ops;
 pub mod probes;
@@ -52,6 +54,20 @@ pub struct FuzzOptions {
     /// Where the campaign reports how far it is after each sequence (a progress line reads
     /// it); `None`: nobody listens.
     pub progress: Option<watch::Sender<FuzzProgress>>,
+    /// Whether the generator weighs operation kinds by the states they have not met yet
+    /// (the default) or keeps their base weights.
+    pub uniform: bool,
+}
+
+impl FuzzOptions {
+    /// The bias of the next sequence, given the coverage so far.
+    pub fn bias(&self, coverage: &guidance::StateCoverage) -> guidance::Bias {
+        if self.uniform {
+            guidance::Bias::Uniform
+        } else {
+            guidance::Bias::toward_unseen(coverage)
+        }
+    }
 }
 
 /// How far a campaign is.
@@ -127,6 +143,9 @@ pub struct FuzzOutcome<T> {
     pub findings: Findings<T>,
     /// Operation kinds never generated because the target profile lacks their behaviours.
     pub left_out: Vec<String>,
+    /// Protocol-state coverage: the (state, operation) pairs the sequences met, with the
+    /// host's responses ([`guidance`]).
+    pub coverage: guidance::StateCoverage,
     pub interrupted: bool,
     /// Why the campaign ended before its budget was spent, when something other than an
     /// interrupt or `stop_after` ended it.
@@ -181,9 +200,13 @@ pub async fn fuzz(
         execute_until(&ops, &options.target, &options.exec, Some(deadline)).await
     };
     let repertoire = Repertoire::of(&options.exec.profile);
-    let strategy = ops::sequence(options.max_len, &repertoire);
+    let strategy = |coverage: &guidance::StateCoverage| {
+        let biased = repertoire.biased(options.bias(coverage));
+        ops::sequence(options.max_len, &biased)
+    };
     let mut outcome = search(options, strategy, run, interrupt).await?;
     outcome.left_out = repertoire.left_out();
+    outcome.coverage.operations.extend(ops::kinds(&repertoire));
     Ok(outcome)
 }
 

@@ -151,6 +151,24 @@ fn resumable(chat: &Value, turn_id: &Value) -> bool {
 /// the state its own connection folded just before the echo, so whatever order concurrent
 /// dispatches (and the agent) took, the verdict follows the order the host chose.
 pub fn judge(action: &Value, chat: &Value, client_id: &str) -> (Expect, Rule) {
+    judge_in(action, chat, &Value::Null, client_id)
+}
+
+/// [`judge`], knowing the state of the chat's session too (`Null`: not known), for the
+/// actions whose answer depends on it: a chat's working directory must be one of its
+/// session's (CHAT-VALIDATE-011).
+pub fn judge_in(action: &Value, chat: &Value, session: &Value, client_id: &str) -> (Expect, Rule) {
+    if action["type"] == "chat/workingDirectorySet" {
+        return match session["workingDirectories"].as_array() {
+            Some(dirs) if dirs.contains(&action["directory"]) => {
+                (Expect::Accept, Rule::Dispatch008)
+            }
+            Some(_) => (Expect::Reject, Rule::ChatValidate011),
+            // A session without directories (or not known): the spec leaves the chat's open.
+            None if session.is_null() => (Expect::Either, Rule::ChatValidate011),
+            None => (Expect::Reject, Rule::ChatValidate011),
+        };
+    }
     let turn = active(chat);
     let call = || {
         turn.filter(|t| t["id"] == action["turnId"])
@@ -395,6 +413,15 @@ fn plan_action(
             in_chat(json!({ "type": "chat/queuedMessagesReordered", "order": order }))
         }
         Op::Draft { .. } => in_chat(json!({ "type": "chat/draftChanged", "draft": user("draft") })),
+        Op::SetDirectory { inside, .. } => {
+            let dirs = &profile.working_directories;
+            let directory = match (inside, dirs.first(), dirs.get(1)) {
+                (true, Some(dir), _) | (false, _, Some(dir)) => dir.clone(),
+                (true, None, _) => return None,
+                (false, _, None) => "file:///ahpspec-fuzz-outside".to_owned(),
+            };
+            in_chat(json!({ "type": "chat/workingDirectorySet", "directory": directory }))
+        }
         Op::Rename { .. } => Some((
             Channel::Session,
             json!({ "type": "session/titleChanged", "title": fresh_turn_id }),
@@ -417,7 +444,11 @@ fn plan_action(
         Op::ServerOnly { .. } => {
             in_chat(json!({ "type": "chat/turnComplete", "turnId": turn_id, "duration": 1 }))
         }
-        Op::Reconnect { .. } | Op::Checkpoint | Op::Together { .. } | Op::Probe { .. } => None,
+        Op::Reconnect { .. }
+        | Op::Checkpoint
+        | Op::Together { .. }
+        | Op::Probe { .. }
+        | Op::Routine { .. } => None,
     }
 }
 

@@ -7,6 +7,7 @@ use proptest::prelude::*;
 use proptest::strategy::Union;
 use serde::{Deserialize, Serialize};
 
+use super::guidance::{kind_of, Bias};
 use crate::client::profile::Profile;
 
 /// Agent behaviours the fuzzer starts turns with (target-profile keys).
@@ -126,6 +127,45 @@ impl Probe {
     ];
 }
 
+/// A routine: a short run of requests and dispatches judged together, for states and
+/// rules a single operation does not reach (see `exec/routines.rs`), each with the rule it
+/// exercises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "routine", rename_all = "camelCase")]
+pub enum Routine {
+    /// `n` title changes back to back on one client: echoed in dispatch order (DISPATCH-005).
+    Burst { n: u8 },
+    /// A side session (run a turn in it when `turn`), disposed by the client: its
+    /// listSessions, followed page by page before and after, no longer lists it
+    /// (LIFECYCLE-009); every page request is answered (TRANSPORT-003).
+    DisposeThenList { turn: bool },
+    /// Echo turns until the chat holds three, then a new connection subscribes with a
+    /// one-turn window: a cursor when turns are left out (SUB-008), and the turns fetched
+    /// with it oldest first, none twice (TURN-011).
+    Window,
+    /// createChat in the session: session/chatAdded before the response (CHAT-001), and
+    /// the next root summary change listing chats lists them all (ROOT-008).
+    CreateChat,
+    /// An input request (an `input` turn started when the chat is idle) declined by a
+    /// connection subscribed only to the session: taken, not rejected (SESSION-010).
+    AnswerUnsubscribed,
+    /// A new connection initializes asking for the root channel (`root`) or for nothing:
+    /// exactly the snapshots asked for (INIT-002).
+    Handshake { root: bool },
+}
+
+impl Routine {
+    /// One of each kind.
+    pub const ALL: [Routine; 6] = [
+        Routine::Burst { n: 3 },
+        Routine::DisposeThenList { turn: true },
+        Routine::Window,
+        Routine::CreateChat,
+        Routine::AnswerUnsubscribed,
+        Routine::Handshake { root: true },
+    ];
+}
+
 /// One client operation. `client` picks one of the fuzzer's connections (modulo their
 /// number); `stale` makes the operation name something that does not exist (its correct
 /// answer is a rejection).
@@ -179,6 +219,12 @@ pub enum Op {
     Rename {
         client: u8,
     },
+    /// chat/workingDirectorySet: the session's directory (the profile's first) when
+    /// `inside`, else one outside the session's set (the profile's second, or a made-up one).
+    SetDirectory {
+        client: u8,
+        inside: bool,
+    },
     Truncate {
         client: u8,
         keep_first: bool,
@@ -196,6 +242,10 @@ pub enum Op {
     Probe {
         client: u8,
         probe: Probe,
+    },
+    Routine {
+        client: u8,
+        routine: Routine,
     },
     /// Two operations planned on the same observed state and dispatched at once, each on
     /// its client, without waiting for the first's echo: the host picks the order.
@@ -221,11 +271,13 @@ impl Op {
             | Op::Reorder { client }
             | Op::Draft { client }
             | Op::Rename { client }
+            | Op::SetDirectory { client, .. }
             | Op::Truncate { client, .. }
             | Op::Resume { client }
             | Op::ServerOnly { client }
             | Op::Reconnect { client }
-            | Op::Probe { client, .. } => usize::from(*client),
+            | Op::Probe { client, .. }
+            | Op::Routine { client, .. } => usize::from(*client),
             Op::Checkpoint => 0,
             Op::Together { first, .. } => first.client(),
         }
@@ -260,9 +312,12 @@ const NEEDS: &[(&str, &[Behaviour])] = &[
 /// What the fuzzer may generate against a target: the agent behaviours its profile maps.
 /// A turn is only started with a mapped behaviour, and an operation that needs a behaviour
 /// the profile lacks is never generated — not even while shrinking.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Repertoire {
     behaviours: Vec<Behaviour>,
+    /// How operation kinds are weighed besides their base weights (toward the states they
+    /// have not met: [`super::guidance`]).
+    bias: Bias,
 }
 
 impl Repertoire {
@@ -273,7 +328,21 @@ impl Repertoire {
                 .into_iter()
                 .filter(|b| profile.behaviour(b.key()).is_some())
                 .collect(),
+            bias: Bias::Uniform,
         }
+    }
+
+    /// The same repertoire with its operation kinds weighed by `bias`.
+    pub fn biased(&self, bias: Bias) -> Repertoire {
+        Repertoire {
+            behaviours: self.behaviours.clone(),
+            bias,
+        }
+    }
+
+    /// `base` weighed by the bias for `kind`.
+    fn weight(&self, kind: &str, base: u32) -> u32 {
+        self.bias.weight(kind, base)
     }
 
     pub fn has(&self, behaviour: Behaviour) -> bool {
@@ -311,7 +380,7 @@ fn choice(repertoire: &Repertoire, arms: Vec<(&str, u32, BoxedStrategy<Op>)>) ->
     Union::new_weighted(
         arms.into_iter()
             .filter(|(kind, _, _)| repertoire.allows(kind))
-            .map(|(_, weight, arm)| (weight, arm))
+            .map(|(kind, weight, arm)| (repertoire.weight(kind, weight), arm))
             .collect(),
     )
     .boxed()
@@ -333,22 +402,50 @@ fn behaviour(repertoire: &Repertoire) -> Option<BoxedStrategy<Behaviour>> {
     (!arms.is_empty()).then(|| Union::new_weighted(arms).boxed())
 }
 
-fn probe() -> impl Strategy<Value = Probe> {
-    prop_oneof![
-        Just(Probe::SubscribeUnknown),
-        Just(Probe::DispatchToMissing),
-        Just(Probe::SideSession),
-        Just(Probe::DuplicateSession),
-        Just(Probe::UnknownProvider),
-        Just(Probe::PingBeforeInitialize),
-        Just(Probe::MixedVersions),
-        Just(Probe::UnsupportedVersion),
-        Just(Probe::Unsubscribe),
-        Just(Probe::FetchTurns),
-        Just(Probe::Terminal),
-        Just(Probe::SessionConfig),
-        Just(Probe::Telemetry),
-    ]
+/// One of `arms`, each weighed by the bias for its kind (`prefix/` and its trace name).
+fn weighed<T: Clone + std::fmt::Debug + Serialize + 'static>(
+    repertoire: &Repertoire,
+    prefix: &str,
+    tag: &str,
+    arms: Vec<BoxedStrategy<T>>,
+    names: Vec<T>,
+) -> (u32, BoxedStrategy<T>) {
+    let weights: Vec<u32> = names
+        .iter()
+        .map(|name| repertoire.weight(&format!("{prefix}/{}", kind_of(name, tag)), 1))
+        .collect();
+    let total = weights.iter().sum::<u32>().max(1);
+    // The group's own weight follows its members' mean bias (at least 1).
+    let mean = total.div_ceil(weights.len().max(1) as u32);
+    let union = Union::new_weighted(weights.into_iter().zip(arms).collect()).boxed();
+    (mean, union)
+}
+
+fn probe(repertoire: &Repertoire) -> (u32, BoxedStrategy<Probe>) {
+    let arms = Probe::ALL.iter().map(|p| Just(*p).boxed()).collect();
+    weighed(repertoire, "probe", "", arms, Probe::ALL.to_vec())
+}
+
+fn routine(repertoire: &Repertoire) -> (u32, BoxedStrategy<Routine>) {
+    let arms = vec![
+        (2u8..6).prop_map(|n| Routine::Burst { n }).boxed(),
+        any::<bool>()
+            .prop_map(|turn| Routine::DisposeThenList { turn })
+            .boxed(),
+        Just(Routine::Window).boxed(),
+        Just(Routine::CreateChat).boxed(),
+        Just(Routine::AnswerUnsubscribed).boxed(),
+        any::<bool>()
+            .prop_map(|root| Routine::Handshake { root })
+            .boxed(),
+    ];
+    weighed(
+        repertoire,
+        "routine",
+        "routine",
+        arms,
+        Routine::ALL.to_vec(),
+    )
 }
 
 fn kind() -> impl Strategy<Value = PendingKind> {
@@ -359,6 +456,27 @@ fn kind() -> impl Strategy<Value = PendingKind> {
 /// state.
 // Kept whole (over the ~80-line aim): a table of weighted operation arms.
 fn single(repertoire: &Repertoire) -> BoxedStrategy<Op> {
+    choice(repertoire, single_arms(repertoire))
+}
+
+/// Every operation kind the repertoire can generate, by its trace name (`probe/…` and
+/// `routine/…` for probes and routines): the operations of the coverage map's universe.
+pub fn kinds(repertoire: &Repertoire) -> Vec<String> {
+    let singles = single_arms(repertoire)
+        .into_iter()
+        .filter(|(kind, _, _)| repertoire.allows(kind))
+        .map(|(kind, _, _)| kind.to_owned());
+    let probes = Probe::ALL
+        .iter()
+        .map(|p| format!("probe/{}", kind_of(p, "")));
+    let routines = Routine::ALL
+        .iter()
+        .map(|r| format!("routine/{}", kind_of(r, "routine")));
+    singles.chain(probes).chain(routines).collect()
+}
+
+/// The weighted arms of [`single`], by operation kind.
+fn single_arms(repertoire: &Repertoire) -> Vec<(&'static str, u32, BoxedStrategy<Op>)> {
     let client = || 0u8..3;
     let mut arms = vec![
         (
@@ -437,6 +555,13 @@ fn single(repertoire: &Repertoire) -> BoxedStrategy<Op> {
             client().prop_map(|client| Op::Rename { client }).boxed(),
         ),
         (
+            "setDirectory",
+            1,
+            (client(), any::<bool>())
+                .prop_map(|(client, inside)| Op::SetDirectory { client, inside })
+                .boxed(),
+        ),
+        (
             "truncate",
             1,
             (client(), any::<bool>())
@@ -461,12 +586,14 @@ fn single(repertoire: &Repertoire) -> BoxedStrategy<Op> {
             .prop_map(|(client, behaviour)| Op::StartTurn { client, behaviour });
         arms.insert(0, ("startTurn", 6, start.boxed()));
     }
-    choice(repertoire, arms)
+    arms
 }
 
 /// One operation: a dispatching one, two at once, a reconnect or a checkpoint.
 pub fn op(repertoire: &Repertoire) -> impl Strategy<Value = Op> {
     let single = single(repertoire);
+    let (probe_bias, probe) = probe(repertoire);
+    let (routine_bias, routine) = routine(repertoire);
     prop_oneof![
         36 => single.clone(),
         4 => (single.clone(), single).prop_map(|(first, second)| Op::Together {
@@ -474,7 +601,8 @@ pub fn op(repertoire: &Repertoire) -> impl Strategy<Value = Op> {
             second: Box::new(second),
         }),
         1 => (0u8..3).prop_map(|client| Op::Reconnect { client }),
-        3 => (0u8..3, probe()).prop_map(|(client, probe)| Op::Probe { client, probe }),
+        3 * probe_bias => (0u8..3, probe).prop_map(|(client, probe)| Op::Probe { client, probe }),
+        2 * routine_bias => (0u8..3, routine).prop_map(|(client, routine)| Op::Routine { client, routine }),
         1 => Just(Op::Checkpoint),
     ]
 }

@@ -6,7 +6,8 @@ use serde_json::Value;
 use super::{ping_if, Failure, Performed, Run};
 use crate::checks::Rule;
 use crate::client::{Conn, ROOT};
-use crate::fuzz::model::{judge, plan, Channel, Expect};
+use crate::fuzz::guidance::{kind_of, state_of, Seen};
+use crate::fuzz::model::{judge_in, plan, Channel, Expect};
 use crate::fuzz::ops::Op;
 use crate::transport::{Connection, Incoming};
 
@@ -57,7 +58,7 @@ impl Run<'_> {
                 _ => None,
             };
             self.exec.operations += 1;
-            sent.push((self.exec.performed.len(), seq, ping));
+            sent.push((self.exec.performed.len(), seq, ping, kind_of(*op, "op")));
             self.exec.performed.push(Performed {
                 op_index: index,
                 client,
@@ -67,11 +68,11 @@ impl Run<'_> {
         if sent.is_empty() {
             return None;
         }
-        for (done, (slot, seq, ping)) in sent.iter().enumerate() {
-            if let Some(failure) = self.judge_echo(index, *slot, *seq, *ping).await {
+        for (done, (slot, seq, ping, kind)) in sent.iter().enumerate() {
+            if let Some(failure) = self.judge_echo(index, *slot, (*seq, *ping), kind).await {
                 // Dispatches the run stopped before judging keep no claim about their answer
                 // (a regression case then expects nothing of them).
-                for (later, _, _) in &sent[done + 1..] {
+                for (later, _, _, _) in &sent[done + 1..] {
                     self.exec.performed[*later].planned.expect = Expect::Either;
                 }
                 return Some(failure);
@@ -81,7 +82,7 @@ impl Run<'_> {
         // the others' frames are checked as they come.
         let pinged = sent
             .iter()
-            .any(|(slot, _, _)| self.exec.performed[*slot].client != 0);
+            .any(|(slot, _, _, _)| self.exec.performed[*slot].client != 0);
         self.catch_up(pinged).await;
         for conn in self.conns.iter_mut().skip(1) {
             conn.take_arrived();
@@ -91,14 +92,16 @@ impl Run<'_> {
 
     /// Waits for the echo of the dispatch recorded in `performed[slot]` and judges it
     /// against the state its client had folded just before it (or, when the host ignored
-    /// it, the state now).
+    /// it, the state now); records the state and the response for the coverage map under
+    /// the operation's `kind`. `sent`: its clientSeq, and the ping sent after it.
     pub(super) async fn judge_echo(
         &mut self,
         index: usize,
         slot: usize,
-        seq: i64,
-        ping: Option<u64>,
+        sent: (i64, Option<u64>),
+        kind: &str,
     ) -> Option<Failure> {
+        let (seq, ping) = sent;
         let performed = &self.exec.performed[slot];
         let (client, action) = (performed.client, performed.planned.action.clone());
         let channel = match performed.planned.channel {
@@ -140,9 +143,28 @@ impl Run<'_> {
         let found = conn.process(&schemas);
         let before = conn.echo_prestate(seq);
         let before = before.unwrap_or_else(|| conn.mirror().state(&channel).unwrap_or(Value::Null));
-        let (expect, rule) = judge(&action, &before, &client_id);
+        let session = conn.mirror().state(&self.session).unwrap_or(Value::Null);
+        let (expect, rule) = judge_in(&action, &before, &session, &client_id);
         let planned = &mut self.exec.performed[slot].planned;
         (planned.expect, planned.rule) = (expect, rule.to_owned());
+        let chat_state = match planned.channel {
+            Channel::Chat => before.clone(),
+            Channel::Session => conn.mirror().state(&self.chat).unwrap_or(Value::Null),
+        };
+        self.exec.seen.push(Seen {
+            channel: match planned.channel {
+                Channel::Chat => "chat",
+                Channel::Session => "session",
+            },
+            state: state_of(&chat_state),
+            operation: kind.to_owned(),
+            response: match rejected {
+                Some(true) => "rejected",
+                Some(false) => "accepted",
+                None => "ignored",
+            }
+            .to_owned(),
+        });
         // A broken always-on rule is the better explanation of anything that follows
         // (unless every one found is excluded: then the echo is judged as usual).
         if !found.is_empty() {

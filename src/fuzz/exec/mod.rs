@@ -21,6 +21,8 @@ use crate::verdict::ReportedFrame;
 
 mod dispatch;
 mod probes;
+// Issue 24, reach: routines of several requests and dispatches.
+mod routines;
 mod setup;
 
 pub use probes::Probed;
@@ -87,6 +89,8 @@ pub struct Execution {
     /// The steps each protocol probe ran, for `--to-case`.
     pub probed: Vec<Probed>,
     pub frames: Vec<ReportedFrame>,
+    /// The states the operations met and the host's responses ([`super::guidance`]).
+    pub seen: Vec<super::guidance::Seen>,
 }
 
 /// The harness itself could not run the sequence.
@@ -424,10 +428,32 @@ impl Run<'_> {
             Op::Probe { probe, .. } => {
                 self.exec.operations += 1;
                 let client = op.client() % self.conns.len();
-                self.probe(index, client, *probe).await
+                let failure = self.probe(index, client, *probe).await;
+                self.saw("probe", probe, "", &failure);
+                failure
+            }
+            Op::Routine { routine, .. } => {
+                self.exec.operations += 1;
+                let client = op.client() % self.conns.len();
+                let failure = self.routine(index, client, *routine).await;
+                self.saw("routine", routine, "routine", &failure);
+                failure
             }
             single => self.dispatch(index, &[single]).await,
         }
+    }
+
+    /// Records a probe's or routine's outcome for the coverage map: `ok`, or the rule broken.
+    fn saw(&mut self, prefix: &str, what: &impl Serialize, tag: &str, failure: &Option<Failure>) {
+        use super::guidance::{kind_of, Seen, ANY};
+        self.exec.seen.push(Seen {
+            channel: "connection",
+            state: ANY,
+            operation: format!("{prefix}/{}", kind_of(what, tag)),
+            response: failure
+                .as_ref()
+                .map_or_else(|| "ok".to_owned(), |f| f.rule.id().to_owned()),
+        });
     }
 
     async fn checkpoint(&mut self, index: Option<usize>) -> Option<Failure> {

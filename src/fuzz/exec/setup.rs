@@ -40,6 +40,11 @@ impl Run<'_> {
         if let Some(provider) = &self.cfg.profile.provider {
             params["provider"] = json!(provider);
         }
+        // The profile's first working directory (its second stays outside the session's
+        // set, for chat/workingDirectorySet to be refused).
+        if let Some(directory) = self.cfg.profile.working_directories.first() {
+            params["workingDirectories"] = json!([directory]);
+        }
         params
     }
 

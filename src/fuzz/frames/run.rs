@@ -279,7 +279,7 @@ async fn send_and_probe(
         Err(bytes) => victim.send_binary(bytes).await,
     };
     let awaited = match answer {
-        Answer::Error { rule, .. } => !cfg.settled(*rule),
+        Answer::Error { rule, .. } | Answer::Answered { rule, .. } => !cfg.settled(*rule),
         Answer::Survive => false,
     };
     let mut probed = Probed {
@@ -295,7 +295,7 @@ async fn send_and_probe(
         return probed;
     }
     let deadline = Instant::now() + cfg.timeout;
-    let wanted = matches!(answer, Answer::Error { .. });
+    let wanted = !matches!(answer, Answer::Survive);
     // An id-null error answers whichever frame the host could not identify, in whatever
     // order it answers: one with a code this frame does not get may answer an earlier
     // frame, so it is this frame's answer only if no right one comes.
@@ -414,18 +414,19 @@ fn judge_answer(
     index: usize,
     cfg: &ExecConfig,
 ) -> Option<Failure> {
-    let Answer::Error {
-        codes,
-        close_ok,
-        rule,
-        ..
-    } = answer
-    else {
-        return None;
+    let (codes, close_ok, rule): (&[i64], bool, &Rule) = match answer {
+        Answer::Error {
+            codes,
+            close_ok,
+            rule,
+            ..
+        } => (codes, *close_ok, rule),
+        Answer::Answered { rule, .. } => (&[], true, rule),
+        Answer::Survive => return None,
     };
     let ok = match &probed.answered {
         Some(response) => answer.accepts(response),
-        None => probed.closed && *close_ok,
+        None => probed.closed && close_ok,
     };
     if ok || probed.cut_short || !cfg.exclude.judges(rule) {
         return None;
@@ -435,10 +436,14 @@ fn judge_answer(
         None if probed.closed => "the connection closed".into(),
         None => format!("no response within {} ms", cfg.timeout.as_millis()),
     };
-    let or_close = if *close_ok { " (or a close)" } else { "" };
+    let or_close = if close_ok { " (or a close)" } else { "" };
+    let wanted = match answer {
+        Answer::Answered { .. } => "a response".to_owned(),
+        _ => format!("an error {codes:?}"),
+    };
     Some(failure(
         *rule,
-        format!("an error {codes:?} for {mutation:?}{or_close}"),
+        format!("{wanted} for {mutation:?}{or_close}"),
         got,
         index,
     ))
