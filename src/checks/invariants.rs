@@ -248,7 +248,7 @@ fn open_requests_once(state: &Value, found: &mut Vec<Violation>) {
 }
 
 /// A turn's `inputRequest` parts without a response.
-fn open_input_requests(turn: &Value) -> impl Iterator<Item = &Value> {
+pub fn open_input_requests(turn: &Value) -> impl Iterator<Item = &Value> {
     turn["responseParts"]
         .as_array()
         .into_iter()
@@ -347,7 +347,8 @@ fn first_repeat<'a>(values: impl Iterator<Item = &'a Value>) -> Option<&'a Value
         .find(|value| !seen.insert(value.to_string()))
 }
 
-fn tool_calls(turn: &Value) -> impl Iterator<Item = &Value> {
+/// The tool calls among a turn's response parts.
+pub fn tool_calls(turn: &Value) -> impl Iterator<Item = &Value> {
     turn["responseParts"]
         .as_array()
         .into_iter()

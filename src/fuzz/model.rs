@@ -1,6 +1,7 @@
 //! The pure model: given what the clients observed (the reducer mirror of the chat), what
 //! concrete action an operation becomes and how a correct host must answer it.
 
+use crate::checks::invariants::{open_input_requests, tool_calls};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -48,23 +49,9 @@ fn active(chat: &Value) -> Option<&Value> {
     chat.get("activeTurn").filter(|t| !t.is_null())
 }
 
-fn tool_calls(turn: &Value) -> impl Iterator<Item = &Value> {
-    turn["responseParts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|p| p["kind"] == "toolCall")
-        .map(|p| &p["toolCall"])
-}
-
 /// The input requests of the turn no one has answered yet.
 fn open_requests(turn: &Value) -> impl Iterator<Item = &Value> {
-    turn["responseParts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|p| p["kind"] == "inputRequest" && p.get("response").is_none_or(Value::is_null))
-        .map(|p| &p["request"])
+    open_input_requests(turn).map(|p| &p["request"])
 }
 
 fn open_request(turn: &Value) -> Option<&Value> {
