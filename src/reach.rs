@@ -174,15 +174,16 @@ pub async fn reach(fault: Fault, area: &str, cfg: &ReachConfig) -> Reached {
     let started = Instant::now();
     let trace = match mode {
         ReachMode::Model => {
-            let outcome = crate::fuzz::fuzz(&options, interrupt).await;
+            // Each campaign boxed: its future is large in a debug build (see fuzz/exec).
+            let outcome = Box::pin(crate::fuzz::fuzz(&options, interrupt)).await;
             took(&mut reached, outcome, fault)
         }
         ReachMode::Frames => {
-            let outcome = crate::fuzz::frames::fuzz_frames(&options, interrupt).await;
+            let outcome = Box::pin(crate::fuzz::frames::fuzz_frames(&options, interrupt)).await;
             took(&mut reached, outcome, fault)
         }
         ReachMode::Mixed => {
-            let outcome = crate::fuzz::mixed::fuzz_mixed(&options, interrupt).await;
+            let outcome = Box::pin(crate::fuzz::mixed::fuzz_mixed(&options, interrupt)).await;
             took(&mut reached, outcome, fault)
         }
     };
@@ -206,7 +207,7 @@ pub async fn reach(fault: Fault, area: &str, cfg: &ReachConfig) -> Reached {
         ..options.exec.clone()
     };
     reached.replays = Some(
-        match crate::fuzz::replay_trace(&trace, &options.target, &exec).await {
+        match Box::pin(crate::fuzz::replay_trace(&trace, &options.target, &exec)).await {
             Ok(again) => again.is_some(),
             Err(error) => {
                 reached.note = Some(format!("replay: {error}"));

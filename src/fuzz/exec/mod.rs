@@ -256,7 +256,7 @@ pub async fn execute_until(
         first_init: None,
         exec: Execution::default(),
     };
-    let (outcome, cut_off) = until(deadline, run.go(ops)).await;
+    let (outcome, cut_off) = until(deadline, Box::pin(run.go(ops))).await;
     run.exec.cut_off = cut_off;
     for conn in &mut run.conns {
         conn.close().await;
@@ -288,7 +288,7 @@ impl Run<'_> {
         let cfg = self.cfg;
         let exclude = &cfg.exclude;
         for (index, op) in ops.iter().enumerate() {
-            if let Some(failure) = self.step(index, op).await {
+            if let Some(failure) = Box::pin(self.step(index, op)).await {
                 let failure = self.lost_during(Some(index), failure).await;
                 self.exec.failure = exclude.judged(Some(failure));
                 return Ok(());
@@ -428,14 +428,17 @@ impl Run<'_> {
             Op::Probe { probe, .. } => {
                 self.exec.operations += 1;
                 let client = op.client() % self.conns.len();
-                let failure = self.probe(index, client, *probe).await;
+                // Boxed: the step interpreter's and the routines' futures are large (tens of KiB in a
+                // debug build), and a campaign polled on a 2 MiB thread (a test's, a tokio worker's)
+                // overflowed its stack with them inline.
+                let failure = Box::pin(self.probe(index, client, *probe)).await;
                 self.saw("probe", probe, "", &failure);
                 failure
             }
             Op::Routine { routine, .. } => {
                 self.exec.operations += 1;
                 let client = op.client() % self.conns.len();
-                let failure = self.routine(index, client, *routine).await;
+                let failure = Box::pin(self.routine(index, client, *routine)).await;
                 self.saw("routine", routine, "routine", &failure);
                 failure
             }
