@@ -288,6 +288,9 @@ impl Run<'_> {
         let cfg = self.cfg;
         let exclude = &cfg.exclude;
         for (index, op) in ops.iter().enumerate() {
+            // Each operation boxed, whatever its kind: in a debug build an operation's future
+            // (a probe through the step interpreter, a routine) is large, and a campaign polled
+            // on a 2 MiB thread (a test's, a tokio worker's) overflowed its stack with it inline.
             if let Some(failure) = Box::pin(self.step(index, op)).await {
                 let failure = self.lost_during(Some(index), failure).await;
                 self.exec.failure = exclude.judged(Some(failure));
@@ -428,17 +431,14 @@ impl Run<'_> {
             Op::Probe { probe, .. } => {
                 self.exec.operations += 1;
                 let client = op.client() % self.conns.len();
-                // Boxed: the step interpreter's and the routines' futures are large (tens of KiB in a
-                // debug build), and a campaign polled on a 2 MiB thread (a test's, a tokio worker's)
-                // overflowed its stack with them inline.
-                let failure = Box::pin(self.probe(index, client, *probe)).await;
+                let failure = self.probe(index, client, *probe).await;
                 self.saw("probe", probe, "", &failure);
                 failure
             }
             Op::Routine { routine, .. } => {
                 self.exec.operations += 1;
                 let client = op.client() % self.conns.len();
-                let failure = Box::pin(self.routine(index, client, *routine)).await;
+                let failure = self.routine(index, client, *routine).await;
                 self.saw("routine", routine, "routine", &failure);
                 failure
             }

@@ -119,7 +119,7 @@ impl Run<'_> {
                 (conn.name.clone(), conn)
             })
             .collect();
-        let (outcome, mut back) = Box::pin(run_lent(&case, &ctx, lent, preset)).await;
+        let (outcome, mut back) = run_lent(&case, &ctx, lent, preset).await;
         self.conns = order.iter().filter_map(|name| back.remove(name)).collect();
         outcome
     }
