@@ -402,45 +402,49 @@ fuzz_finds! {
 #[tokio::test]
 async fn a_regression_case_fails_only_against_its_fault() {
     let fault = Fault::NoBroadcast;
+    let found = first_finding(fault, "no-broadcast is found").await;
+    let trace = Trace::new(&found, "model", "builtin", Some(fault.name().to_owned()));
+    let case = trace.to_case();
+    passes_only_without(&case, fault, "regression");
+    assert!(
+        case.contains("on = \"c2\""),
+        "the second client is in the case:\n{case}"
+    );
+}
+
+/// The first finding of a campaign (seed 1, up to 45 s) against `fault`.
+async fn first_finding(fault: Fault, expect: &str) -> ahpspec::fuzz::Found<ahpspec::fuzz::Op> {
     let (_stop, interrupt) = tokio::sync::watch::channel(false);
     let mut opts = options(Some(fault), 1, Duration::from_secs(45));
     opts.shrink_time = Duration::from_secs(10);
     let outcome = fuzz(&opts, interrupt).await.expect("fuzzer runs");
-    let found = outcome
-        .findings
-        .found
-        .into_iter()
-        .next()
-        .expect("no-broadcast is found");
-    let trace = Trace::new(&found, "model", "builtin", Some(fault.name().to_owned()));
-    let dir = std::env::temp_dir().join(format!("ahpspec-regression-{}", std::process::id()));
+    outcome.findings.found.into_iter().next().expect(expect)
+}
+
+/// Runs `case` as a suite of its own (with the always-on rows: a checkpoint's finding
+/// belongs to INV-FOLD-1's row, not to the case's) by `ahpspec run --suites`: it passes
+/// against the correct host and fails against `fault`.
+fn passes_only_without(case: &str, fault: Fault, tag: &str) {
+    let dir = std::env::temp_dir().join(format!("ahpspec-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let case = trace.to_case();
     std::fs::write(
         dir.join("regression.toml"),
         format!("page = \"regression\"\n{case}"),
     )
     .expect("case written");
-    // The whole suite (the case and the always-on rows: a checkpoint's finding belongs to
-    // INV-FOLD-1's row, not to the case's).
-    let run = |fault: Option<&str>| run_suites(&dir, fault);
-    let correct = run(None);
+    let correct = run_suites(&dir, None);
     assert_eq!(
         correct.status.code(),
         Some(0),
         "the case passes on the correct host:\n{case}\n{}",
         String::from_utf8_lossy(&correct.stdout)
     );
-    let faulty = run(Some(fault.name()));
+    let faulty = run_suites(&dir, Some(fault.name()));
     assert_eq!(
         faulty.status.code(),
         Some(1),
         "the case fails on the faulty host:\n{case}\n{}",
         String::from_utf8_lossy(&faulty.stdout)
-    );
-    assert!(
-        case.contains("on = \"c2\""),
-        "the second client is in the case:\n{case}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -466,16 +470,7 @@ fn run_suites(dir: &std::path::Path, fault: Option<&str>) -> std::process::Outpu
 #[tokio::test]
 async fn a_probe_finding_becomes_a_case_of_the_steps_it_ran() {
     let fault = Fault::SubscribeUnknownOk;
-    let (_stop, interrupt) = tokio::sync::watch::channel(false);
-    let mut opts = options(Some(fault), 1, Duration::from_secs(45));
-    opts.shrink_time = Duration::from_secs(10);
-    let outcome = fuzz(&opts, interrupt).await.expect("fuzzer runs");
-    let found = outcome
-        .findings
-        .found
-        .into_iter()
-        .next()
-        .expect("the subscribe probe's finding");
+    let found = first_finding(fault, "the subscribe probe's finding").await;
     assert_eq!(found.failure.rule, Rule::Sub011, "{:?}", found.failure);
     let trace = Trace::new(&found, "model", "builtin", Some(fault.name().to_owned()));
     let at = found.failure.op_index.expect("found at an operation");
@@ -495,28 +490,7 @@ async fn a_probe_finding_becomes_a_case_of_the_steps_it_ran() {
             "the case holds the step that ran, as written: {line}\n{case}"
         );
     }
-    let dir = std::env::temp_dir().join(format!("ahpspec-probe-case-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    std::fs::write(
-        dir.join("regression.toml"),
-        format!("page = \"regression\"\n{case}"),
-    )
-    .expect("case written");
-    let correct = run_suites(&dir, None);
-    assert_eq!(
-        correct.status.code(),
-        Some(0),
-        "the case passes on the correct host:\n{case}\n{}",
-        String::from_utf8_lossy(&correct.stdout)
-    );
-    let faulty = run_suites(&dir, Some(fault.name()));
-    assert_eq!(
-        faulty.status.code(),
-        Some(1),
-        "the case fails on the faulty host:\n{case}\n{}",
-        String::from_utf8_lossy(&faulty.stdout)
-    );
-    let _ = std::fs::remove_dir_all(&dir);
+    passes_only_without(&case, fault, "probe-case");
 }
 
 // Distinct findings, baselines and exclusions (issue 11: the fuzzer is blind after its first

@@ -235,6 +235,7 @@ impl Vars {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_reference_nested_in_a_path_is_read_first() {
@@ -250,7 +251,6 @@ mod tests {
             Some(json!("x b 7"))
         );
     }
-    use serde_json::json;
 
     #[test]
     fn substitutes_whole_values_pointers_and_inline_text() {
