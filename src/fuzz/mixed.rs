@@ -9,7 +9,8 @@ use tokio::sync::watch;
 
 use super::exec::ExecError;
 use super::frames::{execute_frames_until, Mutation};
-use super::ops::{self, Op, Repertoire};
+use super::generate::{self, Repertoire};
+use super::ops::Op;
 use super::{execute_until, search, FuzzOptions, FuzzOutcome};
 
 /// One step of an interleaved campaign's case: a model operation or a mutated frame.
@@ -51,7 +52,7 @@ impl ModeOf for Step {
 /// up a session and several clients, a frames sequence only a connection, so this gives
 /// both about the same share of the campaign's time against the built-in host.
 pub fn cases(max: usize, repertoire: &Repertoire) -> impl Strategy<Value = Vec<Step>> {
-    let model = ops::sequence(max, repertoire)
+    let model = generate::sequence(max, repertoire)
         .prop_map(|ops| ops.into_iter().map(Step::Op).collect::<Vec<_>>());
     let frames = prop::collection::vec(super::frames::mutation(), 1..=max.max(1))
         .prop_map(|frames| frames.into_iter().map(Step::Frame).collect::<Vec<_>>());
@@ -77,7 +78,10 @@ pub async fn fuzz_mixed(
     };
     let mut outcome = search(options, strategy, run, interrupt).await?;
     outcome.left_out = repertoire.left_out();
-    outcome.coverage.operations.extend(ops::kinds(&repertoire));
+    outcome
+        .coverage
+        .operations
+        .extend(generate::kinds(&repertoire));
     Ok(outcome)
 }
 

@@ -9,6 +9,7 @@ pub mod coverage;
 pub mod exec;
 pub mod findings;
 pub mod frames;
+pub mod generate;
 pub mod guidance;
 pub mod mixed;
 pub mod model;
@@ -26,7 +27,8 @@ use tokio::sync::watch;
 pub use campaign::{search, Stopped};
 pub use exec::{execute, execute_until, ExecConfig, ExecError, Execution, Failure, Target};
 pub use findings::{report, Excluded, Findings, Known, ReportInput, Seen};
-pub use ops::{Op, Repertoire};
+pub use generate::Repertoire;
+pub use ops::Op;
 
 use crate::rows::baseline::Baseline;
 
@@ -202,11 +204,14 @@ pub async fn fuzz(
     let repertoire = Repertoire::of(&options.exec.profile);
     let strategy = |coverage: &guidance::StateCoverage| {
         let biased = repertoire.biased(options.bias(coverage));
-        ops::sequence(options.max_len, &biased)
+        generate::sequence(options.max_len, &biased)
     };
     let mut outcome = search(options, strategy, run, interrupt).await?;
     outcome.left_out = repertoire.left_out();
-    outcome.coverage.operations.extend(ops::kinds(&repertoire));
+    outcome
+        .coverage
+        .operations
+        .extend(generate::kinds(&repertoire));
     Ok(outcome)
 }
 
