@@ -148,17 +148,22 @@ pub enum Routine {
     /// A new connection initializes asking for the root channel (`root`) or for nothing:
     /// exactly the snapshots asked for (INIT-002).
     Handshake { root: bool },
+    /// `n` messages queued while a `long` turn runs (one is started when the chat is idle),
+    /// then the turn is cancelled: the host takes the queue first in, first out (PENDING-003,
+    /// judged always on as the host removes a queued message).
+    Queue { n: u8 },
 }
 
 impl Routine {
     /// One of each kind.
-    pub const ALL: [Routine; 6] = [
+    pub const ALL: [Routine; 7] = [
         Routine::Burst { n: 3 },
         Routine::DisposeThenList { turn: true },
         Routine::Window,
         Routine::CreateChat,
         Routine::AnswerUnsubscribed,
         Routine::Handshake { root: true },
+        Routine::Queue { n: 2 },
     ];
 }
 
