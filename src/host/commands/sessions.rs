@@ -20,6 +20,9 @@ use crate::host::session_config;
 use crate::host::telemetry::Severity;
 use crate::host::world::{now_iso, to_value, ChatEntry, ConnId, SessionEntry, World, ROOT};
 
+/// How long the agent that never starts takes to give up (see `finish_creation_later`).
+const UNAVAILABLE_GIVES_UP: std::time::Duration = std::time::Duration::from_millis(250);
+
 impl World {
     pub(super) fn list_sessions(&self, conn: ConnId, params: &Value) -> Result<Value, RpcError> {
         if let Some(key) = self.unknown_list_sessions_key(params) {
@@ -247,7 +250,14 @@ impl World {
         let Some(shared) = self.shared.upgrade() else {
             return;
         };
-        let init = self.session_init_time();
+        let init = match agent {
+            // An agent that never starts gives up a while later, as a real one does after
+            // its start-up attempt: a client that subscribes right after createSession's
+            // answer sees the session creating and then session/creationFailed on the wire,
+            // even on a loaded machine (not only the failed state in its snapshot).
+            AgentKind::Unavailable => self.session_init_time().max(UNAVAILABLE_GIVES_UP),
+            AgentKind::Scripted | AgentKind::Protected => self.session_init_time(),
+        };
         tokio::spawn(async move {
             // Initialising takes a moment, as with a real agent: subscribers see `creating`.
             if init.is_zero() {
