@@ -353,6 +353,15 @@ pub fn not_applicable_because(row: &CaseResult) -> String {
     if why.contains("does not accept [") {
         return "protocol version (offer refused by the server)".to_owned();
     }
+    if let Some(rest) = why.split("a rule of AAP version ").nth(1) {
+        return format!(
+            "AAP version (rule of {})",
+            rest.split(" only").next().unwrap_or(rest)
+        );
+    }
+    if let Some(rest) = why.split(" at AAP version ").nth(1) {
+        return format!("AAP version (nothing of the kind at {})", word_at(rest));
+    }
     short(why)
 }
 

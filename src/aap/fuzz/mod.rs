@@ -226,6 +226,7 @@ pub fn as_case(ops: &[Op], id: &str, level: Level) -> AapCase {
         capabilities: Vec::new(),
         probe: None,
         since: None,
+        versions: Vec::new(),
         steps,
     }
 }
