@@ -256,3 +256,51 @@ fn the_matrix_runs_every_version_side_by_side() {
             .all(|c| c["verdict"] == "pass" || c["verdict"] == "not-applicable"));
     }
 }
+
+/// `fuzz --protocol aap` speaks the version `GET /meta` names: clean against the built-in
+/// server at versions 1 and 2, and it finds a version-1 fault's rule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fuzzing_speaks_the_version_meta_names() {
+    for (version, fault, finds) in [
+        (1, None, None),
+        (2, None, None),
+        (1, Some(AapFault::ListObjects), Some("AAP-HTTP-001")),
+    ] {
+        let server = ahpspec::target::start_aap_server(AapHostConfig {
+            version,
+            faults: fault.map(Into::into).unwrap_or_default(),
+            ..AapHostConfig::default()
+        })
+        .await
+        .expect("serve");
+        let url = server.base_url();
+        let dir = TempDir::new("aap-version-fuzz");
+        let report_dir = dir.str().to_owned();
+        let out = tokio::task::spawn_blocking(move || {
+            ahpspec(&[
+                "fuzz",
+                "--protocol",
+                "aap",
+                &url,
+                "--seed",
+                "7",
+                "--cases",
+                "40",
+                "--report-dir",
+                &report_dir,
+            ])
+        })
+        .await
+        .expect("fuzz ran");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        match finds {
+            None => {
+                assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+                assert!(stdout.contains("0 rule(s) failing"), "{stdout}");
+            }
+            Some(rule) => assert!(stdout.contains(&format!("{rule} fail")), "{}", show(&out)),
+        }
+        let report = report_json(&dir.path().join("fuzz"));
+        assert_eq!(report["protocolVersion"], format!("AAP {version}"));
+    }
+}

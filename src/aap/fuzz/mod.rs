@@ -12,11 +12,13 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::agent::{read_meta, Agent};
+use super::agent::{read_meta_version, Agent};
 use super::case::{run_case, CaseContext};
 use super::checks::{Observer, AAP_ALWAYS_ON, SECRET_PREFIX};
 use super::http::{Client, Target};
+use super::runner::choose_version;
 use super::suite::{AapCase, AapCatalog, LocatedStep, Step};
+use super::version::AapVersion;
 use crate::catalog::{glob, SuiteError};
 use crate::checks::Rule;
 use crate::rows::{RunPlan, Started};
@@ -64,6 +66,8 @@ pub struct AapFound {
 #[derive(Debug, Clone)]
 pub struct AapFuzzOutcome {
     pub seed: u64,
+    /// The AAP version the campaign spoke (the one `GET /meta` names).
+    pub version: AapVersion,
     pub sequences: u64,
     pub operations: usize,
     pub found: Vec<AapFound>,
@@ -90,6 +94,9 @@ pub enum AapFuzzError {
 struct Runner {
     options: AapFuzzOptions,
     schemas: Arc<SchemaSet>,
+    /// The version `GET /meta` names: sequences go to its endpoints, checked against its
+    /// schemas.
+    version: AapVersion,
 }
 
 /// The rules one run broke, with the first miss of each.
@@ -115,14 +122,18 @@ impl Runner {
         out
     }
 
-    /// The agent `GET /meta` names.
-    async fn agent(&self) -> Result<Agent, AapFuzzError> {
+    /// The agent `GET /meta` names, and the version it says (a version ahpspec does not
+    /// know ends the campaign before any sequence).
+    async fn agent(&self) -> Result<(Agent, AapVersion), AapFuzzError> {
         self.with_target(async |target| {
             let mut client = Client::new(target, self.options.token.clone(), self.options.timeout);
-            read_meta(&mut client)
+            let (agent, said) = read_meta_version(&mut client)
                 .await
-                .map_err(|e| AapFuzzError::Unreachable(e.to_string()))?
-                .map_err(AapFuzzError::Unreachable)
+                .map_err(|e| AapFuzzError::Unreachable(e.to_string()))?;
+            let agent = agent.map_err(AapFuzzError::Unreachable)?;
+            let version = choose_version(None, said.as_ref(), "the fuzz target")
+                .map_err(|e| AapFuzzError::Unreachable(e.to_string()))?;
+            Ok((agent, version))
         })
         .await
     }
@@ -143,7 +154,7 @@ impl Runner {
                 client: Client::new(target, self.options.token.clone(), self.options.timeout),
                 agent: Arc::new(agent.clone()),
                 vars,
-                observer: Observer::new(Arc::clone(&self.schemas)),
+                observer: Observer::at(Arc::clone(&self.schemas), self.version),
                 rerun: String::new(),
             };
             let outcome = run_case(&case, ctx).await;
@@ -243,15 +254,19 @@ fn levels() -> Result<HashMap<String, Level>, SuiteError> {
 
 /// Runs a campaign.
 pub async fn campaign(options: &AapFuzzOptions) -> Result<AapFuzzOutcome, AapFuzzError> {
-    let runner = Runner {
+    let mut runner = Runner {
         options: options.clone(),
         schemas: Arc::new(super::checks::schemas()?),
+        version: AapVersion::LATEST,
     };
-    let agent = runner.agent().await?;
+    let (agent, version) = runner.agent().await?;
+    runner.version = version;
+    runner.schemas = Arc::new(super::checks::schemas_for(version)?);
     let started = Instant::now();
     let mut rng = Rng::new(options.seed);
     let mut outcome = AapFuzzOutcome {
         seed: options.seed,
+        version,
         sequences: 0,
         operations: 0,
         found: Vec::new(),
@@ -405,7 +420,7 @@ pub fn report(
             .unwrap_or_default();
         format!("{} --suites {dir}", plan.rerun_prefix)
     };
-    let version = format!("AAP {}", super::AAP_VERSION);
+    let version = format!("AAP {}", outcome.version);
     let mut report = plan.report(version, started, false, rows(outcome, replay));
     crate::rows::reconcile(&mut report, None);
     report
