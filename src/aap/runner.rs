@@ -219,11 +219,15 @@ fn prepare(
     let number = shared.version.number();
     if !case.versions.is_empty() && !case.versions.contains(&number) {
         let listed: Vec<String> = case.versions.iter().map(u64::to_string).collect();
+        let versions = match listed.as_slice() {
+            [one] => format!("version {one}"),
+            [first @ .., last] => format!("versions {} and {last}", first.join(", ")),
+            [] => String::new(),
+        };
         return Err(without(
             Verdict::NotApplicable,
             format!(
-                "not applicable: a rule of AAP version {} only; the run is at version {number}",
-                listed.join(", ")
+                "not applicable: a rule of AAP {versions} only; the run is at version {number}"
             ),
             None,
         ));
