@@ -3,6 +3,7 @@
 //! and each broken variant of it fails the rule it breaks.
 
 mod aap_v1_server;
+mod run_support;
 
 use std::collections::BTreeSet;
 
@@ -11,6 +12,7 @@ use ahpspec::certify::{certify, Options};
 use ahpspec::rows::Quiet;
 use ahpspec::target::Protocol;
 use ahpspec::verdict::{RunReport, Verdict};
+use run_support::rules_not_passing;
 
 async fn certify_url(url: String) -> RunReport {
     let options = Options {
@@ -24,43 +26,11 @@ async fn certify_url(url: String) -> RunReport {
     certify(&options, &mut Quiet, interrupt).await.expect("run")
 }
 
-/// Rules of rows that failed (fail, warn, info), and a listing of every row that neither
-/// passed nor was not applicable / not testable.
-fn failed(report: &RunReport) -> (BTreeSet<String>, String) {
-    let mut rules = BTreeSet::new();
-    let mut detail = String::new();
-    for case in &report.cases {
-        if matches!(
-            case.verdict,
-            Verdict::Pass | Verdict::NotApplicable | Verdict::NotTestable
-        ) {
-            continue;
-        }
-        if matches!(case.verdict, Verdict::Fail | Verdict::Warn | Verdict::Info) {
-            rules.insert(
-                case.info
-                    .id
-                    .split('/')
-                    .next()
-                    .unwrap_or_default()
-                    .to_owned(),
-            );
-        }
-        detail.push_str(&format!(
-            "  {} {}: {}\n",
-            case.info.id,
-            case.verdict.as_str(),
-            case.summary
-        ));
-    }
-    (rules, detail)
-}
-
 #[tokio::test(flavor = "current_thread")]
 async fn the_independent_version_1_server_is_certified_clean() {
     let report = certify_url(start(None).await).await;
     assert_eq!(report.protocol_version, "AAP 1");
-    let (rules, detail) = failed(&report);
+    let (rules, detail) = rules_not_passing(&report, None);
     assert!(detail.is_empty(), "{rules:?}\n{detail}");
     let verdict = |id: &str| {
         report
@@ -95,7 +65,8 @@ async fn each_broken_variant_fails_the_rule_it_breaks() {
         (Break::HistoryWithoutReplies, "AAP-HISTORY-004"),
     ] {
         let report = certify_url(start(Some(broken)).await).await;
-        let (rules, detail) = failed(&report);
+        // A row blocked by the broken rule is that rule failing on its way.
+        let (rules, detail) = rules_not_passing(&report, Some(rule));
         if rules != BTreeSet::from([rule.to_owned()]) {
             problems.push(format!(
                 "{broken:?}: want only {rule}, got {rules:?}\n{detail}"

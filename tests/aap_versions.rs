@@ -14,7 +14,7 @@ use ahpspec::certify::{certify, Options};
 use ahpspec::rows::Quiet;
 use ahpspec::target::Protocol;
 use ahpspec::verdict::{RunReport, Verdict};
-use run_support::{ahpspec, report_json, show, TempDir};
+use run_support::{ahpspec, report_json, rules_not_passing, show, TempDir};
 
 async fn run_at(version: u64, fault: Option<AapFault>, url: Option<String>) -> RunReport {
     let options = Options {
@@ -31,45 +31,12 @@ async fn run_at(version: u64, fault: Option<AapFault>, url: Option<String>) -> R
     certify(&options, &mut Quiet, interrupt).await.expect("run")
 }
 
-/// The rules of rows that failed, were blocked (a row blocked by `own` is that rule failing
-/// on its way) or hit a harness error, with a listing.
-fn broken(report: &RunReport, own: Option<&str>) -> (BTreeSet<String>, String) {
-    let mut rules = BTreeSet::new();
-    let mut detail = String::new();
-    for case in &report.cases {
-        if matches!(
-            case.verdict,
-            Verdict::Pass | Verdict::NotApplicable | Verdict::NotTestable
-        ) {
-            continue;
-        }
-        if case.verdict == Verdict::Blocked && case.blocked_by.as_deref() == own && own.is_some() {
-            continue;
-        }
-        rules.insert(
-            case.info
-                .id
-                .split('/')
-                .next()
-                .unwrap_or_default()
-                .to_owned(),
-        );
-        detail.push_str(&format!(
-            "  {} {}: {}\n",
-            case.info.id,
-            case.verdict.as_str(),
-            case.summary
-        ));
-    }
-    (rules, detail)
-}
-
 #[tokio::test(flavor = "current_thread")]
 async fn the_built_in_server_passes_the_whole_catalog_at_every_version() {
     for version in [1, 2, 3] {
         let report = run_at(version, None, None).await;
         assert_eq!(report.protocol_version, format!("AAP {version}"));
-        let (rules, detail) = broken(&report, None);
+        let (rules, detail) = rules_not_passing(&report, None);
         assert!(rules.is_empty(), "version {version}:\n{detail}");
         // Each version runs its own rules: its META-001 case, and the rules of the
         // other versions are not applicable.
@@ -121,7 +88,7 @@ async fn each_version_only_fault_fails_its_rule_at_its_versions_only() {
                 continue;
             }
             let report = run_at(version, Some(fault), None).await;
-            let (rules, detail) = broken(&report, Some(fault.rule()));
+            let (rules, detail) = rules_not_passing(&report, Some(fault.rule()));
             let want: BTreeSet<String> = if fault.acts_at(version) {
                 [fault.rule().to_owned()].into()
             } else {
@@ -163,13 +130,13 @@ async fn meta_picks_the_catalog_and_the_flag_overrides_it() {
         let report = certify(&options, &mut Quiet, interrupt).await.expect("run");
         assert_eq!(report.protocol_version, format!("AAP {version}"));
         assert!(
-            broken(&report, None).0.is_empty(),
+            rules_not_passing(&report, None).0.is_empty(),
             "{}",
-            broken(&report, None).1
+            rules_not_passing(&report, None).1
         );
         // Forced to version 3, the same server fails version 3's rules.
         let forced = run_at(3, None, Some(server.base_url())).await;
-        let (rules, _) = broken(&forced, None);
+        let (rules, _) = rules_not_passing(&forced, None);
         assert!(rules.contains("AAP-META-001"), "{rules:?}");
         assert!(rules.contains("AAP-SESSION-001"), "{rules:?}");
     }
