@@ -21,6 +21,7 @@ use super::suite::{AapCase, AapCatalog, LocatedStep, Step};
 use super::version::AapVersion;
 use crate::catalog::{glob, SuiteError};
 use crate::checks::Rule;
+use crate::rows::baseline::Baseline;
 use crate::rows::{RunPlan, Started};
 use crate::schema::{SchemaError, SchemaSet};
 use crate::server;
@@ -46,6 +47,9 @@ pub struct AapFuzzOptions {
     pub timeout: Duration,
     /// Rules not judged (globs).
     pub exclude: Vec<String>,
+    /// Known failures (`--baseline`): a rule it lists is seen, not shrunk, and fails
+    /// nothing.
+    pub baseline: Baseline,
 }
 
 /// One rule found failing, with its shrunk sequence.
@@ -71,6 +75,8 @@ pub struct AapFuzzOutcome {
     pub sequences: u64,
     pub operations: usize,
     pub found: Vec<AapFound>,
+    /// Rules that failed but the baseline lists, each with the first sequence it failed in.
+    pub baselined: Vec<(String, u64)>,
 }
 
 /// Why a campaign could not go on: no verdict is possible.
@@ -270,6 +276,7 @@ pub async fn campaign(options: &AapFuzzOptions) -> Result<AapFuzzOutcome, AapFuz
         sequences: 0,
         operations: 0,
         found: Vec::new(),
+        baselined: Vec::new(),
     };
     let mut seen = BTreeSet::new();
     while options.cases.is_none_or(|n| outcome.sequences < n)
@@ -289,6 +296,10 @@ pub async fn campaign(options: &AapFuzzOptions) -> Result<AapFuzzOutcome, AapFuz
             .collect::<Vec<_>>()
         {
             seen.insert(rule.clone());
+            if options.baseline.lists(&rule) {
+                outcome.baselined.push((rule, sequence));
+                continue;
+            }
             let shrunk = runner
                 .shrink(&agent, ops.clone(), &rule, options.seed ^ sequence)
                 .await?;
