@@ -52,28 +52,6 @@ pub enum AapRunError {
     Schemas(#[from] crate::schema::SchemaError),
 }
 
-/// The version a run certifies: the one asked for, else the one `GET /meta` names, else
-/// (no usable meta: AAP-META-001 judges that) the newest.
-pub fn choose_version(
-    asked: Option<AapVersion>,
-    said: Option<&serde_json::Value>,
-    url: &str,
-) -> Result<AapVersion, AapRunError> {
-    if let Some(version) = asked {
-        return Ok(version);
-    }
-    match said {
-        None => Ok(AapVersion::LATEST),
-        Some(value) => value
-            .as_u64()
-            .and_then(AapVersion::from_number)
-            .ok_or_else(|| AapRunError::UnknownVersion {
-                url: crate::redact::url(url).into_owned(),
-                said: value.to_string(),
-            }),
-    }
-}
-
 /// Runs the selected AAP cases. Stops early (keeping what it has) when `interrupt` turns
 /// true. The report is the run's alone: the baseline is not applied.
 pub async fn run(
@@ -93,7 +71,12 @@ pub async fn run(
     let (agent, said) = read_meta_version(&mut client)
         .await
         .map_err(|why| AapRunError::Unreachable(format!("{}: {why}", config.url)))?;
-    let version = choose_version(config.protocol_version, said.as_ref(), &config.url)?;
+    let version = AapVersion::choose(config.protocol_version, said.as_ref()).map_err(|said| {
+        AapRunError::UnknownVersion {
+            url: crate::redact::url(&config.url).into_owned(),
+            said,
+        }
+    })?;
     let schemas = Arc::new(super::checks::schemas_for(version)?);
     let total = selected.len() + always_on.len();
     sink.event(&Event::RunStarted { cases: total });

@@ -43,6 +43,23 @@ impl AapVersion {
         AapVersion::ALL.into_iter().find(|v| v.number() == number)
     }
 
+    /// The version a run speaks: the one asked for, else the one `GET /meta` said, else
+    /// (no usable meta: AAP-META-001 judges that) the newest. `Err`: what the server said,
+    /// a version ahpspec has no catalog for.
+    pub fn choose(
+        asked: Option<AapVersion>,
+        said: Option<&serde_json::Value>,
+    ) -> Result<AapVersion, String> {
+        match (asked, said) {
+            (Some(version), _) => Ok(version),
+            (None, None) => Ok(AapVersion::LATEST),
+            (None, Some(value)) => value
+                .as_u64()
+                .and_then(AapVersion::from_number)
+                .ok_or_else(|| value.to_string()),
+        }
+    }
+
     /// Whether session creation runs the agent on the last seed message (versions 1 and
     /// 2: `PUT /session` answers the first turn, with `sessionId` in its body or in a
     /// `session_start` event).
@@ -155,5 +172,14 @@ mod tests {
         assert!("1.0.0".parse::<AapVersion>().is_err());
         assert_eq!(AapVersion::from_number(3), Some(V3));
         assert!(V1.creation_runs_turn() && !V3.creation_runs_turn());
+        let said = serde_json::json!(2);
+        assert_eq!(AapVersion::choose(None, Some(&said)), Ok(V2));
+        assert_eq!(AapVersion::choose(Some(V1), Some(&said)), Ok(V1));
+        assert_eq!(AapVersion::choose(None, None), Ok(V3));
+        let odd = serde_json::json!("3");
+        assert_eq!(
+            AapVersion::choose(None, Some(&odd)),
+            Err("\"3\"".to_owned())
+        );
     }
 }

@@ -16,7 +16,6 @@ use super::agent::{read_meta_version, Agent};
 use super::case::{run_case, CaseContext};
 use super::checks::{Observer, AAP_ALWAYS_ON, SECRET_PREFIX};
 use super::http::{Client, Target};
-use super::runner::choose_version;
 use super::suite::{AapCase, AapCatalog, LocatedStep, Step};
 use super::version::AapVersion;
 use crate::catalog::{glob, SuiteError};
@@ -137,8 +136,11 @@ impl Runner {
                 .await
                 .map_err(|e| AapFuzzError::Unreachable(e.to_string()))?;
             let agent = agent.map_err(AapFuzzError::Unreachable)?;
-            let version = choose_version(None, said.as_ref(), "the fuzz target")
-                .map_err(|e| AapFuzzError::Unreachable(e.to_string()))?;
+            let version = AapVersion::choose(None, said.as_ref()).map_err(|said| {
+                AapFuzzError::Unreachable(format!(
+                    "GET /meta says AAP version {said}, which ahpspec does not know (it knows 1, 2 and 3)"
+                ))
+            })?;
             Ok((agent, version))
         })
         .await
