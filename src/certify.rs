@@ -4,12 +4,12 @@
 //! to the whole report. The CLI, the embedding API and the tests all use it.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
 
 use crate::aap::runner::{AapRunConfig, AapRunError};
+use crate::aap::AapVersion;
 use crate::capture::CaptureError;
 use crate::catalog::{Catalog, Selection, SuiteError, SuiteFormat};
 use crate::checks::frame::Schemas;
@@ -96,6 +96,9 @@ pub enum HarnessError {
     /// Not a strict MAJOR.MINOR.PATCH version, or none at all.
     #[error("invalid protocol version {0:?} (expected MAJOR.MINOR.PATCH, e.g. 0.9.0)")]
     BadVersion(String),
+    /// An AAP version ahpspec does not know (asked for, or named by `GET /meta`).
+    #[error("{0}")]
+    AapVersion(String),
     /// A selection that matches nothing would certify anything (a typo in a CI filter).
     #[error("the selection {selection} matches no case (`{list}` shows the catalog)")]
     EmptySelection {
@@ -237,7 +240,8 @@ async fn certify_ahp(
     report
 }
 
-/// An AAP run (AAP has one version; AHP's options are refused, never ignored).
+/// An AAP run, once per `--protocol-version` asked for (AHP's options are refused, never
+/// ignored).
 async fn certify_aap(
     options: &Options,
     decided: &Decided,
@@ -249,28 +253,78 @@ async fn certify_aap(
             "--schemas, --target-profile and --record apply to AHP runs only",
         ));
     }
-    if options.protocol_versions != [DEFAULT_OFFER] {
-        return Err(HarnessError::Usage(
-            "--protocol-version applies to AHP runs only (AAP runs speak version 3)",
+    let versions = aap_versions(&options.protocol_versions)?;
+    let catalog = catalog::<crate::aap::suite::Step>(options, "ahpspec list --protocol aap")?;
+    let token = decided.token(options.token.clone());
+    let several = versions.len() > 1;
+    let mut reports: Vec<(String, RunReport)> = Vec::new();
+    for version in versions {
+        // The built-in server speaks the version asked for (the newest when none was).
+        let number = version.map_or(AapVersion::LATEST, |v| v).number();
+        let server = decided.start_aap_for_run(token.clone(), number).await?;
+        let mut plan = plan(options, decided);
+        if let Some(version) = version {
+            plan.rerun_prefix
+                .push_str(&format!(" --protocol-version {version}"));
+        }
+        let config = AapRunConfig {
+            plan,
+            url: server.url.clone(),
+            token: token.clone(),
+            catalog: catalog.clone(),
+            protocol_version: version,
+        };
+        let report = crate::aap::runner::run(&config, sink, interrupt.clone()).await;
+        server.stop().await;
+        let report = report.map_err(|error| match error {
+            AapRunError::BadUrl(error) => HarnessError::Unreachable(error.to_string()),
+            AapRunError::Unreachable(why) => HarnessError::Unreachable(why),
+            AapRunError::UnknownVersion { .. } => HarnessError::AapVersion(error.to_string()),
+            AapRunError::Schemas(error) => HarnessError::Schema(error),
+        })?;
+        let label = version.map_or_else(|| report_version(&report), |v| v.to_string());
+        let interrupted = report.interrupted;
+        reports.push((label, report));
+        if interrupted || !several {
+            break;
+        }
+    }
+    let mut reports = reports.into_iter();
+    let first = reports
+        .next()
+        .ok_or_else(|| HarnessError::AapVersion("no AAP version to run".into()))?;
+    Ok(combine_versions(first, reports.collect()))
+}
+
+/// The version an AAP report certified (`AAP 2` → `2`).
+fn report_version(report: &RunReport) -> String {
+    report
+        .protocol_version
+        .trim_start_matches("AAP ")
+        .to_owned()
+}
+
+/// `--protocol-version` for AAP: `None` (the default, the one `GET /meta` names) or each
+/// version asked for, known ones only (1, 2, 3; several for the matrix).
+fn aap_versions(asked: &[String]) -> Result<Vec<Option<AapVersion>>, HarnessError> {
+    if asked == [DEFAULT_OFFER] {
+        return Ok(vec![None]);
+    }
+    if asked.is_empty() {
+        return Err(HarnessError::AapVersion(
+            "--protocol-version names no AAP version (known: 1, 2, 3)".into(),
         ));
     }
-    let catalog = catalog::<crate::aap::suite::Step>(options, "ahpspec list --protocol aap")?;
-    let schemas = Arc::new(crate::aap::checks::schemas()?);
-    let token = decided.token(options.token.clone());
-    let server = decided.start_for_run(token.clone()).await?;
-    let config = AapRunConfig {
-        plan: plan(options, decided),
-        url: server.url.clone(),
-        token,
-        catalog,
-        schemas,
-    };
-    let report = crate::aap::runner::run(&config, sink, interrupt).await;
-    server.stop().await;
-    report.map_err(|error| match error {
-        AapRunError::BadUrl(error) => HarnessError::Unreachable(error.to_string()),
-        AapRunError::Unreachable(why) => HarnessError::Unreachable(why),
-    })
+    let mut versions = Vec::new();
+    for text in asked {
+        let version = text
+            .parse::<AapVersion>()
+            .map_err(|e| HarnessError::AapVersion(format!("--protocol-version: {e}")))?;
+        if !versions.contains(&Some(version)) {
+            versions.push(Some(version));
+        }
+    }
+    Ok(versions)
 }
 
 /// Runs the catalog once per protocol version in `options` and combines the runs: a single

@@ -88,6 +88,9 @@ enum Command {
         /// The directory the resource commands serve (default: a fresh temporary one).
         #[arg(long)]
         workspace: Option<PathBuf>,
+        /// AAP only: the protocol version the server speaks (1, 2 or 3; default 3).
+        #[arg(long)]
+        protocol_version: Option<String>,
     },
 }
 
@@ -308,11 +311,15 @@ fn main() -> ExitCode {
             replay_buffer,
             max_message_bytes,
             workspace,
+            protocol_version,
         } => {
             if let Some(port) = port {
                 listen.set_port(port);
             }
             match protocol.as_deref() {
+                None | Some("ahp") if protocol_version.is_some() => {
+                    usage_error("--protocol-version of serve applies to --protocol aap")
+                }
                 None | Some("ahp") if token.is_none() => serve_command(
                     listen,
                     fault.as_deref(),
@@ -324,7 +331,7 @@ fn main() -> ExitCode {
                 Some("aap") if workspace.is_some() => {
                     usage_error("--workspace applies to --protocol ahp")
                 }
-                Some("aap") => serve_aap(listen, token, fault.as_deref()),
+                Some("aap") => serve_aap(listen, token, fault.as_deref(), protocol_version),
                 Some(other) => usage_error(&format!("unknown protocol {other:?} (ahp or aap)")),
             }
         }

@@ -192,6 +192,28 @@ impl Decided {
         .map_err(|source| self.start_error(source))
     }
 
+    /// For an AAP run at `version` (1, 2 or 3): the URL, or the built-in AAP server started
+    /// now speaking that version. Any other target starts as [`Decided::start_for_run`].
+    pub async fn start_aap_for_run(
+        &self,
+        token: Option<String>,
+        version: u64,
+    ) -> Result<Running, TargetError> {
+        let Decided::AapServer(faults) = self else {
+            return self.start_for_run(token).await;
+        };
+        start_aap_server(AapHostConfig {
+            faults: faults.clone(),
+            token: self.token(token),
+            version,
+            ..AapHostConfig::default()
+        })
+        .await
+        .map(Server::Aap)
+        .map(Server::running)
+        .map_err(|source| self.start_error(source))
+    }
+
     /// For a fuzz campaign: where its sequences run, a fresh built-in server for each
     /// (`token`: the key the built-in AAP server requires, as [`Decided::token`] gives it).
     pub fn for_sequences(&self, token: Option<String>) -> server::Target {

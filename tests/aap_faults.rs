@@ -58,6 +58,9 @@ async fn broken_rules(fault: AapFault) -> (BTreeSet<String>, BTreeSet<String>, S
         faults: fault.into(),
         selection: Selection::default(),
         timeout: std::time::Duration::from_secs(5),
+        // Version 3 whatever GET /meta says (meta-version-2 must fail AAP-META-001, not
+        // pick another catalog); the faults of versions 1 and 2: tests/aap_versions.rs.
+        protocol_versions: vec!["3".to_owned()],
         // One case at a time: a fault that hides the newest session is only visible when no
         // other case creates one between a case's create and its list.
         jobs: 1,
@@ -107,7 +110,7 @@ async fn broken_rules(fault: AapFault) -> (BTreeSet<String>, BTreeSet<String>, S
 async fn every_aap_fault_fails_its_rule_and_only_that() {
     assert!(!AapFault::ALL.is_empty());
     let mut problems = Vec::new();
-    for &fault in AapFault::ALL {
+    for &fault in AapFault::ALL.iter().filter(|f| f.acts_at(3)) {
         let (failed, broken, detail) = broken_rules(fault).await;
         if !failed.contains(fault.rule()) {
             problems.push(format!(

@@ -81,3 +81,41 @@ fn a_dropped_turn_stop_is_found_shrunk_and_replayable() {
     ]);
     assert_eq!(fixed.status.code(), Some(0), "{}", show(&fixed));
 }
+
+/// `--baseline`: a listed rule is seen (said so), not shrunk, and fails nothing; the same
+/// campaign without it exits 1 (the test above).
+#[test]
+fn a_baselined_rule_is_seen_but_fails_nothing() {
+    let dir = TempDir::new("aap-fuzz-baseline");
+    let baseline = dir.path().join("baseline.txt");
+    std::fs::write(&baseline, "AAP-SSE-003  # the known stream cut\n").expect("baseline");
+    let out = ahpspec(&[
+        "fuzz",
+        "--protocol",
+        "aap",
+        "--fault",
+        "delta-drops-turn-stop",
+        "--seed",
+        "5",
+        "--cases",
+        "40",
+        "--baseline",
+        baseline.to_str().expect("utf-8 path"),
+        "--report-dir",
+        dir.str(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("seen and baselined: AAP-SSE-003"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("0 rule(s) failing besides baselined rules"),
+        "{stdout}"
+    );
+    assert!(
+        !dir.path().join("fuzz/aap-5-AAP-SSE-003").exists(),
+        "not shrunk into a trace"
+    );
+}

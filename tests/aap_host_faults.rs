@@ -14,7 +14,8 @@ const TOKEN: &str = "ahpspec-test-key";
 #[tokio::test(flavor = "current_thread")]
 async fn every_fault_breaks_its_rule_and_the_correct_server_keeps_it() {
     let mut wrong = Vec::new();
-    for fault in AapFault::ALL {
+    // The faults of versions 1 and 2 alone are probed by tests/aap_versions.rs.
+    for fault in AapFault::ALL.iter().filter(|f| f.acts_at(3)) {
         let token = fault.rule().starts_with("AAP-AUTH-").then_some(TOKEN);
         let (_correct, correct) = serve(AapFaultSet::default(), token).await;
         let (_faulty, faulty) = serve(AapFaultSet::from(*fault), token).await;

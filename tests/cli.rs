@@ -190,9 +190,17 @@ const BAD_INPUT: &[(&[&str], &str)] = &[
         &["run", "--protocol", "aap", "--protocol-version", "0.9.0"],
         "--protocol-version",
     ),
+    (&["fuzz", "--protocol", "aap", "--shard", "1/2"], "--shard"),
+    // AAP fuzzing takes --baseline (issue 27); a file it cannot read is bad input.
     (
-        &["fuzz", "--protocol", "aap", "--baseline", "b.txt"],
-        "--baseline",
+        &[
+            "fuzz",
+            "--protocol",
+            "aap",
+            "--baseline",
+            "/nonexistent/ahpspec-b.txt",
+        ],
+        "ahpspec-b.txt",
     ),
     // --fault a,b and fuzz's own inputs (issue 11, fuzz slice).
     (&["run", "--fault", "queue-lifo,nope"], "nope"),

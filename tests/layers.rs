@@ -36,6 +36,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "redact.rs",
             "faultset.rs",
             "aap/mod.rs",
+            "aap/version.rs",
         ],
     ),
     (

@@ -118,18 +118,28 @@ impl Agent {
 /// Reads `GET /meta`: the chosen agent, or why the server's answer names none (a status
 /// other than 200, a body without an agent). `Err` when no answer came at all.
 pub async fn read_meta(client: &mut Client) -> Result<Result<Agent, String>, HttpError> {
+    Ok(read_meta_version(client).await?.0)
+}
+
+/// Reads `GET /meta`: the chosen agent (as [`read_meta`]) and the body's `version` member
+/// as it came (absent when there was no JSON body or no such member).
+pub async fn read_meta_version(
+    client: &mut Client,
+) -> Result<(Result<Agent, String>, Option<Value>), HttpError> {
     let request = Request {
         method: "GET".into(),
         path: "/meta".into(),
         ..Request::default()
     };
     let response = client.send(&request).await?;
-    Ok(match response.json() {
+    let version = response.json().and_then(|m| m.get("version")).cloned();
+    let agent = match response.json() {
         Some(meta) if response.status == 200 => {
             Agent::choose(meta).ok_or_else(|| "GET /meta lists no agent".to_owned())
         }
         _ => Err(format!("GET /meta answered {}", response.status)),
-    })
+    };
+    Ok((agent, version))
 }
 
 #[cfg(test)]

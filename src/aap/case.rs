@@ -220,11 +220,22 @@ impl Run<'_> {
         at: &str,
     ) -> Result<Response, Stop> {
         self.requests += 1;
-        let response = match self.ctx.client.send(&request).await {
+        // The case speaks version 3's endpoints; the wire gets the version under test's.
+        let (method, path) = self
+            .ctx
+            .observer
+            .version
+            .wire(&request.method, &request.path);
+        let wire = Request {
+            method,
+            path,
+            ..request.clone()
+        };
+        let response = match self.ctx.client.send(&wire).await {
             Ok(response) => response,
             Err(error) => {
                 let miss = Miss::new(
-                    format!("a response to {} {}", request.method, request.path),
+                    format!("a response to {} {}", wire.method, wire.path),
                     format!("none: {error}"),
                 );
                 self.misses(vec![miss], None, None, at)?;
@@ -378,6 +389,16 @@ impl Run<'_> {
         if let Some(messages) = &step.messages {
             body["messages"] = self.subst_value(messages)?;
         }
+        let version = self.ctx.observer.version;
+        if version.creation_runs_turn() {
+            // Versions 1 and 2 create with a first turn: the seed ends with a user message
+            // the agent answers (`PUT /session`, none mode).
+            let opening = json!({ "role": "user", "content": self.opening_message() });
+            match body.get_mut("messages").and_then(Value::as_array_mut) {
+                Some(seed) => seed.push(opening),
+                None => body["messages"] = json!([opening]),
+            }
+        }
         let request = Request {
             method: "POST".into(),
             path: "/sessions".into(),
@@ -387,23 +408,36 @@ impl Run<'_> {
         let response = self
             .exchange(request, Some(&body), Some(&step.name), &located.at)
             .await?;
-        let id = response
-            .json()
-            .and_then(|b| b.get("sessionId"))
-            .and_then(Value::as_str)
-            .filter(|_| response.status == 201);
+        let (rule, wanted) = if version.creation_runs_turn() {
+            (Rule::AapSession010, "2xx with a sessionId")
+        } else {
+            (Rule::AapSession001, "201 with a sessionId")
+        };
+        let status_ok = if version.creation_runs_turn() {
+            (200..300).contains(&response.status)
+        } else {
+            response.status == 201
+        };
+        let id = track::created_id(&response).filter(|id| status_ok && !id.is_empty());
         let Some(id) = id else {
-            let miss = Miss::new(
-                "201 with a sessionId",
-                format!("{} {:?}", response.status, response.json()),
-            );
-            let relies =
-                (self.case.info.id != Rule::AapSession001.id()).then_some(Rule::AapSession001.id());
+            let miss = Miss::new(wanted, format!("{} {:?}", response.status, response.json()));
+            let relies = (rule_of(&self.case.info.id) != rule.id()).then_some(rule.id());
             self.misses(vec![miss], None, relies, &located.at)?;
             return Err(Stop::Failed);
         };
-        self.ctx.vars.insert(step.name.clone(), id.to_owned());
+        self.ctx.vars.insert(step.name.clone(), id);
         Ok(())
+    }
+
+    /// The user message a version 1 or 2 creation ends with: a one-text script for the
+    /// scripted agent, a plain greeting for any other.
+    fn opening_message(&self) -> String {
+        if self.ctx.agent.scripted() {
+            let script = json!({ "steps": [{ "text": "ahpspec session ready" }] });
+            format!("ahpspec-script:{script}")
+        } else {
+            "ahpspec: hello".to_owned()
+        }
     }
 
     async fn turn(&mut self, step: &TurnStep, located: &LocatedStep) -> Result<(), Stop> {

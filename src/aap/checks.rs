@@ -13,20 +13,34 @@ mod stream;
 
 use super::http::{Body, Response};
 use super::sse::StreamEnd;
+use super::version::AapVersion;
 pub use crate::checks::AAP_ALWAYS_ON;
 use crate::checks::{AlwaysOnRule, Rule, Skips, Violation};
 use crate::schema::{SchemaError, SchemaSet};
 
-/// The AAP schemas, compiled into the binary.
+/// The AAP 3 schemas, compiled into the binary.
 pub const SCHEMA: &str = include_str!("../../schemas/aap/aap.schema.json");
+/// The AAP 1 and 2 schemas: the same `$defs` names, each with its version's shapes.
+pub const SCHEMA_V1: &str = include_str!("../../schemas/aap/aap-v1.schema.json");
+pub const SCHEMA_V2: &str = include_str!("../../schemas/aap/aap-v2.schema.json");
 
-/// The embedded AAP schema set responses and events are checked against.
+/// The embedded AAP 3 schema set responses and events are checked against.
 pub fn schemas() -> Result<SchemaSet, SchemaError> {
-    let value = serde_json::from_str(SCHEMA).map_err(|source| SchemaError::Parse {
-        name: "aap.schema.json".into(),
+    schemas_for(AapVersion::V3)
+}
+
+/// The embedded schema set of one AAP version.
+pub fn schemas_for(version: AapVersion) -> Result<SchemaSet, SchemaError> {
+    let (name, text) = match version {
+        AapVersion::V1 => ("aap-v1.schema.json", SCHEMA_V1),
+        AapVersion::V2 => ("aap-v2.schema.json", SCHEMA_V2),
+        AapVersion::V3 => ("aap.schema.json", SCHEMA),
+    };
+    let value = serde_json::from_str(text).map_err(|source| SchemaError::Parse {
+        name: name.into(),
         source,
     })?;
-    SchemaSet::from_documents([("aap.schema.json".to_owned(), value)])
+    SchemaSet::from_documents([(name.to_owned(), value)])
 }
 
 /// The prefix of every secret option value the harness sets: none may come back.
@@ -80,7 +94,9 @@ impl Endpoint {
     }
 }
 
-/// One exchange, as the checks see it.
+/// One exchange, as the checks see it. `method` and `path` are in version 3's terms
+/// (`POST /sessions`, `/sessions/:id/turns`) whatever version went on the wire
+/// ([`AapVersion::wire`]).
 pub struct Seen<'a> {
     pub method: &'a str,
     pub path: &'a str,
@@ -93,6 +109,8 @@ pub struct Seen<'a> {
 /// Accumulates violations, counts and skips over a case.
 pub struct Observer {
     schemas: Arc<SchemaSet>,
+    /// The version under test: in 1 and 2 a creation answers a turn.
+    pub version: AapVersion,
     pub violations: Vec<Violation>,
     pub counts: HashMap<Rule, usize>,
     pub skips: Skips,
@@ -102,9 +120,18 @@ impl Observer {
     pub fn new(schemas: Arc<SchemaSet>) -> Observer {
         Observer {
             schemas,
+            version: AapVersion::LATEST,
             violations: Vec::new(),
             counts: HashMap::new(),
             skips: Skips::default(),
+        }
+    }
+
+    /// An observer of a run at `version`, with that version's schemas.
+    pub fn at(schemas: Arc<SchemaSet>, version: AapVersion) -> Observer {
+        Observer {
+            version,
+            ..Observer::new(schemas)
         }
     }
 
@@ -144,8 +171,13 @@ impl Observer {
                 self.check_no_permissions(body);
             }
         }
-        if let (Body::Events(_), Some(Endpoint::Turn)) = (&response.body, endpoint) {
-            stream::check_stream(self, seen);
+        let creation_turn = self.version.creation_runs_turn();
+        match (&response.body, endpoint) {
+            (Body::Events(_), Some(Endpoint::Turn)) => stream::check_stream(self, seen, false),
+            (Body::Events(_), Some(Endpoint::Create)) if creation_turn => {
+                stream::check_stream(self, seen, true)
+            }
+            _ => {}
         }
     }
 

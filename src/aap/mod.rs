@@ -18,9 +18,13 @@ pub mod runner;
 pub mod sse;
 pub mod suite;
 pub mod vars;
+pub mod version;
 
-/// The AAP protocol version the harness certifies.
-pub const AAP_VERSION: u64 = 3;
+pub use version::{AapVersion, UnknownAapVersion};
+
+/// The newest AAP protocol version the harness certifies (it knows 1, 2 and 3:
+/// [`AapVersion`]).
+pub const AAP_VERSION: u64 = AapVersion::LATEST.number();
 
 /// The scripted test agent's name (aap/SCRIPTED-AGENT.md).
 pub const SCRIPTED_AGENT: &str = "ahpspec-scripted";

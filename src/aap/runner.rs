@@ -10,11 +10,12 @@ use std::sync::Arc;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::watch;
 
-use super::agent::{read_meta, Agent};
+use super::agent::{read_meta_version, Agent};
 use super::case::{last_frames, run_case, CaseContext, CaseOutcome, TurnRecord};
 use super::checks::{Observer, SECRET_PREFIX};
 use super::http::{Client, HttpError, Target};
 use super::suite::{AapCase, AapCatalog, Step};
+use super::version::AapVersion;
 use crate::catalog::SuiteFormat;
 use crate::checks::{AlwaysOnRule, Rule, Violation};
 use crate::rows::{Event, EventSink, Rows, RunPlan, Started};
@@ -31,7 +32,9 @@ pub struct AapRunConfig {
     /// API key sent as `Authorization: Bearer`.
     pub token: Option<String>,
     pub catalog: AapCatalog,
-    pub schemas: Arc<SchemaSet>,
+    /// `--protocol-version`: the catalog to run whatever `GET /meta` says; `None`: the
+    /// version `GET /meta` names picks it.
+    pub protocol_version: Option<AapVersion>,
 }
 
 /// No verdict is possible: the URL is no AAP base URL, or the server gave no answer to
@@ -42,6 +45,11 @@ pub enum AapRunError {
     BadUrl(HttpError),
     #[error("{0}")]
     Unreachable(String),
+    /// `GET /meta` names a version ahpspec has no catalog for (and none was given).
+    #[error("{url}: GET /meta says AAP version {said}, which ahpspec does not know (it knows 1, 2 and 3; --protocol-version picks one)")]
+    UnknownVersion { url: String, said: String },
+    #[error(transparent)]
+    Schemas(#[from] crate::schema::SchemaError),
 }
 
 /// Runs the selected AAP cases. Stops early (keeping what it has) when `interrupt` turns
@@ -60,14 +68,23 @@ pub async fn run(
         .collect();
     let target = Target::parse(&config.url).map_err(AapRunError::BadUrl)?;
     let mut client = Client::new(target.clone(), config.token.clone(), plan.timeout);
-    let agent = read_meta(&mut client)
+    let (agent, said) = read_meta_version(&mut client)
         .await
         .map_err(|why| AapRunError::Unreachable(format!("{}: {why}", config.url)))?;
+    let version = AapVersion::choose(config.protocol_version, said.as_ref()).map_err(|said| {
+        AapRunError::UnknownVersion {
+            url: crate::redact::url(&config.url).into_owned(),
+            said,
+        }
+    })?;
+    let schemas = Arc::new(super::checks::schemas_for(version)?);
     let total = selected.len() + always_on.len();
     sink.event(&Event::RunStarted { cases: total });
     let shared = Shared {
         config,
         target,
+        version,
+        schemas,
         agent: &agent,
         token: crate::client::unique_token(""),
     };
@@ -82,18 +99,41 @@ pub async fn run(
     if !interrupted {
         gathered.cross_mode();
         let over = Step::ALWAYS_ON_OVER;
-        gathered.rows.always_on_rows(&always_on, over, plan, sink);
+        let (held, elsewhere): (Vec<&AlwaysOnRule>, Vec<&AlwaysOnRule>) = always_on
+            .iter()
+            .partition(|r| always_on_holds_at(r.rule, version));
+        gathered.rows.always_on_rows(&held, over, plan, sink);
+        for rule in elsewhere {
+            // A rule of other versions looks at nothing here: not applicable, said so.
+            let mut row = gathered.rows.always_on.row(rule, over, plan.rerun(rule.id));
+            row.verdict = Verdict::NotApplicable;
+            row.summary = format!("not applicable: no {} at AAP version {version}", rule.unit);
+            row.findings.clear();
+            gathered.rows.case(row, sink);
+        }
     }
-    let version = format!("AAP {}", super::AAP_VERSION);
+    let version = format!("AAP {version}");
     let report = plan.report(version, &started, interrupted, gathered.rows.into_results());
     sink.event(&Event::RunFinished);
     Ok(report)
+}
+
+/// Whether an always-on rule holds at `version` (aap/RULES.md: AAP-SSE-009 is a rule of
+/// versions 1 and 2, whose creation answers a turn).
+fn always_on_holds_at(rule: Rule, version: AapVersion) -> bool {
+    match rule {
+        Rule::AapSse009 => version.creation_runs_turn(),
+        _ => true,
+    }
 }
 
 /// What every case of a run shares.
 struct Shared<'a> {
     config: &'a AapRunConfig,
     target: Target,
+    /// The version the run certifies, and its schemas.
+    version: AapVersion,
+    schemas: Arc<SchemaSet>,
     agent: &'a Result<Agent, String>,
     /// Makes the run's names (`${run}`, secrets) unique.
     token: String,
@@ -159,6 +199,22 @@ fn prepare(
             rerun: rerun.clone(),
         })
     };
+    let number = shared.version.number();
+    if !case.versions.is_empty() && !case.versions.contains(&number) {
+        let listed: Vec<String> = case.versions.iter().map(u64::to_string).collect();
+        let versions = match listed.as_slice() {
+            [one] => format!("version {one}"),
+            [first @ .., last] => format!("versions {} and {last}", first.join(", ")),
+            [] => String::new(),
+        };
+        return Err(without(
+            Verdict::NotApplicable,
+            format!(
+                "not applicable: a rule of AAP {versions} only; the run is at version {number}"
+            ),
+            None,
+        ));
+    }
     let agent = match shared.agent {
         Ok(agent) => agent,
         // Meta cases judge the meta response themselves; give them a placeholder agent.
@@ -202,6 +258,16 @@ fn prepare(
             ));
         }
     }
+    // `${openedN}`: where the N-th history message after a session's opening stands (at
+    // versions 1 and 2 the opening turn's user message and reply come first).
+    let opening = if shared.version.creation_runs_turn() {
+        2
+    } else {
+        0
+    };
+    for n in 0..3 {
+        vars.push((format!("opened{n}"), (opening + n).to_string()));
+    }
     vars.push(("run".into(), token.clone()));
     vars.push(("secret".into(), format!("{SECRET_PREFIX}{token}")));
     Ok(CaseContext {
@@ -212,7 +278,7 @@ fn prepare(
         ),
         agent: Arc::new(agent.clone()),
         vars: vars.into_iter().collect(),
-        observer: Observer::new(Arc::clone(&config.schemas)),
+        observer: Observer::at(Arc::clone(&shared.schemas), shared.version),
         rerun,
     })
 }

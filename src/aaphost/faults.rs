@@ -21,7 +21,7 @@ fault_catalog! {
     ListRefusesBearer => ("list-refuses-bearer", "AAP-AUTH-001", "Answers GET /sessions 401 even with the right Authorization: Bearer key."),
     ListWithoutKey => ("list-without-key", "AAP-AUTH-002", "Serves GET /sessions without a key or with a wrong one."),
     // GET /meta.
-    MetaVersion2 => ("meta-version-2", "AAP-META-001", "Says version 2 in GET /meta."),
+    MetaVersion2 => ("meta-version-2", "AAP-META-001", "Says version 2 in GET /meta (version 1 when it speaks version 2)."),
     DuplicateAgent => ("duplicate-agent", "AAP-META-003", "Lists the agent twice in GET /meta."),
     VersionNotSemver => ("version-not-semver", "AAP-META-004", "Gives the agent version \"1.0\" (not MAJOR.MINOR.PATCH)."),
     SelectDefaultNotOption => ("select-default-not-option", "AAP-META-005", "Declares a select option whose default is not one of its options."),
@@ -78,6 +78,38 @@ fault_catalog! {
     HistoryDropsLast => ("history-drops-last", "AAP-HISTORY-004", "Leaves the newest message out of GET /sessions/:id/history."),
     HistoryKeepsPermission => ("history-keeps-permission", "AAP-HISTORY-005", "Stores tool_permission messages in history."),
     HistoryDefaultFull => ("history-default-full", "AAP-HISTORY-006", "Answers a history request without a valid type with full history (200)."),
+    // Versions 1 and 2 only (docs/aap-versions.md); each acts at its versions alone.
+    CreateNoSessionId => ("create-no-session-id", "AAP-SESSION-010", "Versions 1 and 2: answers a none-mode PUT /session without its sessionId."),
+    CreateNoSessionStart => ("create-no-session-start", "AAP-SSE-009", "Versions 1 and 2: opens a PUT /session stream with turn_start, no session_start."),
+    ListObjects => ("list-objects", "AAP-HTTP-001", "Version 1: lists session objects in GET /sessions where version 1 lists ids."),
+    ListIds => ("list-ids", "AAP-HTTP-001", "Version 2: lists session ids in GET /sessions where version 2 lists session objects."),
+    UndeclaredHistoryInline => ("undeclared-history-inline", "AAP-HISTORY-007", "Versions 1 and 2: serves compacted history although capabilities.history does not declare it (inline in GET /session/:id?history=compacted at 1, from GET /session/:id/history at 2)."),
+    HistoryInlineOnly => ("history-inline-only", "AAP-HISTORY-001", "Version 2: answers GET /session/:id/history 404, serving history only as version 1 did."),
+}
+
+impl AapFault {
+    /// The protocol versions (1, 2, 3) the fault acts at: a fault of a rule that holds in
+    /// some versions only is a no-op elsewhere.
+    pub fn versions(self) -> &'static [u64] {
+        match self {
+            AapFault::CreateNoSessionId
+            | AapFault::CreateNoSessionStart
+            | AapFault::UndeclaredHistoryInline => &[1, 2],
+            AapFault::ListObjects => &[1],
+            AapFault::ListIds | AapFault::HistoryInlineOnly => &[2],
+            // Rules of version 3 alone (aap/RULES.md `versions`).
+            AapFault::CreateAnswers200
+            | AapFault::CreateRunsAgent
+            | AapFault::UndeclaredHistoryServed => &[3],
+            AapFault::HistoryDefaultFull => &[2, 3],
+            _ => &[1, 2, 3],
+        }
+    }
+
+    /// Whether the fault acts at `version`.
+    pub fn acts_at(self, version: u64) -> bool {
+        self.versions().contains(&version)
+    }
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

@@ -6,8 +6,10 @@ use serde_json::{json, Map, Value};
 
 use super::{AapFault, AapFaultSet, AapHostConfig, HistoryKinds};
 
-/// The AAP protocol version this server implements (docs/endpoints.md, GET /meta).
+/// The AAP protocol version this server speaks by default (docs/endpoints.md, GET /meta).
 pub const PROTOCOL_VERSION: u64 = 3;
+/// Every version it can speak (`AapHostConfig::version`).
+pub const VERSIONS: &[u64] = &[1, 2, 3];
 /// The name of the scripted agent (SCRIPTED-AGENT.md).
 pub const AGENT_NAME: &str = "ahpspec-scripted";
 
@@ -63,10 +65,10 @@ const OPTIONS: &[OptionSpec] = &[
 /// The `GET /meta` body.
 pub fn meta_body(config: &AapHostConfig) -> Value {
     let faults = &config.faults;
-    let version = if faults.contains(AapFault::MetaVersion2) {
-        2
-    } else {
-        PROTOCOL_VERSION
+    let version = match (faults.contains(AapFault::MetaVersion2), config.version) {
+        (true, 2) => 1,
+        (true, _) => 2,
+        (false, version) => version,
     };
     let agent = agent_info(&config.history, faults);
     let agents = if faults.contains(AapFault::DuplicateAgent) {

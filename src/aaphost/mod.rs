@@ -1,4 +1,5 @@
-//! The built-in reference AAP server (Agent Application Protocol, version 3): HTTP/1.1 +
+//! The built-in reference AAP server (Agent Application Protocol, version 3, or 1 or 2 on
+//! request): HTTP/1.1 +
 //! JSON with Server-Sent Events, the endpoints of the spec's docs/endpoints.md, hosting one
 //! deterministic scripted agent (aap/SCRIPTED-AGENT.md). Like the AHP host it is an
 //! independent peer of the harness and imports none of it. `faults` ([`AapFault`]) each
@@ -14,6 +15,7 @@ mod script;
 mod sessions;
 mod settings;
 mod turn;
+mod versions;
 
 use std::convert::Infallible;
 use std::io;
@@ -27,7 +29,7 @@ use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
 
 pub use faults::{fault_catalog_lines, AapFault, AapFaultSet, UnknownAapFault};
-pub use meta::{AGENT_NAME, PROTOCOL_VERSION};
+pub use meta::{AGENT_NAME, PROTOCOL_VERSION, VERSIONS};
 pub use script::SCRIPT_PREFIX;
 
 /// Which history kinds the agent declares in `capabilities.history` and serves.
@@ -64,6 +66,9 @@ pub struct AapHostConfig {
     pub page_size: usize,
     /// Larger request bodies are answered 413.
     pub max_body_bytes: usize,
+    /// The AAP version spoken (1, 2 or 3: [`VERSIONS`]); the endpoints of 1 and 2 are
+    /// `PUT /session` and `/session/:id` (src/aaphost/versions.rs).
+    pub version: u64,
 }
 
 impl Default for AapHostConfig {
@@ -76,6 +81,7 @@ impl Default for AapHostConfig {
             history: HistoryKinds::default(),
             page_size: 2,
             max_body_bytes: 1024 * 1024,
+            version: PROTOCOL_VERSION,
         }
     }
 }

@@ -24,7 +24,7 @@ pub struct Server {
 
 /// A path of the API (relative to the base path).
 #[derive(Debug, Clone, Copy)]
-enum Route<'p> {
+pub(super) enum Route<'p> {
     Meta,
     Sessions,
     Session(&'p str),
@@ -52,11 +52,12 @@ impl Server {
         }
     }
 
-    fn has(&self, fault: AapFault) -> bool {
-        self.config.faults.contains(fault)
+    /// Whether `fault` is injected and acts at the version the server speaks.
+    pub(super) fn has(&self, fault: AapFault) -> bool {
+        self.config.faults.contains(fault) && fault.acts_at(self.config.version)
     }
 
-    fn store(&self) -> MutexGuard<'_, Store> {
+    pub(super) fn store(&self) -> MutexGuard<'_, Store> {
         self.store.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -82,6 +83,9 @@ impl Server {
     }
 
     async fn respond(&self, request: Request<Incoming>) -> Result<Response<Body>, Refusal> {
+        if self.config.version < 3 {
+            return self.respond_before_3(request).await;
+        }
         let path = request.uri().path().to_owned();
         let query = request.uri().query().map(str::to_owned);
         let Some(route) = self.route(&path) else {
@@ -120,7 +124,11 @@ impl Server {
 
     /// The bearer check of a configured token; GET /meta stays public for capability
     /// discovery (endpoints.md, Authentication).
-    fn authorize(&self, request: &Request<Incoming>, route: Route<'_>) -> Result<(), Refusal> {
+    pub(super) fn authorize(
+        &self,
+        request: &Request<Incoming>,
+        route: Route<'_>,
+    ) -> Result<(), Refusal> {
         let Some(token) = &self.config.token else {
             return Ok(());
         };
@@ -166,7 +174,13 @@ impl Server {
         Ok(response)
     }
 
-    fn list(&self, query: Option<&str>) -> Result<Response<Body>, Refusal> {
+    pub(super) fn list(&self, query: Option<&str>) -> Result<Response<Body>, Refusal> {
+        let body = self.list_body(query, false)?;
+        Ok(self.list_response(&body))
+    }
+
+    /// One page of `GET /sessions`: session objects, or (`ids`) their ids.
+    pub(super) fn list_body(&self, query: Option<&str>, ids: bool) -> Result<Value, Refusal> {
         let store = self.store();
         let cursor = http::query_param(query, "after");
         let (page, next) = store.page(
@@ -177,22 +191,48 @@ impl Server {
         let sessions: Vec<Value> = page
             .into_iter()
             .filter(|session| !(self.has(AapFault::ListSkipsTurnless) && session.turns == 0))
-            .map(|session| sessions::session_body(session, &self.config.faults))
+            .map(|session| match ids {
+                true => json!(session.id),
+                false => sessions::session_body(session, &self.config.faults),
+            })
             .collect();
         let mut body = json!({"sessions": sessions});
         if let Some(next) = next {
             body["next"] = json!(next);
         }
-        let mut response = http::json_response(StatusCode::OK, &body);
+        Ok(body)
+    }
+
+    pub(super) fn list_response(&self, body: &Value) -> Response<Body> {
+        let mut response = http::json_response(StatusCode::OK, body);
         if self.has(AapFault::ListTextPlain) {
             response
                 .headers_mut()
                 .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
         }
-        Ok(response)
+        response
     }
 
     fn create(&self, body: &Value) -> Result<Response<Body>, Refusal> {
+        let id = self.create_session(body)?;
+        let status = if self.has(AapFault::CreateAnswers200) {
+            StatusCode::OK
+        } else {
+            StatusCode::CREATED
+        };
+        let mut response = http::json_response(status, &json!({"sessionId": id}));
+        let location = format!(
+            "{}/sessions/{id}",
+            self.config.base_path.trim_end_matches('/')
+        );
+        if let Ok(location) = HeaderValue::from_str(&location) {
+            response.headers_mut().insert(LOCATION, location);
+        }
+        Ok(response)
+    }
+
+    /// Checks a creation body and stores the new session (its seed as given): its id.
+    pub(super) fn create_session(&self, body: &Value) -> Result<String, Refusal> {
         let agent = body
             .get("agent")
             .ok_or_else(|| Refusal::bad_request("agent is required"))?;
@@ -226,24 +266,10 @@ impl Server {
             }
         }
         let mut store = self.store();
-        let id = store.create(settings, seed).id.clone();
-        let status = if self.has(AapFault::CreateAnswers200) {
-            StatusCode::OK
-        } else {
-            StatusCode::CREATED
-        };
-        let mut response = http::json_response(status, &json!({"sessionId": id}));
-        let location = format!(
-            "{}/sessions/{id}",
-            self.config.base_path.trim_end_matches('/')
-        );
-        if let Ok(location) = HeaderValue::from_str(&location) {
-            response.headers_mut().insert(LOCATION, location);
-        }
-        Ok(response)
+        Ok(store.create(settings, seed).id.clone())
     }
 
-    fn get(&self, id: &str) -> Result<Response<Body>, Refusal> {
+    pub(super) fn get(&self, id: &str) -> Result<Response<Body>, Refusal> {
         let store = self.store();
         let body = match store.get(id) {
             Some(session) => sessions::session_body(session, &self.config.faults),
@@ -255,7 +281,7 @@ impl Server {
         Ok(http::json_response(StatusCode::OK, &body))
     }
 
-    fn delete(&self, id: &str) -> Result<Response<Body>, Refusal> {
+    pub(super) fn delete(&self, id: &str) -> Result<Response<Body>, Refusal> {
         let mut store = self.store();
         let known = if self.has(AapFault::DeleteKeepsSession) {
             store.get(id).is_some()
@@ -272,7 +298,7 @@ impl Server {
         }
     }
 
-    fn history(&self, id: &str, query: Option<&str>) -> Result<Response<Body>, Refusal> {
+    pub(super) fn history(&self, id: &str, query: Option<&str>) -> Result<Response<Body>, Refusal> {
         let store = self.store();
         let Some(session) = store.get(id) else {
             if self.has(AapFault::HistoryUnknownSession200) && !store.was_created(id) {
@@ -295,7 +321,9 @@ impl Server {
             "compacted" => self.config.history.compacted,
             _ => self.config.history.full,
         };
-        if !declared && !self.has(AapFault::UndeclaredHistoryServed) {
+        let served_anyway = self.has(AapFault::UndeclaredHistoryServed)
+            || self.has(AapFault::UndeclaredHistoryInline);
+        if !declared && !served_anyway {
             return Err(Refusal::not_found(format!(
                 "{kind} history is not declared in capabilities.history"
             )));
@@ -316,7 +344,7 @@ impl Server {
         ))
     }
 
-    fn turn(&self, id: &str, body: &Value) -> Result<Response<Body>, Refusal> {
+    pub(super) fn turn(&self, id: &str, body: &Value) -> Result<Response<Body>, Refusal> {
         let done = {
             let mut store = self.store();
             let Some(session) = store.get_mut(id) else {
@@ -332,7 +360,7 @@ impl Server {
     }
 
     /// The response of a turn in its mode (response.md).
-    fn render(&self, done: &TurnDone) -> Response<Body> {
+    pub(super) fn render(&self, done: &TurnDone) -> Response<Body> {
         let faults = &self.config.faults;
         if done.mode == StreamMode::None {
             let mut response = http::json_response(StatusCode::OK, &turn::none_body(done, faults));
@@ -360,6 +388,6 @@ impl Server {
     }
 }
 
-fn unknown_session(id: &str) -> Refusal {
+pub(super) fn unknown_session(id: &str) -> Refusal {
     Refusal::not_found(format!("no session {id:?}"))
 }

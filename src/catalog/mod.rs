@@ -103,6 +103,9 @@ struct CaseFile<S> {
     /// finds it not applicable.
     #[serde(default)]
     since: Option<String>,
+    /// The protocol versions the case's rule holds in (AAP only: `[1, 2]`); empty: all.
+    #[serde(default)]
+    versions: Vec<u64>,
     #[serde(default)]
     steps: Vec<Spanned<S>>,
 }
@@ -125,6 +128,9 @@ pub struct Case<S> {
     pub probe: Option<String>,
     /// The first protocol version the rule exists in (`since` in the suite file; AHP only).
     pub since: Option<String>,
+    /// The protocol versions the rule holds in (`versions` in the suite file; AAP only;
+    /// empty: every version).
+    pub versions: Vec<u64>,
     pub steps: Vec<Located<S>>,
 }
 
@@ -246,6 +252,12 @@ impl<S: SuiteFormat> Catalog<S> {
                     let message = format!("case {}: these suites take no `{field}`", case.id);
                     return Err(error(line, message));
                 }
+            } else if !case.versions.is_empty() {
+                let message = format!(
+                    "case {}: these suites take `since`, not `versions`",
+                    case.id
+                );
+                return Err(error(line, message));
             }
             if case.steps.is_empty() && case.probe.is_none() {
                 let message = if S::PROBES_AND_VERSIONS {
@@ -288,6 +300,7 @@ impl<S: SuiteFormat> Catalog<S> {
                 capabilities: case.capabilities,
                 probe: case.probe,
                 since: case.since,
+                versions: case.versions,
                 steps,
             });
         }

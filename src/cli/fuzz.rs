@@ -479,7 +479,6 @@ fn aap_fuzz(args: FuzzArgs, decided: &Decided) -> ExitCode {
     // Options the AAP campaign does not implement are refused, never silently ignored.
     let unsupported = [
         ("--shard", args.shard.is_some()),
-        ("--baseline", args.baseline.is_some()),
         ("--record", args.record.is_some()),
         ("--target-profile", args.target_profile.is_some()),
         ("--mode frames", args.mode == "frames"),
@@ -487,10 +486,15 @@ fn aap_fuzz(args: FuzzArgs, decided: &Decided) -> ExitCode {
     if let Some((option, _)) = unsupported.iter().find(|(_, given)| *given) {
         return usage_error(&format!("{option} applies to AHP fuzzing only"));
     }
+    let baseline = match args.baseline.as_deref().map(Baseline::load).transpose() {
+        Ok(baseline) => baseline.unwrap_or_default(),
+        Err(error) => return usage_error(&error.to_string()),
+    };
     let seed = args
         .seed
         .unwrap_or_else(|| jiff::Timestamp::now().as_nanosecond() as u64);
     let options = fuzz::AapFuzzOptions {
+        baseline,
         target: decided.for_sequences(args.token.clone()),
         token: decided.token(args.token.clone()),
         seed,
@@ -539,8 +543,18 @@ fn aap_fuzz(args: FuzzArgs, decided: &Decided) -> ExitCode {
             row.rerun
         );
     }
+    for (rule, sequence) in &outcome.baselined {
+        println!(
+            "seen and baselined: {rule} (first in sequence {sequence}; listed in the baseline, not shrunk)"
+        );
+    }
+    let besides = if outcome.baselined.is_empty() {
+        ""
+    } else {
+        " besides baselined rules"
+    };
     println!(
-        "{} sequences, {} operations, {} rule(s) failing",
+        "{} sequences, {} operations, {} rule(s) failing{besides}",
         outcome.sequences,
         outcome.operations,
         outcome.found.len()

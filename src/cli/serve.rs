@@ -52,7 +52,12 @@ pub fn serve_command(
 
 /// `serve --protocol aap`: the built-in AAP server until SIGINT or SIGTERM; its base URL is
 /// the first stdout line.
-pub fn serve_aap(listen: SocketAddr, token: Option<String>, fault: Option<&str>) -> ExitCode {
+pub fn serve_aap(
+    listen: SocketAddr,
+    token: Option<String>,
+    fault: Option<&str>,
+    version: Option<String>,
+) -> ExitCode {
     if fault == Some("list") {
         aaphost::fault_catalog_lines()
             .iter()
@@ -63,10 +68,22 @@ pub fn serve_aap(listen: SocketAddr, token: Option<String>, fault: Option<&str>)
         Ok(faults) => faults.unwrap_or_default(),
         Err(error) => return usage_error(&error.to_string()),
     };
+    let version = match version.as_deref().map(str::trim) {
+        None => aaphost::PROTOCOL_VERSION,
+        Some(text) => match text.parse::<u64>() {
+            Ok(number) if aaphost::VERSIONS.contains(&number) => number,
+            _ => {
+                return usage_error(&format!(
+                    "--protocol-version: unknown AAP protocol version {text:?} (the built-in server speaks 1, 2 and 3)"
+                ))
+            }
+        },
+    };
     let config = aaphost::AapHostConfig {
         listen,
         token,
         faults,
+        version,
         ..aaphost::AapHostConfig::default()
     };
     let served = with_runtime(|mut interrupt| async move {

@@ -353,6 +353,12 @@ pub fn not_applicable_because(row: &CaseResult) -> String {
     if why.contains("does not accept [") {
         return "protocol version (offer refused by the server)".to_owned();
     }
+    if let Some(rest) = why.split("a rule of AAP ").nth(1) {
+        return format!("rule of AAP {}", rest.split(" only").next().unwrap_or(rest));
+    }
+    if let Some(rest) = why.split(" at AAP version ").nth(1) {
+        return format!("AAP version {} (a rule of other versions)", word_at(rest));
+    }
     short(why)
 }
 
@@ -510,6 +516,14 @@ mod tests {
         assert_eq!(
             na("the rule exists since protocol 0.10.0; this run offers 0.9.0"),
             "protocol version (rule since 0.10.0)"
+        );
+        assert_eq!(
+            na("not applicable: a rule of AAP versions 1 and 2 only; the run is at version 3"),
+            "rule of AAP versions 1 and 2"
+        );
+        assert_eq!(
+            na("not applicable: no creation streams at AAP version 3"),
+            "AAP version 3 (a rule of other versions)"
         );
         assert_eq!(
             nt("Not testable: the target profile has no trigger for behaviour \"input\""),

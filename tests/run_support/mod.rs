@@ -163,3 +163,42 @@ pub async fn recorded_catalog_run(dir: &TempDir) -> (ahpspec::verdict::RunReport
         .expect("the run starts");
     (report, capture)
 }
+
+/// The rules (IDs without their slug) of a report's rows that did not pass: failed (fail,
+/// warn, info), blocked (a row blocked by `own`, that rule failing on its way, is left
+/// out) or a harness error — not applicable and not testable rows are no finding — with a
+/// listing of those rows.
+pub fn rules_not_passing(
+    report: &ahpspec::verdict::RunReport,
+    own: Option<&str>,
+) -> (std::collections::BTreeSet<String>, String) {
+    use ahpspec::verdict::Verdict;
+    let mut rules = std::collections::BTreeSet::new();
+    let mut detail = String::new();
+    for case in &report.cases {
+        let quiet = matches!(
+            case.verdict,
+            Verdict::Pass | Verdict::NotApplicable | Verdict::NotTestable
+        );
+        let own_block =
+            case.verdict == Verdict::Blocked && own.is_some() && case.blocked_by.as_deref() == own;
+        if quiet || own_block {
+            continue;
+        }
+        rules.insert(
+            case.info
+                .id
+                .split('/')
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+        );
+        detail.push_str(&format!(
+            "  {} {}: {}\n",
+            case.info.id,
+            case.verdict.as_str(),
+            case.summary
+        ));
+    }
+    (rules, detail)
+}

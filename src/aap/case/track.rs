@@ -37,11 +37,7 @@ impl Run<'_> {
         let ok = (200..300).contains(&response.status);
         match (endpoint, ok) {
             (Some(Endpoint::Create), true) => {
-                let Some(id) = response
-                    .json()
-                    .and_then(|b| b.get("sessionId"))
-                    .and_then(Value::as_str)
-                else {
+                let Some(id) = created_id(response) else {
                     return;
                 };
                 let body = body.cloned().unwrap_or(Value::Null);
@@ -51,15 +47,21 @@ impl Run<'_> {
                     .cloned()
                     .unwrap_or_default();
                 self.sessions.insert(
-                    id.to_owned(),
+                    id.clone(),
                     SessionModel {
                         history: model::items_of_messages(&seed),
                         exact: true,
                         deleted: false,
-                        key: canonical_without_stream(&body),
+                        key: String::new(),
                         client_tools: tool_names(body.get("tools")),
                     },
                 );
+                if self.ctx.observer.version.creation_runs_turn() {
+                    // Versions 1 and 2: the last seed message was the first turn.
+                    self.record_output(&id, &body, response, clean);
+                } else if let Some(model) = self.sessions.get_mut(&id) {
+                    model.key = canonical_without_stream(&body);
+                }
             }
             (Some(Endpoint::Delete), true) => {
                 if let Some(model) =
@@ -93,6 +95,17 @@ impl Run<'_> {
             .cloned()
             .unwrap_or_default();
         model.history.extend(model::items_of_request(&submitted));
+        if let Some(id) = session_of(&request.path).map(str::to_owned) {
+            self.record_output(&id, &body, response, clean);
+        }
+    }
+
+    /// Adds what a turn produced (its `messages`, or the messages its events describe) to
+    /// the model of session `id`, and records the turn for the cross-mode comparison.
+    fn record_output(&mut self, id: &str, body: &Value, response: &Response, clean: bool) {
+        let Some(model) = self.sessions.get_mut(id) else {
+            return;
+        };
         let mode = body
             .get("stream")
             .and_then(Value::as_str)
@@ -115,6 +128,7 @@ impl Run<'_> {
                 let events: Vec<(String, Value)> = read
                     .events
                     .iter()
+                    .filter(|e| e.name != "session_start")
                     .map(|e| {
                         (
                             e.name.clone(),
@@ -133,7 +147,7 @@ impl Run<'_> {
         let complete = complete && clean;
         model.exact &= complete;
         model.history.extend(items.iter().cloned());
-        model.key = format!("{}|{}", model.key, canonical_without_stream(&body));
+        model.key = format!("{}|{}", model.key, canonical_without_stream(body));
         if !complete {
             self.ctx.observer.skips.add(
                 Rule::AapSse007,
@@ -206,6 +220,21 @@ impl Run<'_> {
             }
         }
     }
+}
+
+/// The id a creation answered with: `sessionId` of its JSON body, or (versions 1 and 2 in a
+/// stream mode) of its opening `session_start` event.
+pub(super) fn created_id(response: &Response) -> Option<String> {
+    if let Some(id) = response.json().and_then(|b| b.get("sessionId")) {
+        return id.as_str().map(str::to_owned);
+    }
+    let first = response.events()?.events.first()?;
+    (first.name == "session_start")
+        .then(|| serde_json::from_str::<Value>(&first.data).ok())
+        .flatten()?
+        .get("sessionId")?
+        .as_str()
+        .map(str::to_owned)
 }
 
 /// The session id in `/sessions/:id…`.

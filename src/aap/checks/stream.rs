@@ -40,7 +40,9 @@ pub fn decoded(seen: &Seen<'_>) -> Vec<(String, Value)> {
         .collect()
 }
 
-pub fn check_stream(observer: &mut Observer, seen: &Seen<'_>) {
+/// Checks one turn stream. `creation`: the stream answers a version 1 or 2 session
+/// creation, which opens with `session_start` (AAP-SSE-009) before its turn.
+pub fn check_stream(observer: &mut Observer, seen: &Seen<'_>, creation: bool) {
     let Body::Events(read) = &seen.response.body else {
         return;
     };
@@ -48,7 +50,17 @@ pub fn check_stream(observer: &mut Observer, seen: &Seen<'_>) {
     for event in &read.events {
         check_event(observer, &event.name, &event.data, &what);
     }
-    let names: Vec<&str> = read.events.iter().map(|e| e.name.as_str()).collect();
+    let mut names: Vec<&str> = read.events.iter().map(|e| e.name.as_str()).collect();
+    if creation {
+        check_session_start(
+            observer,
+            &names,
+            read.events.first().map(|e| e.data.as_str()),
+        );
+        if names.first() == Some(&"session_start") {
+            names.remove(0);
+        }
+    }
     let listed = names.join(", ");
 
     observer.count(Rule::AapSse002);
@@ -107,6 +119,28 @@ pub fn check_stream(observer: &mut Observer, seen: &Seen<'_>) {
         );
     }
     check_tools(observer, seen);
+}
+
+/// AAP-SSE-009 (versions 1 and 2): a creation stream opens with one `session_start`
+/// carrying a non-empty `sessionId`.
+fn check_session_start(observer: &mut Observer, names: &[&str], first_data: Option<&str>) {
+    observer.count(Rule::AapSse009);
+    let starts = names.iter().filter(|n| **n == "session_start").count();
+    let id = first_data
+        .and_then(|d| serde_json::from_str::<Value>(d).ok())
+        .and_then(|d| {
+            d.get("sessionId")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .filter(|id| !id.is_empty());
+    if names.first() != Some(&"session_start") || starts != 1 || id.is_none() {
+        observer.violate(
+            Rule::AapSse009,
+            "session_start {sessionId} first, once, before turn_start",
+            format!("events [{}]", names.join(", ")),
+        );
+    }
 }
 
 fn check_event(observer: &mut Observer, name: &str, data: &str, what: &str) {

@@ -12,13 +12,15 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::agent::{read_meta, Agent};
+use super::agent::{read_meta_version, Agent};
 use super::case::{run_case, CaseContext};
 use super::checks::{Observer, AAP_ALWAYS_ON, SECRET_PREFIX};
 use super::http::{Client, Target};
 use super::suite::{AapCase, AapCatalog, LocatedStep, Step};
+use super::version::AapVersion;
 use crate::catalog::{glob, SuiteError};
 use crate::checks::Rule;
+use crate::rows::baseline::Baseline;
 use crate::rows::{RunPlan, Started};
 use crate::schema::{SchemaError, SchemaSet};
 use crate::server;
@@ -44,6 +46,9 @@ pub struct AapFuzzOptions {
     pub timeout: Duration,
     /// Rules not judged (globs).
     pub exclude: Vec<String>,
+    /// Known failures (`--baseline`): a rule it lists is seen, not shrunk, and fails
+    /// nothing.
+    pub baseline: Baseline,
 }
 
 /// One rule found failing, with its shrunk sequence.
@@ -64,9 +69,13 @@ pub struct AapFound {
 #[derive(Debug, Clone)]
 pub struct AapFuzzOutcome {
     pub seed: u64,
+    /// The AAP version the campaign spoke (the one `GET /meta` names).
+    pub version: AapVersion,
     pub sequences: u64,
     pub operations: usize,
     pub found: Vec<AapFound>,
+    /// Rules that failed but the baseline lists, each with the first sequence it failed in.
+    pub baselined: Vec<(String, u64)>,
 }
 
 /// Why a campaign could not go on: no verdict is possible.
@@ -90,6 +99,9 @@ pub enum AapFuzzError {
 struct Runner {
     options: AapFuzzOptions,
     schemas: Arc<SchemaSet>,
+    /// The version `GET /meta` names: sequences go to its endpoints, checked against its
+    /// schemas.
+    version: AapVersion,
 }
 
 /// The rules one run broke, with the first miss of each.
@@ -115,14 +127,21 @@ impl Runner {
         out
     }
 
-    /// The agent `GET /meta` names.
-    async fn agent(&self) -> Result<Agent, AapFuzzError> {
+    /// The agent `GET /meta` names, and the version it says (a version ahpspec does not
+    /// know ends the campaign before any sequence).
+    async fn agent(&self) -> Result<(Agent, AapVersion), AapFuzzError> {
         self.with_target(async |target| {
             let mut client = Client::new(target, self.options.token.clone(), self.options.timeout);
-            read_meta(&mut client)
+            let (agent, said) = read_meta_version(&mut client)
                 .await
-                .map_err(|e| AapFuzzError::Unreachable(e.to_string()))?
-                .map_err(AapFuzzError::Unreachable)
+                .map_err(|e| AapFuzzError::Unreachable(e.to_string()))?;
+            let agent = agent.map_err(AapFuzzError::Unreachable)?;
+            let version = AapVersion::choose(None, said.as_ref()).map_err(|said| {
+                AapFuzzError::Unreachable(format!(
+                    "GET /meta says AAP version {said}, which ahpspec does not know (it knows 1, 2 and 3)"
+                ))
+            })?;
+            Ok((agent, version))
         })
         .await
     }
@@ -143,7 +162,7 @@ impl Runner {
                 client: Client::new(target, self.options.token.clone(), self.options.timeout),
                 agent: Arc::new(agent.clone()),
                 vars,
-                observer: Observer::new(Arc::clone(&self.schemas)),
+                observer: Observer::at(Arc::clone(&self.schemas), self.version),
                 rerun: String::new(),
             };
             let outcome = run_case(&case, ctx).await;
@@ -226,6 +245,7 @@ pub fn as_case(ops: &[Op], id: &str, level: Level) -> AapCase {
         capabilities: Vec::new(),
         probe: None,
         since: None,
+        versions: Vec::new(),
         steps,
     }
 }
@@ -242,18 +262,23 @@ fn levels() -> Result<HashMap<String, Level>, SuiteError> {
 
 /// Runs a campaign.
 pub async fn campaign(options: &AapFuzzOptions) -> Result<AapFuzzOutcome, AapFuzzError> {
-    let runner = Runner {
+    let mut runner = Runner {
         options: options.clone(),
         schemas: Arc::new(super::checks::schemas()?),
+        version: AapVersion::LATEST,
     };
-    let agent = runner.agent().await?;
+    let (agent, version) = runner.agent().await?;
+    runner.version = version;
+    runner.schemas = Arc::new(super::checks::schemas_for(version)?);
     let started = Instant::now();
     let mut rng = Rng::new(options.seed);
     let mut outcome = AapFuzzOutcome {
         seed: options.seed,
+        version,
         sequences: 0,
         operations: 0,
         found: Vec::new(),
+        baselined: Vec::new(),
     };
     let mut seen = BTreeSet::new();
     while options.cases.is_none_or(|n| outcome.sequences < n)
@@ -273,6 +298,10 @@ pub async fn campaign(options: &AapFuzzOptions) -> Result<AapFuzzOutcome, AapFuz
             .collect::<Vec<_>>()
         {
             seen.insert(rule.clone());
+            if options.baseline.lists(&rule) {
+                outcome.baselined.push((rule, sequence));
+                continue;
+            }
             let shrunk = runner
                 .shrink(&agent, ops.clone(), &rule, options.seed ^ sequence)
                 .await?;
@@ -404,7 +433,7 @@ pub fn report(
             .unwrap_or_default();
         format!("{} --suites {dir}", plan.rerun_prefix)
     };
-    let version = format!("AAP {}", super::AAP_VERSION);
+    let version = format!("AAP {}", outcome.version);
     let mut report = plan.report(version, started, false, rows(outcome, replay));
     crate::rows::reconcile(&mut report, None);
     report

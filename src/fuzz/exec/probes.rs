@@ -72,6 +72,7 @@ impl Run<'_> {
             capabilities: Vec::new(),
             probe: None,
             since: None,
+            versions: Vec::new(),
             steps: probed
                 .steps
                 .iter()
