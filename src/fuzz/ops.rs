@@ -149,8 +149,9 @@ pub enum Routine {
     /// exactly the snapshots asked for (INIT-002).
     Handshake { root: bool },
     /// `n` messages queued while a `long` turn runs (one is started when the chat is idle),
-    /// then the turn is cancelled: the host takes the queue first in, first out (PENDING-003,
-    /// judged always on as the host removes a queued message).
+    /// the first set again (updated in place, listed once: INV-CHAT-5), then the turn is cancelled: the
+    /// host takes the queue first in, first out (PENDING-003, judged always on as the host
+    /// removes a queued message).
     Queue { n: u8 },
 }
 

@@ -375,7 +375,8 @@ impl Run<'_> {
     }
 
     /// Starts a `long` turn when the chat is idle, queues `n` messages (two at least) while
-    /// it runs and cancels it: the host then takes the first queued message. The order is
+    /// it runs, sets the first one again (an update) and cancels the turn: the host then
+    /// takes the first queued message. The order is
     /// the always-on mirror check's to judge (PENDING-003) as the host removes the message;
     /// the routine only brings the state about, with ordinary dispatches judged as usual.
     /// Nothing is done where the profile has no `long` behaviour.
@@ -395,7 +396,9 @@ impl Run<'_> {
                 return Some(failure);
             }
         }
-        for id in 0..n.max(2) {
+        // The first message set again at the end: an update in place, not a new entry
+        // (its id listed once: INV-CHAT-5), before the queue is taken.
+        for id in (0..n.max(2)).chain([0]) {
             let kind = PendingKind::Queued;
             let queued = Op::SetPending { client, kind, id };
             if let Some(failure) = self.dispatch(index, &[&queued]).await {
