@@ -374,6 +374,10 @@ rules! {
         (Session010, "SESSION-010"),
         (Sub008, "SUB-008"),
         (Turn011, "TURN-011"),
+        // Issue 25: judged by the fuzzer's feature routines (exec/routines/features.rs).
+        (Auth001, "AUTH-001"),
+        (Chat007, "CHAT-007"),
+        (Term003, "TERM-003"),
     }
 }
 

@@ -163,6 +163,11 @@ fn routine(repertoire: &Repertoire) -> (u32, BoxedStrategy<Routine>) {
         any::<bool>()
             .prop_map(|root| Routine::Handshake { root })
             .boxed(),
+        Just(Routine::Resources).boxed(),
+        Just(Routine::StealTerminal).boxed(),
+        Just(Routine::Authenticate).boxed(),
+        Just(Routine::SubscribeRoot).boxed(),
+        Just(Routine::ChatOutside).boxed(),
     ];
     weighed(
         repertoire,

@@ -148,17 +148,41 @@ pub enum Routine {
     /// A new connection initializes asking for the root channel (`root`) or for nothing:
     /// exactly the snapshots asked for (INIT-002).
     Handshake { root: bool },
+    /// Resource commands in a fresh directory of the workspace (the profile's, or the
+    /// built-in host's own): resourceList of a file refused (RES-002), a write appended to
+    /// and read back whole (RES-008), resourceCopy with failIfExists onto an existing file
+    /// refused, the file unchanged (RES-009). Nothing without a workspace.
+    Resources,
+    /// A terminal created claimed by the client, then claimed by another connection: the
+    /// claim is rejected (TERM-003). Nothing where the root lists no terminals.
+    StealTerminal,
+    /// authenticate for the profile's protected resource with a token it does not accept
+    /// (refused: AUTH-001), then with the profile's token (accepted: AUTH-004). Nothing
+    /// without the profile's `[auth]` or where no agent advertises its resource.
+    Authenticate,
+    /// A new connection subscribes to `ahp-root://` after initialize: a snapshot of that
+    /// resource, with an integer fromSeq (SUB-001).
+    SubscribeRoot,
+    /// createChat in the session with a working directory outside its set: refused
+    /// (CHAT-007). Only where an agent advertises multipleChats and
+    /// multipleWorkingDirectories and the session was made in the profile's first directory.
+    ChatOutside,
 }
 
 impl Routine {
     /// One of each kind.
-    pub const ALL: [Routine; 6] = [
+    pub const ALL: [Routine; 11] = [
         Routine::Burst { n: 3 },
         Routine::DisposeThenList { turn: true },
         Routine::Window,
         Routine::CreateChat,
         Routine::AnswerUnsubscribed,
         Routine::Handshake { root: true },
+        Routine::Resources,
+        Routine::StealTerminal,
+        Routine::Authenticate,
+        Routine::SubscribeRoot,
+        Routine::ChatOutside,
     ];
 }
 
