@@ -1,4 +1,5 @@
-//! Issue 25's feature routines, one operation at a time: against the correct host each runs
+//! Issue 25's feature routines and issue 24's routines for its reach misses (a chosen
+//! confirmation option, a reconnect leaving a session), one operation at a time: against the correct host each runs
 //! (its requests reach the host) and finds nothing; against each of its faults it names the
 //! fault's rule; where the feature is not advertised (no workspace, no `[auth]`) it does
 //! nothing, whatever the host does wrong. Campaigns finding the same faults and their
@@ -45,7 +46,7 @@ fn sent(run: &Execution, method: &str) -> bool {
         .any(|f| f.direction == "sent" && f.text.contains(&needle))
 }
 
-const ROUTINES: [(Routine, &[(Fault, &str)]); 5] = [
+const ROUTINES: [(Routine, &[(Fault, &str)]); 7] = [
     (
         Routine::Resources,
         &[
@@ -73,6 +74,14 @@ const ROUTINES: [(Routine, &[(Fault, &str)]); 5] = [
     (
         Routine::ChatOutside,
         &[(Fault::ChatOutsideDirectoryAccepted, "CHAT-007")],
+    ),
+    (
+        Routine::ChooseOption,
+        &[(Fault::SelectedOptionDropped, "TOOL-005")],
+    ),
+    (
+        Routine::LeaveOnReconnect,
+        &[(Fault::ReconnectKeepsActiveClient, "RECONNECT-008")],
     ),
 ];
 
@@ -143,4 +152,22 @@ async fn authenticate_needs_the_profiles_auth_and_keeps_the_token_out_of_the_run
     cfg.profile.auth = None;
     let without = run(Routine::Authenticate, &faulty, &cfg).await;
     assert_eq!(without.failure, None, "no [auth]: nothing judged");
+}
+
+/// A profile that does not promise the tool call's options: no option is chosen, even on a
+/// host that drops the choice.
+#[tokio::test]
+async fn choose_option_needs_the_profiles_promise_of_options() {
+    let mut cfg = config();
+    let faulty = built_in(Some(Fault::SelectedOptionDropped));
+    cfg.profile.behaviours.remove("tool-ask");
+    let without = run(Routine::ChooseOption, &faulty, &cfg).await;
+    assert_eq!(without.failure, None);
+    assert!(
+        !without
+            .frames
+            .iter()
+            .any(|f| f.text.contains("selectedOptionId")),
+        "nothing chosen"
+    );
 }

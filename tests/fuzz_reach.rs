@@ -65,6 +65,8 @@ reach_sample! {
     valid_token_refused => "valid-token-refused",
     root_snapshot_misnamed => "root-snapshot-misnamed",
     chat_outside_directory_accepted => "chat-outside-directory-accepted",
+    selected_option_dropped => "selected-option-dropped",
+    reconnect_keeps_active_client => "reconnect-keeps-active-client",
     // The interleaved default campaign finds model and frames faults alike.
     no_ping_in_mixed => "no-ping" in Mixed,
     cancel_idle_accepted_in_mixed => "cancel-idle-accepted" in Mixed,

@@ -378,6 +378,9 @@ rules! {
         (Auth001, "AUTH-001"),
         (Chat007, "CHAT-007"),
         (Term003, "TERM-003"),
+        // Issue 24's reach misses: judged by the fuzzer's client routines (routines/clients.rs).
+        (Tool005, "TOOL-005"),
+        (Reconnect008, "RECONNECT-008"),
     }
 }
 

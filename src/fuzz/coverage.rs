@@ -192,6 +192,9 @@ pub const OPERATIONS: &[(&str, &[Rule])] = &[
     ),
     ("routine/subscribeRoot", &[Rule::Sub001, Rule::Init001]),
     ("routine/chatOutside", &[Rule::Chat007, Rule::Transport003]),
+    // Issue 24's reach misses (exec/routines/clients.rs).
+    ("routine/chooseOption", &[Rule::Tool005, Rule::Dispatch001]),
+    ("routine/leaveOnReconnect", &[Rule::Reconnect008]),
     // Malformed frames (frames.rs): the answer a correct host gives, and surviving the frame.
     ("frames/truncated", &[Rule::Transport006]),
     ("frames/binary", &[Rule::Transport006]),

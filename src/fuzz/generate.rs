@@ -168,6 +168,8 @@ fn routine(repertoire: &Repertoire) -> (u32, BoxedStrategy<Routine>) {
         Just(Routine::Authenticate).boxed(),
         Just(Routine::SubscribeRoot).boxed(),
         Just(Routine::ChatOutside).boxed(),
+        Just(Routine::ChooseOption).boxed(),
+        Just(Routine::LeaveOnReconnect).boxed(),
     ];
     weighed(
         repertoire,

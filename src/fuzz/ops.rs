@@ -167,11 +167,19 @@ pub enum Routine {
     /// (CHAT-007). Only where an agent advertises multipleChats and
     /// multipleWorkingDirectories and the session was made in the profile's first directory.
     ChatOutside,
+    /// A tool call waiting for confirmation (a `tool-ask` turn started when the chat is
+    /// idle) approved by choosing its approving option by id: a new subscriber's snapshot
+    /// holds that option as the call's selectedOption (TOOL-005). Only where the profile
+    /// promises `tool-ask.options`.
+    ChooseOption,
+    /// A new connection active in the session reconnects listing the root channel only:
+    /// the session's subscribers hear it removed from activeClients (RECONNECT-008).
+    LeaveOnReconnect,
 }
 
 impl Routine {
     /// One of each kind.
-    pub const ALL: [Routine; 11] = [
+    pub const ALL: [Routine; 13] = [
         Routine::Burst { n: 3 },
         Routine::DisposeThenList { turn: true },
         Routine::Window,
@@ -183,6 +191,8 @@ impl Routine {
         Routine::Authenticate,
         Routine::SubscribeRoot,
         Routine::ChatOutside,
+        Routine::ChooseOption,
+        Routine::LeaveOnReconnect,
     ];
 }
 

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use super::{Failure, Run};
 
+mod clients;
 mod features;
 mod sessions;
 use crate::checks::frame::clip;
@@ -116,6 +117,11 @@ impl Run<'_> {
             Routine::Authenticate => self.authenticate().await,
             Routine::SubscribeRoot => self.subscribe_root().await,
             Routine::ChatOutside => self.chat_outside(index, client).await,
+            Routine::ChooseOption => match self.choose_option(index, client).await {
+                Err(failure) => return Some(failure),
+                Ok(found) => found,
+            },
+            Routine::LeaveOnReconnect => self.leave_on_reconnect(index).await,
             Routine::AnswerUnsubscribed => match self.open_input(index, client).await {
                 Err(failure) => return Some(failure),
                 Ok(None) => None,
