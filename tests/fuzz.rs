@@ -406,6 +406,9 @@ async fn a_regression_case_fails_only_against_its_fault() {
     let trace = Trace::new(&found, "model", "builtin", Some(fault.name().to_owned()));
     let case = trace.to_case();
     passes_only_without(&case, fault, "regression");
+    // A routine's other requests and judgements are not in the case, and it says so.
+    let routines = trace.ops.to_string().contains("\"op\":\"routine\"");
+    assert_eq!(case.contains("routines of this trace"), routines, "{case}");
     assert!(
         case.contains("on = \"c2\""),
         "the second client is in the case:\n{case}"

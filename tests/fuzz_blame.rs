@@ -275,8 +275,13 @@ async fn a_server_that_dies_on_a_dispatch_is_a_fuzz_001_finding_in_model_mode() 
         "{:?}",
         trace.failure
     );
-    let fatal = serde_json::to_string(&ops[ops.len() - 1]).expect("op");
-    assert!(fatal.contains("cancel"), "ends at the cancel: {fatal}");
+    // The last operation is a cancel, or a routine that cancels: its last dispatch.
+    let fatal = trace.performed.last().expect("a dispatch was made");
+    assert_eq!(fatal.op_index, ops.len() - 1, "{fatal:?}");
+    assert_eq!(
+        fatal.planned.action["type"], "chat/turnCancelled",
+        "ends at the cancel: {fatal:?}"
+    );
     let rows: Vec<&str> = report["cases"]
         .as_array()
         .expect("cases")

@@ -173,6 +173,7 @@ pub const OPERATIONS: &[(&str, &[Rule])] = &[
         &[Rule::Sub008, Rule::Turn011, Rule::Dispatch001],
     ),
     ("routine/createChat", &[Rule::Chat001, Rule::Root008]),
+    ("routine/queue", &[Rule::Pending003, Rule::Dispatch001]),
     (
         "routine/answerUnsubscribed",
         &[Rule::Session010, Rule::Dispatch001],

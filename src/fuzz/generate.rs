@@ -163,6 +163,7 @@ fn routine(repertoire: &Repertoire) -> (u32, BoxedStrategy<Routine>) {
         any::<bool>()
             .prop_map(|root| Routine::Handshake { root })
             .boxed(),
+        (2u8..5).prop_map(|n| Routine::Queue { n }).boxed(),
         Just(Routine::Resources).boxed(),
         Just(Routine::StealTerminal).boxed(),
         Just(Routine::Authenticate).boxed(),

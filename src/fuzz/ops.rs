@@ -148,6 +148,10 @@ pub enum Routine {
     /// A new connection initializes asking for the root channel (`root`) or for nothing:
     /// exactly the snapshots asked for (INIT-002).
     Handshake { root: bool },
+    /// `n` messages queued while a `long` turn runs (one is started when the chat is idle),
+    /// then the turn is cancelled: the host takes the queue first in, first out (PENDING-003,
+    /// judged always on as the host removes a queued message).
+    Queue { n: u8 },
     /// Resource commands in a fresh directory of the workspace (the profile's, or the
     /// built-in host's own): resourceList of a file refused (RES-002), a write appended to
     /// and read back whole (RES-008), resourceCopy with failIfExists onto an existing file
@@ -179,13 +183,14 @@ pub enum Routine {
 
 impl Routine {
     /// One of each kind.
-    pub const ALL: [Routine; 13] = [
+    pub const ALL: [Routine; 14] = [
         Routine::Burst { n: 3 },
         Routine::DisposeThenList { turn: true },
         Routine::Window,
         Routine::CreateChat,
         Routine::AnswerUnsubscribed,
         Routine::Handshake { root: true },
+        Routine::Queue { n: 2 },
         Routine::Resources,
         Routine::StealTerminal,
         Routine::Authenticate,

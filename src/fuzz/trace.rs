@@ -130,6 +130,10 @@ impl Trace {
             .iter()
             .filter(|op| matches!(op, Op::Probe { .. }))
             .count();
+        let routines = ops
+            .iter()
+            .filter(|op| matches!(op, Op::Routine { .. }))
+            .count();
         let case = RegressionCase {
             id: format!("{}/fuzz-{}", self.failure.rule, self.seed),
             level: Level::Must,
@@ -171,11 +175,18 @@ impl Trace {
                 matches!(op, Op::Probe { .. }) && !self.probed.iter().any(|p| p.op_index == *at)
             })
             .count();
-        let left_out = if unrecorded > 0 {
+        let mut left_out = if unrecorded > 0 {
             format!("# {unrecorded} protocol probes of this trace are left out: its format records no probe's steps.\n")
         } else {
             String::new()
         };
+        // A routine records the dispatches it made, not its other requests nor its own
+        // judgement (an order, a listing): the case may pass where the routine failed.
+        if routines > 0 {
+            left_out.push_str(&format!(
+                "# {routines} routines of this trace: the case replays the dispatches they made, not their other requests nor their own judgements.\n"
+            ));
+        }
         format!(
             "# Regression case from `ahpspec fuzz --seed {}`: {said}\n{left_out}{body}",
             self.seed

@@ -4,13 +4,14 @@
 //! (LIFECYCLE-009), a windowed subscription's cursor and the turns it fetches (SUB-008,
 //! TURN-011), a created chat announced before the answer and listed whole in the next
 //! summary change (CHAT-001, ROOT-008), and an input request answered by a connection
-//! subscribed only to the session (SESSION-010), and the snapshots of a handshake (INIT-002).
+//! subscribed only to the session (SESSION-010), the snapshots of a handshake (INIT-002),
+//! and messages queued during a turn taken first in, first out (PENDING-003).
 //! A routine brings about the state it needs
 //! (turns run, an input request opened) through ordinary dispatches, judged as usual.
 
 use serde_json::{json, Value};
 
-use super::{Failure, Run};
+use super::{Failure, Performed, Run};
 
 mod clients;
 mod features;
@@ -18,7 +19,8 @@ mod sessions;
 use crate::checks::frame::clip;
 use crate::checks::Rule;
 use crate::client::{Conn, Offer, DEFAULT_OFFER, ROOT};
-use crate::fuzz::ops::{Behaviour, Op, Routine};
+use crate::fuzz::model::{Channel, Expect, Planned};
+use crate::fuzz::ops::{Behaviour, Op, PendingKind, Routine};
 use crate::transport::{is_response_to, Incoming, TransportError};
 
 /// What a routine found wrong: the rule, what a correct host does, what this one did.
@@ -104,7 +106,7 @@ impl Run<'_> {
         routine: Routine,
     ) -> Option<Failure> {
         let found = match routine {
-            Routine::Burst { n } => self.burst(client, n).await,
+            Routine::Burst { n } => self.burst(index, client, n).await,
             Routine::DisposeThenList { turn } => self.dispose_then_list(index, client, turn).await,
             Routine::Window => match self.ended_turns(index, client, 3).await {
                 Err(failure) => return Some(failure),
@@ -112,6 +114,10 @@ impl Run<'_> {
             },
             Routine::CreateChat => self.create_chat(index, client).await,
             Routine::Handshake { root } => self.handshake_snapshots(root).await,
+            Routine::Queue { n } => match self.queue(index, client, n).await {
+                Some(failure) => return Some(failure),
+                None => None,
+            },
             Routine::Resources => self.resources(index, client).await,
             Routine::StealTerminal => self.steal_terminal(index, client).await,
             Routine::Authenticate => self.authenticate().await,
@@ -141,7 +147,9 @@ impl Run<'_> {
     }
 
     /// `n` title changes dispatched back to back: their echoes come in dispatch order.
-    async fn burst(&mut self, client: usize, n: u8) -> Option<Finding> {
+    /// The dispatches are recorded as performed, so a regression case replays them (one
+    /// at a time: the case does not judge their order).
+    async fn burst(&mut self, index: usize, client: usize, n: u8) -> Option<Finding> {
         let session = self.session.clone();
         let conn = &mut self.conns[client];
         let mut seqs = Vec::new();
@@ -149,7 +157,19 @@ impl Run<'_> {
             let title = format!("fz-burst-{}-{k}", conn.last_seq() + 1);
             let action = json!({ "type": "session/titleChanged", "title": title });
             match conn.dispatch(&session, &action).await {
-                Ok(seq) => seqs.push(seq),
+                Ok(seq) => {
+                    seqs.push(seq);
+                    self.exec.performed.push(Performed {
+                        op_index: index,
+                        client,
+                        planned: Planned {
+                            channel: Channel::Session,
+                            action,
+                            expect: Expect::Accept,
+                            rule: Rule::Dispatch005,
+                        },
+                    });
+                }
                 Err(error) => {
                     return finding(
                         Rule::Fuzz001,
@@ -399,5 +419,40 @@ impl Run<'_> {
             ),
             _ => None,
         }
+    }
+
+    /// Starts a `long` turn when the chat is idle, queues `n` messages (two at least) while
+    /// it runs and cancels it: the host then takes the first queued message. The order is
+    /// the always-on mirror check's to judge (PENDING-003) as the host removes the message;
+    /// the routine only brings the state about, with ordinary dispatches judged as usual.
+    /// Nothing is done where the profile has no `long` behaviour.
+    async fn queue(&mut self, index: usize, client: usize, n: u8) -> Option<Failure> {
+        self.cfg.profile.behaviour(Behaviour::Long.key())?;
+        let client = client as u8;
+        let idle = self.conns[0]
+            .mirror()
+            .state(&self.chat)
+            .is_some_and(|chat| chat.get("activeTurn").is_none_or(Value::is_null));
+        if idle {
+            let start = Op::StartTurn {
+                client,
+                behaviour: Behaviour::Long,
+            };
+            if let Some(failure) = self.dispatch(index, &[&start]).await {
+                return Some(failure);
+            }
+        }
+        for id in 0..n.max(2) {
+            let kind = PendingKind::Queued;
+            let queued = Op::SetPending { client, kind, id };
+            if let Some(failure) = self.dispatch(index, &[&queued]).await {
+                return Some(failure);
+            }
+        }
+        let cancel = Op::Cancel {
+            client,
+            stale: false,
+        };
+        self.dispatch(index, &[&cancel]).await
     }
 }
