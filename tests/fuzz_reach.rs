@@ -23,6 +23,11 @@ async fn reaches(name: &str, mode: Option<ReachMode>) {
     cfg.timeout = Duration::from_secs(1);
     cfg.mode = mode;
     let reached = reach(fault, &area, &cfg).await;
+    // The figures benches/README.md's reach section quotes (`--nocapture`).
+    println!(
+        "reach {name}: found {} in {:?} ms, replays {:?}, {} sequences",
+        reached.found, reached.first_finding_ms, reached.replays, reached.sequences
+    );
     assert!(
         reached.found && reached.replays == Some(true),
         "{name} ({}): {reached:?}",

@@ -327,6 +327,9 @@ pub fn op(repertoire: &Repertoire) -> impl Strategy<Value = Op> {
     let single = single(repertoire);
     let (probe_bias, probe) = probe(repertoire);
     let (routine_bias, routine) = routine(repertoire);
+    // Routines weigh as probes do (three times their group's bias): there are about as many
+    // of each, and at the probes' weight each routine comes about as often as before issue
+    // 25's doubled their number.
     prop_oneof![
         36 => single.clone(),
         4 => (single.clone(), single).prop_map(|(first, second)| Op::Together {
@@ -335,7 +338,7 @@ pub fn op(repertoire: &Repertoire) -> impl Strategy<Value = Op> {
         }),
         1 => (0u8..3).prop_map(|client| Op::Reconnect { client }),
         3 * probe_bias => (0u8..3, probe).prop_map(|(client, probe)| Op::Probe { client, probe }),
-        2 * routine_bias => (0u8..3, routine).prop_map(|(client, routine)| Op::Routine { client, routine }),
+        3 * routine_bias => (0u8..3, routine).prop_map(|(client, routine)| Op::Routine { client, routine }),
         1 => Just(Op::Checkpoint),
     ]
 }
