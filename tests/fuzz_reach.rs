@@ -23,6 +23,11 @@ async fn reaches(name: &str, mode: Option<ReachMode>) {
     cfg.timeout = Duration::from_secs(1);
     cfg.mode = mode;
     let reached = reach(fault, &area, &cfg).await;
+    // The figures benches/README.md's reach section quotes (`--nocapture`).
+    println!(
+        "reach {name}: found {} in {:?} ms, replays {:?}, {} sequences",
+        reached.found, reached.first_finding_ms, reached.replays, reached.sequences
+    );
     assert!(
         reached.found && reached.replays == Some(true),
         "{name} ({}): {reached:?}",
@@ -56,6 +61,17 @@ reach_sample! {
     outside_directory_accepted => "outside-directory-accepted",
     default_chat_unlisted => "default-chat-unlisted",
     negative_id_unanswered => "negative-id-unanswered" in Frames,
+    // Issue 25's features, by the feature routines.
+    list_file_ok => "list-file-ok",
+    copy_overwrites_anyway => "copy-overwrites-anyway",
+    append_truncates => "append-truncates",
+    claim_from_anyone => "claim-from-anyone",
+    wrong_token_accepted => "wrong-token-accepted",
+    valid_token_refused => "valid-token-refused",
+    root_snapshot_misnamed => "root-snapshot-misnamed",
+    chat_outside_directory_accepted => "chat-outside-directory-accepted",
+    selected_option_dropped => "selected-option-dropped",
+    reconnect_keeps_active_client => "reconnect-keeps-active-client",
     // The interleaved default campaign finds model and frames faults alike.
     no_ping_in_mixed => "no-ping" in Mixed,
     cancel_idle_accepted_in_mixed => "cancel-idle-accepted" in Mixed,

@@ -377,6 +377,13 @@ rules! {
         (Session010, "SESSION-010"),
         (Sub008, "SUB-008"),
         (Turn011, "TURN-011"),
+        // Issue 25: judged by the fuzzer's feature routines (exec/routines/features.rs).
+        (Auth001, "AUTH-001"),
+        (Chat007, "CHAT-007"),
+        (Term003, "TERM-003"),
+        // Issue 24's reach misses: judged by the fuzzer's client routines (routines/clients.rs).
+        (Tool005, "TOOL-005"),
+        (Reconnect008, "RECONNECT-008"),
     }
 }
 

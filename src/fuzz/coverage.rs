@@ -181,6 +181,24 @@ pub const OPERATIONS: &[(&str, &[Rule])] = &[
         "routine/answerUnsubscribed",
         &[Rule::Session010, Rule::Dispatch001],
     ),
+    // Issue 25's features (exec/routines/features.rs).
+    (
+        "routine/resources",
+        &[Rule::Res002, Rule::Res008, Rule::Res009, Rule::Transport003],
+    ),
+    (
+        "routine/stealTerminal",
+        &[Rule::Term003, Rule::Transport003],
+    ),
+    (
+        "routine/authenticate",
+        &[Rule::Auth001, Rule::Auth004, Rule::Transport003],
+    ),
+    ("routine/subscribeRoot", &[Rule::Sub001, Rule::Init001]),
+    ("routine/chatOutside", &[Rule::Chat007, Rule::Transport003]),
+    // Issue 24's reach misses (exec/routines/clients.rs).
+    ("routine/chooseOption", &[Rule::Tool005, Rule::Dispatch001]),
+    ("routine/leaveOnReconnect", &[Rule::Reconnect008]),
     // Malformed frames (frames.rs): the answer a correct host gives, and surviving the frame.
     ("frames/truncated", &[Rule::Transport006]),
     ("frames/binary", &[Rule::Transport006]),

@@ -164,6 +164,13 @@ fn routine(repertoire: &Repertoire) -> (u32, BoxedStrategy<Routine>) {
             .prop_map(|root| Routine::Handshake { root })
             .boxed(),
         (2u8..5).prop_map(|n| Routine::Queue { n }).boxed(),
+        Just(Routine::Resources).boxed(),
+        Just(Routine::StealTerminal).boxed(),
+        Just(Routine::Authenticate).boxed(),
+        Just(Routine::SubscribeRoot).boxed(),
+        Just(Routine::ChatOutside).boxed(),
+        Just(Routine::ChooseOption).boxed(),
+        Just(Routine::LeaveOnReconnect).boxed(),
     ];
     weighed(
         repertoire,
@@ -320,6 +327,9 @@ pub fn op(repertoire: &Repertoire) -> impl Strategy<Value = Op> {
     let single = single(repertoire);
     let (probe_bias, probe) = probe(repertoire);
     let (routine_bias, routine) = routine(repertoire);
+    // Routines weigh as probes do (three times their group's bias): there are about as many
+    // of each, and at the probes' weight each routine comes about as often as before issue
+    // 25's doubled their number.
     prop_oneof![
         36 => single.clone(),
         4 => (single.clone(), single).prop_map(|(first, second)| Op::Together {
@@ -328,7 +338,7 @@ pub fn op(repertoire: &Repertoire) -> impl Strategy<Value = Op> {
         }),
         1 => (0u8..3).prop_map(|client| Op::Reconnect { client }),
         3 * probe_bias => (0u8..3, probe).prop_map(|(client, probe)| Op::Probe { client, probe }),
-        2 * routine_bias => (0u8..3, routine).prop_map(|(client, routine)| Op::Routine { client, routine }),
+        3 * routine_bias => (0u8..3, routine).prop_map(|(client, routine)| Op::Routine { client, routine }),
         1 => Just(Op::Checkpoint),
     ]
 }

@@ -41,6 +41,13 @@ pub struct Planned {
     pub rule: Rule,
 }
 
+/// A working directory outside the session's set: the profile's second (sessions are made in
+/// its first only), or a made-up one.
+pub(crate) fn outside_directory(profile: &Profile) -> String {
+    let second = profile.working_directories.get(1);
+    second.map_or_else(|| "file:///ahpspec-fuzz-outside".to_owned(), String::clone)
+}
+
 fn user(text: &str) -> Value {
     json!({ "text": text, "origin": { "kind": "user" } })
 }
@@ -401,11 +408,10 @@ fn plan_action(
         }
         Op::Draft { .. } => in_chat(json!({ "type": "chat/draftChanged", "draft": user("draft") })),
         Op::SetDirectory { inside, .. } => {
-            let dirs = &profile.working_directories;
-            let directory = match (inside, dirs.first(), dirs.get(1)) {
-                (true, Some(dir), _) | (false, _, Some(dir)) => dir.clone(),
-                (true, None, _) => return None,
-                (false, _, None) => "file:///ahpspec-fuzz-outside".to_owned(),
+            let directory = match (inside, profile.working_directories.first()) {
+                (true, Some(dir)) => dir.clone(),
+                (true, None) => return None,
+                (false, _) => outside_directory(profile),
             };
             in_chat(json!({ "type": "chat/workingDirectorySet", "directory": directory }))
         }

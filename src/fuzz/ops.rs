@@ -153,11 +153,38 @@ pub enum Routine {
     /// host takes the queue first in, first out (PENDING-003, judged always on as the host
     /// removes a queued message).
     Queue { n: u8 },
+    /// Resource commands in a fresh directory of the workspace (the profile's, or the
+    /// built-in host's own): resourceList of a file refused (RES-002), a write appended to
+    /// and read back whole (RES-008), resourceCopy with failIfExists onto an existing file
+    /// refused, the file unchanged (RES-009). Nothing without a workspace.
+    Resources,
+    /// A terminal created claimed by the client, then claimed by another connection: the
+    /// claim is rejected (TERM-003). Nothing where the root lists no terminals.
+    StealTerminal,
+    /// authenticate for the profile's protected resource with a token it does not accept
+    /// (refused: AUTH-001), then with the profile's token (accepted: AUTH-004). Nothing
+    /// without the profile's `[auth]` or where no agent advertises its resource.
+    Authenticate,
+    /// A new connection subscribes to `ahp-root://` after initialize: a snapshot of that
+    /// resource, with an integer fromSeq (SUB-001).
+    SubscribeRoot,
+    /// createChat in the session with a working directory outside its set: refused
+    /// (CHAT-007). Only where an agent advertises multipleChats and
+    /// multipleWorkingDirectories and the session was made in the profile's first directory.
+    ChatOutside,
+    /// A tool call waiting for confirmation (a `tool-ask` turn started when the chat is
+    /// idle) approved by choosing its approving option by id: a new subscriber's snapshot
+    /// holds that option as the call's selectedOption (TOOL-005). Only where the profile
+    /// promises `tool-ask.options`.
+    ChooseOption,
+    /// A new connection active in the session reconnects listing the root channel only:
+    /// the session's subscribers hear it removed from activeClients (RECONNECT-008).
+    LeaveOnReconnect,
 }
 
 impl Routine {
     /// One of each kind.
-    pub const ALL: [Routine; 7] = [
+    pub const ALL: [Routine; 14] = [
         Routine::Burst { n: 3 },
         Routine::DisposeThenList { turn: true },
         Routine::Window,
@@ -165,6 +192,13 @@ impl Routine {
         Routine::AnswerUnsubscribed,
         Routine::Handshake { root: true },
         Routine::Queue { n: 2 },
+        Routine::Resources,
+        Routine::StealTerminal,
+        Routine::Authenticate,
+        Routine::SubscribeRoot,
+        Routine::ChatOutside,
+        Routine::ChooseOption,
+        Routine::LeaveOnReconnect,
     ];
 }
 

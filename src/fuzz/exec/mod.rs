@@ -200,6 +200,8 @@ struct Run<'a> {
     pending: Vec<Located>,
     /// The first client's initialize answer (`${c1.init}` to a probe's steps).
     first_init: Option<Value>,
+    /// The directory the `resource*` commands serve: the profile's, or the built-in host's.
+    workspace: Option<String>,
     exec: Execution,
 }
 
@@ -254,6 +256,7 @@ pub async fn execute_until(
         observer: None,
         pending: Vec::new(),
         first_init: None,
+        workspace: cfg.profile.workspace.clone().or(server.workspace.clone()),
         exec: Execution::default(),
     };
     let (outcome, cut_off) = until(deadline, Box::pin(run.go(ops))).await;

@@ -13,6 +13,8 @@ use serde_json::{json, Value};
 
 use super::{Failure, Performed, Run};
 
+mod clients;
+mod features;
 mod sessions;
 use crate::checks::frame::clip;
 use crate::checks::Rule;
@@ -39,6 +41,62 @@ fn ok(answer: &Result<Value, TransportError>) -> bool {
     matches!(answer, Ok(m) if m.get("result").is_some())
 }
 
+/// Sends request `method` on `conn` and waits for its answer: a request left unanswered
+/// breaks TRANSPORT-003 (`Err(Some(…))`); a connection lost is no finding of the routine's
+/// (`Err(None)`: the run's checks see it).
+async fn ask(
+    conn: &mut Conn,
+    method: &str,
+    params: Value,
+    timeout: std::time::Duration,
+) -> Result<Value, Option<Finding>> {
+    match conn.request(method, params, timeout).await {
+        Ok(answer) => Ok(answer),
+        Err(TransportError::Timeout(_)) => Err(finding(
+            Rule::Transport003,
+            "a response to every request",
+            format!("no response to {method} within {} ms", timeout.as_millis()),
+        )),
+        Err(_) => Err(None),
+    }
+}
+
+/// Dispatches `action` to `channel` on `link`, then pings: the action's echo when it comes
+/// before the ping's answer (a rejection reaches the dispatcher; the host answers a ping
+/// sent after the dispatch after whatever it did with it), `None` otherwise.
+async fn echo_before_ping(
+    link: &mut Conn,
+    channel: &str,
+    action: &Value,
+    timeout: std::time::Duration,
+) -> Option<Value> {
+    let seq = link.dispatch(channel, action).await.ok()?;
+    let client_id = link.client_id().to_owned();
+    let ping = link.send_ping().await.ok();
+    let answer = link
+        .wait_for(timeout, |item| match item {
+            Incoming::Message(m) => {
+                (m["method"] == "action"
+                    && m["params"]["origin"]["clientId"] == client_id.as_str()
+                    && m["params"]["origin"]["clientSeq"] == seq)
+                    || ping.is_some_and(|id| is_response_to(m, id))
+            }
+            _ => false,
+        })
+        .await;
+    match answer {
+        Ok(Incoming::Message(m)) if m["method"] == "action" => Some(m),
+        _ => None,
+    }
+}
+
+/// Whether an echo carries a rejection.
+fn rejected(echo: &Value) -> bool {
+    echo["params"]
+        .get("rejectionReason")
+        .is_some_and(|r| !r.is_null())
+}
+
 impl Run<'_> {
     /// Runs `routine` on client `client`; a failure names the rule it broke.
     pub(super) async fn routine(
@@ -60,6 +118,16 @@ impl Run<'_> {
                 Some(failure) => return Some(failure),
                 None => None,
             },
+            Routine::Resources => self.resources(index, client).await,
+            Routine::StealTerminal => self.steal_terminal(index, client).await,
+            Routine::Authenticate => self.authenticate().await,
+            Routine::SubscribeRoot => self.subscribe_root().await,
+            Routine::ChatOutside => self.chat_outside(index, client).await,
+            Routine::ChooseOption => match self.choose_option(index, client).await {
+                Err(failure) => return Some(failure),
+                Ok(found) => found,
+            },
+            Routine::LeaveOnReconnect => self.leave_on_reconnect(index).await,
             Routine::AnswerUnsubscribed => match self.open_input(index, client).await {
                 Err(failure) => return Some(failure),
                 Ok(None) => None,
@@ -340,36 +408,15 @@ impl Run<'_> {
             return None;
         }
         let action = json!({ "type": "chat/inputCompleted", "requestId": request["id"], "response": "decline" });
-        let seq = link.dispatch(&self.chat, &action).await.ok();
+        let echo = echo_before_ping(&mut link, &self.chat, &action, timeout).await;
         self.exec.operations += 1;
-        let client_id = link.client_id().to_owned();
-        // A rejection reaches the dispatcher; the host answers a ping sent after the
-        // dispatch after whatever it did with it.
-        let ping = link.send_ping().await.ok();
-        let answer = link
-            .wait_for(timeout, |item| match item {
-                Incoming::Message(m) => {
-                    (m["method"] == "action"
-                        && m["params"]["origin"]["clientId"] == client_id.as_str()
-                        && seq.is_some_and(|s| m["params"]["origin"]["clientSeq"] == s))
-                        || ping.is_some_and(|id| is_response_to(m, id))
-                }
-                _ => false,
-            })
-            .await;
         link.close().await;
-        match answer {
-            Ok(Incoming::Message(m))
-                if m["params"]
-                    .get("rejectionReason")
-                    .is_some_and(|r| !r.is_null()) =>
-            {
-                finding(
-                    Rule::Session010,
-                    "a chat action from a connection subscribed only to the session is taken",
-                    format!("rejected: {}", clip(&m.to_string())),
-                )
-            }
+        match echo {
+            Some(m) if rejected(&m) => finding(
+                Rule::Session010,
+                "a chat action from a connection subscribed only to the session is taken",
+                format!("rejected: {}", clip(&m.to_string())),
+            ),
             _ => None,
         }
     }
