@@ -460,8 +460,13 @@ fn broken_rules(report: &Value) -> std::collections::BTreeSet<String> {
         .into_iter()
         .flatten()
         // Not testable breaks nothing: a URL run without a target profile's workspace
-        // cannot try the resource cases.
-        .filter(|c| c["verdict"] != "pass" && c["verdict"] != "not-testable")
+        // cannot try the resource cases. Nor does not applicable (CHAT-FORK-001 is about
+        // agents without fork, which the built-in one advertises).
+        .filter(|c| {
+            c["verdict"] != "pass"
+                && c["verdict"] != "not-testable"
+                && c["verdict"] != "not-applicable"
+        })
         .filter_map(|c| c["info"]["id"].as_str())
         .map(|id| id.split('/').next().unwrap_or(id).to_owned())
         .collect()

@@ -3,6 +3,9 @@
 
 use std::collections::BTreeSet;
 
+#[path = "common/builtin.rs"]
+mod builtin;
+
 use ahpspec::certify::{certify, Options};
 use ahpspec::host::Fault;
 use ahpspec::rows::Quiet;
@@ -52,6 +55,12 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         }
         // listSessions, built from the state, still lists the default chat.
         Fault::DefaultChatUnlisted => rules.extend(["INV-SUMMARY-2".to_owned()]),
+        // SESSION-001 is part of INV-SESSION-1 (chats listed once); listSessions, built from
+        // the state, lists the newest chat once, which CHAT-008's checkpoint (a session with
+        // two chats) sees too.
+        Fault::NewestChatListedTwice => {
+            rules.extend(["INV-SESSION-1".to_owned(), "INV-SUMMARY-2".to_owned()])
+        }
         // chat/turnResume takes an errored turn's closing error part off again: resumed
         // from a snapshot without it, the mirror drops the part before, and the resumed
         // turn's streaming then targets a part (TURN-003) and turn (TURN-004) it lacks.
@@ -94,7 +103,7 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         Fault::DefaultChatRestored => rules.extend(["SESSION-003".to_owned()]),
         // SESSION-001 and SESSION-004 are parts of INV-SESSION-1 seen by a case (chats
         // listed once, the default chat not movable): breaking one breaks both.
-        Fault::NewestChatListedTwice | Fault::DefaultChatMovable => {
+        Fault::DefaultChatMovable | Fault::PromotedDefaultMovable => {
             rules.extend(["INV-SESSION-1".to_owned()])
         }
         // Activity 16 is outside {1, 2, 8, 24} (STATUS-001) and contradicts the open
@@ -195,6 +204,18 @@ fn blocks(fault: Fault) -> Blocks {
             ("SESSION-003/after-dispose", "INIT-003"),
             ("SESSION-011", "INIT-003"),
             ("TURN-014", "INIT-003"),
+            // Issue 29 (i29): the cases gated on what the agent advertises.
+            ("CHAT-FORK-001/unknown-kind", "INIT-003"),
+            ("CHAT-FORK-002", "INIT-003"),
+            ("CHAT-FORK-003", "INIT-003"),
+            ("CHAT-FORK-004", "INIT-003"),
+            ("CHAT-FORK-005", "INIT-003"),
+            ("CHAT-MOVE-002", "INIT-003"),
+            ("CHAT-MOVE-002/new-session", "INIT-003"),
+            ("SESSION-005", "INIT-003"),
+            ("SESSION-012", "INIT-003"),
+            ("CHAT-008", "INIT-003"),
+            ("SESSION-004/promoted", "INIT-003"),
         ]),
         // SESSION-009 reads the session's InputNeeded status (SESSION-007's) while its entry
         // is open.
@@ -246,6 +267,14 @@ fn blocks(fault: Fault) -> Blocks {
             ("TOOL-010", "AUTH-004"),
         ]),
         Fault::ProtectedAgentOpen => Blocks::Cases(&[("LIFECYCLE-007", "AUTH-003")]),
+        // Issue 29 (i29): a movable default chat is SESSION-004's to blame, not the move's;
+        // a new session nobody announced is ROOT-005's; a client's reorder accepted is the
+        // server-only rule's (DISPATCH-006).
+        Fault::DefaultChatMovable => Blocks::Cases(&[("CHAT-MOVE-001", "SESSION-004")]),
+        // The default chat the host names after the disposal is the disposed one.
+        Fault::DefaultChatRestored => Blocks::Cases(&[("SESSION-004/promoted", "SESSION-003")]),
+        Fault::NoSessionAdded => Blocks::Cases(&[("CHAT-MOVE-002/new-session", "ROOT-005")]),
+        Fault::ServerOnlyAccepted => Blocks::Cases(&[("SESSION-005", "DISPATCH-006")]),
         _ => Blocks::Nothing,
     }
 }
@@ -350,6 +379,8 @@ async fn check(fault: Fault) {
             Verdict::NotTestable => {
                 not_testable.insert(rule);
             }
+            // Not applicable to the built-in host with or without the fault.
+            Verdict::NotApplicable if builtin::not_applicable_to_builtin(&case.info.id) => {}
             Verdict::NotApplicable => {
                 not_applicable.insert(case.info.id.clone());
             }
@@ -679,6 +710,21 @@ fault_tests! {
     tool_auth_unresolved => ToolAuthUnresolved,
     // Issue 25, ROOT-012's replace form (i25c).
     config_replace_merges => ConfigReplaceMerges,
+    // Issue 29, forked and side chats (i29).
+    fork_foreign_source_accepted => ForkForeignSourceAccepted,
+    fork_copies_all_turns => ForkCopiesAllTurns,
+    side_chat_copies_history => SideChatCopiesHistory,
+    fork_origin_forgotten => ForkOriginForgotten,
+    // Issue 29, movable chats (i29).
+    move_answers_old_owner => MoveAnswersOldOwner,
+    reorder_leaves_one_out => ReorderLeavesOneOut,
+    // Issue 29, working directories (i29).
+    primary_removal_accepted => PrimaryRemovalAccepted,
+    chat_directory_removal_cascades => ChatDirectoryRemovalCascades,
+    // Issue 29, chat activity (i29).
+    activity_unannounced => ActivityUnannounced,
+    // Issue 29, default chat changes (i29).
+    promoted_default_movable => PromotedDefaultMovable,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -1,7 +1,34 @@
 //! The agents this host offers, as advertised in its root state.
 
-use ahp_types::state::RootState;
+use ahp_types::state::{AgentCapabilities, RootState};
 use serde_json::{json, Value};
+
+use super::world::World;
+
+impl World {
+    /// What the agent behind `session` advertises in the root state.
+    pub(in crate::host) fn session_agent_capabilities(
+        &self,
+        session: &str,
+    ) -> Option<&AgentCapabilities> {
+        let provider = &self.sessions.get(session)?.state.provider;
+        self.root
+            .agents
+            .iter()
+            .find(|agent| agent.provider == *provider)?
+            .capabilities
+            .as_ref()
+    }
+
+    /// Whether `session`'s agent protects its first working directory as a replaceable
+    /// primary (`multipleWorkingDirectories.primaryReplacement`): it cannot be removed.
+    pub(in crate::host) fn primary_is_protected(&self, session: &str) -> bool {
+        self.session_agent_capabilities(session)
+            .and_then(|caps| caps.multiple_working_directories.as_ref())
+            .and_then(|dirs| dirs.primary_replacement)
+            .unwrap_or(false)
+    }
+}
 
 /// Which agent runs a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +102,7 @@ pub fn root_state(without_protected: bool) -> RootState {
                 "displayName": "ahpspec scripted agent",
                 "description": "Deterministic test agent: a user message starting with `ahpspec-script:` carries a JSON script of the turn (see schemas/agent-script.schema.json).",
                 "models": [{ "id": "scripted-1", "provider": SCRIPTED_PROVIDER, "name": "Scripted" }],
-                "capabilities": { "multipleChats": {}, "multipleWorkingDirectories": {} }
+                "capabilities": { "multipleChats": { "fork": true, "sideChat": true }, "multipleWorkingDirectories": { "primaryReplacement": true } }
             },
             {
                 "provider": UNAVAILABLE_PROVIDER,
@@ -89,7 +116,7 @@ pub fn root_state(without_protected: bool) -> RootState {
                 "description": "The scripted agent behind a protected resource: creating a session needs a token pushed with authenticate first.",
                 "models": [{ "id": "scripted-1", "provider": PROTECTED_PROVIDER, "name": "Scripted" }],
                 "protectedResources": [metadata(AGENT_RESOURCE)],
-                "capabilities": { "multipleChats": {}, "multipleWorkingDirectories": {} }
+                "capabilities": { "multipleChats": { "fork": true, "sideChat": true }, "multipleWorkingDirectories": { "primaryReplacement": true } }
             }
         ],
         "activeSessions": 0,

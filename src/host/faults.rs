@@ -256,6 +256,21 @@ fault_catalog! {
     // Issue 25, ROOT-012's replace form (i25c).
     ConfigReplaceMerges => ("config-replace-merges", "ROOT-012", "Follows each root/configChanged replacement a client dispatches with its own merge of the values the replacement dropped, so replace: true acts as a merge."),
     ToolAuthUnresolved => ("tool-auth-unresolved", "TOOL-010", "Accepts the token for the MCP tools' resource but never resumes the tool calls waiting for it (no chat/toolCallAuthResolved)."),
+    // Issue 29, forked and side chats (i29).
+    ForkForeignSourceAccepted => ("fork-foreign-source-accepted", "CHAT-FORK-002", "Accepts a forked or side chat whose source chat belongs to another session."),
+    ForkCopiesAllTurns => ("fork-copies-all-turns", "CHAT-FORK-003", "Copies every turn of the source chat into a fork, also those after the turn it was forked from."),
+    SideChatCopiesHistory => ("side-chat-copies-history", "CHAT-FORK-004", "Copies the source chat's turns into a new side chat's visible history."),
+    ForkOriginForgotten => ("fork-origin-forgotten", "CHAT-FORK-005", "Rewrites the origin of a forked or side chat to a user-created one when a turn of it completes (the session catalog follows)."),
+    // Issue 29, movable chats (i29).
+    MoveAnswersOldOwner => ("move-answers-old-owner", "CHAT-MOVE-002", "Moves a chat to another or a new session but answers moveChat with the session it left."),
+    ReorderLeavesOneOut => ("reorder-leaves-one-out", "SESSION-005", "Publishes session/chatsReordered without the chat a move repositions (an incomplete order, which the reducers ignore)."),
+    // Issue 29, working directories (i29).
+    PrimaryRemovalAccepted => ("primary-removal-accepted", "SESSION-012", "Accepts session/workingDirectoryRemoved of the first working directory, which its agent advertises as a replaceable primary (primaryReplacement)."),
+    ChatDirectoryRemovalCascades => ("chat-directory-removal-cascades", "CHAT-008", "Follows a client's chat/workingDirectoryRemoved with session/workingDirectoryRemoved of the same directory, taking it from the whole session."),
+    // Issue 29, chat activity (i29).
+    ActivityUnannounced => ("activity-unannounced", "CHAT-004", "Never announces a chat's activity (chat/activityChanged) with session/chatUpdated, so the session catalog never shows it."),
+    // Issue 29, default chat changes (i29).
+    PromotedDefaultMovable => ("promoted-default-movable", "SESSION-004", "Makes the next chat the session's default when the default chat is disposed (session/defaultChatChanged) but leaves it movable."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

@@ -98,7 +98,12 @@ impl World {
             let busy_unannounced = self.fault(Fault::BusyUnannounced)
                 && key == "status"
                 && value.as_u64().is_some_and(|s| s & ACTIVITY_MASK == 8);
-            if key == "resource" || (drift && key == "modifiedAt") || busy_unannounced {
+            let activity_unannounced = key == "activity" && self.fault(Fault::ActivityUnannounced);
+            if key == "resource"
+                || (drift && key == "modifiedAt")
+                || busy_unannounced
+                || activity_unannounced
+            {
                 continue;
             }
             if read_only && key == "status" && only_read_flag_differs(&published[key], value) {

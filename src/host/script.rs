@@ -43,8 +43,18 @@ pub enum Step {
     /// Replace the chat's canvases list with an empty one (`chat/canvasesChanged`, an action
     /// introduced in 0.10.0: never sent to 0.9.x connections).
     Canvases(Empty),
+    /// Describe what the chat is doing (`chat/activityChanged`, mirrored into the session's
+    /// catalog); issue 29.
+    Activity(ActivityStep),
     /// End the turn with `chat/turnComplete` now, ignoring any further steps.
     Complete(Empty),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ActivityStep {
+    /// The activity description the chat now shows.
+    pub text: String,
 }
 
 /// A step with no parameters: `{}`.

@@ -92,6 +92,11 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ),
     // Issue 25, authentication (i25c).
     ("auth.toml", include_str!("../../suites/auth.toml")),
+    // Issue 29, forked and side chats (i29).
+    (
+        "chat-sources.toml",
+        include_str!("../../suites/chat-sources.toml"),
+    ),
 ];
 
 /// The `relies_on` value of an expectation that rests on what the target profile promises

@@ -216,6 +216,9 @@ impl World {
         if self.fault(Fault::CompletedToolSkipped) {
             self.skip_completed_tool_call(&turn.chat);
         }
+        if self.fault(Fault::ForkOriginForgotten) {
+            self.forget_origin(&turn.chat);
+        }
         if let Some(entry) = self.chats.get_mut(&turn.chat) {
             entry.runner = None;
         }
@@ -326,6 +329,11 @@ async fn run_turn(shared: Arc<Shared>, turn: Turn, steps: Vec<Step>) {
                 &shared,
                 &turn,
                 json!({ "type": "chat/canvasesChanged", "canvases": [] }),
+            )),
+            Step::Activity(activity) => flow_of(emit(
+                &shared,
+                &turn,
+                json!({ "type": "chat/activityChanged", "activity": activity.text }),
             )),
             Step::Error(error) => {
                 fail_turn(&shared, &turn, error, &steps[index + 1..]);

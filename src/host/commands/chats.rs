@@ -28,12 +28,6 @@ impl World {
                 format!("no such session: {session}"),
             ));
         };
-        if params.source.is_some() && !self.fault(Fault::UnsupportedSourceAccepted) {
-            return Err(RpcError::new(
-                INVALID_PARAMS,
-                "this agent supports neither forked nor side chats",
-            ));
-        }
         if !params.chat.starts_with("ahp-chat:/") || params.chat.len() <= "ahp-chat:/".len() {
             return Err(RpcError::new(
                 INVALID_PARAMS,
@@ -63,12 +57,27 @@ impl World {
                 ));
             }
         }
-        let state = new_chat(
-            &params.chat,
-            "Chat",
-            &now_iso(),
-            params.working_directories.clone(),
-        )?;
+        let plain = || {
+            new_chat(
+                &params.chat,
+                "Chat",
+                &now_iso(),
+                params.working_directories.clone(),
+            )
+        };
+        let mut state = match &params.source {
+            None => plain()?,
+            // A source the agent does not support, taken as no source at all.
+            Some(source)
+                if !self.supports_source(&session, source)
+                    && self.fault(Fault::UnsupportedSourceAccepted) =>
+            {
+                plain()?
+            }
+            Some(source) => self.sourced_chat(&session, &params, source)?,
+        };
+        // A chat a client creates is never the session's default: it can be moved.
+        state.movable = Some(true);
         let summary = chat_summary(&state);
         self.insert_chat(&session, state);
         self.emit_logged(
@@ -97,12 +106,16 @@ impl World {
         self.stop_agent(&uri);
         self.chats.remove(&uri);
         self.forget_channel(&uri);
-        let unannounced = self.fault(Fault::NoChatRemoved) && !self.is_default_chat(&session, &uri);
+        let was_default = self.is_default_chat(&session, &uri);
+        let unannounced = self.fault(Fault::NoChatRemoved) && !was_default;
         if !unannounced {
             self.emit_logged(
                 &session,
                 json!({ "type": "session/chatRemoved", "chat": uri }),
             );
+        }
+        if was_default {
+            self.promote_default_chat(&session);
         }
         if self.fault(Fault::DefaultChatRestored) {
             self.restore_default_chat(&session, &uri);
@@ -156,17 +169,33 @@ impl World {
         Reply::of(Ok(json!({})))
     }
 
-    /// No chat of this host is movable: every move is refused (the
-    /// `move-non-movable-accepted` fault answers success and moves nothing).
-    pub(super) fn move_chat(&self, params: &Value) -> Result<Value, RpcError> {
-        let chat = self.existing_chat(params)?;
-        let owner = self.chats.get(&chat).map(|chat| chat.session.clone());
-        match owner {
-            Some(session) if self.fault(Fault::MoveNonMovableAccepted) => {
-                Ok(json!({ "session": session }))
+    /// Makes the first chat left in `session`'s catalog its default chat after the default
+    /// one went (`session/defaultChatChanged`), no longer movable first (a default chat never
+    /// is: `chat/movableChanged`).
+    fn promote_default_chat(&mut self, session: &str) {
+        let Some(next) = self.session_chats(session).into_iter().next() else {
+            return;
+        };
+        if !self.fault(Fault::PromotedDefaultMovable) {
+            self.emit_chat(
+                &next,
+                json!({ "type": "chat/movableChanged", "movable": false }),
+            );
+            // The reducers take no `movable` from session/chatUpdated: the catalog entry is
+            // upserted whole (session/chatAdded of a listed chat replaces it in place).
+            if let Some(entry) = self.chats.get(&next) {
+                let summary = chat_summary(&entry.state);
+                self.emit_logged(
+                    session,
+                    json!({ "type": "session/chatAdded", "summary": summary }),
+                );
             }
-            _ => Err(RpcError::new(INVALID_PARAMS, "the chat is not movable")),
+            self.sync_projections(session);
         }
+        self.emit_logged(
+            session,
+            json!({ "type": "session/defaultChatChanged", "defaultChat": next }),
+        );
     }
 
     /// The chat named by `params.channel`, which must exist.

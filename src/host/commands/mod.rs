@@ -6,7 +6,9 @@ use serde_json::Value;
 use super::faults::Fault;
 use super::world::{ConnId, Version, World};
 
+mod chat_sources;
 mod chats;
+mod moves;
 // Issue 25, session configuration and completions (i25b).
 mod completions;
 mod handshake;

@@ -154,7 +154,19 @@ impl World {
                 ));
             }
         }
-        self.insert_new_session(&uri, agent, &params)?;
+        self.insert_new_session(&uri, agent, &params, None)?;
+        self.announce_session(uri, agent, params.progress_token);
+        Ok(Value::Null)
+    }
+
+    /// Publishes a new session (`root/sessionAdded`, the session count) and readies it
+    /// later, reporting progress to `progress_token` when a client asked for it.
+    pub(super) fn announce_session(
+        &mut self,
+        uri: String,
+        agent: AgentKind,
+        progress_token: Option<String>,
+    ) {
         let summary = self.session_summary(&uri).unwrap_or(Value::Null);
         if let Some(entry) = self.sessions.get_mut(&uri) {
             entry.published_summary = summary.clone();
@@ -168,7 +180,7 @@ impl World {
         }
         self.publish_active_sessions();
         self.log(Severity::Info, &format!("session {uri} created"));
-        if let Some(token) = &params.progress_token {
+        if let Some(token) = &progress_token {
             self.notify_subscribers(
                 ROOT,
                 "root/progress",
@@ -176,28 +188,36 @@ impl World {
                         "message": "initialising the session" }),
             );
         }
-        self.finish_creation_later(uri, agent, params.progress_token);
-        Ok(Value::Null)
+        self.finish_creation_later(uri, agent, progress_token);
     }
 
-    /// Stores a new session (`creating`) with its default chat.
-    fn insert_new_session(
+    /// Stores a new session (`creating`) with its default chat: a new one, or the existing
+    /// chat `adopted` (a chat moved into a new session), which then belongs to it.
+    pub(super) fn insert_new_session(
         &mut self,
         uri: &str,
         agent: AgentKind,
         params: &CreateSessionParams,
+        adopted: Option<&str>,
     ) -> Result<(), RpcError> {
         let now = now_iso();
-        let chat_uri = self.fresh_id("ahp-chat:/chat-");
         let config = if self.fault(Fault::SessionConfigIgnored) {
             session_config::resolve(None)
         } else {
             session_config::resolve(params.config.as_ref())
         };
-        let mut chat_state = new_chat(&chat_uri, "Chat", &now, None)?;
-        if self.fault(Fault::DefaultChatMovable) {
-            chat_state.movable = Some(true);
-        }
+        let chat_state = match adopted.and_then(|chat| self.chats.get(chat)) {
+            Some(entry) => entry.state.clone(),
+            None => {
+                let chat_uri = self.fresh_id("ahp-chat:/chat-");
+                let mut chat_state = new_chat(&chat_uri, "Chat", &now, None)?;
+                if self.fault(Fault::DefaultChatMovable) {
+                    chat_state.movable = Some(true);
+                }
+                chat_state
+            }
+        };
+        let chat_uri = chat_state.resource.clone();
         let session_state: SessionState = serde_json::from_value(json!({
             "provider": provider_name(agent),
             "title": "New session",
@@ -220,7 +240,10 @@ impl World {
                 published_summary: Value::Null,
             },
         );
-        self.insert_chat(uri, chat_state);
+        match adopted.and_then(|chat| self.chats.get_mut(chat)) {
+            Some(entry) => entry.session = uri.to_owned(),
+            None => self.insert_chat(uri, chat_state),
+        }
         Ok(())
     }
 

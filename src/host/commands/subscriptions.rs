@@ -87,7 +87,10 @@ impl World {
         let Some(channel) = params.get("channel").and_then(Value::as_str) else {
             return;
         };
-        let keep_sending = self.fault(Fault::ActionAfterUnsubscribe);
+        // The fault keeps session channels only (other channels' traffic, such as the
+        // telemetry logs, is not a session's actions).
+        let keep_sending =
+            self.fault(Fault::ActionAfterUnsubscribe) && self.sessions.contains_key(channel);
         let keeps_client = self.fault(Fault::UnsubscribeKeepsActiveClient);
         let Some(entry) = self.conns.get_mut(&conn) else {
             return;

@@ -269,6 +269,14 @@ impl World {
             "chat/toolCallConfirmed" | "chat/toolCallResultConfirmed" => {
                 self.break_confirmed_call(chat, action, before);
             }
+            "chat/workingDirectoryRemoved" if self.fault(Fault::ChatDirectoryRemovalCascades) => {
+                if let Some(session) = self.chats.get(chat).map(|entry| entry.session.clone()) {
+                    let removed = json!({ "type": "session/workingDirectoryRemoved",
+                                          "directory": action["directory"] });
+                    self.emit_logged(&session, removed);
+                    self.sync_projections(&session);
+                }
+            }
             "chat/pendingMessageSet" if action["kind"] == "queued" => {
                 if self.fault(Fault::QueuedUpdateAppends) {
                     self.append_duplicate_queued(chat, before, action);

@@ -87,10 +87,28 @@ impl World {
             "session/mcpServerStartRequested"
             | "session/mcpServerStopRequested"
             | "session/mcpServerBackgroundRequested" => Err("no such MCP server".into()),
+            "session/workingDirectoryRemoved"
+                if self.removes_primary(session, action)
+                    && !self.fault(Fault::PrimaryRemovalAccepted) =>
+            {
+                Err("the primary working directory can be replaced, never removed".into())
+            }
             "session/configChanged" if self.fault(Fault::ConfigChangeAccepted) => Ok(()),
             "session/configChanged" => self.config_change(session, action),
             _ => Ok(()),
         }
+    }
+
+    /// Whether the action removes the session's first working directory while its agent
+    /// protects it (SESSION-012).
+    fn removes_primary(&self, session: &str, action: &Value) -> bool {
+        let first = self
+            .sessions
+            .get(session)
+            .and_then(|entry| entry.state.working_directories.as_ref())
+            .and_then(|dirs| dirs.first());
+        self.primary_is_protected(session)
+            && first.is_some_and(|first| action["directory"] == first.as_str())
     }
 
     /// A configuration change may only touch properties the session's schema marks
