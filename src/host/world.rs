@@ -19,6 +19,7 @@ use tokio_tungstenite::tungstenite::Utf8Bytes;
 
 // The fault that parks dispatches and the host's conforming variants are parts of the
 // world's behaviour, written apart.
+mod capabilities;
 mod swap;
 pub mod variants;
 
