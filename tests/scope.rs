@@ -4,6 +4,10 @@
 //! built-in host for a clean run, a narrow target profile and two faulty hosts; the counts
 //! are recomputed here from the rows of report.json, not taken from the tool.
 
+// This file reads the list only.
+#[allow(dead_code)]
+#[path = "common/builtin.rs"]
+mod builtin;
 mod run_support;
 
 use std::collections::BTreeMap;
@@ -148,10 +152,15 @@ fn a_clean_run_says_every_rule_was_checked() {
     let must = counts(&run.json)["MUST"];
     assert!(must[0] > 100, "{must:?}");
     assert_eq!(must[0], must[1], "every MUST rule passed: {headline}");
-    assert!(
-        headline.contains(&format!("({} checked)", must[0])),
-        "{headline}"
-    );
+    // A rule whose cases the built-in host is rightly not applicable to in part
+    // (tests/common/builtin.rs) passed only in part, and the headline says so.
+    let in_part = builtin::NOT_APPLICABLE_TO_BUILTIN.len();
+    let said = if in_part == 0 {
+        format!("({} checked)", must[0])
+    } else {
+        format!("({} checked, {in_part} passed only in part)", must[0])
+    };
+    assert!(headline.contains(&said), "{headline}");
     for kind in ["notApplicable", "notTestable", "blocked"] {
         assert_eq!(run.json["scope"][kind], serde_json::json!([]), "{kind}");
     }
