@@ -1,6 +1,7 @@
 //! Benchmark: wall time of the full catalog against the built-in host, and cases per
 //! second. Run with `cargo bench --bench catalog` (release build). Prints one line per run
-//! and a summary; the aim is the whole catalog in at most 2 s on 2 cores.
+//! and a summary; the aim is the whole catalog in about a second on 2 cores (no less is
+//! possible: AUTH-002 waits out a token that lives 1 s, the schema's shortest).
 
 use std::time::Instant;
 
@@ -20,7 +21,7 @@ fn main() {
     let jobs: usize = std::env::var("AHPSPEC_BENCH_JOBS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(8);
+        .unwrap_or(ahpspec::certify::DEFAULT_JOBS);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -63,7 +64,7 @@ fn main() {
     times.sort_by(|a, b| a.0.total_cmp(&b.0));
     if let Some((median, cases)) = times.get(times.len() / 2) {
         println!(
-            "catalog wall time: median {median:.3} s over {runs} runs, {:.0} cases/s (aim: <= 2 s)",
+            "catalog wall time: median {median:.3} s over {runs} runs, {:.0} cases/s (aim: about 1 s)",
             *cases as f64 / median
         );
     }

@@ -227,7 +227,7 @@ struct RunArgs {
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     timeout: Duration,
     /// Cases run in parallel (each on its own connections and session).
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = ahpspec::certify::DEFAULT_JOBS)]
     jobs: usize,
     /// Record every frame of the run into this capture (JSON Lines; `ahpspec check` re-checks it).
     #[arg(long, value_name = "FILE")]

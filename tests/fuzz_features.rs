@@ -46,13 +46,20 @@ fn sent(run: &Execution, method: &str) -> bool {
         .any(|f| f.direction == "sent" && f.text.contains(&needle))
 }
 
-const ROUTINES: [(Routine, &[(Fault, &str)]); 7] = [
+const ROUTINES: [(Routine, &[(Fault, &str)]); 8] = [
     (
         Routine::Resources,
         &[
             (Fault::ListFileOk, "RES-002"),
             (Fault::AppendTruncates, "RES-008"),
             (Fault::CopyOverwritesAnyway, "RES-009"),
+        ],
+    ),
+    (
+        Routine::Watch,
+        &[
+            (Fault::WatchUriReused, "RES-007"),
+            (Fault::WatchIgnoresExcludes, "RES-013"),
         ],
     ),
     (
@@ -105,7 +112,7 @@ async fn each_feature_routine_passes_the_correct_host_and_names_its_faults_rules
 }
 
 #[tokio::test]
-async fn the_resource_and_chat_routines_run_on_the_clients_connections() {
+async fn the_resource_watch_and_chat_routines_run_on_the_clients_connections() {
     let cfg = config();
     let resources = run(Routine::Resources, &built_in(None), &cfg).await;
     for method in [
@@ -115,6 +122,10 @@ async fn the_resource_and_chat_routines_run_on_the_clients_connections() {
         "resourceDelete",
     ] {
         assert!(sent(&resources, method), "{method} in the run's frames");
+    }
+    let watch = run(Routine::Watch, &built_in(None), &cfg).await;
+    for method in ["createResourceWatch", "resourceWrite", "resourceDelete"] {
+        assert!(sent(&watch, method), "{method} in the run's frames");
     }
     let chat = run(Routine::ChatOutside, &built_in(None), &cfg).await;
     assert!(sent(&chat, "createChat"));

@@ -65,6 +65,8 @@ reach_sample! {
     list_file_ok => "list-file-ok",
     copy_overwrites_anyway => "copy-overwrites-anyway",
     append_truncates => "append-truncates",
+    watch_uri_reused => "watch-uri-reused",
+    watch_ignores_excludes => "watch-ignores-excludes",
     claim_from_anyone => "claim-from-anyone",
     wrong_token_accepted => "wrong-token-accepted",
     valid_token_refused => "valid-token-refused",

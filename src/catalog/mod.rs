@@ -106,6 +106,9 @@ struct CaseFile<S> {
     /// The protocol versions the case's rule holds in (AAP only: `[1, 2]`); empty: all.
     #[serde(default)]
     versions: Vec<u64>,
+    /// How long the case waits by its nature (a token's expiry, a timer the rule sets).
+    #[serde(default)]
+    waits_ms: u64,
     #[serde(default)]
     steps: Vec<Spanned<S>>,
 }
@@ -131,6 +134,10 @@ pub struct Case<S> {
     /// The protocol versions the rule holds in (`versions` in the suite file; AAP only;
     /// empty: every version).
     pub versions: Vec<u64>,
+    /// How long the case waits by its nature (`waits_ms` in the suite file; 0 when it does
+    /// not say): a run starts the longest waiters first, so their waits overlap the rest of
+    /// the catalog instead of ending it.
+    pub waits_ms: u64,
     pub steps: Vec<Located<S>>,
 }
 
@@ -301,6 +308,7 @@ impl<S: SuiteFormat> Catalog<S> {
                 probe: case.probe,
                 since: case.since,
                 versions: case.versions,
+                waits_ms: case.waits_ms,
                 steps,
             });
         }

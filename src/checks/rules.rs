@@ -316,6 +316,7 @@ rules! {
         (Res008, "RES-008"),
         (Res009, "RES-009"),
         (Res010, "RES-010"),
+        (Res013, "RES-013"),
         (Root001, "ROOT-001"),
         (Root005, "ROOT-005"),
         (Root006, "ROOT-006"),

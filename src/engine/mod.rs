@@ -164,7 +164,7 @@ pub async fn run(
         }
     };
     let contexts = Arc::new(case_contexts(config, &cases, &agent_capabilities));
-    let to_run = if interrupted {
+    let mut to_run: Vec<usize> = if interrupted {
         (0..cases.len()).collect()
     } else {
         block_unstartable(
@@ -176,6 +176,7 @@ pub async fn run(
             sink,
         )
     };
+    longest_waiters_first(&cases, &mut to_run);
     let mut pending = FuturesUnordered::new();
     let mut next = 0;
     let jobs = plan.jobs.max(1);
@@ -225,6 +226,27 @@ pub async fn run(
     report
 }
 
+/// Orders `to_run` (indexes into `cases`) longest expected wait first, otherwise as it was
+/// (file order): a case that waits out a timer then overlaps the others instead of ending
+/// the run.
+fn longest_waiters_first(cases: &[&Case], to_run: &mut [usize]) {
+    to_run.sort_by_key(|&index| std::cmp::Reverse(expected_wait(cases[index])));
+}
+
+/// How long `case` waits whatever the server does: what the suite declares (`waits_ms`)
+/// and its silence windows, which are always waited out in full.
+fn expected_wait(case: &Case) -> u64 {
+    let silences: u64 = case
+        .steps
+        .iter()
+        .filter_map(|located| match &located.step {
+            Step::Silence(silence) => Some(silence.for_ms),
+            _ => None,
+        })
+        .sum();
+    case.waits_ms + silences
+}
+
 /// Resolves once `interrupt` turns true (never, when its sender is gone without doing so).
 async fn wait_for_interrupt(interrupt: &mut watch::Receiver<bool>) {
     loop {
@@ -234,5 +256,53 @@ async fn wait_for_interrupt(interrupt: &mut watch::Receiver<bool>) {
         if interrupt.changed().await.is_err() {
             std::future::pending::<()>().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declared_waits_and_silences_start_first_and_the_rest_keep_file_order() {
+        let text = r#"
+page = "t"
+[[case]]
+id = "INIT-001/a"
+level = "MUST"
+spec = "s"
+requirement = "r"
+does = "d"
+steps = [ { initialize = {} } ]
+[[case]]
+id = "INIT-001/b"
+level = "MUST"
+spec = "s"
+requirement = "r"
+does = "d"
+steps = [ { initialize = {} }, { silence = { for_ms = 200 } } ]
+[[case]]
+id = "INIT-001/c"
+level = "MUST"
+spec = "s"
+requirement = "r"
+does = "d"
+steps = [ { initialize = {} } ]
+[[case]]
+id = "INIT-001/d"
+level = "MUST"
+spec = "s"
+requirement = "r"
+does = "d"
+waits_ms = 1000
+steps = [ { initialize = {} } ]
+"#;
+        let catalog = Catalog::from_texts([("t.toml".to_owned(), text.to_owned())])
+            .expect("the suite parses");
+        let cases: Vec<&Case> = catalog.cases.iter().collect();
+        let mut to_run: Vec<usize> = (0..cases.len()).collect();
+        longest_waiters_first(&cases, &mut to_run);
+        let ids: Vec<&str> = to_run.iter().map(|&i| cases[i].info.id.as_str()).collect();
+        assert_eq!(ids, ["INIT-001/d", "INIT-001/b", "INIT-001/a", "INIT-001/c"]);
     }
 }

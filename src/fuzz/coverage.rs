@@ -187,6 +187,10 @@ pub const OPERATIONS: &[(&str, &[Rule])] = &[
         &[Rule::Res002, Rule::Res008, Rule::Res009, Rule::Transport003],
     ),
     (
+        "routine/watch",
+        &[Rule::Res007, Rule::Res013, Rule::Transport003],
+    ),
+    (
         "routine/stealTerminal",
         &[Rule::Term003, Rule::Transport003],
     ),

@@ -158,6 +158,11 @@ pub enum Routine {
     /// and read back whole (RES-008), resourceCopy with failIfExists onto an existing file
     /// refused, the file unchanged (RES-009). Nothing without a workspace.
     Resources,
+    /// Two resource watches of a fresh directory of the workspace get distinct channels
+    /// (RES-007); the first, excluding `*.log` and subscribed by a new connection, reports a
+    /// file written after an excluded one in batches never empty and never naming the
+    /// excluded file (RES-007, RES-013). Nothing without a workspace.
+    Watch,
     /// A terminal created claimed by the client, then claimed by another connection: the
     /// claim is rejected (TERM-003). Nothing where the root lists no terminals.
     StealTerminal,
@@ -184,7 +189,7 @@ pub enum Routine {
 
 impl Routine {
     /// One of each kind.
-    pub const ALL: [Routine; 14] = [
+    pub const ALL: [Routine; 15] = [
         Routine::Burst { n: 3 },
         Routine::DisposeThenList { turn: true },
         Routine::Window,
@@ -193,6 +198,7 @@ impl Routine {
         Routine::Handshake { root: true },
         Routine::Queue { n: 2 },
         Routine::Resources,
+        Routine::Watch,
         Routine::StealTerminal,
         Routine::Authenticate,
         Routine::SubscribeRoot,

@@ -246,6 +246,7 @@ pub fn as_case(ops: &[Op], id: &str, level: Level) -> AapCase {
         probe: None,
         since: None,
         versions: Vec::new(),
+        waits_ms: 0,
         steps,
     }
 }

@@ -73,6 +73,7 @@ impl Run<'_> {
             probe: None,
             since: None,
             versions: Vec::new(),
+            waits_ms: 0,
             steps: probed
                 .steps
                 .iter()

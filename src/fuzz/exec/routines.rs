@@ -16,6 +16,7 @@ use super::{Failure, Performed, Run};
 mod clients;
 mod features;
 mod sessions;
+mod watches;
 use crate::checks::frame::clip;
 use crate::checks::Rule;
 use crate::client::{Conn, Offer, DEFAULT_OFFER, ROOT};
@@ -119,6 +120,7 @@ impl Run<'_> {
                 None => None,
             },
             Routine::Resources => self.resources(index, client).await,
+            Routine::Watch => self.watch(index, client).await,
             Routine::StealTerminal => self.steal_terminal(index, client).await,
             Routine::Authenticate => self.authenticate().await,
             Routine::SubscribeRoot => self.subscribe_root().await,
