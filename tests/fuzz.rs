@@ -285,7 +285,13 @@ frames_find! {
 
 #[tokio::test]
 async fn finds_no_skip_on_turn_end() {
-    finds_with_seed(Fault::NoSkipOnTurnEnd, 2, &["TOOL-007", "INV-FOLD-1"]).await;
+    // A call left open in an ended turn is also INV-CHAT-2's (tests/faults.rs lists both).
+    finds_with_seed(
+        Fault::NoSkipOnTurnEnd,
+        2,
+        &["TOOL-007", "INV-CHAT-2", "INV-FOLD-1"],
+    )
+    .await;
 }
 
 #[tokio::test]

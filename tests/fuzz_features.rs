@@ -46,7 +46,7 @@ fn sent(run: &Execution, method: &str) -> bool {
         .any(|f| f.direction == "sent" && f.text.contains(&needle))
 }
 
-const ROUTINES: [(Routine, &[(Fault, &str)]); 8] = [
+const ROUTINES: [(Routine, &[(Fault, &str)]); 9] = [
     (
         Routine::Resources,
         &[
@@ -60,6 +60,16 @@ const ROUTINES: [(Routine, &[(Fault, &str)]); 8] = [
         &[
             (Fault::WatchUriReused, "RES-007"),
             (Fault::WatchIgnoresExcludes, "RES-013"),
+        ],
+    ),
+    (
+        Routine::Tree,
+        &[
+            (Fault::MkdirNoParents, "RES-004"),
+            (Fault::ResolveDirAsFile, "RES-010"),
+            (Fault::ResolveMissingWrongCode, "RES-001"),
+            (Fault::StaleIfMatchWrites, "RES-003"),
+            (Fault::DeleteNonEmptyOk, "RES-005"),
         ],
     ),
     (

@@ -303,6 +303,9 @@ steps = [ { initialize = {} } ]
         let mut to_run: Vec<usize> = (0..cases.len()).collect();
         longest_waiters_first(&cases, &mut to_run);
         let ids: Vec<&str> = to_run.iter().map(|&i| cases[i].info.id.as_str()).collect();
-        assert_eq!(ids, ["INIT-001/d", "INIT-001/b", "INIT-001/a", "INIT-001/c"]);
+        assert_eq!(
+            ids,
+            ["INIT-001/d", "INIT-001/b", "INIT-001/a", "INIT-001/c"]
+        );
     }
 }

@@ -191,6 +191,17 @@ pub const OPERATIONS: &[(&str, &[Rule])] = &[
         &[Rule::Res007, Rule::Res013, Rule::Transport003],
     ),
     (
+        "routine/tree",
+        &[
+            Rule::Res001,
+            Rule::Res003,
+            Rule::Res004,
+            Rule::Res005,
+            Rule::Res010,
+            Rule::Transport003,
+        ],
+    ),
+    (
         "routine/stealTerminal",
         &[Rule::Term003, Rule::Transport003],
     ),

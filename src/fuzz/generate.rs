@@ -166,6 +166,7 @@ fn routine(repertoire: &Repertoire) -> (u32, BoxedStrategy<Routine>) {
         (2u8..5).prop_map(|n| Routine::Queue { n }).boxed(),
         Just(Routine::Resources).boxed(),
         Just(Routine::Watch).boxed(),
+        Just(Routine::Tree).boxed(),
         Just(Routine::StealTerminal).boxed(),
         Just(Routine::Authenticate).boxed(),
         Just(Routine::SubscribeRoot).boxed(),

@@ -163,6 +163,11 @@ pub enum Routine {
     /// file written after an excluded one in batches never empty and never naming the
     /// excluded file (RES-007, RES-013). Nothing without a workspace.
     Watch,
+    /// A directory tree in a fresh directory of the workspace: mkdir -p (RES-004), resolve of
+    /// a file, a directory and a missing path (RES-010, RES-001), a write with a stale
+    /// ifMatch refused (RES-003), a non-empty directory not deleted without recursive
+    /// (RES-005). Nothing without a workspace.
+    Tree,
     /// A terminal created claimed by the client, then claimed by another connection: the
     /// claim is rejected (TERM-003). Nothing where the root lists no terminals.
     StealTerminal,
@@ -189,7 +194,7 @@ pub enum Routine {
 
 impl Routine {
     /// One of each kind.
-    pub const ALL: [Routine; 15] = [
+    pub const ALL: [Routine; 16] = [
         Routine::Burst { n: 3 },
         Routine::DisposeThenList { turn: true },
         Routine::Window,
@@ -199,6 +204,7 @@ impl Routine {
         Routine::Queue { n: 2 },
         Routine::Resources,
         Routine::Watch,
+        Routine::Tree,
         Routine::StealTerminal,
         Routine::Authenticate,
         Routine::SubscribeRoot,

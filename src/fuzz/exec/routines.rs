@@ -16,6 +16,7 @@ use super::{Failure, Performed, Run};
 mod clients;
 mod features;
 mod sessions;
+mod tree;
 mod watches;
 use crate::checks::frame::clip;
 use crate::checks::Rule;
@@ -121,6 +122,7 @@ impl Run<'_> {
             },
             Routine::Resources => self.resources(index, client).await,
             Routine::Watch => self.watch(index, client).await,
+            Routine::Tree => self.tree(index, client).await,
             Routine::StealTerminal => self.steal_terminal(index, client).await,
             Routine::Authenticate => self.authenticate().await,
             Routine::SubscribeRoot => self.subscribe_root().await,
