@@ -46,7 +46,7 @@ fn sent(run: &Execution, method: &str) -> bool {
         .any(|f| f.direction == "sent" && f.text.contains(&needle))
 }
 
-const ROUTINES: [(Routine, &[(Fault, &str)]); 9] = [
+const ROUTINES: [(Routine, &[(Fault, &str)]); 10] = [
     (
         Routine::Resources,
         &[
@@ -70,6 +70,13 @@ const ROUTINES: [(Routine, &[(Fault, &str)]); 9] = [
             (Fault::ResolveMissingWrongCode, "RES-001"),
             (Fault::StaleIfMatchWrites, "RES-003"),
             (Fault::DeleteNonEmptyOk, "RES-005"),
+        ],
+    ),
+    (
+        Routine::Config,
+        &[
+            (Fault::CompletionValuesUnaccepted, "CONFIG-003"),
+            (Fault::ConfigMergeReplaces, "ROOT-012"),
         ],
     ),
     (
@@ -191,4 +198,22 @@ async fn choose_option_needs_the_profiles_promise_of_options() {
             .any(|f| f.text.contains("selectedOptionId")),
         "nothing chosen"
     );
+}
+
+/// A profile that names no dynamic property and no root property: the configuration routine
+/// judges nothing, even on a host that breaks both rules.
+#[tokio::test]
+async fn config_needs_the_profiles_properties() {
+    let mut cfg = config();
+    let faults = [
+        Fault::CompletionValuesUnaccepted,
+        Fault::ConfigMergeReplaces,
+    ];
+    let faulty = Decided::Host(ahpspec::host::FaultSet::new(faults)).for_sequences(None);
+    let with = run(Routine::Config, &faulty, &cfg).await;
+    assert!(with.failure.is_some(), "the profile's properties: judged");
+    cfg.profile.session_config = None;
+    cfg.profile.root_config = None;
+    let without = run(Routine::Config, &faulty, &cfg).await;
+    assert_eq!(without.failure, None, "no properties: nothing judged");
 }

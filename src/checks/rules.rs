@@ -322,6 +322,7 @@ rules! {
         (Root001, "ROOT-001"),
         (Root005, "ROOT-005"),
         (Root006, "ROOT-006"),
+        (Root012, "ROOT-012"),
         (Sub001, "SUB-001"),
         (Sub003, "SUB-003"),
         (Sub004, "SUB-004"),

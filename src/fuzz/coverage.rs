@@ -202,6 +202,10 @@ pub const OPERATIONS: &[(&str, &[Rule])] = &[
         ],
     ),
     (
+        "routine/config",
+        &[Rule::Config003, Rule::Root012, Rule::Transport003],
+    ),
+    (
         "routine/stealTerminal",
         &[Rule::Term003, Rule::Transport003],
     ),

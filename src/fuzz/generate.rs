@@ -167,6 +167,7 @@ fn routine(repertoire: &Repertoire) -> (u32, BoxedStrategy<Routine>) {
         Just(Routine::Resources).boxed(),
         Just(Routine::Watch).boxed(),
         Just(Routine::Tree).boxed(),
+        Just(Routine::Config).boxed(),
         Just(Routine::StealTerminal).boxed(),
         Just(Routine::Authenticate).boxed(),
         Just(Routine::SubscribeRoot).boxed(),

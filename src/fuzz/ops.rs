@@ -168,6 +168,11 @@ pub enum Routine {
     /// ifMatch refused (RES-003), a non-empty directory not deleted without recursive
     /// (RES-005). Nothing without a workspace.
     Tree,
+    /// sessionConfigCompletions for the profile's dynamic property, its first value kept by
+    /// resolveSessionConfig (CONFIG-003); a root/configChanged merge of the profile's root
+    /// property changing that property only (ROOT-012), then set back. Each half only where
+    /// the profile names its property.
+    Config,
     /// A terminal created claimed by the client, then claimed by another connection: the
     /// claim is rejected (TERM-003). Nothing where the root lists no terminals.
     StealTerminal,
@@ -194,7 +199,7 @@ pub enum Routine {
 
 impl Routine {
     /// One of each kind.
-    pub const ALL: [Routine; 16] = [
+    pub const ALL: [Routine; 17] = [
         Routine::Burst { n: 3 },
         Routine::DisposeThenList { turn: true },
         Routine::Window,
@@ -205,6 +210,7 @@ impl Routine {
         Routine::Resources,
         Routine::Watch,
         Routine::Tree,
+        Routine::Config,
         Routine::StealTerminal,
         Routine::Authenticate,
         Routine::SubscribeRoot,

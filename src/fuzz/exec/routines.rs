@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use super::{Failure, Performed, Run};
 
 mod clients;
+mod config;
 mod features;
 mod sessions;
 mod tree;
@@ -123,6 +124,7 @@ impl Run<'_> {
             Routine::Resources => self.resources(index, client).await,
             Routine::Watch => self.watch(index, client).await,
             Routine::Tree => self.tree(index, client).await,
+            Routine::Config => self.config().await,
             Routine::StealTerminal => self.steal_terminal(index, client).await,
             Routine::Authenticate => self.authenticate().await,
             Routine::SubscribeRoot => self.subscribe_root().await,
