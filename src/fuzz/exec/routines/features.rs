@@ -25,18 +25,29 @@ impl Run<'_> {
         self.conns[0].mirror().state(ROOT).unwrap_or(Value::Null)
     }
 
-    /// Resource commands in a fresh directory of the workspace, deleted at the end.
-    pub(super) async fn resources(&mut self, index: usize, client: usize) -> Option<Finding> {
-        let workspace = self.workspace.clone()?;
-        let dir = format!(
-            "{}/ahpspec-{}-{index}",
+    /// A fresh directory of the workspace for routine `kind` at operation `index`; `None`
+    /// without a workspace (the routine then does nothing).
+    pub(super) fn scratch_dir(&self, kind: &str, index: usize) -> Option<String> {
+        let workspace = self.workspace.as_deref()?;
+        Some(format!(
+            "{}/ahpspec-{}-{kind}-{index}",
             workspace.trim_end_matches('/'),
             self.token
-        );
-        let found = self.resources_in(client, &dir).await.err().flatten();
+        ))
+    }
+
+    /// Deletes what a routine made in `dir`, whatever the host answers.
+    pub(super) async fn remove_tree(&mut self, client: usize, dir: &str) {
         let timeout = self.cfg.timeout;
         let clean = json!({ "channel": ROOT, "uri": dir, "recursive": true });
         let _ = ask(&mut self.conns[client], "resourceDelete", clean, timeout).await;
+    }
+
+    /// Resource commands in a fresh directory of the workspace, deleted at the end.
+    pub(super) async fn resources(&mut self, index: usize, client: usize) -> Option<Finding> {
+        let dir = self.scratch_dir("resources", index)?;
+        let found = self.resources_in(client, &dir).await.err().flatten();
+        self.remove_tree(client, &dir).await;
         found
     }
 

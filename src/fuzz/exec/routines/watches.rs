@@ -53,16 +53,9 @@ fn names(items: &[Value], uri: &str) -> bool {
 impl Run<'_> {
     /// The routine in a fresh directory of the workspace, deleted at the end.
     pub(super) async fn watch(&mut self, index: usize, client: usize) -> Option<Finding> {
-        let workspace = self.workspace.clone()?;
-        let dir = format!(
-            "{}/ahpspec-{}-watch-{index}",
-            workspace.trim_end_matches('/'),
-            self.token
-        );
+        let dir = self.scratch_dir("watch", index)?;
         let found = self.watch_in(client, &dir).await.err().flatten();
-        let timeout = self.cfg.timeout;
-        let clean = json!({ "channel": ROOT, "uri": dir, "recursive": true });
-        let _ = ask(&mut self.conns[client], "resourceDelete", clean, timeout).await;
+        self.remove_tree(client, &dir).await;
         found
     }
 
