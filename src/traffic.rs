@@ -14,6 +14,9 @@ use crate::checks::{Rule, Skips, Violation, ALWAYS_ON};
 use crate::rows::AlwaysOnRows;
 use crate::verdict::{ReportedFrame, RunReport};
 
+pub mod aap;
+pub mod exchange;
+
 /// Frames before a violation shown with it (as a run shows them).
 const CONTEXT_FRAMES: usize = 8;
 /// Frames of a connection kept for its transcript; later ones are counted, not kept, so a

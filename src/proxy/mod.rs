@@ -7,6 +7,7 @@
 //! response it causes), and the queue is bounded, so neither a slow peer nor slow checks
 //! make the proxy buffer without bound — they slow the sender down instead.
 
+pub mod aap;
 mod handshake;
 mod pair;
 
@@ -67,6 +68,10 @@ pub enum ProxyError {
     },
     #[error("not a WebSocket URL: {0} (expected ws://… or wss://…)")]
     NotWebSocket(String),
+    #[error("not an AAP base URL: {0} (expected http://… or https://…)")]
+    NotHttp(String),
+    #[error("the AAP schemas: {0}")]
+    Schemas(String),
     #[error(transparent)]
     Handshake(#[from] HandshakeError),
     #[error(transparent)]
