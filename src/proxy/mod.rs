@@ -245,34 +245,61 @@ pub async fn serve(
     ready: impl FnOnce(&str),
 ) -> Result<(RunReport, Result<(), crate::capture::CaptureError>), ProxyError> {
     let proxy = Proxy::start(config).await?;
+    let stop = until_signal(duration);
     ready(&proxy.url());
-    until_signal(duration).await;
+    stop.await;
     Ok(proxy.finish().await)
 }
 
-/// Resolves on SIGINT or SIGTERM, or once `duration` (when given) has passed.
-async fn until_signal(duration: Option<Duration>) {
-    let elapsed = async {
-        match duration {
-            Some(duration) => tokio::time::sleep(duration).await,
-            None => std::future::pending().await,
-        }
-    };
+/// Resolves on SIGINT or SIGTERM, or once `duration` (when given) has passed. The
+/// handlers are installed at once, before the caller says it is ready (a signal right after
+/// the URL is printed must write the report, not kill the process).
+fn until_signal(duration: Option<Duration>) -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let terminated = async {
+    let (interrupt, terminate) = {
         use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                term.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
+        (
+            signal(SignalKind::interrupt()).ok(),
+            signal(SignalKind::terminate()).ok(),
+        )
     };
-    #[cfg(not(unix))]
-    let terminated = std::future::pending::<()>();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminated => {}
-        _ = elapsed => {}
+    async move {
+        let elapsed = async {
+            match duration {
+                Some(duration) => tokio::time::sleep(duration).await,
+                None => std::future::pending().await,
+            }
+        };
+        #[cfg(unix)]
+        let (interrupted, terminated) = (
+            async move {
+                match interrupt {
+                    Some(mut int) => {
+                        int.recv().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            },
+            async move {
+                match terminate {
+                    Some(mut term) => {
+                        term.recv().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            },
+        );
+        #[cfg(not(unix))]
+        let (interrupted, terminated) = (
+            async {
+                let _ = tokio::signal::ctrl_c().await;
+            },
+            std::future::pending::<()>(),
+        );
+        tokio::select! {
+            _ = interrupted => {}
+            _ = terminated => {}
+            _ = elapsed => {}
+        }
     }
 }

@@ -423,7 +423,8 @@ pub async fn serve_until_signal(
     ready: impl FnOnce(&str),
 ) -> Result<(RunReport, Result<(), crate::capture::CaptureError>), ProxyError> {
     let proxy = AapProxy::start(config).await?;
+    let stop = super::until_signal(duration);
     ready(&proxy.url());
-    super::until_signal(duration).await;
+    stop.await;
     Ok(proxy.finish().await)
 }
