@@ -262,6 +262,7 @@ async fn behind_a_faulty_server_the_proxy_fails_exactly_the_faults_rule() {
         ("version-not-semver", "AAP-META-004"),
         ("list-text-plain", "AAP-HTTP-002"),
         ("client-result-echoed", "AAP-TOOL-008"),
+        ("secret-plaintext", "AAP-OPTION-003"),
     ];
     for (fault, rule) in faults {
         let dir = TempDir::new("aap-proxy-fault");

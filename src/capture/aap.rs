@@ -26,11 +26,18 @@ pub(super) fn redacted(exchange: &Exchange) -> Option<Exchange> {
     let path = crate::redact::url(&exchange.path);
     let body = |copy: &Option<BodyCopy>| -> Option<BodyCopy> {
         let copy = copy.as_ref()?;
-        match crate::redact::text(copy.text.as_deref()?) {
+        let kept = copy.text.as_deref()?;
+        match crate::redact::text(kept) {
             Cow::Borrowed(_) => None,
+            // A whole copy stays whole (its length is the redacted text's); a cut one
+            // stays cut.
             Cow::Owned(text) => Some(BodyCopy {
+                length: match copy.length == kept.len() {
+                    true => text.len(),
+                    false => copy.length,
+                },
                 text: Some(text),
-                ..copy.clone()
+                base64: None,
             }),
         }
     };

@@ -47,6 +47,86 @@ impl AapFound {
     }
 }
 
+/// The secret options seen declared and the values seen set.
+#[derive(Debug, Default)]
+struct Secrets {
+    names: HashSet<String>,
+    values: Vec<String>,
+}
+
+impl Secrets {
+    /// Takes the secret option names of a `GET /meta` answer, and the values a request
+    /// sets those options to (`agent.options`).
+    fn learn(
+        &mut self,
+        request: Option<&Value>,
+        response: &crate::aap::http::Response,
+        endpoint: Option<Endpoint>,
+    ) {
+        if endpoint == Some(Endpoint::Meta) && response.status == 200 {
+            let agents = response.json().and_then(|m| m.get("agents"));
+            let options = agents
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|a| a.get("options").and_then(Value::as_array))
+                .flatten();
+            for option in options {
+                if option.get("type").and_then(Value::as_str) == Some("secret") {
+                    if let Some(name) = option.get("name").and_then(Value::as_str) {
+                        self.names.insert(name.to_owned());
+                    }
+                }
+            }
+        }
+        let set = request
+            .and_then(|r| r.pointer("/agent/options"))
+            .and_then(Value::as_object);
+        for (name, value) in set.into_iter().flatten() {
+            let Some(value) = value.as_str() else {
+                continue;
+            };
+            // Shorter values would match by chance (and are not redacted everywhere).
+            if self.names.contains(name)
+                && value.chars().count() >= crate::redact::MIN_LEARNED
+                && !self.values.iter().any(|v| v == value)
+            {
+                crate::redact::learn_value(value);
+                self.values.push(value.to_owned());
+            }
+        }
+    }
+
+    /// AAP-OPTION-003 on one response body: none of the values set comes back.
+    fn check(&self, exchange: &Exchange, observer: &mut Observer) {
+        let body = exchange
+            .response
+            .as_ref()
+            .map(|b| b.bytes())
+            .unwrap_or_default();
+        if body.is_empty() {
+            return;
+        }
+        if self.values.is_empty() {
+            observer.skips.add(
+                Rule::AapOption003,
+                "no secret option value set through the proxy yet",
+                1,
+            );
+            return;
+        }
+        observer.count(Rule::AapOption003);
+        let text = String::from_utf8_lossy(&body);
+        if self.values.iter().any(|v| text.contains(v.as_str())) {
+            observer.violate(
+                Rule::AapOption003,
+                "no secret option value in any response",
+                "the body holds a value a client set for a secret option",
+            );
+        }
+    }
+}
+
 /// Which version judges the exchanges.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Judging {
@@ -66,6 +146,9 @@ pub struct AapTraffic {
     transcripts: HashMap<Rule, Vec<ReportedFrame>>,
     /// Client tool names of each session seen created (AAP-TOOL-008 reads them).
     sessions: HashMap<String, HashSet<String>>,
+    /// What AAP-OPTION-003 looks for: the options the last `GET /meta` declares secret,
+    /// and the values clients set them to.
+    secrets: Secrets,
     /// Versions exchanges were judged at; `assumed` when some were judged at none named.
     judged_at: BTreeSet<AapVersion>,
     assumed: bool,
@@ -88,6 +171,7 @@ impl AapTraffic {
             rows: AlwaysOnRows::default(),
             transcripts: HashMap::new(),
             sessions: HashMap::new(),
+            secrets: Secrets::default(),
             judged_at: BTreeSet::new(),
             assumed: false,
             exchanges: 0,
@@ -150,6 +234,8 @@ impl AapTraffic {
         let client_tools = session_of(&path)
             .and_then(|id| self.sessions.get(id))
             .unwrap_or(&no_tools);
+        self.secrets
+            .learn(request.as_ref(), &response, Endpoint::of(&method, &path));
         observer.observe(&Seen {
             method: &method,
             path: &path,
@@ -157,6 +243,13 @@ impl AapTraffic {
             response: &response,
             client_tools,
         });
+        // The runner's AAP-OPTION-003 looks for the harness's own secret values; here it
+        // looks for the values the clients set.
+        observer.counts.remove(&Rule::AapOption003);
+        observer.violations.retain(|v| v.rule != Rule::AapOption003);
+        if unjudged.is_none() {
+            self.secrets.check(exchange, &mut observer);
+        }
         self.follow(&method, &path, request.as_ref(), &response);
         self.rows.looked_at(&observer.counts, &observer.skips);
         let context = exchange.transcript(&self.exchanges.to_string());

@@ -302,6 +302,12 @@ async fn serve(
 async fn forward(request: Request<Incoming>, shared: Arc<Shared>) -> Response<ProxyBody> {
     let number = shared.next.fetch_add(1, Ordering::Relaxed);
     let (parts, body) = request.into_parts();
+    // The client's credentials go on upstream; nothing the proxy writes shows them.
+    for (name, value) in &parts.headers {
+        if let Ok(value) = value.to_str() {
+            crate::redact::learn_header(name.as_str(), value);
+        }
+    }
     let path = parts
         .uri
         .path_and_query()
