@@ -122,6 +122,16 @@ async fn request(
     sender.send_request(request).await.expect("a response")
 }
 
+/// A response's whole body.
+async fn body_of(response: hyper::Response<hyper::body::Incoming>) -> Bytes {
+    response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes()
+}
+
 fn row<'a>(report: &'a Value, id: &str) -> &'a Value {
     report["cases"]
         .as_array()
@@ -227,12 +237,7 @@ async fn an_upstream_that_is_down_gets_a_502_and_a_line() {
     let (proxy, reports) = proxy(&dir, &url, &["--timeout", "2s"]);
     let response = request(&proxy.url, "GET", "/meta", "").await;
     assert_eq!(response.status().as_u16(), 502);
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
+    let body = body_of(response).await;
     assert!(String::from_utf8_lossy(&body).contains("ahpspec proxy: cannot connect"));
     let (code, stderr) = proxy.terminate();
     assert_eq!(code, Some(0), "{stderr}");
@@ -262,12 +267,7 @@ async fn a_meta_of_an_unknown_version_is_said_and_nothing_judged() {
     let url = upstream(vec![Step::Write(answer)]).await;
     let (proxy, reports) = proxy(&dir, &url, &[]);
     let response = request(&proxy.url, "GET", "/meta", "").await;
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
+    let body = body_of(response).await;
     assert_eq!(body.as_ref(), meta.as_bytes());
     let (_, stderr) = proxy.terminate();
     assert!(
@@ -285,14 +285,9 @@ async fn a_body_longer_than_the_proxy_keeps_goes_through_whole_unjudged() {
     let server = Served::start(&["serve", "--protocol", "aap"]);
     let (proxy, reports) = proxy(&dir, &server.url, &["--max-body", "64"]);
     let through = request(&proxy.url, "GET", "/meta", "").await;
-    let through = through
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
+    let through = body_of(through).await;
     let direct = request(&server.url, "GET", "/meta", "").await;
-    let direct = direct.into_body().collect().await.expect("body").to_bytes();
+    let direct = body_of(direct).await;
     assert!(direct.len() > 64);
     assert_eq!(through, direct);
     let (_, stderr) = proxy.terminate();

@@ -74,15 +74,11 @@ impl AapVersion {
         if self == AapVersion::V3 {
             return keep();
         }
-        let (bare, query) = match path.split_once('?') {
-            Some((bare, query)) => (bare, Some(query)),
-            None => (path, None),
-        };
+        let (query, parts) = split(path);
         let with_query = |p: String, q: Option<&str>| match q {
             Some(q) => format!("{p}?{q}"),
             None => p,
         };
-        let parts: Vec<&str> = bare.trim_start_matches('/').split('/').collect();
         match (method, parts.as_slice()) {
             ("POST", ["sessions"]) => ("PUT".into(), with_query("/session".into(), query)),
             (_, ["sessions", id]) => (method.into(), with_query(format!("/session/{id}"), query)),
@@ -124,11 +120,7 @@ impl AapVersion {
         if self == AapVersion::V3 {
             return keep();
         }
-        let (bare, query) = match path.split_once('?') {
-            Some((bare, query)) => (bare, Some(query)),
-            None => (path, None),
-        };
-        let parts: Vec<&str> = bare.trim_start_matches('/').split('/').collect();
+        let (query, parts) = split(path);
         let v3 = |p: String, q: Option<String>| match q {
             Some(q) => format!("{p}?{q}"),
             None => p,
@@ -167,6 +159,15 @@ impl AapVersion {
             _ => keep(),
         }
     }
+}
+
+/// A path's query (when it has one) and its segments.
+fn split(path: &str) -> (Option<&str>, Vec<&str>) {
+    let (bare, query) = match path.split_once('?') {
+        Some((bare, query)) => (bare, Some(query)),
+        None => (path, None),
+    };
+    (query, bare.trim_start_matches('/').split('/').collect())
 }
 
 /// Whether a query asks for a history (`history=…`).

@@ -10,7 +10,7 @@ use ahpspec::aap::AapVersion;
 use ahpspec::capture::{self, Recorder};
 use ahpspec::checks::frame::Schemas;
 use ahpspec::proxy::aap::{serve_until_signal, AapProxyConfig, DEFAULT_MAX_BODY};
-use ahpspec::proxy::{self, ProxyConfig};
+use ahpspec::proxy::{self, ProxyConfig, ProxyError};
 use ahpspec::target::{protocol_of, Protocol};
 use clap::Args;
 
@@ -140,16 +140,27 @@ pub fn proxy_command(args: ProxyArgs) -> ExitCode {
     let served = runtime.block_on(proxy::serve(config, args.duration, |url| {
         println!("{url}");
     }));
+    served_report(served, &args.report_dir)
+}
+
+/// The reports of a proxy that ran (exit 2 when its capture could not be written), or its
+/// one-line error.
+fn served_report(served: Result<Served, ProxyError>, report_dir: &std::path::Path) -> ExitCode {
     match served {
-        Ok((report, Ok(()))) => finish(&report, &args.report_dir),
+        Ok((report, Ok(()))) => finish(&report, report_dir),
         Ok((report, Err(error))) => {
             eprintln!("ahpspec: {error}");
-            let _ = finish(&report, &args.report_dir);
+            let _ = finish(&report, report_dir);
             ExitCode::from(2)
         }
         Err(error) => usage_error(&error.to_string()),
     }
 }
+
+type Served = (
+    ahpspec::verdict::RunReport,
+    Result<(), ahpspec::capture::CaptureError>,
+);
 
 /// `ahpspec proxy --protocol aap`.
 fn aap_proxy_command(args: ProxyArgs) -> ExitCode {
@@ -182,15 +193,7 @@ fn aap_proxy_command(args: ProxyArgs) -> ExitCode {
     }));
     // Upstream connections still open (a stream the upstream never ends) are not waited for.
     runtime.shutdown_background();
-    match served {
-        Ok((report, Ok(()))) => finish(&report, &args.report_dir),
-        Ok((report, Err(error))) => {
-            eprintln!("ahpspec: {error}");
-            let _ = finish(&report, &args.report_dir);
-            ExitCode::from(2)
-        }
-        Err(error) => usage_error(&error.to_string()),
-    }
+    served_report(served, &args.report_dir)
 }
 
 pub fn check_command(args: CheckArgs) -> ExitCode {

@@ -120,17 +120,7 @@ impl Proxy {
                 crate::redact::url(&config.upstream).into_owned(),
             ));
         }
-        let listener =
-            TcpListener::bind(config.listen)
-                .await
-                .map_err(|source| ProxyError::Listen {
-                    addr: config.listen,
-                    source,
-                })?;
-        let addr = listener.local_addr().map_err(|source| ProxyError::Listen {
-            addr: config.listen,
-            source,
-        })?;
+        let (listener, addr) = bind(config.listen).await?;
         let shared = Arc::new(Shared {
             config,
             traffic: Mutex::new(Traffic::default()),
@@ -207,21 +197,40 @@ pub async fn recording(
     .await
 }
 
-/// Accepts connections until stopped, then waits for every pair to end.
-async fn accept(listener: TcpListener, shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
-    let mut pairs = JoinSet::new();
+/// Binds `listen`: the listener and the address it got.
+async fn bind(listen: SocketAddr) -> Result<(TcpListener, SocketAddr), ProxyError> {
+    let listening = |source| ProxyError::Listen {
+        addr: listen,
+        source,
+    };
+    let listener = TcpListener::bind(listen).await.map_err(listening)?;
+    let addr = listener.local_addr().map_err(listening)?;
+    Ok((listener, addr))
+}
+
+/// Accepts connections until stopped, each served by a task `serve` makes; returns the
+/// tasks still running (the listener is closed).
+async fn accept_until_stopped<F>(
+    listener: TcpListener,
+    mut stopped: watch::Receiver<bool>,
+    log: impl Fn(&str),
+    mut serve: impl FnMut(tokio::net::TcpStream, watch::Receiver<bool>) -> F,
+) -> JoinSet<()>
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let mut connections = JoinSet::new();
     loop {
-        while pairs.try_join_next().is_some() {}
+        while connections.try_join_next().is_some() {}
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((tcp, _)) => {
                     let _ = tcp.set_nodelay(true);
-                    let name = shared.next_conn.fetch_add(1, Ordering::Relaxed).to_string();
-                    pairs.spawn(pair::serve(tcp, name, Arc::clone(&shared), stopped.clone()));
+                    connections.spawn(serve(tcp, stopped.clone()));
                 }
                 // Out of file descriptors and the like: the next accept may work.
                 Err(error) => {
-                    shared.log(&format!("accept failed: {error}"));
+                    log(&format!("accept failed: {error}"));
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
@@ -232,7 +241,17 @@ async fn accept(listener: TcpListener, shared: Arc<Shared>, mut stopped: watch::
             }
         }
     }
-    drop(listener);
+    connections
+}
+
+/// Accepts connections until stopped, then waits for every pair to end.
+async fn accept(listener: TcpListener, shared: Arc<Shared>, stopped: watch::Receiver<bool>) {
+    let log = |line: &str| shared.log(line);
+    let mut pairs = accept_until_stopped(listener, stopped, log, |tcp, stopped| {
+        let name = shared.next_conn.fetch_add(1, Ordering::Relaxed).to_string();
+        pair::serve(tcp, name, Arc::clone(&shared), stopped)
+    })
+    .await;
     while pairs.join_next().await.is_some() {}
 }
 

@@ -34,12 +34,7 @@ pub struct AapFound {
 impl AapFound {
     /// One line for a live log: rule, level, exchange, what broke.
     pub fn line(&self) -> String {
-        let level = self
-            .violation
-            .rule
-            .always_on()
-            .map_or(crate::verdict::Level::Must, |row| row.level)
-            .as_str();
+        let level = super::level_of(self.violation.rule);
         format!(
             "{} [{level}] exchange {}: expected {}; got {}",
             self.violation.rule, self.exchange, self.violation.expected, self.violation.actual

@@ -23,7 +23,6 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
-use tokio::task::JoinSet;
 
 use super::{Log, ProxyError};
 use crate::aap::http::{connect, Target};
@@ -107,17 +106,7 @@ impl AapProxy {
             .map_err(|_| ProxyError::NotHttp(crate::redact::url(&config.upstream).into_owned()))?;
         let traffic = AapTraffic::new(config.protocol_version)
             .map_err(|e| ProxyError::Schemas(e.to_string()))?;
-        let listener =
-            TcpListener::bind(config.listen)
-                .await
-                .map_err(|source| ProxyError::Listen {
-                    addr: config.listen,
-                    source,
-                })?;
-        let addr = listener.local_addr().map_err(|source| ProxyError::Listen {
-            addr: config.listen,
-            source,
-        })?;
+        let (listener, addr) = super::bind(config.listen).await?;
         let (judge, exchanges) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             config,
@@ -246,29 +235,12 @@ async fn judge_all(
 }
 
 /// Accepts connections until stopped, then ends them (after a grace period).
-async fn accept(listener: TcpListener, shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
-    let mut connections = JoinSet::new();
-    loop {
-        while connections.try_join_next().is_some() {}
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((tcp, _)) => {
-                    let _ = tcp.set_nodelay(true);
-                    connections.spawn(serve(tcp, Arc::clone(&shared), stopped.clone()));
-                }
-                Err(error) => {
-                    shared.log(&format!("accept failed: {error}"));
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            },
-            changed = stopped.changed() => {
-                if changed.is_err() || *stopped.borrow() {
-                    break;
-                }
-            }
-        }
-    }
-    drop(listener);
+async fn accept(listener: TcpListener, shared: Arc<Shared>, stopped: watch::Receiver<bool>) {
+    let log = |line: &str| shared.log(line);
+    let mut connections = super::accept_until_stopped(listener, stopped, log, |tcp, stopped| {
+        serve(tcp, Arc::clone(&shared), stopped)
+    })
+    .await;
     let _ = tokio::time::timeout(STOP_GRACE, async {
         while connections.join_next().await.is_some() {}
     })
