@@ -214,6 +214,14 @@ async fn a_session_through_the_proxy_arrives_unchanged_and_its_report_is_clean()
     );
     let (proxied, offline, stderr) = pair.finish(&dir);
 
+    // Every record conforms to the published capture format.
+    let schema: Value = serde_json::from_str(ahpspec::capture::CAPTURE_SCHEMA).expect("schema");
+    let validator = jsonschema::draft202012::new(&schema).expect("schema compiles");
+    let written = std::fs::read_to_string(dir.sub("capture.jsonl")).expect("capture");
+    for line in written.lines() {
+        let record: Value = serde_json::from_str(line).expect("a JSON line");
+        assert!(validator.is_valid(&record), "{line}");
+    }
     // What the client got is what the proxy took from the upstream, exchange by exchange.
     let recorded = exchanges(&dir.sub("capture.jsonl"));
     assert_eq!(recorded.len(), got.len() + 1, "{recorded:#?}");
