@@ -228,6 +228,49 @@ async fn an_upstream_breaking_a_stream_off_fails_turn_stop_with_a_line() {
     assert!(summary.contains("broke off"), "{summary}");
 }
 
+/// A stream still open when the proxy stops: the proxy ends at once, and the exchange is
+/// skipped (counted), not failed.
+#[tokio::test(flavor = "current_thread")]
+async fn a_stream_still_open_at_the_stop_is_skipped_and_the_proxy_ends() {
+    let dir = TempDir::new("aap-proxy-open");
+    let never = Arc::new(Notify::new());
+    let (told, _gave_up) = tokio::sync::oneshot::channel();
+    let first: &'static str = Box::leak(
+        format!("{SSE_HEAD}{}", chunk("event: turn_start\ndata: {}\n\n")).into_boxed_str(),
+    );
+    let url = upstream(vec![Step::Write(first), Step::Wait(never, told)]).await;
+    let (proxy, reports) = proxy(&dir, &url, &[]);
+    let response = request(
+        &proxy.url,
+        "POST",
+        "/sessions/s1/turns",
+        r#"{"stream":"delta"}"#,
+    )
+    .await;
+    let mut body = response.into_body();
+    let first_frame = body.frame().await.expect("a frame").expect("data");
+    assert!(first_frame
+        .data_ref()
+        .is_some_and(|d| d.starts_with(b"event: turn_start")));
+    let stopping = std::time::Instant::now();
+    let (code, stderr) = proxy.terminate();
+    assert!(
+        stopping.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        stopping.elapsed()
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let report = report_json(Path::new(&reports));
+    assert!(broken(&report).is_empty(), "{stderr}");
+    let summary = row(&report, "AAP-SSE-003")["summary"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        summary.contains("a response still open when the proxy stopped: 1"),
+        "{summary}"
+    );
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn an_upstream_that_is_down_gets_a_502_and_a_line() {
     let dir = TempDir::new("aap-proxy-down");

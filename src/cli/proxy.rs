@@ -46,7 +46,8 @@ pub struct ProxyArgs {
     /// Stop after this long (e.g. 30s, 10m) and write the reports; otherwise on Ctrl-C or SIGTERM.
     #[arg(long, value_parser = parse_duration)]
     duration: Option<Duration>,
-    /// A request unanswered this long when its connection ends breaks TRANSPORT-003.
+    /// AHP: a request unanswered this long when its connection ends breaks TRANSPORT-003.
+    /// AAP: how long the upstream may take to accept a connection.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     timeout: Duration,
     /// JSON Schema directory to validate against instead of the built-in 1.0.0 schemas.
@@ -203,6 +204,9 @@ pub fn check_command(args: CheckArgs) -> ExitCode {
         None => false,
     };
     if holds_exchanges {
+        if args.schemas.is_some() {
+            return usage_error("--schemas of check applies to AHP captures");
+        }
         let version = match aap_version(args.protocol_version.as_deref()) {
             Ok(version) => version,
             Err(error) => return usage_error(&error),

@@ -58,7 +58,7 @@ pub struct AapProxyConfig {
     pub upstream: String,
     /// Judge at this version whatever `GET /meta` says.
     pub protocol_version: Option<AapVersion>,
-    /// How long the upstream may take to accept a connection and answer a request's head.
+    /// How long the upstream may take to accept a connection.
     pub timeout: Duration,
     /// How much of each body the checks keep.
     pub max_body: usize,
@@ -357,8 +357,10 @@ async fn forward(request: Request<Incoming>, shared: Arc<Shared>) -> Response<Pr
     }
 }
 
-/// The request made upstream on a connection of its own; the response head within the
-/// timeout.
+/// The request made upstream on a connection of its own (connected within the timeout).
+/// The response head takes as long as the upstream takes — a none-mode turn answers only
+/// once the turn is done — and the client decides how long to wait; a proxy that stops
+/// first judges the exchange unanswered.
 async fn send(shared: &Shared, request: Request<Tee>) -> Result<Response<Incoming>, String> {
     let timeout = shared.config.timeout;
     let io = connect(&shared.target, timeout)
@@ -370,11 +372,10 @@ async fn send(shared: &Shared, request: Request<Tee>) -> Result<Response<Incomin
     tokio::spawn(async move {
         let _ = connection.await;
     });
-    match tokio::time::timeout(timeout, sender.send_request(request)).await {
-        Ok(Ok(response)) => Ok(response),
-        Ok(Err(error)) => Err(format!("the upstream exchange failed: {error}")),
-        Err(_) => Err(format!("the upstream did not answer within {timeout:?}")),
-    }
+    sender
+        .send_request(request)
+        .await
+        .map_err(|error| format!("the upstream exchange failed: {error}"))
 }
 
 fn content_type(headers: &HeaderMap) -> Option<String> {
