@@ -355,17 +355,19 @@ impl AapTraffic {
                 row.verdict = Verdict::NotTestable;
                 row.summary = summary.to_owned();
                 row.findings.clear();
-            } else if rule.rule == Rule::AapSse009 && !creation_streams && row.findings.is_empty() {
-                row.verdict = Verdict::NotApplicable;
+            } else if rule.rule == Rule::AapSse009
+                && !creation_streams
+                && !self.judged_at.is_empty()
+                && row.findings.is_empty()
+            {
+                // Judged exchanges, all at version 3: the rule has nothing to hold of.
                 let judged: Vec<String> = self.judged_at.iter().map(|v| v.to_string()).collect();
-                row.summary = match judged.as_slice() {
-                    [] => "not applicable: no exchange was judged".to_owned(),
-                    _ => format!(
-                        "not applicable: no {} at AAP version {}",
-                        rule.unit,
-                        judged.join(",")
-                    ),
-                };
+                row.verdict = Verdict::NotApplicable;
+                row.summary = format!(
+                    "not applicable: no {} at AAP version {}",
+                    rule.unit,
+                    judged.join(",")
+                );
             }
             if let Some(transcript) = self.transcripts.remove(&rule.rule) {
                 row.transcript = transcript;
