@@ -22,6 +22,9 @@ pub const CAPTURE_SCHEMA: &str = include_str!("../schemas/capture.schema.json");
 
 pub use crate::redact::REDACTED;
 
+// AAP captures: exchange records, re-checked by the AAP checks.
+pub mod aap;
+
 /// A close frame's code and reason.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Close {
@@ -48,6 +51,8 @@ pub enum Payload {
     Close(Close),
     /// The connection broke without a close frame.
     Lost(bool),
+    /// One AAP HTTP exchange, whole ([`crate::traffic::exchange`]).
+    Http(Box<crate::traffic::exchange::Exchange>),
 }
 
 /// One line of a capture.
@@ -122,6 +127,7 @@ impl Record {
                     reason,
                 }),
             },
+            Payload::Http(exchange) => Payload::Http(Box::new(aap::redacted(exchange)?)),
             Payload::Binary(_) | Payload::Lost(_) => return None,
         };
         Some(Record {
@@ -135,6 +141,12 @@ impl Record {
     fn seen(&self) -> Result<Option<Seen<'_>>, String> {
         Ok(Some(match &self.payload {
             Payload::Open { .. } => return Ok(None),
+            Payload::Http(_) => {
+                return Err(format!(
+                    "connection {}: an AAP exchange in a capture of WebSocket frames",
+                    self.conn
+                ))
+            }
             Payload::Text(text) => Seen::Text(text),
             Payload::Binary(data) => match binary_len(data) {
                 Some(n) => Seen::Binary(n),

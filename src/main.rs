@@ -57,8 +57,9 @@ enum Command {
     Replay(ReplayArgs),
     /// Merge the reports of several runs (e.g. `run --shard I/N` on parallel CI jobs) into one.
     Merge(MergeArgs),
-    /// Check real traffic: a WebSocket proxy between any AHP client and server that checks
-    /// every connection live and writes the reports on Ctrl-C, SIGTERM or --duration.
+    /// Check real traffic: a proxy between any AHP client and server (WebSocket) or AAP
+    /// client and server (HTTP + SSE) that checks every connection or exchange live and
+    /// writes the reports on Ctrl-C, SIGTERM or --duration.
     Proxy(ProxyArgs),
     /// Re-check captures (`--record` of proxy or run) offline and write the same reports.
     Check(CheckArgs),

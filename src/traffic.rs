@@ -14,6 +14,9 @@ use crate::checks::{Rule, Skips, Violation, ALWAYS_ON};
 use crate::rows::AlwaysOnRows;
 use crate::verdict::{ReportedFrame, RunReport};
 
+pub mod aap;
+pub mod exchange;
+
 /// Frames before a violation shown with it (as a run shows them).
 const CONTEXT_FRAMES: usize = 8;
 /// Frames of a connection kept for its transcript; later ones are counted, not kept, so a
@@ -56,13 +59,7 @@ pub struct Found {
 impl Found {
     /// One line for a live log: rule, level, connection, frame, what broke.
     pub fn line(&self) -> String {
-        // Violations carry always-on rules, whose rows say their level.
-        let level = self
-            .violation
-            .rule
-            .always_on()
-            .map_or(crate::verdict::Level::Must, |row| row.level)
-            .as_str();
+        let level = level_of(self.violation.rule);
         format!(
             "{} [{level}] connection {} frame {}: expected {}; got {}",
             self.violation.rule,
@@ -72,6 +69,13 @@ impl Found {
             self.violation.actual
         )
     }
+}
+
+/// The level an always-on rule's row says (violations carry always-on rules).
+fn level_of(rule: Rule) -> &'static str {
+    rule.always_on()
+        .map_or(crate::verdict::Level::Must, |row| row.level)
+        .as_str()
 }
 
 /// One connection's checks and the frames kept for its report.

@@ -75,7 +75,9 @@ const LAYERS: &[(&str, &[&str])] = &[
             "aap/fuzz/",
             "proxy/",
             "traffic.rs",
+            "traffic/",
             "capture.rs",
+            "capture/",
         ],
     ),
     // coverage.rs maps every rule to its cases, checks, faults (the servers' catalogs) and
@@ -95,7 +97,10 @@ const RUNNERS: &[(&str, &[&str])] = &[
     ("AHP fuzzer", &["fuzz/"]),
     ("AAP runner", &["aap/runner.rs"]),
     ("AAP fuzzer", &["aap/fuzz/"]),
-    ("proxy and check", &["proxy/", "traffic.rs", "capture.rs"]),
+    (
+        "proxy and check",
+        &["proxy/", "traffic.rs", "traffic/", "capture.rs", "capture/"],
+    ),
 ];
 
 /// Independent peers of the harness: the built-in servers (and the schema generator),

@@ -307,7 +307,14 @@ fn the_proxy_command_reports_on_sigterm_and_check_gives_the_live_verdicts() {
     let missing = ahpspec(&["check", &dir.sub("missing.jsonl")]);
     assert_eq!(missing.status.code(), Some(2), "{}", show(&missing));
     assert_eq!(String::from_utf8_lossy(&missing.stderr).lines().count(), 1);
-    let not_ws = ahpspec(&["proxy", "--upstream", "http://127.0.0.1:1"]);
+    // An http:// upstream is AAP's (tests/proxy_aap_edges.rs): said AHP, it is refused.
+    let not_ws = ahpspec(&[
+        "proxy",
+        "--protocol",
+        "ahp",
+        "--upstream",
+        "http://127.0.0.1:1",
+    ]);
     assert_eq!(not_ws.status.code(), Some(2), "{}", show(&not_ws));
     std::fs::write(dir.sub("bad.jsonl"), "{\"conn\":\"1\",\"atMs\":0}\n").expect("write");
     let bad = ahpspec(&["check", &dir.sub("bad.jsonl")]);

@@ -73,7 +73,8 @@ impl Target {
         })
     }
 
-    fn authority(&self) -> String {
+    /// `host:port` (IPv6 hosts in brackets).
+    pub fn authority(&self) -> String {
         if self.host.contains(':') {
             format!("[{}]:{}", self.host, self.port)
         } else {
@@ -158,8 +159,37 @@ pub struct Client {
     transcript: Vec<ReportedFrame>,
 }
 
-trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+/// A connection to the server, plain or TLS.
+pub trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
+/// Opens a connection to `target` (TLS for `https://`), within `timeout` for each step.
+pub async fn connect(target: &Target, timeout: Duration) -> Result<Box<dyn Io>, HttpError> {
+    let authority = target.authority();
+    let connect_error = |e: String| HttpError::Connect(authority.clone(), e);
+    let tcp = tokio::time::timeout(
+        timeout,
+        TcpStream::connect((target.host.as_str(), target.port)),
+    )
+    .await
+    .map_err(|_| HttpError::Timeout(timeout))?
+    .map_err(|e| connect_error(e.to_string()))?;
+    if !target.tls {
+        return Ok(Box::new(tcp));
+    }
+    let config =
+        crate::transport::tls::client_config().map_err(|e| connect_error(e.to_string()))?;
+    let name = rustls_pki_types::ServerName::try_from(target.host.clone())
+        .map_err(|e| connect_error(e.to_string()))?;
+    let tls = tokio::time::timeout(
+        timeout,
+        tokio_rustls::TlsConnector::from(config).connect(name, tcp),
+    )
+    .await
+    .map_err(|_| HttpError::Timeout(timeout))?
+    .map_err(|e| connect_error(e.to_string()))?;
+    Ok(Box::new(tls))
+}
 
 impl Client {
     pub fn new(target: Target, token: Option<String>, timeout: Duration) -> Client {
@@ -218,35 +248,8 @@ impl Client {
         result
     }
 
-    async fn connect(&self) -> Result<Box<dyn Io>, HttpError> {
-        let authority = self.target.authority();
-        let connect_error = |e: String| HttpError::Connect(authority.clone(), e);
-        let tcp = tokio::time::timeout(
-            self.timeout,
-            TcpStream::connect((self.target.host.as_str(), self.target.port)),
-        )
-        .await
-        .map_err(|_| HttpError::Timeout(self.timeout))?
-        .map_err(|e| connect_error(e.to_string()))?;
-        if !self.target.tls {
-            return Ok(Box::new(tcp));
-        }
-        let config =
-            crate::transport::tls::client_config().map_err(|e| connect_error(e.to_string()))?;
-        let name = rustls_pki_types::ServerName::try_from(self.target.host.clone())
-            .map_err(|e| connect_error(e.to_string()))?;
-        let tls = tokio::time::timeout(
-            self.timeout,
-            tokio_rustls::TlsConnector::from(config).connect(name, tcp),
-        )
-        .await
-        .map_err(|_| HttpError::Timeout(self.timeout))?
-        .map_err(|e| connect_error(e.to_string()))?;
-        Ok(Box::new(tls))
-    }
-
     async fn exchange(&mut self, request: &Request) -> Result<Response, HttpError> {
-        let io = self.connect().await?;
+        let io = connect(&self.target, self.timeout).await?;
         let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
             .await
             .map_err(|e| HttpError::Exchange(e.to_string()))?;
@@ -360,7 +363,7 @@ impl Client {
 
 /// An event without an `event:` line that names its type inside its data (the schema's
 /// SSEEvent objects carry `event`) is read as that type.
-fn name_from_data(events: &mut [super::sse::SseEvent]) {
+pub fn name_from_data(events: &mut [super::sse::SseEvent]) {
     for event in events.iter_mut().filter(|e| e.name == "message") {
         let named = serde_json::from_str::<Value>(&event.data)
             .ok()

@@ -89,6 +89,39 @@ where
     }
 }
 
+/// Parses a whole body already read (a proxy's copy, a capture's record) that ended as
+/// `end`: the same events and cut-off verdict [`read`] gives for the same bytes.
+pub fn parse(body: &[u8], end: StreamEnd) -> SseRead {
+    use futures_util::FutureExt;
+    let chunk = Ok::<_, std::convert::Infallible>(Bytes::copy_from_slice(body));
+    let mut events = EventStream::new(futures_util::stream::iter([chunk]));
+    let mut read = Vec::new();
+    let mut end = end;
+    // A stream of one ready chunk never waits: every poll resolves at once.
+    while let Some(Some(next)) = events.next().now_or_never() {
+        match next {
+            Ok(event) => read.push(SseEvent {
+                name: if event.event.is_empty() {
+                    "message".to_owned()
+                } else {
+                    event.event
+                },
+                data: event.data,
+            }),
+            Err(error) => {
+                end = StreamEnd::Broken(error.to_string());
+                break;
+            }
+        }
+    }
+    let unterminated = end == StreamEnd::Closed && !body.is_empty() && !ends_on_blank_line(body);
+    SseRead {
+        events: read,
+        end,
+        unterminated,
+    }
+}
+
 /// Whether the bytes end with an empty line (LF LF, CR CR, or CRLF CRLF).
 fn ends_on_blank_line(tail: &[u8]) -> bool {
     tail.ends_with(b"\n\n") || tail.ends_with(b"\r\r") || tail.ends_with(b"\r\n\r\n")
@@ -182,6 +215,21 @@ mod tests {
     async fn unnamed_events_are_messages() {
         let read = parse(&["data: {}\n\n"]).await;
         assert_eq!(read.events, vec![event("message", "{}")]);
+    }
+
+    #[tokio::test]
+    async fn a_whole_body_parses_as_its_chunks_read() {
+        let chunks = [
+            "event: turn_start\r",
+            "\ndata: {}\r\n\r",
+            "\n: c\n\ndata: x\n",
+        ];
+        let read = parse(&chunks).await;
+        let whole = super::parse(chunks.concat().as_bytes(), StreamEnd::Closed);
+        assert_eq!(whole, read);
+        assert!(whole.unterminated);
+        let broken = super::parse(b"data: \xff\n\n", StreamEnd::Closed);
+        assert!(matches!(broken.end, StreamEnd::Broken(_)), "{broken:?}");
     }
 
     #[tokio::test]

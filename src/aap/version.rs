@@ -74,15 +74,11 @@ impl AapVersion {
         if self == AapVersion::V3 {
             return keep();
         }
-        let (bare, query) = match path.split_once('?') {
-            Some((bare, query)) => (bare, Some(query)),
-            None => (path, None),
-        };
+        let (query, parts) = split(path);
         let with_query = |p: String, q: Option<&str>| match q {
             Some(q) => format!("{p}?{q}"),
             None => p,
         };
-        let parts: Vec<&str> = bare.trim_start_matches('/').split('/').collect();
         match (method, parts.as_slice()) {
             ("POST", ["sessions"]) => ("PUT".into(), with_query("/session".into(), query)),
             (_, ["sessions", id]) => (method.into(), with_query(format!("/session/{id}"), query)),
@@ -113,6 +109,70 @@ impl AapVersion {
             _ => keep(),
         }
     }
+}
+
+impl AapVersion {
+    /// The inverse of [`AapVersion::wire`]: a request as it went on the wire at this
+    /// version, in version 3's terms (what the checks speak). Paths of no endpoint of this
+    /// version go as they are.
+    pub fn unwire(self, method: &str, path: &str) -> (String, String) {
+        let keep = || (method.to_owned(), path.to_owned());
+        if self == AapVersion::V3 {
+            return keep();
+        }
+        let (query, parts) = split(path);
+        let v3 = |p: String, q: Option<String>| match q {
+            Some(q) => format!("{p}?{q}"),
+            None => p,
+        };
+        let query_owned = query.map(str::to_owned);
+        match (method, parts.as_slice()) {
+            ("PUT", ["session"]) => ("POST".into(), v3("/sessions".into(), query_owned)),
+            ("POST", ["session", id]) => (
+                "POST".into(),
+                v3(format!("/sessions/{id}/turns"), query_owned),
+            ),
+            ("GET", ["session", id]) if self == AapVersion::V1 && has_history(query) => {
+                // Version 1's history: the session object asked with `?history=`.
+                let query = query.map(|q| {
+                    q.split('&')
+                        .map(|pair| match pair.strip_prefix("history=") {
+                            Some(kind) => format!("type={kind}"),
+                            None => pair.to_owned(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join("&")
+                });
+                ("GET".into(), v3(format!("/sessions/{id}/history"), query))
+            }
+            (_, ["session", id, rest @ ..]) => {
+                let tail = if rest.is_empty() {
+                    String::new()
+                } else {
+                    format!("/{}", rest.join("/"))
+                };
+                (
+                    method.into(),
+                    v3(format!("/sessions/{id}{tail}"), query_owned),
+                )
+            }
+            _ => keep(),
+        }
+    }
+}
+
+/// A path's query (when it has one) and its segments.
+fn split(path: &str) -> (Option<&str>, Vec<&str>) {
+    let (bare, query) = match path.split_once('?') {
+        Some((bare, query)) => (bare, Some(query)),
+        None => (path, None),
+    };
+    (query, bare.trim_start_matches('/').split('/').collect())
+}
+
+/// Whether a query asks for a history (`history=…`).
+fn has_history(query: Option<&str>) -> bool {
+    query.is_some_and(|q| q.split('&').any(|pair| pair.starts_with("history=")))
 }
 
 impl fmt::Display for AapVersion {
@@ -163,6 +223,35 @@ mod tests {
         assert_eq!(wire(V1, "GET", "/sessions/s1/history"), "GET /session/s1");
         assert_eq!(wire(V1, "GET", "/meta"), "GET /meta");
         assert_eq!(wire(V1, "GET", "/nowhere/x"), "GET /nowhere/x");
+    }
+
+    #[test]
+    fn wire_requests_map_back_to_version_three() {
+        for version in [V1, V2, V3] {
+            for (method, path) in [
+                ("POST", "/sessions"),
+                ("GET", "/sessions?after=x"),
+                ("GET", "/sessions/s1"),
+                ("DELETE", "/sessions/s1"),
+                ("POST", "/sessions/s1/turns"),
+                ("GET", "/sessions/s1/history?type=full"),
+                ("GET", "/meta"),
+                ("GET", "/nowhere/x"),
+            ] {
+                let (m, p) = version.wire(method, path);
+                assert_eq!(
+                    version.unwire(&m, &p),
+                    (method.to_owned(), path.to_owned()),
+                    "{version}: {method} {path} went as {m} {p}"
+                );
+            }
+        }
+        // Version 2's history endpoint, and a version 1 session read without history.
+        assert_eq!(
+            V2.unwire("GET", "/session/s1/history?type=compacted").1,
+            "/sessions/s1/history?type=compacted"
+        );
+        assert_eq!(V1.unwire("GET", "/session/s1").1, "/sessions/s1");
     }
 
     #[test]

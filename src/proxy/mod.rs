@@ -7,6 +7,7 @@
 //! response it causes), and the queue is bounded, so neither a slow peer nor slow checks
 //! make the proxy buffer without bound — they slow the sender down instead.
 
+pub mod aap;
 mod handshake;
 mod pair;
 
@@ -67,6 +68,10 @@ pub enum ProxyError {
     },
     #[error("not a WebSocket URL: {0} (expected ws://… or wss://…)")]
     NotWebSocket(String),
+    #[error("not an AAP base URL: {0} (expected http://… or https://…)")]
+    NotHttp(String),
+    #[error("the AAP schemas: {0}")]
+    Schemas(String),
     #[error(transparent)]
     Handshake(#[from] HandshakeError),
     #[error(transparent)]
@@ -115,17 +120,7 @@ impl Proxy {
                 crate::redact::url(&config.upstream).into_owned(),
             ));
         }
-        let listener =
-            TcpListener::bind(config.listen)
-                .await
-                .map_err(|source| ProxyError::Listen {
-                    addr: config.listen,
-                    source,
-                })?;
-        let addr = listener.local_addr().map_err(|source| ProxyError::Listen {
-            addr: config.listen,
-            source,
-        })?;
+        let (listener, addr) = bind(config.listen).await?;
         let shared = Arc::new(Shared {
             config,
             traffic: Mutex::new(Traffic::default()),
@@ -202,21 +197,40 @@ pub async fn recording(
     .await
 }
 
-/// Accepts connections until stopped, then waits for every pair to end.
-async fn accept(listener: TcpListener, shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
-    let mut pairs = JoinSet::new();
+/// Binds `listen`: the listener and the address it got.
+async fn bind(listen: SocketAddr) -> Result<(TcpListener, SocketAddr), ProxyError> {
+    let listening = |source| ProxyError::Listen {
+        addr: listen,
+        source,
+    };
+    let listener = TcpListener::bind(listen).await.map_err(listening)?;
+    let addr = listener.local_addr().map_err(listening)?;
+    Ok((listener, addr))
+}
+
+/// Accepts connections until stopped, each served by a task `serve` makes; returns the
+/// tasks still running (the listener is closed).
+async fn accept_until_stopped<F>(
+    listener: TcpListener,
+    mut stopped: watch::Receiver<bool>,
+    log: impl Fn(&str),
+    mut serve: impl FnMut(tokio::net::TcpStream, watch::Receiver<bool>) -> F,
+) -> JoinSet<()>
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let mut connections = JoinSet::new();
     loop {
-        while pairs.try_join_next().is_some() {}
+        while connections.try_join_next().is_some() {}
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((tcp, _)) => {
                     let _ = tcp.set_nodelay(true);
-                    let name = shared.next_conn.fetch_add(1, Ordering::Relaxed).to_string();
-                    pairs.spawn(pair::serve(tcp, name, Arc::clone(&shared), stopped.clone()));
+                    connections.spawn(serve(tcp, stopped.clone()));
                 }
                 // Out of file descriptors and the like: the next accept may work.
                 Err(error) => {
-                    shared.log(&format!("accept failed: {error}"));
+                    log(&format!("accept failed: {error}"));
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
@@ -227,7 +241,17 @@ async fn accept(listener: TcpListener, shared: Arc<Shared>, mut stopped: watch::
             }
         }
     }
-    drop(listener);
+    connections
+}
+
+/// Accepts connections until stopped, then waits for every pair to end.
+async fn accept(listener: TcpListener, shared: Arc<Shared>, stopped: watch::Receiver<bool>) {
+    let log = |line: &str| shared.log(line);
+    let mut pairs = accept_until_stopped(listener, stopped, log, |tcp, stopped| {
+        let name = shared.next_conn.fetch_add(1, Ordering::Relaxed).to_string();
+        pair::serve(tcp, name, Arc::clone(&shared), stopped)
+    })
+    .await;
     while pairs.join_next().await.is_some() {}
 }
 
@@ -240,34 +264,61 @@ pub async fn serve(
     ready: impl FnOnce(&str),
 ) -> Result<(RunReport, Result<(), crate::capture::CaptureError>), ProxyError> {
     let proxy = Proxy::start(config).await?;
+    let stop = until_signal(duration);
     ready(&proxy.url());
-    until_signal(duration).await;
+    stop.await;
     Ok(proxy.finish().await)
 }
 
-/// Resolves on SIGINT or SIGTERM, or once `duration` (when given) has passed.
-async fn until_signal(duration: Option<Duration>) {
-    let elapsed = async {
-        match duration {
-            Some(duration) => tokio::time::sleep(duration).await,
-            None => std::future::pending().await,
-        }
-    };
+/// Resolves on SIGINT or SIGTERM, or once `duration` (when given) has passed. The
+/// handlers are installed at once, before the caller says it is ready (a signal right after
+/// the URL is printed must write the report, not kill the process).
+fn until_signal(duration: Option<Duration>) -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let terminated = async {
+    let (interrupt, terminate) = {
         use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                term.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
+        (
+            signal(SignalKind::interrupt()).ok(),
+            signal(SignalKind::terminate()).ok(),
+        )
     };
-    #[cfg(not(unix))]
-    let terminated = std::future::pending::<()>();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminated => {}
-        _ = elapsed => {}
+    async move {
+        let elapsed = async {
+            match duration {
+                Some(duration) => tokio::time::sleep(duration).await,
+                None => std::future::pending().await,
+            }
+        };
+        #[cfg(unix)]
+        let (interrupted, terminated) = (
+            async move {
+                match interrupt {
+                    Some(mut int) => {
+                        int.recv().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            },
+            async move {
+                match terminate {
+                    Some(mut term) => {
+                        term.recv().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            },
+        );
+        #[cfg(not(unix))]
+        let (interrupted, terminated) = (
+            async {
+                let _ = tokio::signal::ctrl_c().await;
+            },
+            std::future::pending::<()>(),
+        );
+        tokio::select! {
+            _ = interrupted => {}
+            _ = terminated => {}
+            _ = elapsed => {}
+        }
     }
 }

@@ -123,10 +123,15 @@ impl Served {
     }
 
     /// SIGTERM, then its exit code and stderr.
-    pub fn terminate(mut self) -> (Option<i32>, String) {
+    pub fn terminate(self) -> (Option<i32>, String) {
+        self.signal("-TERM")
+    }
+
+    /// Sends `signal` (`-INT`, `-TERM`), then its exit code and stderr.
+    pub fn signal(mut self, signal: &str) -> (Option<i32>, String) {
         let pid = self.child.id().to_string();
         let status = std::process::Command::new("kill")
-            .args(["-TERM", &pid])
+            .args([signal, &pid])
             .status()
             .expect("kill runs");
         assert!(status.success());
