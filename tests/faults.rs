@@ -725,6 +725,15 @@ fault_tests! {
     activity_unannounced => ActivityUnannounced,
     // Issue 29, default chat changes (i29).
     promoted_default_movable => PromotedDefaultMovable,
+    // Issue 29, changesets (i29b).
+    changeset_server_action_accepted => ChangesetServerActionAccepted,
+    changeset_review_refused => ChangesetReviewRefused,
+    changeset_unknown_operation_accepted => ChangesetUnknownOperationAccepted,
+    changeset_scope_ignored => ChangesetScopeIgnored,
+    changeset_chat_unreported => ChangesetChatUnreported,
+    changeset_never_ready => ChangesetNeverReady,
+    revert_leaves_file => RevertLeavesFile,
+    revert_unannounced => RevertUnannounced,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -10,9 +10,14 @@
 //! decode) is unknown until its next snapshot: its actions are skipped, never judged against
 //! a state that missed one.
 
-use ahp::reducers::{apply_action_to_chat, apply_action_to_root, apply_action_to_session};
+use ahp::reducers::{
+    apply_action_to_annotations, apply_action_to_changeset, apply_action_to_chat,
+    apply_action_to_root, apply_action_to_session,
+};
 use ahp_types::actions::StateAction;
-use ahp_types::state::{ChatState, ResponsePart, RootState, SessionState};
+use ahp_types::state::{
+    AnnotationsState, ChangesetState, ChatState, ResponsePart, RootState, SessionState,
+};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
@@ -42,6 +47,8 @@ enum State {
     Root(Box<RootState>),
     Session(Box<SessionState>),
     Chat(Box<ChatState>),
+    Changeset(Box<ChangesetState>),
+    Annotations(Box<AnnotationsState>),
 }
 
 /// A state decoded from the tape.
@@ -55,6 +62,8 @@ impl State {
             Kind::Root => State::Root(decode(state)?),
             Kind::Session => State::Session(decode(state)?),
             Kind::Chat => State::Chat(decode(state)?),
+            Kind::Changeset => State::Changeset(decode(state)?),
+            Kind::Annotations => State::Annotations(decode(state)?),
         })
     }
 
@@ -63,6 +72,8 @@ impl State {
             State::Root(s) => serde_json::to_value(s),
             State::Session(s) => serde_json::to_value(s),
             State::Chat(s) => serde_json::to_value(s),
+            State::Changeset(s) => serde_json::to_value(s),
+            State::Annotations(s) => serde_json::to_value(s),
         };
         encoded.unwrap_or(Value::Null)
     }
@@ -77,6 +88,12 @@ impl State {
             }
             State::Chat(s) => {
                 apply_action_to_chat(s, action);
+            }
+            State::Changeset(s) => {
+                apply_action_to_changeset(s, action);
+            }
+            State::Annotations(s) => {
+                apply_action_to_annotations(s, action);
             }
         }
     }

@@ -46,6 +46,9 @@ pub enum Step {
     /// Describe what the chat is doing (`chat/activityChanged`, mirrored into the session's
     /// catalog); issue 29.
     Activity(ActivityStep),
+    /// Write a file under the session's first working directory and report it in the
+    /// session's and the chat's changesets (issue 29).
+    EditFile(EditFileStep),
     /// End the turn with `chat/turnComplete` now, ignoring any further steps.
     Complete(Empty),
 }
@@ -54,6 +57,16 @@ pub enum Step {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ActivityStep {
     /// The activity description the chat now shows.
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EditFileStep {
+    /// Relative to the session's first working directory (the host's workspace when it
+    /// has none); it may not lead outside the workspace.
+    pub path: String,
+    /// The file's whole new content.
     pub text: String,
 }
 

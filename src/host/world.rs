@@ -20,6 +20,8 @@ use tokio_tungstenite::tungstenite::Utf8Bytes;
 // The fault that parks dispatches and the host's conforming variants are parts of the
 // world's behaviour, written apart.
 mod capabilities;
+// Issue 29, changesets (i29b).
+pub mod changesets;
 mod swap;
 pub mod variants;
 
@@ -152,6 +154,8 @@ pub struct World {
     pub chats: HashMap<String, ChatEntry>,
     /// Terminals by URI (issue 25, terminals): each a shell on a pty.
     pub terminals: BTreeMap<String, super::terminals::entry::TerminalEntry>,
+    /// Changesets by URI (issue 29).
+    pub changesets: changesets::Changesets,
     pub conns: HashMap<ConnId, ConnEntry>,
     pub replay: VecDeque<Replayed>,
     /// Sequence number of the newest envelope evicted from the replay buffer.
@@ -194,6 +198,7 @@ pub enum ChannelKind {
     Chat,
     Terminal,
     ResourceWatch,
+    Changeset,
 }
 
 pub const ROOT: &str = "ahp-root://";
@@ -213,6 +218,7 @@ impl World {
             sessions: BTreeMap::new(),
             chats: HashMap::new(),
             terminals: BTreeMap::new(),
+            changesets: BTreeMap::new(),
             conns: HashMap::new(),
             replay: VecDeque::new(),
             replay_floor: 0,
@@ -251,6 +257,8 @@ impl World {
             Some(ChannelKind::Terminal)
         } else if self.watches.contains_key(uri) {
             Some(ChannelKind::ResourceWatch)
+        } else if self.changesets.contains_key(uri) {
+            Some(ChannelKind::Changeset)
         } else {
             None
         }
@@ -354,6 +362,7 @@ impl World {
                 state
             }
             ChannelKind::Terminal => self.terminal_snapshot(uri)?,
+            ChannelKind::Changeset => self.changeset_state(uri)?,
         };
         let ahead = self.fault(Fault::SnapshotSeqAhead) && uri.starts_with("ahp-session:");
         let from_seq = if ahead { self.seq + 1 } else { self.seq };
@@ -514,6 +523,7 @@ impl World {
             }
             // Change batches are events: the reducer keeps no history of them.
             Some(ChannelKind::ResourceWatch) => {}
+            Some(ChannelKind::Changeset) => self.apply_changeset(channel, action),
             None => return Err(EmitError::NoChannel(channel.to_owned())),
         }
         Ok(())

@@ -97,6 +97,11 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "chat-sources.toml",
         include_str!("../../suites/chat-sources.toml"),
     ),
+    // Issue 29, changesets (i29b).
+    (
+        "changesets.toml",
+        include_str!("../../suites/changesets.toml"),
+    ),
 ];
 
 /// The `relies_on` value of an expectation that rests on what the target profile promises

@@ -335,6 +335,24 @@ async fn run_turn(shared: Arc<Shared>, turn: Turn, steps: Vec<Step>) {
                 &turn,
                 json!({ "type": "chat/activityChanged", "activity": activity.text }),
             )),
+            Step::EditFile(edit) => {
+                let outcome = with_turn(&shared, &turn, |world| {
+                    world.agent_edit(&turn.chat, &edit.path, &edit.text)
+                });
+                match outcome {
+                    Some(Ok(())) => Flow::Next,
+                    Some(Err(why)) => {
+                        let error = ErrorStep {
+                            message: format!("editFile: {why}"),
+                            error_type: None,
+                            resumable: false,
+                        };
+                        fail_turn(&shared, &turn, &error, &[]);
+                        Flow::Stop
+                    }
+                    None => Flow::Stop,
+                }
+            }
             Step::Error(error) => {
                 fail_turn(&shared, &turn, error, &steps[index + 1..]);
                 Flow::Stop

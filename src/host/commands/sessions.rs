@@ -362,6 +362,7 @@ impl World {
             self.forget_channel(&chat);
         }
         self.forget_channel(&uri);
+        self.drop_changesets(&uri);
         if !self.fault(Fault::NoSessionRemoved) {
             self.notify_subscribers(
                 ROOT,
