@@ -734,6 +734,9 @@ fault_tests! {
     changeset_never_ready => ChangesetNeverReady,
     revert_leaves_file => RevertLeavesFile,
     revert_unannounced => RevertUnannounced,
+    // Issue 29, annotations (i29b).
+    annotation_entry_refused => AnnotationEntryRefused,
+    annotation_emptied => AnnotationEmptied,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -277,6 +277,8 @@ fault_catalog! {
     ChangesetUnknownOperationAccepted => ("changeset-unknown-operation-accepted", "CHANGESET-002", "Answers invokeChangesetOperation for an operation the changeset does not list with an empty success instead of -32602."),
     ChangesetScopeIgnored => ("changeset-scope-ignored", "CHANGESET-002", "Runs a changeset operation on a target of any kind, also one its scopes leave out (a range for revert), instead of answering -32602."),
     RevertUnannounced => ("revert-unannounced", "INV-FOLD-1", "Drops reverted files from its changesets without changeset/fileRemoved or changeset/cleared: a subscriber's fold of the changeset channel keeps them."),
+    AnnotationEntryRefused => ("annotation-entry-refused", "ANNOTATION-001", "Refuses a client's annotations/entrySet on an annotation of the session's annotations channel."),
+    AnnotationEmptied => ("annotation-emptied", "ANNOTATION-002", "Accepts the removal of an annotation's last entry (annotations/entryRemoved), leaving an annotation without entries."),
     ChangesetChatUnreported => ("changeset-chat-unreported", "CHANGESET-003", "Reports the agent's file changes in the session's changeset only: the chat never advertises one (no chat/changesetsChanged)."),
     ChangesetNeverReady => ("changeset-never-ready", "CHANGESET-003", "Never sets a changeset's status to ready after the agent's change: it stays computing (or recomputing)."),
     RevertLeavesFile => ("revert-leaves-file", "CHANGESET-004", "Restores a reverted file on disk and reports the revert, but keeps listing the file in the changesets (no changeset/fileRemoved or cleared)."),

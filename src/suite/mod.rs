@@ -102,6 +102,11 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "changesets.toml",
         include_str!("../../suites/changesets.toml"),
     ),
+    // Issue 29, annotations (i29b).
+    (
+        "annotations.toml",
+        include_str!("../../suites/annotations.toml"),
+    ),
 ];
 
 /// The `relies_on` value of an expectation that rests on what the target profile promises

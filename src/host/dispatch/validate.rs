@@ -51,6 +51,7 @@ impl World {
             Some("chat") => ChannelKind::Chat,
             Some("terminal") => ChannelKind::Terminal,
             Some("changeset") => ChannelKind::Changeset,
+            Some("annotations") => ChannelKind::Annotations,
             _ => return Err(format!("this host has no channel for {type_name}")),
         };
         if scope != kind {
@@ -80,6 +81,7 @@ impl World {
                 Err("this host takes no review changes".into())
             }
             ChannelKind::Changeset => Ok(()),
+            ChannelKind::Annotations => self.check_annotation(channel, &decoded),
         }
     }
 
