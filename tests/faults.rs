@@ -737,6 +737,10 @@ fault_tests! {
     // Issue 29, annotations (i29b).
     annotation_entry_refused => AnnotationEntryRefused,
     annotation_emptied => AnnotationEmptied,
+    // Issue 29, background work, session metadata, agent changes (i29b).
+    background_work_ends_with_turn => BackgroundWorkEndsWithTurn,
+    session_meta_merged => SessionMetaMerged,
+    agents_changed_unannounced => AgentsChangedUnannounced,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

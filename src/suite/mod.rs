@@ -107,6 +107,11 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "annotations.toml",
         include_str!("../../suites/annotations.toml"),
     ),
+    // Issue 29, background work, session metadata, agent changes (i29b).
+    (
+        "agent-state.toml",
+        include_str!("../../suites/agent-state.toml"),
+    ),
 ];
 
 /// The `relies_on` value of an expectation that rests on what the target profile promises
