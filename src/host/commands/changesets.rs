@@ -91,14 +91,14 @@ impl World {
         let Some(session) = self.changesets.get(channel).map(|e| e.session.clone()) else {
             return;
         };
-        let empty: Vec<String> = self
-            .changesets
-            .iter()
-            .filter(|(_, e)| e.session == session)
-            .filter(|(_, e)| e.state.files.is_empty() && e.state.operations.is_some())
-            .map(|(uri, _)| uri.clone())
-            .collect();
-        for uri in empty {
+        for uri in self.session_changesets(&session) {
+            let empty = self
+                .changesets
+                .get(&uri)
+                .is_some_and(|e| e.state.files.is_empty() && e.state.operations.is_some());
+            if !empty {
+                continue;
+            }
             self.emit_logged(&uri, json!({ "type": "changeset/operationsChanged" }));
         }
     }
@@ -132,14 +132,8 @@ impl World {
                 None => std::fs::remove_file(path),
             };
         }
-        let listing: Vec<String> = self
-            .changesets
-            .iter()
-            .filter(|(_, e)| e.session == session)
-            .map(|(uri, _)| uri.clone())
-            .collect();
         let whole = matches!(target, Target::Changeset);
-        for uri in listing {
+        for uri in self.session_changesets(&session) {
             let ids: Vec<String> = files
                 .iter()
                 .map(|(id, _, _)| id.clone())

@@ -100,15 +100,18 @@ impl World {
         }
     }
 
-    /// Drops the changesets of a disposed session.
-    pub(in crate::host) fn drop_changesets(&mut self, session: &str) {
-        let gone: Vec<String> = self
-            .changesets
+    /// The changesets of a session (its own and its chats').
+    pub(in crate::host) fn session_changesets(&self, session: &str) -> Vec<String> {
+        self.changesets
             .iter()
             .filter(|(_, entry)| entry.session == session)
             .map(|(uri, _)| uri.clone())
-            .collect();
-        for uri in gone {
+            .collect()
+    }
+
+    /// Drops the changesets of a disposed session.
+    pub(in crate::host) fn drop_changesets(&mut self, session: &str) {
+        for uri in self.session_changesets(session) {
             self.changesets.remove(&uri);
             for conn in self.conns.values_mut() {
                 conn.subscriptions.remove(&uri);
@@ -192,31 +195,23 @@ impl World {
                 originals: BTreeMap::new(),
             },
         );
-        let entry = catalogue_entry(owner, is_chat);
-        if is_chat {
-            let mut listed = self
-                .chats
-                .get(owner)
-                .and_then(|c| c.state.changesets.clone())
-                .map(|list| to_value(&list))
-                .unwrap_or_else(|| json!([]));
-            if let Some(list) = listed.as_array_mut() {
-                list.push(entry);
-            }
-            self.emit_chat(
-                owner,
-                json!({ "type": "chat/changesetsChanged", "changesets": listed }),
-            );
+        let listed = if is_chat {
+            self.chats.get(owner).map(|c| &c.state.changesets)
         } else {
-            let mut listed = self
-                .sessions
-                .get(owner)
-                .and_then(|s| s.state.changesets.clone())
-                .map(|list| to_value(&list))
-                .unwrap_or_else(|| json!([]));
-            if let Some(list) = listed.as_array_mut() {
-                list.push(entry);
-            }
+            self.sessions.get(owner).map(|s| &s.state.changesets)
+        };
+        let mut listed: Vec<Value> = listed
+            .cloned()
+            .flatten()
+            .iter()
+            .flatten()
+            .map(to_value)
+            .collect();
+        listed.push(catalogue_entry(owner, is_chat));
+        if is_chat {
+            let action = json!({ "type": "chat/changesetsChanged", "changesets": listed });
+            self.emit_chat(owner, action);
+        } else {
             let action = json!({ "type": "session/changesetsChanged", "changesets": listed });
             self.emit_logged(owner, action);
         }
