@@ -725,6 +725,22 @@ fault_tests! {
     activity_unannounced => ActivityUnannounced,
     // Issue 29, default chat changes (i29).
     promoted_default_movable => PromotedDefaultMovable,
+    // Issue 29, changesets (i29b).
+    changeset_server_action_accepted => ChangesetServerActionAccepted,
+    changeset_review_refused => ChangesetReviewRefused,
+    changeset_unknown_operation_accepted => ChangesetUnknownOperationAccepted,
+    changeset_scope_ignored => ChangesetScopeIgnored,
+    changeset_chat_unreported => ChangesetChatUnreported,
+    changeset_never_ready => ChangesetNeverReady,
+    revert_leaves_file => RevertLeavesFile,
+    revert_unannounced => RevertUnannounced,
+    // Issue 29, annotations (i29b).
+    annotation_entry_refused => AnnotationEntryRefused,
+    annotation_emptied => AnnotationEmptied,
+    // Issue 29, background work, session metadata, agent changes (i29b).
+    background_work_ends_with_turn => BackgroundWorkEndsWithTurn,
+    session_meta_merged => SessionMetaMerged,
+    agents_changed_unannounced => AgentsChangedUnannounced,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

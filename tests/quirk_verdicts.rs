@@ -63,13 +63,22 @@ async fn the_catalog_passes_a_host_that_answers_out_of_order() {
 
 /// A host that names sessions in a scheme of its own breaks the rules that pin the URI the
 /// client chose (the snapshot's resource, the new session's summary, the envelopes'
-/// channel, the owner a moveChat answer names); every search for the session still finds
-/// it, so no
-/// other rule is blamed (an independent host did this: issue 22's field trial).
+/// channel, the owner a moveChat answer names, and — as it renames the session inside every
+/// frame it sends — the echo of a client's annotation, whose origin names the session:
+/// DISPATCH-001, and ANNOTATION-001 that waits for that echo); every search for the session
+/// still finds it, so no other rule is blamed (an independent host did this: issue 22's
+/// field trial).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_that_names_sessions_its_own_way_breaks_only_the_rules_that_pin_uris() {
     let report = catalog_behind(Quirk::OwnSessionScheme).await;
-    let pinning = BTreeSet::from(["SUB-001", "ROOT-005", "ENV-004", "CHAT-MOVE-002"]);
+    let pinning = BTreeSet::from([
+        "SUB-001",
+        "ROOT-005",
+        "ENV-004",
+        "CHAT-MOVE-002",
+        "DISPATCH-001",
+        "ANNOTATION-001",
+    ]);
     let mut broken = BTreeSet::new();
     for case in &report.cases {
         let rule = case.info.id.split('/').next().unwrap_or_default();

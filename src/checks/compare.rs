@@ -17,12 +17,20 @@ pub enum Kind {
     Root,
     Session,
     Chat,
+    /// An `ahp-changeset:` channel (issue 29).
+    Changeset,
+    /// A session's annotations channel (`SessionSummary.annotations.resource`, issue 29).
+    Annotations,
 }
 
 impl Kind {
     pub fn of(uri: &str) -> Option<Kind> {
         if uri == "ahp-root://" {
             Some(Kind::Root)
+        } else if uri.starts_with("ahp-changeset:") {
+            Some(Kind::Changeset)
+        } else if uri.starts_with("ahp-session:") && uri.ends_with("/annotations") {
+            Some(Kind::Annotations)
         } else if uri.starts_with("ahp-session:") {
             Some(Kind::Session)
         } else if uri.starts_with("ahp-chat:") {
@@ -49,6 +57,10 @@ impl Kind {
             Some(Kind::Session)
         } else if has("turns") {
             Some(Kind::Chat)
+        } else if has("files") && has("status") {
+            Some(Kind::Changeset)
+        } else if has("annotations") {
+            Some(Kind::Annotations)
         } else {
             None
         }
@@ -94,6 +106,7 @@ fn comparable(kind: Kind, state: &Value) -> Value {
             Kind::Chat => CHAT_OUT_OF_BAND,
             Kind::Session => SESSION_OUT_OF_BAND,
             Kind::Root => &["_meta"],
+            Kind::Changeset | Kind::Annotations => &[],
         };
         for key in drop {
             object.remove(*key);

@@ -10,9 +10,14 @@
 //! decode) is unknown until its next snapshot: its actions are skipped, never judged against
 //! a state that missed one.
 
-use ahp::reducers::{apply_action_to_chat, apply_action_to_root, apply_action_to_session};
+use ahp::reducers::{
+    apply_action_to_annotations, apply_action_to_changeset, apply_action_to_chat,
+    apply_action_to_root, apply_action_to_session,
+};
 use ahp_types::actions::StateAction;
-use ahp_types::state::{ChatState, ResponsePart, RootState, SessionState};
+use ahp_types::state::{
+    AnnotationsState, ChangesetState, ChatState, ResponsePart, RootState, SessionState,
+};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
@@ -42,6 +47,8 @@ enum State {
     Root(Box<RootState>),
     Session(Box<SessionState>),
     Chat(Box<ChatState>),
+    Changeset(Box<ChangesetState>),
+    Annotations(Box<AnnotationsState>),
 }
 
 /// A state decoded from the tape.
@@ -55,6 +62,8 @@ impl State {
             Kind::Root => State::Root(decode(state)?),
             Kind::Session => State::Session(decode(state)?),
             Kind::Chat => State::Chat(decode(state)?),
+            Kind::Changeset => State::Changeset(decode(state)?),
+            Kind::Annotations => State::Annotations(decode(state)?),
         })
     }
 
@@ -63,6 +72,8 @@ impl State {
             State::Root(s) => serde_json::to_value(s),
             State::Session(s) => serde_json::to_value(s),
             State::Chat(s) => serde_json::to_value(s),
+            State::Changeset(s) => serde_json::to_value(s),
+            State::Annotations(s) => serde_json::to_value(s),
         };
         encoded.unwrap_or(Value::Null)
     }
@@ -77,6 +88,12 @@ impl State {
             }
             State::Chat(s) => {
                 apply_action_to_chat(s, action);
+            }
+            State::Changeset(s) => {
+                apply_action_to_changeset(s, action);
+            }
+            State::Annotations(s) => {
+                apply_action_to_annotations(s, action);
             }
         }
     }
@@ -511,5 +528,66 @@ fn stream_checks(
             ),
             format!("partId {part_id:?}, which the turn does not have"),
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tape::Tape;
+
+    /// Loads `snapshot`, folds each of `envelopes`, and returns the channel's state.
+    fn fold(channel: &str, snapshot: &str, envelopes: &[&str]) -> Option<Value> {
+        let mut mirror = Mirror::default();
+        let mut tape = Tape::default();
+        mirror.load_snapshot(tape.parse(snapshot).ok()?);
+        for envelope in envelopes {
+            assert!(mirror.apply(tape.parse(envelope).ok()?).is_empty());
+        }
+        mirror.state(channel)
+    }
+
+    #[test]
+    fn a_changeset_channel_is_folded_through_its_reducer() {
+        let c = "ahp-changeset:/ahp-session/s";
+        let snapshot = format!(
+            r#"{{"resource":"{c}","fromSeq":1,"state":{{"status":"computing","files":[]}}}}"#
+        );
+        let file = r#"{"id":"file:///w/a","edit":{"after":{"uri":"file:///w/a","content":{"uri":"file:///w/a"}}}}"#;
+        let envelopes = [
+            format!(
+                r#"{{"channel":"{c}","serverSeq":2,"action":{{"type":"changeset/fileSet","file":{file}}}}}"#
+            ),
+            format!(
+                r#"{{"channel":"{c}","serverSeq":3,"action":{{"type":"changeset/filesReviewChanged","files":["file:///w/a"],"reviewed":true}}}}"#
+            ),
+            format!(
+                r#"{{"channel":"{c}","serverSeq":4,"action":{{"type":"changeset/statusChanged","status":"ready"}}}}"#
+            ),
+        ];
+        let envelopes: Vec<&str> = envelopes.iter().map(String::as_str).collect();
+        let state = fold(c, &snapshot, &envelopes).expect("the changeset is mirrored");
+        assert_eq!(state["status"], "ready");
+        assert_eq!(state["files"][0]["reviewed"], true);
+        let removed =
+            format!(r#"{{"channel":"{c}","serverSeq":5,"action":{{"type":"changeset/cleared"}}}}"#);
+        let state = fold(c, &snapshot, &[envelopes[0], &removed]).expect("mirrored");
+        assert_eq!(state["files"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn a_sessions_annotations_channel_is_not_a_session() {
+        let a = "ahp-session:/s/annotations";
+        assert_eq!(Kind::of(a), Some(Kind::Annotations));
+        assert_eq!(Kind::of("ahp-session:/s"), Some(Kind::Session));
+        let snapshot = format!(r#"{{"resource":"{a}","fromSeq":1,"state":{{"annotations":[]}}}}"#);
+        let set = format!(
+            r#"{{"channel":"{a}","serverSeq":2,"action":{{"type":"annotations/set","annotation":{{"id":"a1","origin":{{"session":"ahp-session:/s"}},"resource":"file:///w/a","resolved":false,"entries":[{{"id":"e1","text":"t"}}]}}}}}}"#
+        );
+        let entry = format!(
+            r#"{{"channel":"{a}","serverSeq":3,"action":{{"type":"annotations/entrySet","annotationId":"a1","entry":{{"id":"e2","text":"u"}}}}}}"#
+        );
+        let state = fold(a, &snapshot, &[&set, &entry]).expect("the annotations are mirrored");
+        assert_eq!(state["annotations"][0]["entries"][1]["id"], "e2");
     }
 }

@@ -19,6 +19,38 @@ use super::world::{ConnId, World};
 const STRAY_DIRECTORY: &str = "file:///ahpspec-stray-directory";
 
 impl World {
+    /// Fault injection into a chat snapshot's ended turns.
+    pub(super) fn break_turns(&self, state: &mut Value) {
+        let negative = self.fault(Fault::NegativeDuration);
+        let drop_error = self.fault(Fault::ErrorPartDropped);
+        let call_twice = self.fault(Fault::ToolCallListedTwice);
+        let Some(turns) = state.get_mut("turns").and_then(Value::as_array_mut) else {
+            return;
+        };
+        if let (true, Some(newest)) = (negative, turns.last_mut()) {
+            newest["duration"] = json!(-1);
+        }
+        for parts in turns
+            .iter_mut()
+            .filter(|_| call_twice)
+            .filter_map(|t| t.get_mut("responseParts").and_then(Value::as_array_mut))
+        {
+            if let Some(call) = parts.iter().find(|p| p["kind"] == "toolCall").cloned() {
+                parts.push(call);
+            }
+        }
+        for turn in turns
+            .iter_mut()
+            .filter(|t| drop_error && t["state"] == "error")
+        {
+            if let Some(parts) = turn.get_mut("responseParts").and_then(Value::as_array_mut) {
+                if parts.last().is_some_and(|p| p["kind"] == "error") {
+                    parts.pop();
+                }
+            }
+        }
+    }
+
     /// Whether the active fault answers a dispatch to `channel`, which does not exist,
     /// with a rejection echo instead of ignoring it.
     pub(super) fn echoes_missing_channel(&self, channel: &str) -> bool {

@@ -271,6 +271,20 @@ fault_catalog! {
     ActivityUnannounced => ("activity-unannounced", "CHAT-004", "Never announces a chat's activity (chat/activityChanged) with session/chatUpdated, so the session catalog never shows it."),
     // Issue 29, default chat changes (i29).
     PromotedDefaultMovable => ("promoted-default-movable", "SESSION-004", "Makes the next chat the session's default when the default chat is disposed (session/defaultChatChanged) but leaves it movable."),
+    // Issue 29, changesets (i29b).
+    ChangesetServerActionAccepted => ("changeset-server-action-accepted", "CHANGESET-001", "Accepts and applies a client's changeset/fileRemoved (only changeset/filesReviewChanged is a client's to dispatch)."),
+    ChangesetReviewRefused => ("changeset-review-refused", "CHANGESET-001", "Refuses a client's changeset/filesReviewChanged on a changeset that advertises review."),
+    ChangesetUnknownOperationAccepted => ("changeset-unknown-operation-accepted", "CHANGESET-002", "Answers invokeChangesetOperation for an operation the changeset does not list with an empty success instead of -32602."),
+    ChangesetScopeIgnored => ("changeset-scope-ignored", "CHANGESET-002", "Runs a changeset operation on a target of any kind, also one its scopes leave out (a range for revert), instead of answering -32602."),
+    RevertUnannounced => ("revert-unannounced", "INV-FOLD-1", "Drops reverted files from its changesets without changeset/fileRemoved or changeset/cleared: a subscriber's fold of the changeset channel keeps them."),
+    AnnotationEntryRefused => ("annotation-entry-refused", "ANNOTATION-001", "Refuses a client's annotations/entrySet on an annotation of the session's annotations channel."),
+    AnnotationEmptied => ("annotation-emptied", "ANNOTATION-002", "Accepts the removal of an annotation's last entry (annotations/entryRemoved), leaving an annotation without entries."),
+    BackgroundWorkEndsWithTurn => ("background-work-ends-with-turn", "CHAT-009", "Removes the chat's background work (chat/backgroundWorkRemoved) when the turn that started it ends, instead of tracking it until the work is done."),
+    SessionMetaMerged => ("session-meta-merged", "SESSION-016", "Sends session/metaChanged with the new _meta but keeps the old keys in the session's state (a merge, where the action replaces)."),
+    AgentsChangedUnannounced => ("agents-changed-unannounced", "ROOT-013", "Changes an agent's description in the root state without root/agentsChanged."),
+    ChangesetChatUnreported => ("changeset-chat-unreported", "CHANGESET-003", "Reports the agent's file changes in the session's changeset only: the chat never advertises one (no chat/changesetsChanged)."),
+    ChangesetNeverReady => ("changeset-never-ready", "CHANGESET-003", "Never sets a changeset's status to ready after the agent's change: it stays computing (or recomputing)."),
+    RevertLeavesFile => ("revert-leaves-file", "CHANGESET-004", "Restores a reverted file on disk and reports the revert, but keeps listing the file in the changesets (no changeset/fileRemoved or cleared)."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

@@ -259,6 +259,9 @@ impl World {
         if let Some(dirs) = &state.working_directories {
             summary.insert("workingDirectories".into(), json!(dirs));
         }
+        if let Some(annotations) = &state.annotations {
+            summary.insert("annotations".into(), to_value(annotations));
+        }
         let created_at = if self.fault(Fault::BadTimestamp) {
             "sometime last week"
         } else {

@@ -46,6 +46,19 @@ pub enum Step {
     /// Describe what the chat is doing (`chat/activityChanged`, mirrored into the session's
     /// catalog); issue 29.
     Activity(ActivityStep),
+    /// Write a file under the session's first working directory and report it in the
+    /// session's and the chat's changesets (issue 29).
+    EditFile(EditFileStep),
+    /// Start tracking background shell work in the chat (`chat/backgroundWorkSet`), which
+    /// outlives the turn until a `backgroundWorkDone` step removes it (issue 29).
+    BackgroundWork(BackgroundWorkStep),
+    /// Stop tracking background work (`chat/backgroundWorkRemoved`).
+    BackgroundWorkDone(WorkIdStep),
+    /// Replace the session's `_meta` (`session/metaChanged`, issue 29).
+    SessionMeta(SessionMetaStep),
+    /// Change the agent's own description in the root state (`root/agentsChanged` with
+    /// every agent, issue 29).
+    AgentDescription(ActivityStep),
     /// End the turn with `chat/turnComplete` now, ignoring any further steps.
     Complete(Empty),
 }
@@ -55,6 +68,38 @@ pub enum Step {
 pub struct ActivityStep {
     /// The activity description the chat now shows.
     pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EditFileStep {
+    /// Relative to the session's first working directory (the host's workspace when it
+    /// has none); it may not lead outside the workspace.
+    pub path: String,
+    /// The file's whole new content.
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BackgroundWorkStep {
+    pub id: String,
+    pub label: String,
+    /// The shell command the work runs (only described: nothing is run).
+    pub command: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkIdStep {
+    pub id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionMetaStep {
+    /// The session's whole new `_meta`.
+    pub meta: serde_json::Map<String, Value>,
 }
 
 /// A step with no parameters: `{}`.

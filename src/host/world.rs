@@ -20,6 +20,9 @@ use tokio_tungstenite::tungstenite::Utf8Bytes;
 // The fault that parks dispatches and the host's conforming variants are parts of the
 // world's behaviour, written apart.
 mod capabilities;
+// Issue 29, changesets and annotations (i29b).
+pub mod annotations;
+pub mod changesets;
 mod swap;
 pub mod variants;
 
@@ -152,6 +155,10 @@ pub struct World {
     pub chats: HashMap<String, ChatEntry>,
     /// Terminals by URI (issue 25, terminals): each a shell on a pty.
     pub terminals: BTreeMap<String, super::terminals::entry::TerminalEntry>,
+    /// Changesets by URI (issue 29).
+    pub changesets: changesets::Changesets,
+    /// Annotations channels by URI (issue 29).
+    pub annotations: annotations::Annotations,
     pub conns: HashMap<ConnId, ConnEntry>,
     pub replay: VecDeque<Replayed>,
     /// Sequence number of the newest envelope evicted from the replay buffer.
@@ -194,6 +201,8 @@ pub enum ChannelKind {
     Chat,
     Terminal,
     ResourceWatch,
+    Changeset,
+    Annotations,
 }
 
 pub const ROOT: &str = "ahp-root://";
@@ -213,6 +222,8 @@ impl World {
             sessions: BTreeMap::new(),
             chats: HashMap::new(),
             terminals: BTreeMap::new(),
+            changesets: BTreeMap::new(),
+            annotations: BTreeMap::new(),
             conns: HashMap::new(),
             replay: VecDeque::new(),
             replay_floor: 0,
@@ -251,40 +262,12 @@ impl World {
             Some(ChannelKind::Terminal)
         } else if self.watches.contains_key(uri) {
             Some(ChannelKind::ResourceWatch)
+        } else if self.changesets.contains_key(uri) {
+            Some(ChannelKind::Changeset)
+        } else if self.annotations.contains_key(uri) {
+            Some(ChannelKind::Annotations)
         } else {
             None
-        }
-    }
-
-    /// Fault injection into a chat snapshot's ended turns.
-    fn break_turns(&self, state: &mut Value) {
-        let negative = self.fault(Fault::NegativeDuration);
-        let drop_error = self.fault(Fault::ErrorPartDropped);
-        let call_twice = self.fault(Fault::ToolCallListedTwice);
-        let Some(turns) = state.get_mut("turns").and_then(Value::as_array_mut) else {
-            return;
-        };
-        if let (true, Some(newest)) = (negative, turns.last_mut()) {
-            newest["duration"] = json!(-1);
-        }
-        for parts in turns
-            .iter_mut()
-            .filter(|_| call_twice)
-            .filter_map(|t| t.get_mut("responseParts").and_then(Value::as_array_mut))
-        {
-            if let Some(call) = parts.iter().find(|p| p["kind"] == "toolCall").cloned() {
-                parts.push(call);
-            }
-        }
-        for turn in turns
-            .iter_mut()
-            .filter(|t| drop_error && t["state"] == "error")
-        {
-            if let Some(parts) = turn.get_mut("responseParts").and_then(Value::as_array_mut) {
-                if parts.last().is_some_and(|p| p["kind"] == "error") {
-                    parts.pop();
-                }
-            }
         }
     }
 
@@ -354,6 +337,8 @@ impl World {
                 state
             }
             ChannelKind::Terminal => self.terminal_snapshot(uri)?,
+            ChannelKind::Changeset => self.changeset_state(uri)?,
+            ChannelKind::Annotations => self.annotations_state(uri)?,
         };
         let ahead = self.fault(Fault::SnapshotSeqAhead) && uri.starts_with("ahp-session:");
         let from_seq = if ahead { self.seq + 1 } else { self.seq };
@@ -514,6 +499,8 @@ impl World {
             }
             // Change batches are events: the reducer keeps no history of them.
             Some(ChannelKind::ResourceWatch) => {}
+            Some(ChannelKind::Changeset) => self.apply_changeset(channel, action),
+            Some(ChannelKind::Annotations) => self.apply_annotations(channel, action),
             None => return Err(EmitError::NoChannel(channel.to_owned())),
         }
         Ok(())

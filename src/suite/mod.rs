@@ -97,6 +97,21 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "chat-sources.toml",
         include_str!("../../suites/chat-sources.toml"),
     ),
+    // Issue 29, changesets (i29b).
+    (
+        "changesets.toml",
+        include_str!("../../suites/changesets.toml"),
+    ),
+    // Issue 29, annotations (i29b).
+    (
+        "annotations.toml",
+        include_str!("../../suites/annotations.toml"),
+    ),
+    // Issue 29, background work, session metadata, agent changes (i29b).
+    (
+        "agent-state.toml",
+        include_str!("../../suites/agent-state.toml"),
+    ),
 ];
 
 /// The `relies_on` value of an expectation that rests on what the target profile promises

@@ -16,6 +16,8 @@ use super::world::{now_iso, ResumePoint, TurnRunner, World};
 use super::Shared;
 
 mod interactive;
+// Issue 29 (i29b): session metadata and agent changes from a script.
+mod state_steps;
 
 use interactive::{run_input_request, run_tool_call};
 
@@ -287,6 +289,8 @@ async fn wait_for<T>(
 }
 
 async fn run_turn(shared: Arc<Shared>, turn: Turn, steps: Vec<Step>) {
+    // Background work the background-work-ends-with-turn fault removes at the turn's end.
+    let mut ended_work: Vec<String> = Vec::new();
     for (index, step) in steps.iter().enumerate() {
         if with_turn(&shared, &turn, |world| world.consume_steering(&turn)).is_none() {
             return;
@@ -335,6 +339,51 @@ async fn run_turn(shared: Arc<Shared>, turn: Turn, steps: Vec<Step>) {
                 &turn,
                 json!({ "type": "chat/activityChanged", "activity": activity.text }),
             )),
+            Step::BackgroundWork(work) => {
+                let ends_with_turn = with_turn(&shared, &turn, |world| {
+                    world.fault(Fault::BackgroundWorkEndsWithTurn)
+                })
+                .unwrap_or(false);
+                if ends_with_turn {
+                    ended_work.push(work.id.clone());
+                }
+                flow_of(emit(
+                    &shared,
+                    &turn,
+                    json!({ "type": "chat/backgroundWorkSet", "work": { "kind": "shell",
+                        "id": work.id, "label": work.label, "startedAt": now_iso(),
+                        "command": work.command } }),
+                ))
+            }
+            Step::BackgroundWorkDone(work) => flow_of(emit(
+                &shared,
+                &turn,
+                json!({ "type": "chat/backgroundWorkRemoved", "id": work.id }),
+            )),
+            Step::SessionMeta(meta) => flow_of(with_turn(&shared, &turn, |world| {
+                world.set_session_meta(&turn.chat, &meta.meta);
+            })),
+            Step::AgentDescription(text) => flow_of(with_turn(&shared, &turn, |world| {
+                world.describe_agent(&turn.chat, &text.text);
+            })),
+            Step::EditFile(edit) => {
+                let outcome = with_turn(&shared, &turn, |world| {
+                    world.agent_edit(&turn.chat, &edit.path, &edit.text)
+                });
+                match outcome {
+                    Some(Ok(())) => Flow::Next,
+                    Some(Err(why)) => {
+                        let error = ErrorStep {
+                            message: format!("editFile: {why}"),
+                            error_type: None,
+                            resumable: false,
+                        };
+                        fail_turn(&shared, &turn, &error, &[]);
+                        Flow::Stop
+                    }
+                    None => Flow::Stop,
+                }
+            }
             Step::Error(error) => {
                 fail_turn(&shared, &turn, error, &steps[index + 1..]);
                 Flow::Stop
@@ -346,7 +395,15 @@ async fn run_turn(shared: Arc<Shared>, turn: Turn, steps: Vec<Step>) {
         }
         tokio::task::yield_now().await;
     }
-    with_turn(&shared, &turn, |world| world.complete_turn(&turn));
+    with_turn(&shared, &turn, |world| {
+        for id in ended_work {
+            world.emit_chat(
+                &turn.chat,
+                json!({ "type": "chat/backgroundWorkRemoved", "id": id }),
+            );
+        }
+        world.complete_turn(&turn)
+    });
 }
 
 fn flow_of(emitted: Option<()>) -> Flow {

@@ -7,6 +7,8 @@ use super::faults::Fault;
 use super::world::{ConnId, Version, World};
 
 mod chat_sources;
+// Issue 29, changesets (i29b).
+mod changesets;
 mod chats;
 mod moves;
 // Issue 25, session configuration and completions (i25b).
@@ -172,13 +174,13 @@ impl World {
             // Issue 25, terminals (i25b).
             "createTerminal" => Reply::of(self.create_terminal(params).map_err(refused)),
             "disposeTerminal" => Reply::of(self.dispose_terminal(params).map_err(refused)),
-            "invokeChangesetOperation"
-            | "listAutomationTriggerDefinitions"
-            | "runAutomation"
-            | "fetchAutomationRuns" => Reply::of(Err(RpcError::new(
-                NOT_FOUND,
-                "no such channel on this host",
-            ))),
+            "invokeChangesetOperation" => Reply::of(self.invoke_changeset_operation(params)),
+            "listAutomationTriggerDefinitions" | "runAutomation" | "fetchAutomationRuns" => {
+                Reply::of(Err(RpcError::new(
+                    NOT_FOUND,
+                    "no such channel on this host",
+                )))
+            }
             _ => {
                 let code = if self.fault(Fault::WrongMethodNotFound) {
                     INTERNAL_ERROR

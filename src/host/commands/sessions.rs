@@ -244,6 +244,7 @@ impl World {
             Some(entry) => entry.session = uri.to_owned(),
             None => self.insert_chat(uri, chat_state),
         }
+        self.open_annotations(uri);
         Ok(())
     }
 
@@ -362,6 +363,8 @@ impl World {
             self.forget_channel(&chat);
         }
         self.forget_channel(&uri);
+        self.drop_changesets(&uri);
+        self.drop_annotations(&uri);
         if !self.fault(Fault::NoSessionRemoved) {
             self.notify_subscribers(
                 ROOT,

@@ -187,10 +187,14 @@ impl World {
         }
         let session = match self.chats.get(channel) {
             Some(entry) => Some(entry.session.clone()),
-            None => self
-                .sessions
-                .contains_key(channel)
-                .then(|| channel.to_owned()),
+            // The session's summary counts its annotations.
+            None => match self.annotations.get(channel) {
+                Some(entry) => Some(entry.session.clone()),
+                None => self
+                    .sessions
+                    .contains_key(channel)
+                    .then(|| channel.to_owned()),
+            },
         };
         if let Some(session) = session {
             self.sync_projections(&session);

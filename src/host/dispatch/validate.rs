@@ -35,7 +35,14 @@ impl World {
         if matches!(decoded, StateAction::Unknown(_)) {
             return Err(format!("{}{type_name} action", super::MALFORMED));
         }
-        if !info.client_dispatchable && !self.fault(Fault::ServerOnlyAccepted) {
+        // Each fault accepts its own kind of host-only action: the changeset channel's
+        // (CHANGESET-001) or the others (DISPATCH-006).
+        let accepted_anyway = if type_name.starts_with("changeset/") {
+            self.fault(Fault::ChangesetServerActionAccepted)
+        } else {
+            self.fault(Fault::ServerOnlyAccepted)
+        };
+        if !info.client_dispatchable && !accepted_anyway {
             return Err(format!("{type_name} may only be dispatched by the host"));
         }
         let scope = match type_name.split('/').next() {
@@ -43,6 +50,8 @@ impl World {
             Some("session") => ChannelKind::Session,
             Some("chat") => ChannelKind::Chat,
             Some("terminal") => ChannelKind::Terminal,
+            Some("changeset") => ChannelKind::Changeset,
+            Some("annotations") => ChannelKind::Annotations,
             _ => return Err(format!("this host has no channel for {type_name}")),
         };
         if scope != kind {
@@ -66,6 +75,13 @@ impl World {
             }
             ChannelKind::Terminal => Ok(()),
             ChannelKind::ResourceWatch => Err("resource watches take no client actions".into()),
+            // CHANGESET-001: the review toggle is the one client changeset action (every
+            // changeset of this host advertises review).
+            ChannelKind::Changeset if self.fault(Fault::ChangesetReviewRefused) => {
+                Err("this host takes no review changes".into())
+            }
+            ChannelKind::Changeset => Ok(()),
+            ChannelKind::Annotations => self.check_annotation(channel, &decoded),
         }
     }
 

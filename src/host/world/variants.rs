@@ -34,8 +34,9 @@ impl AutoConfirmed {
 pub struct Variants {
     /// How auto-approved tool calls are recorded as confirmed.
     pub auto_confirmed: AutoConfirmed,
-    /// The working directories `createSession` accepts; any other is refused with -32602,
-    /// as a host that only opens directories it knows does. `None`: any.
+    /// The working directories `createSession` accepts besides those of the host's own
+    /// workspace; any other is refused with -32602, as a host that only opens directories it
+    /// knows does. `None`: any.
     pub known_directories: Option<Vec<String>>,
     /// Rejects a `chat/truncated` naming a turn the chat does not have (the default accepts
     /// it as a no-op): either way it changes nothing.
@@ -50,7 +51,8 @@ pub struct Variants {
 
 impl World {
     /// The first of `directories` the host does not know, under the known-directories
-    /// variant.
+    /// variant. A directory of the host's own workspace is always known: the host serves
+    /// it (the changeset cases give each session a scratch directory there).
     pub(in crate::host) fn unknown_directory<'a>(
         &self,
         directories: &'a [String],
@@ -58,7 +60,9 @@ impl World {
         let known = self.config.variants.known_directories.as_ref()?;
         directories
             .iter()
-            .find(|directory| !known.contains(directory))
+            .find(|directory| {
+                !known.contains(directory) && self.workspace.path_of(directory, true).is_err()
+            })
             .map(String::as_str)
     }
 
