@@ -161,10 +161,17 @@ pub fn items_of_request(messages: &[Value]) -> Vec<Item> {
     items
 }
 
-/// Joins adjacent text (and adjacent thinking) and orders each run of tool messages.
+/// Drops empty text and thinking, joins adjacent text (and adjacent thinking) and orders
+/// each run of tool messages. Empties go first, so a thinking block, an empty text and a
+/// thinking block join as two adjacent thinking blocks do: normalizing twice changes
+/// nothing (the fuzzer's AAP-HISTORY-004 on the correct server came from a second pass
+/// joining what the first had left apart).
 pub fn normalize(items: Vec<Item>) -> Vec<Item> {
     let mut joined: Vec<Item> = Vec::with_capacity(items.len());
-    for item in items {
+    let kept = items
+        .into_iter()
+        .filter(|item| !matches!(item, Item::Text(t) | Item::Thinking(t) if t.is_empty()));
+    for item in kept {
         match (joined.last_mut(), item) {
             (Some(Item::Text(before)), Item::Text(more)) => before.push_str(&more),
             (Some(Item::Thinking(before)), Item::Thinking(more)) => before.push_str(&more),
@@ -184,7 +191,6 @@ pub fn normalize(items: Vec<Item>) -> Vec<Item> {
             start += 1;
         }
     }
-    joined.retain(|item| !matches!(item, Item::Text(t) | Item::Thinking(t) if t.is_empty()));
     joined
 }
 
@@ -247,6 +253,24 @@ mod tests {
         ];
         assert_eq!(from_events, items_of_messages(&none));
         assert_eq!(stop.as_deref(), Some("end_turn"));
+    }
+
+    /// The fuzzer's shrunk AAP-HISTORY-004 on the correct server: a none-mode answer of
+    /// thinking, empty text, thinking, and a history holding the same message.
+    #[test]
+    fn a_history_equal_to_the_answer_differs_in_nothing() {
+        let answer = vec![json!({"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "e\nf"},
+            {"type": "text", "text": ""},
+            {"type": "thinking", "thinking": "quote\" "},
+        ]})];
+        let items = items_of_messages(&answer);
+        assert_eq!(
+            normalize(items.clone()),
+            items,
+            "normalizing twice changes nothing"
+        );
+        assert_eq!(first_difference(&items, &items_of_messages(&answer)), None);
     }
 
     #[test]
