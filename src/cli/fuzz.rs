@@ -478,7 +478,6 @@ fn aap_fuzz(args: FuzzArgs, decided: &Decided) -> ExitCode {
     use ahpspec::aap::fuzz;
     // Options the AAP campaign does not implement are refused, never silently ignored.
     let unsupported = [
-        ("--shard", args.shard.is_some()),
         ("--record", args.record.is_some()),
         ("--target-profile", args.target_profile.is_some()),
         ("--mode frames", args.mode == "frames"),
@@ -504,9 +503,13 @@ fn aap_fuzz(args: FuzzArgs, decided: &Decided) -> ExitCode {
         max_len: args.max_len,
         timeout: args.timeout,
         exclude: args.exclude.clone(),
+        shard: args.shard,
     };
     println!(
-        "ahpspec fuzz: protocol aap, seed {seed}, target {}{}",
+        "ahpspec fuzz: protocol aap, seed {seed}{}, target {}{}",
+        args.shard
+            .map(|s| format!(", shard {s} (sequences {}, {}, …)", s.nth(0), s.nth(1)))
+            .unwrap_or_default(),
         decided.label(),
         decided
             .fault_label()
@@ -525,7 +528,10 @@ fn aap_fuzz(args: FuzzArgs, decided: &Decided) -> ExitCode {
         Err(error) => return usage_error(&format!("cannot write traces: {error}")),
     };
     let plan = ahpspec::rows::RunPlan {
-        selection: Default::default(),
+        selection: ahpspec::catalog::Selection {
+            shard: args.shard,
+            ..Default::default()
+        },
         timeout: args.timeout,
         jobs: 1,
         rerun_prefix: ahpspec::certify::run_command(Protocol::Aap, decided, None),

@@ -18,7 +18,7 @@ use super::checks::{Observer, AAP_ALWAYS_ON, SECRET_PREFIX};
 use super::http::{Client, Target};
 use super::suite::{AapCase, AapCatalog, LocatedStep, Step};
 use super::version::AapVersion;
-use crate::catalog::{glob, SuiteError};
+use crate::catalog::{derive_seed, glob, Shard, SuiteError};
 use crate::checks::Rule;
 use crate::rows::baseline::Baseline;
 use crate::rows::{RunPlan, Started};
@@ -49,6 +49,10 @@ pub struct AapFuzzOptions {
     /// Known failures (`--baseline`): a rule it lists is seen, not shrunk, and fails
     /// nothing.
     pub baseline: Baseline,
+    /// `--shard I/N`: only sequences I-1, I-1+N, I-1+2N, … of the campaign (each sequence
+    /// is generated from its own seed, so the shards together run the whole campaign's
+    /// sequences, and `cases` is the total over all shards).
+    pub shard: Option<Shard>,
 }
 
 /// One rule found failing, with its shrunk sequence.
@@ -271,7 +275,8 @@ pub async fn campaign(options: &AapFuzzOptions) -> Result<AapFuzzOutcome, AapFuz
     runner.version = version;
     runner.schemas = Arc::new(super::checks::schemas_for(version)?);
     let started = Instant::now();
-    let mut rng = Rng::new(options.seed);
+    let shard = options.shard.unwrap_or(Shard::WHOLE);
+    let share = options.cases.map(|total| shard.share(total));
     let mut outcome = AapFuzzOutcome {
         seed: options.seed,
         version,
@@ -281,11 +286,9 @@ pub async fn campaign(options: &AapFuzzOptions) -> Result<AapFuzzOutcome, AapFuz
         baselined: Vec::new(),
     };
     let mut seen = BTreeSet::new();
-    while options.cases.is_none_or(|n| outcome.sequences < n)
-        && started.elapsed() < options.duration
-    {
-        let ops = Generator::new(&agent).sequence(&mut rng, options.max_len);
-        let sequence = outcome.sequences;
+    while share.is_none_or(|n| outcome.sequences < n) && started.elapsed() < options.duration {
+        let sequence = shard.nth(outcome.sequences);
+        let ops = sequence_ops(&agent, options.seed, sequence, options.max_len);
         outcome.sequences += 1;
         outcome.operations += ops.len();
         let (broken, _) = runner
@@ -325,6 +328,13 @@ pub async fn campaign(options: &AapFuzzOptions) -> Result<AapFuzzOutcome, AapFuz
         }
     }
     Ok(outcome)
+}
+
+/// Sequence `sequence` of the campaign seeded `seed`: generated from its own seed, so it
+/// is the same whichever shard runs it.
+pub fn sequence_ops(agent: &Agent, seed: u64, sequence: u64, max_len: usize) -> Vec<Op> {
+    let mut rng = Rng::new(derive_seed(seed, sequence));
+    Generator::new(agent).sequence(&mut rng, max_len)
 }
 
 #[derive(Serialize)]
