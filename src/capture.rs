@@ -4,6 +4,9 @@
 //! ([`crate::redact`]: `authenticate` tokens, credentials in the connection's URL, learned
 //! keys) are redacted before a record is written.
 
+pub mod aap;
+pub mod aap_check;
+
 use std::borrow::Cow;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};

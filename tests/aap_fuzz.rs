@@ -207,3 +207,75 @@ fn two_shards_find_what_the_whole_campaign_finds() {
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     assert_eq!(rule_rows(std::path::Path::new(&merged)), whole_rules);
 }
+
+/// `--record FILE`: every exchange of the campaign lands in an AAP capture (each line of
+/// the capture schema), and `ahpspec check` re-checks it offline: the fault's rule fails
+/// there as in the campaign; the capture of a clean campaign checks clean.
+#[test]
+fn a_recorded_campaign_rechecked_offline_fails_the_same_rule() {
+    let dir = TempDir::new("aap-fuzz-record");
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../schemas/aap-capture.schema.json")).expect("schema");
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    for (fault, exit) in [(Some("delta-drops-turn-stop"), 1), (None, 0)] {
+        let capture = dir
+            .path()
+            .join(format!("{}.jsonl", fault.unwrap_or("clean")));
+        let capture = capture.to_str().expect("utf-8 path");
+        let mut args = vec![
+            "fuzz",
+            "--protocol",
+            "aap",
+            "--seed",
+            "5",
+            "--cases",
+            "15",
+            "--shrink-time",
+            "5s",
+            "--record",
+            capture,
+            "--report-dir",
+            dir.str(),
+        ];
+        if let Some(fault) = fault {
+            args.extend(["--fault", fault]);
+        }
+        let out = ahpspec(&args);
+        assert_eq!(out.status.code(), Some(exit), "{}", show(&out));
+        let text = std::fs::read_to_string(capture).expect("capture written");
+        let mut kinds = std::collections::BTreeSet::new();
+        for line in text.lines() {
+            let record: serde_json::Value = serde_json::from_str(line).expect("JSON line");
+            assert!(validator.is_valid(&record), "off the schema: {line}");
+            for kind in ["request", "response", "body", "event", "end"] {
+                if record.get(kind).is_some() {
+                    kinds.insert(kind);
+                }
+            }
+            assert!(!line.contains("Bearer"), "a credential recorded: {line}");
+        }
+        assert_eq!(kinds.len(), 5, "{kinds:?}");
+        let checked = dir.sub(&format!("check-{}", fault.unwrap_or("clean")));
+        let out = ahpspec(&["check", capture, "--report-dir", &checked]);
+        assert_eq!(out.status.code(), Some(exit), "{}", show(&out));
+        let report = report_json(std::path::Path::new(&checked));
+        let failing: Vec<&str> = report["cases"]
+            .as_array()
+            .expect("cases")
+            .iter()
+            .filter(|c| c["verdict"] == "fail")
+            .filter_map(|c| c["info"]["id"].as_str())
+            .collect();
+        match fault {
+            Some(_) => assert_eq!(failing, ["AAP-SSE-003"], "{}", show(&out)),
+            None => assert!(failing.is_empty(), "{failing:?}\n{}", show(&out)),
+        }
+        assert!(
+            report["target"]
+                .as_str()
+                .is_some_and(|t| t.contains("exchanges")),
+            "{}",
+            report["target"]
+        );
+    }
+}

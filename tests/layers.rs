@@ -41,7 +41,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     (
         "transport",
-        &["transport.rs", "transport/", "aap/http.rs", "aap/sse.rs"],
+        &[
+            "transport.rs",
+            "transport/",
+            "aap/http.rs",
+            "aap/sse.rs",
+            // The AAP capture records: data the AAP client writes and `check` reads.
+            "capture/aap.rs",
+        ],
     ),
     ("tape", &["tape/", "schema.rs"]),
     (
@@ -76,6 +83,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "proxy/",
             "traffic.rs",
             "capture.rs",
+            "capture/aap_check.rs",
         ],
     ),
     // coverage.rs maps every rule to its cases, checks, faults (the servers' catalogs) and
@@ -95,7 +103,10 @@ const RUNNERS: &[(&str, &[&str])] = &[
     ("AHP fuzzer", &["fuzz/"]),
     ("AAP runner", &["aap/runner.rs"]),
     ("AAP fuzzer", &["aap/fuzz/"]),
-    ("proxy and check", &["proxy/", "traffic.rs", "capture.rs"]),
+    (
+        "proxy and check",
+        &["proxy/", "traffic.rs", "capture.rs", "capture/aap_check.rs"],
+    ),
 ];
 
 /// Independent peers of the harness: the built-in servers (and the schema generator),

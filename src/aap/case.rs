@@ -18,7 +18,8 @@ mod track;
 use super::agent::Agent;
 use crate::checks::Rule;
 use crate::verdict::{rule_of, CaseResult, Finding, Level, ReportedFrame, Verdict};
-use track::{session_of, SessionModel};
+use track::SessionModel;
+pub use track::{created_id, session_of, tool_names};
 
 /// Everything a case needs from the run.
 pub struct CaseContext {

@@ -14,6 +14,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
 use super::sse::{self, SseRead, StreamEnd};
+use crate::capture::aap::{
+    AapEvent, AapExchange, AapPayload, AapRecorder, AapRequest, AapResponseHead, AapStreamEnd,
+};
 use crate::verdict::ReportedFrame;
 
 /// Largest non-streamed body the harness reads.
@@ -156,6 +159,8 @@ pub struct Client {
     timeout: Duration,
     opened: Instant,
     transcript: Vec<ReportedFrame>,
+    /// Where every exchange is recorded (`--record`), if anywhere.
+    recorder: Option<AapRecorder>,
 }
 
 trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
@@ -172,7 +177,13 @@ impl Client {
             timeout,
             opened: Instant::now(),
             transcript: Vec::new(),
+            recorder: None,
         }
+    }
+
+    /// The client, recording every exchange into `recorder` (when given).
+    pub fn recording(self, recorder: Option<AapRecorder>) -> Client {
+        Client { recorder, ..self }
     }
 
     pub fn transcript(&self) -> &[ReportedFrame] {
@@ -211,9 +222,30 @@ impl Client {
             "sent",
             format!("{} {}{body_text}", request.method, request.path),
         );
-        let result = self.exchange(request).await;
+        let capture = self.recorder.as_ref().map(AapRecorder::exchange);
+        if let Some(capture) = &capture {
+            capture.record(AapPayload::Request(AapRequest {
+                method: request.method.clone(),
+                path: request.path.clone(),
+                content_type: request.body.is_some().then(|| {
+                    request
+                        .content_type
+                        .as_deref()
+                        .unwrap_or("application/json")
+                        .to_owned()
+                }),
+                body: request
+                    .body
+                    .as_deref()
+                    .map(|b| crate::redact::text(&String::from_utf8_lossy(b)).into_owned()),
+            }));
+        }
+        let result = self.exchange(request, capture.as_ref()).await;
         if let Err(error) = &result {
             self.record("received", format!("<no response: {error}>"));
+            if let Some(capture) = &capture {
+                capture.record(AapPayload::Failed(error.to_string()));
+            }
         }
         result
     }
@@ -245,7 +277,11 @@ impl Client {
         Ok(Box::new(tls))
     }
 
-    async fn exchange(&mut self, request: &Request) -> Result<Response, HttpError> {
+    async fn exchange(
+        &mut self,
+        request: &Request,
+        capture: Option<&AapExchange>,
+    ) -> Result<Response, HttpError> {
         let io = self.connect().await?;
         let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
             .await
@@ -273,6 +309,12 @@ impl Client {
                 .map(|ct| format!(" ({ct})"))
                 .unwrap_or_default()
         );
+        if let Some(capture) = capture {
+            capture.record(AapPayload::Response(AapResponseHead {
+                status,
+                content_type: content_type.clone(),
+            }));
+        }
         let mut result = Response {
             status,
             content_type,
@@ -281,7 +323,18 @@ impl Client {
         if result.is_media("text/event-stream") {
             self.record("received", head);
             let chunks = response.into_body().into_data_stream();
-            let mut read = sse::read(chunks, self.timeout, |_| {}).await;
+            let mut read = sse::read(chunks, self.timeout, |event| {
+                if let Some(capture) = capture {
+                    capture.record(AapPayload::Event(AapEvent {
+                        name: event.name.clone(),
+                        data: crate::redact::text(&event.data).into_owned(),
+                    }));
+                }
+            })
+            .await;
+            if let Some(capture) = capture {
+                capture.record(AapPayload::End(stream_end(&read)));
+            }
             name_from_data(&mut read.events);
             for event in &read.events {
                 self.record(
@@ -301,6 +354,11 @@ impl Client {
         .map_err(|_| HttpError::Timeout(self.timeout))?
         .map_err(|e| HttpError::Exchange(format!("reading the body: {e}")))?
         .to_bytes();
+        if let (Some(capture), false) = (capture, bytes.is_empty()) {
+            capture.record(AapPayload::Body(
+                crate::redact::text(&String::from_utf8_lossy(&bytes)).into_owned(),
+            ));
+        }
         result.body = if bytes.is_empty() {
             Body::Empty
         } else {
@@ -360,7 +418,7 @@ impl Client {
 
 /// An event without an `event:` line that names its type inside its data (the schema's
 /// SSEEvent objects carry `event`) is read as that type.
-fn name_from_data(events: &mut [super::sse::SseEvent]) {
+pub fn name_from_data(events: &mut [super::sse::SseEvent]) {
     for event in events.iter_mut().filter(|e| e.name == "message") {
         let named = serde_json::from_str::<Value>(&event.data)
             .ok()
@@ -368,6 +426,20 @@ fn name_from_data(events: &mut [super::sse::SseEvent]) {
         if let Some(name) = named {
             event.name = name;
         }
+    }
+}
+
+/// How a stream ended, as a capture records it.
+fn stream_end(read: &SseRead) -> AapStreamEnd {
+    let (how, detail) = match &read.end {
+        StreamEnd::Closed => ("closed", None),
+        StreamEnd::TimedOut(after) => ("timedOut", Some(after.as_millis().to_string())),
+        StreamEnd::Broken(why) => ("broken", Some(why.clone())),
+    };
+    AapStreamEnd {
+        how: how.to_owned(),
+        detail,
+        unterminated: read.unterminated,
     }
 }
 

@@ -74,15 +74,7 @@ impl AapVersion {
         if self == AapVersion::V3 {
             return keep();
         }
-        let (bare, query) = match path.split_once('?') {
-            Some((bare, query)) => (bare, Some(query)),
-            None => (path, None),
-        };
-        let with_query = |p: String, q: Option<&str>| match q {
-            Some(q) => format!("{p}?{q}"),
-            None => p,
-        };
-        let parts: Vec<&str> = bare.trim_start_matches('/').split('/').collect();
+        let (parts, query) = split_path(path);
         match (method, parts.as_slice()) {
             ("POST", ["sessions"]) => ("PUT".into(), with_query("/session".into(), query)),
             (_, ["sessions", id]) => (method.into(), with_query(format!("/session/{id}"), query)),
@@ -92,15 +84,7 @@ impl AapVersion {
             (_, ["sessions", id, "history"]) if self == AapVersion::V1 => {
                 // Version 1 has no history endpoint: the session object carries it when
                 // asked with `?history=`.
-                let query = query.map(|q| {
-                    q.split('&')
-                        .map(|pair| match pair.strip_prefix("type=") {
-                            Some(kind) => format!("history={kind}"),
-                            None => pair.to_owned(),
-                        })
-                        .collect::<Vec<_>>()
-                        .join("&")
-                });
+                let query = query.map(|q| renamed_key(q, "type=", "history="));
                 (
                     method.into(),
                     with_query(format!("/session/{id}"), query.as_deref()),
@@ -113,6 +97,74 @@ impl AapVersion {
             _ => keep(),
         }
     }
+}
+
+impl AapVersion {
+    /// The version-3 form of a request that went on the wire at this version: the
+    /// inverse of [`AapVersion::wire`] (a capture records the wire; the checks speak
+    /// version 3's endpoints). Version 1's `GET /session/:id?history=KIND` is the history
+    /// read; without `history=` it is the session read.
+    pub fn canonical(self, method: &str, path: &str) -> (String, String) {
+        let keep = || (method.to_owned(), path.to_owned());
+        if self == AapVersion::V3 {
+            return keep();
+        }
+        let (parts, query) = split_path(path);
+        match (method, parts.as_slice()) {
+            ("PUT", ["session"]) => ("POST".into(), with_query("/sessions".into(), query)),
+            ("POST", ["session", id]) => (
+                "POST".into(),
+                with_query(format!("/sessions/{id}/turns"), query),
+            ),
+            ("GET", ["session", id])
+                if self == AapVersion::V1
+                    && query.is_some_and(|q| q.split('&').any(|p| p.starts_with("history="))) =>
+            {
+                let query = query.map(|q| renamed_key(q, "history=", "type="));
+                (
+                    method.into(),
+                    with_query(format!("/sessions/{id}/history"), query.as_deref()),
+                )
+            }
+            (_, ["session", id, rest @ ..]) => {
+                let tail: String = rest.iter().map(|p| format!("/{p}")).collect();
+                (
+                    method.into(),
+                    with_query(format!("/sessions/{id}{tail}"), query),
+                )
+            }
+            _ => keep(),
+        }
+    }
+}
+
+/// A path's segments (without the leading `/`) and its query, if any.
+fn split_path(path: &str) -> (Vec<&str>, Option<&str>) {
+    let (bare, query) = match path.split_once('?') {
+        Some((bare, query)) => (bare, Some(query)),
+        None => (path, None),
+    };
+    (bare.trim_start_matches('/').split('/').collect(), query)
+}
+
+/// `path` with `query` appended (none, or an empty one, appends nothing).
+fn with_query(path: String, query: Option<&str>) -> String {
+    match query {
+        Some(q) if !q.is_empty() => format!("{path}?{q}"),
+        _ => path,
+    }
+}
+
+/// `query` with the parameter prefix `from` (`type=`) renamed `to` (`history=`).
+fn renamed_key(query: &str, from: &str, to: &str) -> String {
+    query
+        .split('&')
+        .map(|pair| match pair.strip_prefix(from) {
+            Some(value) => format!("{to}{value}"),
+            None => pair.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("&")
 }
 
 impl fmt::Display for AapVersion {
@@ -163,6 +215,38 @@ mod tests {
         assert_eq!(wire(V1, "GET", "/sessions/s1/history"), "GET /session/s1");
         assert_eq!(wire(V1, "GET", "/meta"), "GET /meta");
         assert_eq!(wire(V1, "GET", "/nowhere/x"), "GET /nowhere/x");
+    }
+
+    #[test]
+    fn wire_requests_map_back_to_version_three() {
+        for version in AapVersion::ALL {
+            for (method, path) in [
+                ("POST", "/sessions"),
+                ("GET", "/sessions/s1"),
+                ("DELETE", "/sessions/s1"),
+                ("POST", "/sessions/s1/turns"),
+                ("GET", "/sessions?after=x"),
+                ("GET", "/meta"),
+            ] {
+                let (m, p) = version.wire(method, path);
+                assert_eq!(
+                    version.canonical(&m, &p),
+                    (method.to_owned(), path.to_owned()),
+                    "{version} {m} {p}"
+                );
+            }
+            if version != V1 {
+                let (m, p) = version.wire("GET", "/sessions/s1/history?type=full");
+                assert_eq!(
+                    version.canonical(&m, &p).1,
+                    "/sessions/s1/history?type=full"
+                );
+            }
+        }
+        assert_eq!(
+            V1.canonical("GET", "/session/s1?history=compacted").1,
+            "/sessions/s1/history?type=compacted"
+        );
     }
 
     #[test]

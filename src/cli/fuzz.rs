@@ -478,7 +478,6 @@ fn aap_fuzz(args: FuzzArgs, decided: &Decided) -> ExitCode {
     use ahpspec::aap::fuzz;
     // Options the AAP campaign does not implement are refused, never silently ignored.
     let unsupported = [
-        ("--record", args.record.is_some()),
         ("--target-profile", args.target_profile.is_some()),
         ("--mode frames", args.mode == "frames"),
     ];
@@ -492,6 +491,17 @@ fn aap_fuzz(args: FuzzArgs, decided: &Decided) -> ExitCode {
     let seed = args
         .seed
         .unwrap_or_else(|| jiff::Timestamp::now().as_nanosecond() as u64);
+    // The AAP client records its own exchanges: no proxy, so the built-in target (a fresh
+    // server per sequence) records as well as a URL.
+    let record = match args
+        .record
+        .as_deref()
+        .map(ahpspec::capture::aap::AapRecorder::create)
+        .transpose()
+    {
+        Ok(record) => record,
+        Err(error) => return usage_error(&error.to_string()),
+    };
     let options = fuzz::AapFuzzOptions {
         baseline,
         target: decided.for_sequences(args.token.clone()),
@@ -504,6 +514,7 @@ fn aap_fuzz(args: FuzzArgs, decided: &Decided) -> ExitCode {
         timeout: args.timeout,
         exclude: args.exclude.clone(),
         shard: args.shard,
+        record,
     };
     println!(
         "ahpspec fuzz: protocol aap, seed {seed}{}, target {}{}",
@@ -522,6 +533,11 @@ fn aap_fuzz(args: FuzzArgs, decided: &Decided) -> ExitCode {
         Ok(Err(error)) => return usage_error(&error.to_string()),
         Err(exit) => return exit,
     };
+    if let Some(record) = &options.record {
+        if let Err(error) = record.finish() {
+            return usage_error(&error.to_string());
+        }
+    }
     let dir = args.report_dir.join("fuzz");
     let traces = match fuzz::write_traces(&outcome, &dir) {
         Ok(traces) => traces,

@@ -98,6 +98,9 @@ pub fn proxy_command(args: ProxyArgs) -> ExitCode {
 }
 
 pub fn check_command(args: CheckArgs) -> ExitCode {
+    if let Some(exit) = super::check_aap::check_aap_captures(&args.files, &args.report_dir) {
+        return exit;
+    }
     let schemas = match Schemas::load(args.schemas.as_deref()) {
         Ok(schemas) => schemas,
         Err(error) => return usage_error(&error.to_string()),

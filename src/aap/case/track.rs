@@ -224,7 +224,7 @@ impl Run<'_> {
 
 /// The id a creation answered with: `sessionId` of its JSON body, or (versions 1 and 2 in a
 /// stream mode) of its opening `session_start` event.
-pub(super) fn created_id(response: &Response) -> Option<String> {
+pub fn created_id(response: &Response) -> Option<String> {
     if let Some(id) = response.json().and_then(|b| b.get("sessionId")) {
         return id.as_str().map(str::to_owned);
     }
@@ -238,7 +238,7 @@ pub(super) fn created_id(response: &Response) -> Option<String> {
 }
 
 /// The session id in `/sessions/:id…`.
-pub(super) fn session_of(path: &str) -> Option<&str> {
+pub fn session_of(path: &str) -> Option<&str> {
     let path = path.split('?').next()?;
     let mut parts = path.trim_matches('/').split('/');
     (parts.next() == Some("sessions"))
@@ -246,7 +246,7 @@ pub(super) fn session_of(path: &str) -> Option<&str> {
         .flatten()
 }
 
-fn tool_names(tools: Option<&Value>) -> HashSet<String> {
+pub fn tool_names(tools: Option<&Value>) -> HashSet<String> {
     tools
         .and_then(Value::as_array)
         .into_iter()

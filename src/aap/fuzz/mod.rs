@@ -18,6 +18,7 @@ use super::checks::{Observer, AAP_ALWAYS_ON, SECRET_PREFIX};
 use super::http::{Client, Target};
 use super::suite::{AapCase, AapCatalog, LocatedStep, Step};
 use super::version::AapVersion;
+use crate::capture::aap::AapRecorder;
 use crate::catalog::{derive_seed, glob, Shard, SuiteError};
 use crate::checks::Rule;
 use crate::rows::baseline::Baseline;
@@ -53,6 +54,9 @@ pub struct AapFuzzOptions {
     /// is generated from its own seed, so the shards together run the whole campaign's
     /// sequences, and `cases` is the total over all shards).
     pub shard: Option<Shard>,
+    /// `--record`: every exchange of the campaign (shrinking included) goes into this AAP
+    /// capture, which `ahpspec check` re-checks offline.
+    pub record: Option<AapRecorder>,
 }
 
 /// One rule found failing, with its shrunk sequence.
@@ -131,11 +135,17 @@ impl Runner {
         out
     }
 
+    /// A client of `target`, recording when the campaign records.
+    fn client(&self, target: Target) -> Client {
+        Client::new(target, self.options.token.clone(), self.options.timeout)
+            .recording(self.options.record.clone())
+    }
+
     /// The agent `GET /meta` names, and the version it says (a version ahpspec does not
     /// know ends the campaign before any sequence).
     async fn agent(&self) -> Result<(Agent, AapVersion), AapFuzzError> {
         self.with_target(async |target| {
-            let mut client = Client::new(target, self.options.token.clone(), self.options.timeout);
+            let mut client = self.client(target);
             let (agent, said) = read_meta_version(&mut client)
                 .await
                 .map_err(|e| AapFuzzError::Unreachable(e.to_string()))?;
@@ -163,7 +173,7 @@ impl Runner {
             vars.insert("run".into(), format!("fz{seed}"));
             vars.insert("secret".into(), format!("{SECRET_PREFIX}fz{seed}"));
             let ctx = CaseContext {
-                client: Client::new(target, self.options.token.clone(), self.options.timeout),
+                client: self.client(target),
                 agent: Arc::new(agent.clone()),
                 vars,
                 observer: Observer::at(Arc::clone(&self.schemas), self.version),
