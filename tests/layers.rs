@@ -45,6 +45,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "transport.rs",
             "transport/",
             "aap/http.rs",
+            "aap/http/",
             "aap/sse.rs",
             // The AAP capture records: data the AAP client writes and `check` reads.
             "capture/aap.rs",

@@ -9,10 +9,11 @@ use serde_json::{json, Value};
 
 use super::checks::{Observer, Seen};
 use super::expect::{check_expect, Miss};
-use super::http::{Auth, Client, Request, Response};
+use super::http::{Auth, BadReader, Client, Request, Response};
 use super::model::Item;
 use super::suite::{AapCase, AuthText, HttpStep, LocatedStep, SessionStep, Step, TurnStep};
 
+mod bad_reader;
 mod list;
 mod track;
 use super::agent::Agent;
@@ -239,7 +240,8 @@ impl Run<'_> {
                     format!("a response to {} {}", wire.method, wire.path),
                     format!("none: {error}"),
                 );
-                self.misses(vec![miss], None, None, at)?;
+                let relied = name.and_then(|n| self.relied_on(n));
+                self.misses(vec![miss], None, relied.as_deref(), at)?;
                 return Err(Stop::Failed);
             }
         };
@@ -475,6 +477,15 @@ impl Run<'_> {
             body: Some(body.to_string().into_bytes()),
             ..Request::default()
         };
+        if let Some(reader) = &step.reader {
+            let reader = BadReader::parse(reader).ok_or_else(|| {
+                Stop::Harness(format!("{}: unknown reader {reader:?}", located.at))
+            })?;
+            let name = step.name.as_deref();
+            return self
+                .turn_read_badly(request, &body, reader, name, &located.at)
+                .await;
+        }
         self.exchange(request, Some(&body), step.name.as_deref(), &located.at)
             .await
             .map(|_| ())

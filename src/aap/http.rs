@@ -13,6 +13,10 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
+mod reader;
+
+pub use reader::BadReader;
+
 use super::sse::{self, SseRead, StreamEnd};
 use crate::capture::aap::{
     AapEvent, AapExchange, AapPayload, AapRecorder, AapRequest, AapResponseHead, AapStreamEnd,
@@ -222,24 +226,7 @@ impl Client {
             "sent",
             format!("{} {}{body_text}", request.method, request.path),
         );
-        let capture = self.recorder.as_ref().map(AapRecorder::exchange);
-        if let Some(capture) = &capture {
-            capture.record(AapPayload::Request(AapRequest {
-                method: request.method.clone(),
-                path: request.path.clone(),
-                content_type: request.body.is_some().then(|| {
-                    request
-                        .content_type
-                        .as_deref()
-                        .unwrap_or("application/json")
-                        .to_owned()
-                }),
-                body: request
-                    .body
-                    .as_deref()
-                    .map(|b| crate::redact::text(&String::from_utf8_lossy(b)).into_owned()),
-            }));
-        }
+        let capture = self.capture_request(request);
         let result = self.exchange(request, capture.as_ref()).await;
         if let Err(error) = &result {
             self.record("received", format!("<no response: {error}>"));
@@ -248,6 +235,27 @@ impl Client {
             }
         }
         result
+    }
+
+    /// A new exchange of the capture, its request recorded (`None` when not recording).
+    fn capture_request(&self, request: &Request) -> Option<AapExchange> {
+        let capture = self.recorder.as_ref()?.exchange();
+        capture.record(AapPayload::Request(AapRequest {
+            method: request.method.clone(),
+            path: request.path.clone(),
+            content_type: request.body.is_some().then(|| {
+                request
+                    .content_type
+                    .as_deref()
+                    .unwrap_or("application/json")
+                    .to_owned()
+            }),
+            body: request
+                .body
+                .as_deref()
+                .map(|b| crate::redact::text(&String::from_utf8_lossy(b)).into_owned()),
+        }));
+        Some(capture)
     }
 
     async fn connect(&self) -> Result<Box<dyn Io>, HttpError> {

@@ -217,6 +217,7 @@ impl<'a> Generator<'a> {
             messages: None,
             agent: None,
             tools: None,
+            reader: None,
             name: Some(name.clone()),
         });
         let mut ok = expect(&name, rule);
@@ -296,6 +297,7 @@ impl<'a> Generator<'a> {
             messages: Some(Value::Array(messages)),
             agent: None,
             tools: None,
+            reader: None,
             name: Some(name.clone()),
         });
         let mut ok = expect(&name, Rule::AapTool002);
