@@ -213,6 +213,22 @@ impl Run<'_> {
         super::vars::substitute_value(value, &self.ctx.vars).map_err(Stop::Harness)
     }
 
+    /// `request` (written with version 3's endpoints) as it goes on the wire at the
+    /// version under test; counted as one request of the case.
+    fn on_wire(&mut self, request: &Request) -> Request {
+        self.requests += 1;
+        let (method, path) = self
+            .ctx
+            .observer
+            .version
+            .wire(&request.method, &request.path);
+        Request {
+            method,
+            path,
+            ..request.clone()
+        }
+    }
+
     /// Sends a request, runs the always-on checks, and stores the response.
     pub(super) async fn exchange(
         &mut self,
@@ -221,18 +237,7 @@ impl Run<'_> {
         name: Option<&str>,
         at: &str,
     ) -> Result<Response, Stop> {
-        self.requests += 1;
-        // The case speaks version 3's endpoints; the wire gets the version under test's.
-        let (method, path) = self
-            .ctx
-            .observer
-            .version
-            .wire(&request.method, &request.path);
-        let wire = Request {
-            method,
-            path,
-            ..request.clone()
-        };
+        let wire = self.on_wire(&request);
         let response = match self.ctx.client.send(&wire).await {
             Ok(response) => response,
             Err(error) => {

@@ -217,6 +217,20 @@ impl Client {
 
     /// Sends `request` and reads the whole response (an SSE body to its end).
     pub async fn send(&mut self, request: &Request) -> Result<Response, HttpError> {
+        let capture = self.sending(request);
+        let result = self.exchange(request, capture.as_ref()).await;
+        if let Err(error) = &result {
+            self.record("received", format!("<no response: {error}>"));
+            if let Some(capture) = &capture {
+                capture.record(AapPayload::Failed(error.to_string()));
+            }
+        }
+        result
+    }
+
+    /// Records `request` in the transcript, and in a new exchange of the capture when
+    /// recording (that exchange).
+    fn sending(&mut self, request: &Request) -> Option<AapExchange> {
         let body_text = request
             .body
             .as_deref()
@@ -226,15 +240,7 @@ impl Client {
             "sent",
             format!("{} {}{body_text}", request.method, request.path),
         );
-        let capture = self.capture_request(request);
-        let result = self.exchange(request, capture.as_ref()).await;
-        if let Err(error) = &result {
-            self.record("received", format!("<no response: {error}>"));
-            if let Some(capture) = &capture {
-                capture.record(AapPayload::Failed(error.to_string()));
-            }
-        }
-        result
+        self.capture_request(request)
     }
 
     /// A new exchange of the capture, its request recorded (`None` when not recording).

@@ -23,17 +23,7 @@ impl Run<'_> {
         name: Option<&str>,
         at: &str,
     ) -> Result<(), Stop> {
-        self.requests += 1;
-        let (method, path) = self
-            .ctx
-            .observer
-            .version
-            .wire(&request.method, &request.path);
-        let wire = Request {
-            method,
-            path,
-            ..request.clone()
-        };
+        let wire = self.on_wire(&request);
         // What the turn produced was not read: the session's history is no longer known.
         if let Some(model) =
             super::session_of(&request.path).and_then(|id| self.sessions.get_mut(id))

@@ -5,6 +5,7 @@
 //! a suite file that `ahpspec run --protocol aap --suites DIR` replays.
 
 pub mod generate;
+pub mod malformed;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -57,6 +58,9 @@ pub struct AapFuzzOptions {
     /// `--record`: every exchange of the campaign (shrinking included) goes into this AAP
     /// capture, which `ahpspec check` re-checks offline.
     pub record: Option<AapRecorder>,
+    /// `--mode malformed`: sequences of requests a server has to cope with
+    /// ([`malformed`]) instead of the model's.
+    pub malformed: bool,
 }
 
 /// One rule found failing, with its shrunk sequence.
@@ -298,7 +302,7 @@ pub async fn campaign(options: &AapFuzzOptions) -> Result<AapFuzzOutcome, AapFuz
     let mut seen = BTreeSet::new();
     while share.is_none_or(|n| outcome.sequences < n) && started.elapsed() < options.duration {
         let sequence = shard.nth(outcome.sequences);
-        let ops = sequence_ops(&agent, options.seed, sequence, options.max_len);
+        let ops = sequence_ops(&agent, options, sequence);
         outcome.sequences += 1;
         outcome.operations += ops.len();
         let (broken, _) = runner
@@ -340,11 +344,14 @@ pub async fn campaign(options: &AapFuzzOptions) -> Result<AapFuzzOutcome, AapFuz
     Ok(outcome)
 }
 
-/// Sequence `sequence` of the campaign seeded `seed`: generated from its own seed, so it
-/// is the same whichever shard runs it.
-pub fn sequence_ops(agent: &Agent, seed: u64, sequence: u64, max_len: usize) -> Vec<Op> {
-    let mut rng = Rng::new(derive_seed(seed, sequence));
-    Generator::new(agent).sequence(&mut rng, max_len)
+/// Sequence `sequence` of the campaign: generated from its own seed (derived from the
+/// campaign's), so it is the same whichever shard runs it.
+pub fn sequence_ops(agent: &Agent, options: &AapFuzzOptions, sequence: u64) -> Vec<Op> {
+    let mut rng = Rng::new(derive_seed(options.seed, sequence));
+    match options.malformed {
+        true => malformed::Malformed::new(agent).sequence(&mut rng, options.max_len),
+        false => Generator::new(agent).sequence(&mut rng, options.max_len),
+    }
 }
 
 #[derive(Serialize)]

@@ -43,7 +43,7 @@ impl BadReader {
 }
 
 /// How long a slow or stalled reader keeps the connection.
-const MISBEHAVE_FOR: Duration = Duration::from_millis(600);
+const MISBEHAVE_FOR: Duration = Duration::from_millis(300);
 /// A slow reader's pause between bytes.
 const BYTE_PAUSE: Duration = Duration::from_millis(3);
 
@@ -55,16 +55,7 @@ impl Client {
         request: &Request,
         reader: BadReader,
     ) -> Result<Response, HttpError> {
-        let shown_body = request
-            .body
-            .as_deref()
-            .map(|b| format!("\n{}", String::from_utf8_lossy(b)))
-            .unwrap_or_default();
-        self.record(
-            "sent",
-            format!("{} {}{shown_body}", request.method, request.path),
-        );
-        let capture = self.capture_request(request);
+        let capture = self.sending(request);
         let result = self.read_badly(request, reader).await;
         match (&result, &capture) {
             (Ok(response), Some(capture)) => {
