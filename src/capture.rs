@@ -51,8 +51,8 @@ pub enum Payload {
     Close(Close),
     /// The connection broke without a close frame.
     Lost(bool),
-    /// One AAP HTTP exchange, whole ([`crate::traffic::exchange`]).
-    Http(Box<crate::traffic::exchange::Exchange>),
+    /// One AAP HTTP exchange, whole ([`crate::aap::http::exchange`]).
+    Http(Box<crate::aap::http::exchange::Exchange>),
 }
 
 /// One line of a capture.

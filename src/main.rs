@@ -14,6 +14,7 @@ use clap::{Args, Parser, Subcommand};
 
 /// Subcommands with enough options to want a file of their own (src/cli/).
 mod cli {
+    pub mod aap_fuzz;
     pub mod coverage;
     pub mod fuzz;
     pub mod proxy;

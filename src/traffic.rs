@@ -15,7 +15,6 @@ use crate::rows::AlwaysOnRows;
 use crate::verdict::{ReportedFrame, RunReport};
 
 pub mod aap;
-pub mod exchange;
 
 /// Frames before a violation shown with it (as a run shows them).
 const CONTEXT_FRAMES: usize = 8;

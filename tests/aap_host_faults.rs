@@ -121,6 +121,20 @@ async fn http_rule(rule: &str, c: &Client) -> bool {
             c.delete(&format!("/sessions/{id}")).await;
             c.delete(&format!("/sessions/{id}")).await.status < 500
         }
+        "AAP-HTTP-008" => {
+            let id = c.session().await;
+            c.leave_after_first_event(&id).await;
+            // The server notices the drop when its next writes fail.
+            tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+            let plain = json!({"messages": [{"role": "user", "content": "still there?"}]});
+            c.turn(&id, plain).await.status == 200
+        }
+        "AAP-HTTP-009" => {
+            let id = c.session().await;
+            let extra =
+                json!({"messages": [{"role": "user", "content": "hi"}], "ahpspec_unknown": 1});
+            c.turn(&id, extra).await.status == 200
+        }
         "AAP-AUTH-001" => c.send("GET", "/sessions", None, Some(TOKEN)).await.status == 200,
         "AAP-AUTH-002" => {
             let omitted = c.send("GET", "/sessions", None, None).await.status;

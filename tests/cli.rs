@@ -190,7 +190,23 @@ const BAD_INPUT: &[(&[&str], &str)] = &[
         &["run", "--protocol", "aap", "--protocol-version", "0.9.0"],
         "--protocol-version",
     ),
-    (&["fuzz", "--protocol", "aap", "--shard", "1/2"], "--shard"),
+    // AAP fuzzing takes --shard and --record (issue 27), but not AHP's frames mode, and
+    // AHP fuzzing not AAP's malformed mode.
+    (
+        &["fuzz", "--protocol", "aap", "--mode", "frames"],
+        "--mode frames",
+    ),
+    (&["fuzz", "--mode", "malformed"], "--mode malformed"),
+    (
+        &[
+            "fuzz",
+            "--protocol",
+            "aap",
+            "--record",
+            "/nonexistent-dir/x.jsonl",
+        ],
+        "/nonexistent-dir/x.jsonl",
+    ),
     // AAP fuzzing takes --baseline (issue 27); a file it cannot read is bad input.
     (
         &[

@@ -41,7 +41,13 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     (
         "transport",
-        &["transport.rs", "transport/", "aap/http.rs", "aap/sse.rs"],
+        &[
+            "transport.rs",
+            "transport/",
+            "aap/http.rs",
+            "aap/http/",
+            "aap/sse.rs",
+        ],
     ),
     ("tape", &["tape/", "schema.rs"]),
     (

@@ -11,12 +11,12 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
+use ahpspec::aap::http::exchange::Exchange;
 use ahpspec::aap::http::{Body, Client, Request, Response, Target};
 use ahpspec::capture::Payload;
 use ahpspec::certify::{certify, Options};
 use ahpspec::rows::Quiet;
 use ahpspec::target::Protocol;
-use ahpspec::traffic::exchange::Exchange;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;

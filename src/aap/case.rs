@@ -9,10 +9,11 @@ use serde_json::{json, Value};
 
 use super::checks::{Observer, Seen};
 use super::expect::{check_expect, Miss};
-use super::http::{Auth, Client, Request, Response};
+use super::http::{Auth, BadReader, Client, Request, Response};
 use super::model::Item;
 use super::suite::{AapCase, AuthText, HttpStep, LocatedStep, SessionStep, Step, TurnStep};
 
+mod bad_reader;
 mod list;
 mod track;
 use super::agent::Agent;
@@ -212,6 +213,22 @@ impl Run<'_> {
         super::vars::substitute_value(value, &self.ctx.vars).map_err(Stop::Harness)
     }
 
+    /// `request` (written with version 3's endpoints) as it goes on the wire at the
+    /// version under test; counted as one request of the case.
+    fn on_wire(&mut self, request: &Request) -> Request {
+        self.requests += 1;
+        let (method, path) = self
+            .ctx
+            .observer
+            .version
+            .wire(&request.method, &request.path);
+        Request {
+            method,
+            path,
+            ..request.clone()
+        }
+    }
+
     /// Sends a request, runs the always-on checks, and stores the response.
     pub(super) async fn exchange(
         &mut self,
@@ -220,18 +237,7 @@ impl Run<'_> {
         name: Option<&str>,
         at: &str,
     ) -> Result<Response, Stop> {
-        self.requests += 1;
-        // The case speaks version 3's endpoints; the wire gets the version under test's.
-        let (method, path) = self
-            .ctx
-            .observer
-            .version
-            .wire(&request.method, &request.path);
-        let wire = Request {
-            method,
-            path,
-            ..request.clone()
-        };
+        let wire = self.on_wire(&request);
         let response = match self.ctx.client.send(&wire).await {
             Ok(response) => response,
             Err(error) => {
@@ -239,7 +245,8 @@ impl Run<'_> {
                     format!("a response to {} {}", wire.method, wire.path),
                     format!("none: {error}"),
                 );
-                self.misses(vec![miss], None, None, at)?;
+                let relied = name.and_then(|n| self.relied_on(n));
+                self.misses(vec![miss], None, relied.as_deref(), at)?;
                 return Err(Stop::Failed);
             }
         };
@@ -475,6 +482,15 @@ impl Run<'_> {
             body: Some(body.to_string().into_bytes()),
             ..Request::default()
         };
+        if let Some(reader) = &step.reader {
+            let reader = BadReader::parse(reader).ok_or_else(|| {
+                Stop::Harness(format!("{}: unknown reader {reader:?}", located.at))
+            })?;
+            let name = step.name.as_deref();
+            return self
+                .turn_read_badly(request, &body, reader, name, &located.at)
+                .await;
+        }
         self.exchange(request, Some(&body), step.name.as_deref(), &located.at)
             .await
             .map(|_| ())

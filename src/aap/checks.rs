@@ -94,6 +94,15 @@ impl Endpoint {
     }
 }
 
+/// Whether an always-on rule holds at `version` (aap/RULES.md: AAP-SSE-009 is a rule of
+/// versions 1 and 2, whose creation answers a turn).
+pub fn always_on_holds_at(rule: Rule, version: AapVersion) -> bool {
+    match rule {
+        Rule::AapSse009 => version.creation_runs_turn(),
+        _ => true,
+    }
+}
+
 /// One exchange, as the checks see it. `method` and `path` are in version 3's terms
 /// (`POST /sessions`, `/sessions/:id/turns`) whatever version went on the wire
 /// ([`AapVersion::wire`]).

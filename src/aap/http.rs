@@ -13,6 +13,13 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
+pub mod exchange;
+mod reader;
+mod recording;
+
+pub use reader::BadReader;
+pub use recording::ExchangeSink;
+
 use super::sse::{self, SseRead, StreamEnd};
 use crate::verdict::ReportedFrame;
 
@@ -157,6 +164,8 @@ pub struct Client {
     timeout: Duration,
     opened: Instant,
     transcript: Vec<ReportedFrame>,
+    /// Where every exchange goes when it ends (`--record`), if anywhere.
+    recorder: Option<ExchangeSink>,
 }
 
 /// A connection to the server, plain or TLS.
@@ -202,7 +211,13 @@ impl Client {
             timeout,
             opened: Instant::now(),
             transcript: Vec::new(),
+            recorder: None,
         }
+    }
+
+    /// The client, handing every exchange to `recorder` when it ends (when given).
+    pub fn recording(self, recorder: Option<ExchangeSink>) -> Client {
+        Client { recorder, ..self }
     }
 
     pub fn transcript(&self) -> &[ReportedFrame] {
@@ -232,6 +247,24 @@ impl Client {
 
     /// Sends `request` and reads the whole response (an SSE body to its end).
     pub async fn send(&mut self, request: &Request) -> Result<Response, HttpError> {
+        self.sending(request);
+        let mut raw = self.recorder.as_ref().map(|_| Vec::new());
+        let result = self.exchange(request, raw.as_mut()).await;
+        if let Err(error) = &result {
+            self.record("received", format!("<no response: {error}>"));
+        }
+        if let Some(recorder) = &self.recorder {
+            recorder.take(recording::exchange(
+                request,
+                &result,
+                raw.as_deref().unwrap_or_default(),
+            ));
+        }
+        result
+    }
+
+    /// Records `request` in the transcript.
+    fn sending(&mut self, request: &Request) {
         let body_text = request
             .body
             .as_deref()
@@ -241,14 +274,15 @@ impl Client {
             "sent",
             format!("{} {}{body_text}", request.method, request.path),
         );
-        let result = self.exchange(request).await;
-        if let Err(error) = &result {
-            self.record("received", format!("<no response: {error}>"));
-        }
-        result
     }
 
-    async fn exchange(&mut self, request: &Request) -> Result<Response, HttpError> {
+    /// One exchange; when `raw` is given, every byte of the response body read goes into
+    /// it too (the copy a recording keeps).
+    async fn exchange(
+        &mut self,
+        request: &Request,
+        mut raw: Option<&mut Vec<u8>>,
+    ) -> Result<Response, HttpError> {
         let io = connect(&self.target, self.timeout).await?;
         let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
             .await
@@ -283,7 +317,12 @@ impl Client {
         };
         if result.is_media("text/event-stream") {
             self.record("received", head);
-            let chunks = response.into_body().into_data_stream();
+            use futures_util::StreamExt as _;
+            let chunks = response.into_body().into_data_stream().inspect(|chunk| {
+                if let (Some(raw), Ok(bytes)) = (raw.as_deref_mut(), chunk) {
+                    raw.extend_from_slice(bytes);
+                }
+            });
             let mut read = sse::read(chunks, self.timeout, |_| {}).await;
             name_from_data(&mut read.events);
             for event in &read.events {
@@ -304,6 +343,9 @@ impl Client {
         .map_err(|_| HttpError::Timeout(self.timeout))?
         .map_err(|e| HttpError::Exchange(format!("reading the body: {e}")))?
         .to_bytes();
+        if let Some(raw) = raw {
+            raw.extend_from_slice(&bytes);
+        }
         result.body = if bytes.is_empty() {
             Body::Empty
         } else {

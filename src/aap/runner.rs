@@ -101,7 +101,7 @@ pub async fn run(
         let over = Step::ALWAYS_ON_OVER;
         let (held, elsewhere): (Vec<&AlwaysOnRule>, Vec<&AlwaysOnRule>) = always_on
             .iter()
-            .partition(|r| always_on_holds_at(r.rule, version));
+            .partition(|r| super::checks::always_on_holds_at(r.rule, version));
         gathered.rows.always_on_rows(&held, over, plan, sink);
         for rule in elsewhere {
             // A rule of other versions looks at nothing here: not applicable, said so.
@@ -116,15 +116,6 @@ pub async fn run(
     let report = plan.report(version, &started, interrupted, gathered.rows.into_results());
     sink.event(&Event::RunFinished);
     Ok(report)
-}
-
-/// Whether an always-on rule holds at `version` (aap/RULES.md: AAP-SSE-009 is a rule of
-/// versions 1 and 2, whose creation answers a turn).
-fn always_on_holds_at(rule: Rule, version: AapVersion) -> bool {
-    match rule {
-        Rule::AapSse009 => version.creation_runs_turn(),
-        _ => true,
-    }
 }
 
 /// What every case of a run shares.

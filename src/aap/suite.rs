@@ -121,6 +121,11 @@ pub struct TurnStep {
     pub messages: Option<Value>,
     pub agent: Option<Value>,
     pub tools: Option<Value>,
+    /// A client that reads the streamed answer badly: `drop` (leaves after the first
+    /// event), `slow` (one byte at a time, then leaves), `stall` (stops reading, then
+    /// leaves). Only the status of such a turn is judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reader: Option<String>,
     #[serde(rename = "as")]
     pub name: Option<String>,
 }

@@ -254,6 +254,25 @@ mod tests {
         assert_eq!(V1.unwire("GET", "/session/s1").1, "/sessions/s1");
     }
 
+    /// The cases the fuzz capture's reader (`canonical`, merged into `unwire`) was tested
+    /// on: version 1's history asked on the session object, its other parameters kept;
+    /// an empty query stays on the path, as `wire` keeps it (the round trip is exact).
+    #[test]
+    fn version_one_history_reads_and_empty_queries_map_back() {
+        assert_eq!(
+            V1.unwire("GET", "/session/s1?history=compacted"),
+            ("GET".into(), "/sessions/s1/history?type=compacted".into())
+        );
+        assert_eq!(
+            V1.unwire("GET", "/session/s1?after=x&history=full").1,
+            "/sessions/s1/history?after=x&type=full"
+        );
+        for version in [V1, V2] {
+            let (m, p) = version.wire("GET", "/sessions?");
+            assert_eq!(version.unwire(&m, &p), ("GET".into(), "/sessions?".into()));
+        }
+    }
+
     #[test]
     fn versions_parse_from_their_numbers_only() {
         assert_eq!("2".parse::<AapVersion>(), Ok(V2));

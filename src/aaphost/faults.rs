@@ -17,6 +17,8 @@ fault_catalog! {
     TextPlainOk200 => ("text-plain-200", "AAP-HTTP-005", "Creates a session from a text/plain body but answers 200 instead of 201 or a 4xx."),
     UnknownPath400 => ("unknown-path-400", "AAP-HTTP-006", "Answers a path that is no endpoint with 400 instead of 404."),
     Redelete500 => ("redelete-500", "AAP-HTTP-007", "Answers DELETE of a session that no longer exists with 500 instead of 404."),
+    AbandonedStreamWedges => ("abandoned-stream-wedges", "AAP-HTTP-008", "Paces turn streams and, when a client disconnects before a stream ended, leaves the session busy: its later turns are refused with 409."),
+    UnknownFieldRefused => ("unknown-field-refused", "AAP-HTTP-009", "Refuses a turn whose body has a top-level field the schema does not name, with 400."),
     // Authentication (with a token configured).
     ListRefusesBearer => ("list-refuses-bearer", "AAP-AUTH-001", "Answers GET /sessions 401 even with the right Authorization: Bearer key."),
     ListWithoutKey => ("list-without-key", "AAP-AUTH-002", "Serves GET /sessions without a key or with a wrong one."),

@@ -101,6 +101,49 @@ pub fn sse_response(frames: Vec<Bytes>) -> Response<Body> {
     response
 }
 
+/// Runs its action when dropped before it was disarmed: a body dropped before its last
+/// frame was polled means the client left mid-stream.
+struct Unfinished(Option<Box<dyn FnOnce() + Send + Sync>>);
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if let Some(action) = self.0.take() {
+            action();
+        }
+    }
+}
+
+/// A `text/event-stream` response whose frames go out `pace` apart; `abandoned` runs when
+/// the client leaves before the stream ended (the `abandoned-stream-wedges` fault's seam).
+pub fn paced_sse_response(
+    frames: Vec<Bytes>,
+    pace: std::time::Duration,
+    abandoned: impl FnOnce() + Send + Sync + 'static,
+) -> Response<Body> {
+    let guard = Unfinished(Some(Box::new(abandoned)));
+    let state = (frames.into_iter(), guard, true);
+    let chunks =
+        futures_util::stream::unfold(state, move |(mut frames, mut guard, first)| async move {
+            if !first {
+                tokio::time::sleep(pace).await;
+            }
+            match frames.next() {
+                Some(frame) => Some((
+                    Ok::<_, Infallible>(Frame::data(frame)),
+                    (frames, guard, false),
+                )),
+                None => {
+                    // Every frame was taken: the stream ended, nobody left early.
+                    let _disarmed = guard.0.take();
+                    None
+                }
+            }
+        });
+    let mut response = sse_response(Vec::new());
+    *response.body_mut() = BodyExt::boxed(StreamBody::new(chunks));
+    response
+}
+
 /// Whether the request says `Content-Type: application/json` (parameters allowed).
 pub fn is_json_request(request: &Request<Incoming>) -> bool {
     request

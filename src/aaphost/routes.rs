@@ -1,7 +1,9 @@
 //! The endpoints of docs/endpoints.md: routing, the bearer check, and one handler per
 //! method and path. The session store is locked only between awaits.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_TYPE, LOCATION};
@@ -20,6 +22,8 @@ use super::{AapFault, AapHostConfig};
 pub struct Server {
     pub config: AapHostConfig,
     store: Mutex<Store>,
+    /// Sessions whose stream a client left mid-turn (the `abandoned-stream-wedges` fault).
+    wedged: Arc<Mutex<HashSet<String>>>,
 }
 
 /// A path of the API (relative to the base path).
@@ -49,6 +53,7 @@ impl Server {
         Server {
             config,
             store: Mutex::new(Store::default()),
+            wedged: Arc::default(),
         }
     }
 
@@ -345,6 +350,7 @@ impl Server {
     }
 
     pub(super) fn turn(&self, id: &str, body: &Value) -> Result<Response<Body>, Refusal> {
+        self.turn_faults(id, body)?;
         let done = {
             let mut store = self.store();
             let Some(session) = store.get_mut(id) else {
@@ -373,7 +379,18 @@ impl Server {
             .iter()
             .map(|(name, data)| http::sse_frame(name, data))
             .collect();
-        let mut response = http::sse_response(frames);
+        let mut response = if self.has(AapFault::AbandonedStreamWedges) {
+            let wedged = Arc::clone(&self.wedged);
+            let id = done.session_id.clone();
+            http::paced_sse_response(frames, Duration::from_millis(40), move || {
+                wedged
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(id);
+            })
+        } else {
+            http::sse_response(frames)
+        };
         let wrong_type = done.plain
             && match done.mode {
                 StreamMode::Delta => self.has(AapFault::DeltaWrongContentType),
@@ -385,6 +402,35 @@ impl Server {
                 .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
         }
         response
+    }
+}
+
+impl Server {
+    /// The refusals of the turn faults that look at the request alone: a session a client
+    /// left mid-stream stays busy (`abandoned-stream-wedges`); a body with a field the
+    /// schema does not name is refused (`unknown-field-refused`).
+    fn turn_faults(&self, id: &str, body: &Value) -> Result<(), Refusal> {
+        let busy = self
+            .wedged
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(id);
+        if busy && self.has(AapFault::AbandonedStreamWedges) {
+            return Err(Refusal::new(
+                StatusCode::CONFLICT,
+                format!("a turn of session {id:?} is still running"),
+            ));
+        }
+        let known = ["agent", "stream", "messages", "tools"];
+        let unknown = body
+            .as_object()
+            .and_then(|fields| fields.keys().find(|k| !known.contains(&k.as_str())));
+        match unknown {
+            Some(field) if self.has(AapFault::UnknownFieldRefused) => Err(Refusal::bad_request(
+                format!("unknown field {field:?} in the turn request"),
+            )),
+            _ => Ok(()),
+        }
     }
 }
 

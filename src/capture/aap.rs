@@ -1,15 +1,19 @@
-//! AAP captures: one `http` record per exchange (`proxy --protocol aap --record`), read
-//! back by `ahpspec check` and judged, in file order, by the same AAP checks the proxy ran.
+//! AAP captures: one `http` record per exchange, written by `proxy --protocol aap --record`
+//! and by the AAP client of `fuzz --protocol aap --record` ([`sink`]), read back by
+//! `ahpspec check` and judged, in file order, by the same AAP checks the proxy runs.
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
-use super::{read, CaptureError, Checked, Payload, Record};
+use super::{read, CaptureError, Checked, Payload, Record, Recorder};
+use crate::aap::http::exchange::{BodyCopy, Exchange};
+use crate::aap::http::ExchangeSink;
 use crate::aap::AapVersion;
 use crate::traffic::aap::AapTraffic;
-use crate::traffic::exchange::{BodyCopy, Exchange};
 
-/// The record of one exchange, `at_ms` after the proxy started.
+/// The record of one exchange, `at_ms` after the proxy (or the recording client) started.
 pub fn record(conn: &str, at_ms: f64, exchange: Exchange) -> Record {
     Record {
         conn: conn.to_owned(),
@@ -18,6 +22,17 @@ pub fn record(conn: &str, at_ms: f64, exchange: Exchange) -> Record {
         time: Some(format!("{:.3}", jiff::Timestamp::now())),
         payload: Payload::Http(Box::new(exchange)),
     }
+}
+
+/// Where a recording AAP client hands its exchanges: each one, as it ends, an `http` record
+/// of `recorder` on a connection of its own (`h1`, `h2`, …), `atMs` after the sink was made.
+pub fn sink(recorder: Recorder) -> ExchangeSink {
+    let (started, next) = (Instant::now(), AtomicU64::new(1));
+    ExchangeSink::new(move |exchange| {
+        let conn = format!("h{}", next.fetch_add(1, Ordering::Relaxed));
+        let at_ms = started.elapsed().as_secs_f64() * 1000.0;
+        recorder.write(&record(&conn, at_ms, exchange));
+    })
 }
 
 /// The exchange with the secrets the harness knows redacted from its path and text

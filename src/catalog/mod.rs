@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use toml::Spanned;
 
-pub use selection::{glob, Selection, Shard, ShardError};
+pub use selection::{derive_seed, glob, Selection, Shard, ShardError};
 
 use crate::checks::AlwaysOnRule;
 use crate::verdict::{CaseInfo, Level};

@@ -144,6 +144,34 @@ impl FromStr for Shard {
     }
 }
 
+impl Shard {
+    /// The whole campaign or catalog: shard 1 of 1.
+    pub const WHOLE: Shard = Shard { index: 1, count: 1 };
+
+    /// This shard's share of `total` sequences: the remainder goes to the first shards,
+    /// so the shares add up to `total`.
+    pub fn share(self, total: u64) -> u64 {
+        let count = self.count as u64;
+        let index = self.index as u64 - 1;
+        total / count + u64::from(index < total % count)
+    }
+
+    /// The campaign-wide number of this shard's `nth` sequence when the shards deal a
+    /// campaign's sequences round-robin (shard I runs I-1, I-1+N, I-1+2N, …).
+    pub fn nth(self, nth: u64) -> u64 {
+        (self.index as u64 - 1) + nth * self.count as u64
+    }
+}
+
+/// Seed `n` derived from `seed` (splitmix64 of the two): the same for the same pair, far
+/// apart for neighbouring `n` (a fuzz shard's seed; an AAP fuzz sequence's own seed).
+pub fn derive_seed(seed: u64, n: u64) -> u64 {
+    let mut z = seed.wrapping_add(n.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 impl fmt::Display for Shard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.index, self.count)
@@ -153,6 +181,21 @@ impl fmt::Display for Shard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn round_robin_shards_deal_every_sequence_once() {
+        let total = 11;
+        let mut dealt: Vec<u64> = (1..=3)
+            .flat_map(|index| {
+                let shard = Shard { index, count: 3 };
+                (0..shard.share(total)).map(move |n| shard.nth(n))
+            })
+            .collect();
+        dealt.sort_unstable();
+        assert_eq!(dealt, (0..total).collect::<Vec<_>>());
+        assert_eq!(Shard::WHOLE.nth(7), 7);
+        assert_ne!(derive_seed(5, 1), derive_seed(5, 2));
+    }
 
     #[test]
     fn glob_matches_ids() {

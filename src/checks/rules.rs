@@ -356,6 +356,9 @@ rules! {
         (AapHttp003, "AAP-HTTP-003"),
         (AapHttp004, "AAP-HTTP-004"),
         (AapHttp005, "AAP-HTTP-005"),
+        // Issue 27: judged by the AAP fuzzer's malformed-request mode.
+        (AapHttp008, "AAP-HTTP-008"),
+        (AapHttp009, "AAP-HTTP-009"),
         (AapMeta001, "AAP-META-001"),
         (AapSession001, "AAP-SESSION-001"),
         (AapSession003, "AAP-SESSION-003"),

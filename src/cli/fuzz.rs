@@ -18,65 +18,68 @@ use crate::{parse_duration, usage_error, with_runtime, ConnectArgs};
 #[derive(Debug, Args)]
 pub struct FuzzArgs {
     /// Server to fuzz (ws:// or wss:// URL); omitted: a fresh built-in host per sequence.
-    url: Option<String>,
+    pub(super) url: Option<String>,
     #[command(flatten)]
-    connect: ConnectArgs,
+    pub(super) connect: ConnectArgs,
     /// Seed (printed at start; the same seed reproduces the run against a deterministic server).
     #[arg(long)]
-    seed: Option<u64>,
+    pub(super) seed: Option<u64>,
     /// Stop after this many sequences (a finding does not stop the campaign); with --shard,
     /// the total over all shards.
     #[arg(long)]
-    cases: Option<u64>,
+    pub(super) cases: Option<u64>,
     /// Campaign I of N for parallel CI jobs: its seed is derived from --seed and I, and it
     /// runs its share of --cases; `ahpspec merge` combines the shards' reports.
     #[arg(long, value_parser = crate::parse_shard)]
-    shard: Option<ahpspec::catalog::Shard>,
+    pub(super) shard: Option<ahpspec::catalog::Shard>,
     /// Stop after this long (e.g. 60s, 10m).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
-    duration: Duration,
+    pub(super) duration: Duration,
     /// Cap on shrinking each rule's first failure (the smallest sequence found by then is reported).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
-    shrink_time: Duration,
+    pub(super) shrink_time: Duration,
     /// Longest generated sequence.
     #[arg(long, default_value_t = 30)]
-    max_len: usize,
+    pub(super) max_len: usize,
     /// Clients acting on the same session.
     #[arg(long, default_value_t = 2)]
-    clients: usize,
+    pub(super) clients: usize,
     /// model: random action sequences; frames: malformed and mutated frames; mixed (the
-    /// default): both, interleaved sequence by sequence.
-    #[arg(long, default_value = "mixed", value_parser = ["mixed", "model", "frames"])]
-    mode: String,
+    /// default): both, interleaved sequence by sequence. AAP: model and mixed run the
+    /// model's request sequences; malformed sends requests a server has to cope with
+    /// (broken JSON, wrong content types, oversized bodies, unknown fields and values,
+    /// clients that read streams badly).
+    #[arg(long, default_value = "mixed", value_parser = ["mixed", "model", "frames", "malformed"])]
+    pub(super) mode: String,
     /// Break rules in the built-in host: one fault or several (`a,b`).
     #[arg(long)]
-    fault: Option<String>,
+    pub(super) fault: Option<String>,
     /// Target profile: the agent behaviours to drive; operations needing a behaviour it
     /// lacks are not generated.
     #[arg(long)]
-    target_profile: Option<PathBuf>,
+    pub(super) target_profile: Option<PathBuf>,
     /// Known failures (rule IDs, one per line, as for `run`): seen, counted, not failures.
     #[arg(long)]
-    baseline: Option<PathBuf>,
+    pub(super) baseline: Option<PathBuf>,
     /// Rules not judged at all (globs, comma-separated or repeated).
     #[arg(long, value_delimiter = ',')]
-    exclude: Vec<String>,
+    pub(super) exclude: Vec<String>,
     /// Per-expectation timeout.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
-    timeout: Duration,
+    pub(super) timeout: Duration,
     /// Record every frame of the campaign into this capture (JSON Lines; `ahpspec check`
     /// re-checks it). Needs a URL: the built-in target is a fresh host per sequence.
     #[arg(long, value_name = "FILE")]
-    record: Option<PathBuf>,
+    pub(super) record: Option<PathBuf>,
     /// Reports and traces go to <DIR>/fuzz/.
     #[arg(long, default_value = "reports")]
-    report_dir: PathBuf,
+    pub(super) report_dir: PathBuf,
     /// ahp (default) or aap (an http:// URL picks aap too).
     #[arg(long)]
-    protocol: Option<String>,
+    pub(super) protocol: Option<String>,
     /// AAP API key, sent as `Authorization: Bearer KEY`.
     #[arg(long)]
-    token: Option<String>,
+    pub(super) token: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -204,7 +207,12 @@ pub fn fuzz_command(args: FuzzArgs) -> ExitCode {
         Err(error) => return usage_error(&error.to_string()),
     };
     if protocol == Protocol::Aap {
-        return aap_fuzz(args, &decided);
+        return super::aap_fuzz::aap_fuzz(args, &decided);
+    }
+    if args.mode == "malformed" {
+        return usage_error(
+            "--mode malformed applies to AAP fuzzing only (AHP's malformed input is --mode frames)",
+        );
     }
     if args.record.is_some() && args.url.is_none() {
         return usage_error(
@@ -470,101 +478,5 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(error) => usage_error(&error.to_string()),
-    }
-}
-
-/// `fuzz --protocol aap`: the campaign is the library's; this prints, writes and exits.
-fn aap_fuzz(args: FuzzArgs, decided: &Decided) -> ExitCode {
-    use ahpspec::aap::fuzz;
-    // Options the AAP campaign does not implement are refused, never silently ignored.
-    let unsupported = [
-        ("--shard", args.shard.is_some()),
-        ("--record", args.record.is_some()),
-        ("--target-profile", args.target_profile.is_some()),
-        ("--mode frames", args.mode == "frames"),
-    ];
-    if let Some((option, _)) = unsupported.iter().find(|(_, given)| *given) {
-        return usage_error(&format!("{option} applies to AHP fuzzing only"));
-    }
-    let baseline = match args.baseline.as_deref().map(Baseline::load).transpose() {
-        Ok(baseline) => baseline.unwrap_or_default(),
-        Err(error) => return usage_error(&error.to_string()),
-    };
-    let seed = args
-        .seed
-        .unwrap_or_else(|| jiff::Timestamp::now().as_nanosecond() as u64);
-    let options = fuzz::AapFuzzOptions {
-        baseline,
-        target: decided.for_sequences(args.token.clone()),
-        token: decided.token(args.token.clone()),
-        seed,
-        cases: args.cases,
-        duration: args.duration,
-        shrink_time: args.shrink_time,
-        max_len: args.max_len,
-        timeout: args.timeout,
-        exclude: args.exclude.clone(),
-    };
-    println!(
-        "ahpspec fuzz: protocol aap, seed {seed}, target {}{}",
-        decided.label(),
-        decided
-            .fault_label()
-            .map(|f| format!(" (fault {f})"))
-            .unwrap_or_default()
-    );
-    let started = ahpspec::rows::Started::now();
-    let outcome = match with_runtime(|_| async { fuzz::campaign(&options).await }) {
-        Ok(Ok(outcome)) => outcome,
-        Ok(Err(error)) => return usage_error(&error.to_string()),
-        Err(exit) => return exit,
-    };
-    let dir = args.report_dir.join("fuzz");
-    let traces = match fuzz::write_traces(&outcome, &dir) {
-        Ok(traces) => traces,
-        Err(error) => return usage_error(&format!("cannot write traces: {error}")),
-    };
-    let plan = ahpspec::rows::RunPlan {
-        selection: Default::default(),
-        timeout: args.timeout,
-        jobs: 1,
-        rerun_prefix: ahpspec::certify::run_command(Protocol::Aap, decided, None),
-        target_label: decided.label(),
-        fault: decided.fault_label(),
-        strict: false,
-    };
-    let report = fuzz::report(&outcome, &plan, &started, &traces);
-    for row in &report.cases {
-        println!(
-            "{} {}: {}\n  replay: {}",
-            row.info.id,
-            row.verdict.as_str(),
-            row.summary,
-            row.rerun
-        );
-    }
-    for (rule, sequence) in &outcome.baselined {
-        println!(
-            "seen and baselined: {rule} (first in sequence {sequence}; listed in the baseline, not shrunk)"
-        );
-    }
-    let besides = if outcome.baselined.is_empty() {
-        ""
-    } else {
-        " besides baselined rules"
-    };
-    println!(
-        "{} sequences, {} operations, {} rule(s) failing{besides}",
-        outcome.sequences,
-        outcome.operations,
-        outcome.found.len()
-    );
-    if let Err(error) = report::write_all(&report, &dir) {
-        return usage_error(&error.to_string());
-    }
-    if outcome.found.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
     }
 }

@@ -167,18 +167,13 @@ impl<T> FuzzOutcome<T> {
 /// The campaign seed of shard `shard` of a campaign seeded `seed`: distinct per shard, and
 /// the same for the same command line (splitmix64 of the seed and the shard index).
 pub fn shard_seed(seed: u64, shard: crate::catalog::Shard) -> u64 {
-    let mut z = seed.wrapping_add((shard.index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    crate::catalog::derive_seed(seed, shard.index as u64)
 }
 
 /// Shard `shard`'s share of `total` sequences: the remainder goes to the first shards, so
 /// the shares add up to `total`.
 pub fn shard_cases(total: u64, shard: crate::catalog::Shard) -> u64 {
-    let count = shard.count as u64;
-    let index = shard.index as u64 - 1;
-    total / count + u64::from(index < total % count)
+    shard.share(total)
 }
 
 fn rng(seed: u64) -> TestRng {

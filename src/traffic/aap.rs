@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::exchange::{Ending, Exchange};
 use crate::aap::case::{created_id, session_of};
 use crate::aap::checks::{schemas_for, Endpoint, Observer, Seen};
+use crate::aap::http::exchange::{Ending, Exchange};
 use crate::aap::http::Body;
 use crate::aap::AapVersion;
 use crate::checks::{Rule, Violation, AAP_ALWAYS_ON};

@@ -170,6 +170,28 @@ impl Client {
         }
     }
 
+    /// Sends a delta turn on session `id` and leaves once the first event arrived (the
+    /// connection dropped mid-stream).
+    pub async fn leave_after_first_event(&self, id: &str) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let body = r#"{"stream":"delta","messages":[{"role":"user","content":"hello"}]}"#;
+        let mut stream = TcpStream::connect(self.addr).await.expect("connect");
+        let request = format!(
+            "POST {}/sessions/{id}/turns HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            self.base_path,
+            self.addr,
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await.expect("write");
+        let mut seen = Vec::new();
+        let mut chunk = [0u8; 64];
+        while !String::from_utf8_lossy(&seen).contains("turn_start") {
+            let n = stream.read(&mut chunk).await.expect("read");
+            assert!(n > 0, "the stream ended before turn_start");
+            seen.extend_from_slice(&chunk[..n]);
+        }
+    }
+
     pub async fn get(&self, path: &str) -> Reply {
         self.send("GET", path, None, self.token.as_deref()).await
     }

@@ -24,6 +24,13 @@ pub(super) struct SessionModel {
     pub(super) client_tools: HashSet<String>,
 }
 
+impl SessionModel {
+    /// The session's history can no longer be predicted (a turn's output was not read).
+    pub(super) fn lose_track(&mut self) {
+        self.exact = false;
+    }
+}
+
 impl Run<'_> {
     /// Updates the session models after an exchange (creation, turns, deletion).
     pub(super) fn follow(

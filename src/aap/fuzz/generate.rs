@@ -81,7 +81,7 @@ pub struct Generator<'a> {
     op: usize,
 }
 
-fn expect(of: &str, rule: Rule) -> Expect {
+pub(super) fn expect(of: &str, rule: Rule) -> Expect {
     Expect {
         of: of.to_owned(),
         relies_on: Some(rule.to_string()),
@@ -89,7 +89,7 @@ fn expect(of: &str, rule: Rule) -> Expect {
     }
 }
 
-fn http(method: &str, path: String, body: Option<Value>, name: &str) -> Step {
+pub(super) fn http(method: &str, path: String, body: Option<Value>, name: &str) -> Step {
     Step::Http(HttpStep {
         method: method.to_owned(),
         path,
@@ -217,6 +217,7 @@ impl<'a> Generator<'a> {
             messages: None,
             agent: None,
             tools: None,
+            reader: None,
             name: Some(name.clone()),
         });
         let mut ok = expect(&name, rule);
@@ -296,6 +297,7 @@ impl<'a> Generator<'a> {
             messages: Some(Value::Array(messages)),
             agent: None,
             tools: None,
+            reader: None,
             name: Some(name.clone()),
         });
         let mut ok = expect(&name, Rule::AapTool002);
@@ -419,7 +421,13 @@ impl<'a> Generator<'a> {
     }
 }
 
-fn raw(method: &str, path: String, body: &str, content_type: Option<&str>, name: &str) -> Step {
+pub(super) fn raw(
+    method: &str,
+    path: String,
+    body: &str,
+    content_type: Option<&str>,
+    name: &str,
+) -> Step {
     Step::Http(HttpStep {
         method: method.to_owned(),
         path,

@@ -5,6 +5,7 @@
 //! a suite file that `ahpspec run --protocol aap --suites DIR` replays.
 
 pub mod generate;
+pub mod malformed;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -18,7 +19,8 @@ use super::checks::{Observer, AAP_ALWAYS_ON, SECRET_PREFIX};
 use super::http::{Client, Target};
 use super::suite::{AapCase, AapCatalog, LocatedStep, Step};
 use super::version::AapVersion;
-use crate::catalog::{glob, SuiteError};
+use crate::aap::http::ExchangeSink;
+use crate::catalog::{derive_seed, glob, Shard, SuiteError};
 use crate::checks::Rule;
 use crate::rows::baseline::Baseline;
 use crate::rows::{RunPlan, Started};
@@ -49,6 +51,16 @@ pub struct AapFuzzOptions {
     /// Known failures (`--baseline`): a rule it lists is seen, not shrunk, and fails
     /// nothing.
     pub baseline: Baseline,
+    /// `--shard I/N`: only sequences I-1, I-1+N, I-1+2N, … of the campaign (each sequence
+    /// is generated from its own seed, so the shards together run the whole campaign's
+    /// sequences, and `cases` is the total over all shards).
+    pub shard: Option<Shard>,
+    /// `--record`: every exchange of the campaign (shrinking included) goes into this AAP
+    /// capture, which `ahpspec check` re-checks offline.
+    pub record: Option<ExchangeSink>,
+    /// `--mode malformed`: sequences of requests a server has to cope with
+    /// ([`malformed`]) instead of the model's.
+    pub malformed: bool,
 }
 
 /// One rule found failing, with its shrunk sequence.
@@ -127,11 +139,17 @@ impl Runner {
         out
     }
 
+    /// A client of `target`, recording when the campaign records.
+    fn client(&self, target: Target) -> Client {
+        Client::new(target, self.options.token.clone(), self.options.timeout)
+            .recording(self.options.record.clone())
+    }
+
     /// The agent `GET /meta` names, and the version it says (a version ahpspec does not
     /// know ends the campaign before any sequence).
     async fn agent(&self) -> Result<(Agent, AapVersion), AapFuzzError> {
         self.with_target(async |target| {
-            let mut client = Client::new(target, self.options.token.clone(), self.options.timeout);
+            let mut client = self.client(target);
             let (agent, said) = read_meta_version(&mut client)
                 .await
                 .map_err(|e| AapFuzzError::Unreachable(e.to_string()))?;
@@ -159,7 +177,7 @@ impl Runner {
             vars.insert("run".into(), format!("fz{seed}"));
             vars.insert("secret".into(), format!("{SECRET_PREFIX}fz{seed}"));
             let ctx = CaseContext {
-                client: Client::new(target, self.options.token.clone(), self.options.timeout),
+                client: self.client(target),
                 agent: Arc::new(agent.clone()),
                 vars,
                 observer: Observer::at(Arc::clone(&self.schemas), self.version),
@@ -272,7 +290,8 @@ pub async fn campaign(options: &AapFuzzOptions) -> Result<AapFuzzOutcome, AapFuz
     runner.version = version;
     runner.schemas = Arc::new(super::checks::schemas_for(version)?);
     let started = Instant::now();
-    let mut rng = Rng::new(options.seed);
+    let shard = options.shard.unwrap_or(Shard::WHOLE);
+    let share = options.cases.map(|total| shard.share(total));
     let mut outcome = AapFuzzOutcome {
         seed: options.seed,
         version,
@@ -282,11 +301,9 @@ pub async fn campaign(options: &AapFuzzOptions) -> Result<AapFuzzOutcome, AapFuz
         baselined: Vec::new(),
     };
     let mut seen = BTreeSet::new();
-    while options.cases.is_none_or(|n| outcome.sequences < n)
-        && started.elapsed() < options.duration
-    {
-        let ops = Generator::new(&agent).sequence(&mut rng, options.max_len);
-        let sequence = outcome.sequences;
+    while share.is_none_or(|n| outcome.sequences < n) && started.elapsed() < options.duration {
+        let sequence = shard.nth(outcome.sequences);
+        let ops = sequence_ops(&agent, options, sequence);
         outcome.sequences += 1;
         outcome.operations += ops.len();
         let (broken, _) = runner
@@ -326,6 +343,16 @@ pub async fn campaign(options: &AapFuzzOptions) -> Result<AapFuzzOutcome, AapFuz
         }
     }
     Ok(outcome)
+}
+
+/// Sequence `sequence` of the campaign: generated from its own seed (derived from the
+/// campaign's), so it is the same whichever shard runs it.
+pub fn sequence_ops(agent: &Agent, options: &AapFuzzOptions, sequence: u64) -> Vec<Op> {
+    let mut rng = Rng::new(derive_seed(options.seed, sequence));
+    match options.malformed {
+        true => malformed::Malformed::new(agent).sequence(&mut rng, options.max_len),
+        false => Generator::new(agent).sequence(&mut rng, options.max_len),
+    }
 }
 
 #[derive(Serialize)]

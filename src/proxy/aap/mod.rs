@@ -25,11 +25,11 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
 use super::{Log, ProxyError};
+use crate::aap::http::exchange::Exchange;
 use crate::aap::http::{connect, Target};
 use crate::aap::AapVersion;
 use crate::capture::Recorder;
 use crate::traffic::aap::AapTraffic;
-use crate::traffic::exchange::Exchange;
 use crate::verdict::RunReport;
 use tee::{lock, Pending, Side, Tee};
 
@@ -210,7 +210,7 @@ async fn judge_all(
                 "{what}: a body longer than the proxy keeps was forwarded whole; its checks were skipped"
             ));
         }
-        if let Some(crate::traffic::exchange::Ending::Broken(why)) = &exchange.ending {
+        if let Some(crate::aap::http::exchange::Ending::Broken(why)) = &exchange.ending {
             say(&format!(
                 "{what}: the upstream broke off the response body: {why}"
             ));

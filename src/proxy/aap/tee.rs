@@ -12,7 +12,7 @@ use bytes::Bytes;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use tokio::sync::mpsc;
 
-use crate::traffic::exchange::{BodyCopy, Ending, Exchange};
+use crate::aap::http::exchange::{BodyCopy, Ending, Exchange};
 
 /// One exchange in progress: what has been copied of both bodies.
 pub(super) struct Pending {

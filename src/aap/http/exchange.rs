@@ -1,6 +1,8 @@
-//! One AAP HTTP exchange as a proxy forwarded it: the request, the response's status and
-//! content type, the copies of both bodies the checks read, and how the response ended.
-//! A capture records it whole (`http` records); `ahpspec check` reads it back.
+//! One AAP HTTP exchange as a proxy forwarded it or the harness's client made it: the
+//! request, the response's status and content type (none when no response came: `error`
+//! says why), the copies of both bodies the checks read, and how the response ended. A
+//! capture records it whole (`http` records, written by `proxy --protocol aap --record` and
+//! `fuzz --protocol aap --record`); `ahpspec check` reads it back.
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
@@ -76,7 +78,8 @@ pub enum Ending {
     Ended,
     /// The upstream broke it off (reset, bad chunking): why.
     Broken(String),
-    /// Still open when the proxy stopped.
+    /// Still open when the recording side stopped reading: the proxy stopped, or the
+    /// client gave up waiting or read it badly on purpose (a bad reader).
     Open,
 }
 
