@@ -211,7 +211,7 @@ impl AapTraffic {
         let unjudged = if exchange.cut() {
             Some("a body longer than the proxy keeps (--max-body)")
         } else if exchange.ending == Some(Ending::Open) {
-            Some("a response still open when the proxy stopped")
+            Some("a response still open when the proxy or the recording client stopped reading")
         } else {
             None
         };

@@ -188,7 +188,7 @@ impl Exchange {
             }
             Some(Ending::Open) => lines.push(line(
                 "received",
-                "<body still open when the proxy stopped>".to_owned(),
+                "<body still open when the recording side stopped reading>".to_owned(),
             )),
             _ => {}
         }

@@ -85,6 +85,11 @@ pub(super) struct Tee {
     side: Side,
     pending: Shared,
     ended: bool,
+    /// The upstream's error, passed on at the next poll: hyper aborts the client connection
+    /// on a body error, and a head and data it has buffered but not yet written are lost
+    /// with it (the client saw no response at all, 1 run in 6). Returning `Pending` once
+    /// lets hyper flush them first.
+    deferred: Option<hyper::Error>,
 }
 
 impl Tee {
@@ -94,6 +99,7 @@ impl Tee {
             side,
             pending,
             ended: false,
+            deferred: None,
         }
     }
 
@@ -117,6 +123,10 @@ impl Body for Tee {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
         let this = self.get_mut();
+        if let Some(error) = this.deferred.take() {
+            this.end(Ending::Broken(error.to_string()));
+            return Poll::Ready(Some(Err(error)));
+        }
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
@@ -128,8 +138,9 @@ impl Body for Tee {
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(error))) => {
-                this.end(Ending::Broken(error.to_string()));
-                Poll::Ready(Some(Err(error)))
+                this.deferred = Some(error);
+                cx.waker().wake_by_ref();
+                Poll::Pending
             }
             Poll::Ready(None) => {
                 this.end(Ending::Ended);
@@ -150,10 +161,12 @@ impl Body for Tee {
 
 impl Drop for Tee {
     fn drop(&mut self) {
-        // Dropped before its end: the client went away or the proxy stopped.
-        let ending = match self.inner.is_end_stream() {
-            true => Ending::Ended,
-            false => Ending::Open,
+        // Dropped before its end: the client went away or the proxy stopped (or, with an
+        // error not yet passed on, the upstream broke the body off).
+        let ending = match (self.deferred.take(), self.inner.is_end_stream()) {
+            (Some(error), _) => Ending::Broken(error.to_string()),
+            (None, true) => Ending::Ended,
+            (None, false) => Ending::Open,
         };
         self.end(ending);
     }
