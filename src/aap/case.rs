@@ -166,6 +166,26 @@ impl Run<'_> {
     }
 
     /// Records the misses of one step; stops the case when one is at the case's level.
+    /// `wire` got no response (`error` says why): charged to the rule the first expectation
+    /// of the response stored as `name` relies on, or to the case's own.
+    fn unanswered(
+        &mut self,
+        wire: &Request,
+        error: &dyn std::fmt::Display,
+        name: Option<&str>,
+        at: &str,
+    ) -> Stop {
+        let miss = Miss::new(
+            format!("a response to {} {}", wire.method, wire.path),
+            format!("none: {error}"),
+        );
+        let relied = name.and_then(|n| self.relied_on(n));
+        match self.misses(vec![miss], None, relied.as_deref(), at) {
+            Err(stop) => stop,
+            Ok(()) => Stop::Failed,
+        }
+    }
+
     fn misses(
         &mut self,
         misses: Vec<Miss>,
@@ -240,15 +260,7 @@ impl Run<'_> {
         let wire = self.on_wire(&request);
         let response = match self.ctx.client.send(&wire).await {
             Ok(response) => response,
-            Err(error) => {
-                let miss = Miss::new(
-                    format!("a response to {} {}", wire.method, wire.path),
-                    format!("none: {error}"),
-                );
-                let relied = name.and_then(|n| self.relied_on(n));
-                self.misses(vec![miss], None, relied.as_deref(), at)?;
-                return Err(Stop::Failed);
-            }
+            Err(error) => return Err(self.unanswered(&wire, &error, name, at)),
         };
         let session = session_of(&request.path);
         let no_tools = HashSet::new();

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::{Miss, Run, Stop};
+use super::{Run, Stop};
 use crate::aap::checks::Seen;
 use crate::aap::http::{BadReader, Request};
 use crate::aap::suite::Step;
@@ -44,15 +44,7 @@ impl Run<'_> {
                 }
                 Ok(())
             }
-            Err(error) => {
-                let miss = Miss::new(
-                    format!("a response to {} {}", wire.method, wire.path),
-                    format!("none: {error}"),
-                );
-                let relied = name.and_then(|n| self.relied_on(n));
-                self.misses(vec![miss], None, relied.as_deref(), at)?;
-                Err(Stop::Failed)
-            }
+            Err(error) => Err(self.unanswered(&wire, &error, name, at)),
         }
     }
 
