@@ -17,12 +17,14 @@ mod cli {
     pub mod aap_fuzz;
     pub mod coverage;
     pub mod fuzz;
+    pub mod fuzz_args;
     pub mod proxy;
     pub mod run;
     pub mod serve;
 }
 use cli::coverage::coverage_command;
-use cli::fuzz::{fuzz_command, replay_command, FuzzArgs, ReplayArgs};
+use cli::fuzz::{fuzz_command, replay_command, ReplayArgs};
+use cli::fuzz_args::FuzzArgs;
 use cli::proxy::{check_command, proxy_command, CheckArgs, ProxyArgs};
 use cli::run::{list, merge, run};
 use cli::serve::{serve_aap, serve_command};

@@ -8,7 +8,7 @@ use ahpspec::report;
 use ahpspec::rows::baseline::Baseline;
 use ahpspec::target::{Decided, Protocol};
 
-use super::fuzz::FuzzArgs;
+use super::fuzz_args::FuzzArgs;
 use crate::{usage_error, with_runtime};
 
 /// `fuzz --protocol aap`: the campaign is the library's; this prints, writes and exits.
