@@ -72,6 +72,7 @@ fn main() {
         checkpoint_every: 10,
         exclude: Default::default(),
         known: Default::default(),
+        catalog: None,
     };
     let options = FuzzOptions {
         target: Decided::Host(Default::default()).for_sequences(None),

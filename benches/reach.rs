@@ -73,6 +73,10 @@ fn main() {
         Ok("mixed") => Some(ReachMode::Mixed),
         _ => None,
     };
+    // AHPSPEC_REACH_CASES=0: the generator's own operations only, no catalog case among them.
+    if std::env::var("AHPSPEC_REACH_CASES").as_deref() == Ok("0") {
+        cfg.catalog = None;
+    }
     let out = std::env::var("AHPSPEC_REACH_OUT").unwrap_or_else(|_| "target/reach.jsonl".into());
     let earlier = done(&out);
     let skip: BTreeSet<String> = earlier.iter().map(|r| r.fault.clone()).collect();
@@ -127,10 +131,11 @@ fn main() {
 }
 
 fn line(r: &Reached) -> String {
-    let what = match (&r.found_rule, r.found) {
-        (Some(rule), true) => format!("found {rule}"),
-        (Some(rule), false) => format!("NOT FOUND (found {rule} instead)"),
-        (None, _) => "NOT FOUND".to_owned(),
+    let what = match (&r.found_rule, r.found, r.found_by_another) {
+        (Some(rule), true, _) => format!("found {rule}"),
+        (Some(rule), false, true) => format!("found by {rule}, which it also breaks"),
+        (Some(rule), false, false) => format!("NOT FOUND (found {rule} instead)"),
+        (None, _, _) => "NOT FOUND".to_owned(),
     };
     let at = r
         .first_finding_ms
@@ -141,13 +146,18 @@ fn line(r: &Reached) -> String {
         Some(false) => ", DOES NOT REPLAY",
         None => "",
     };
+    let by = if r.cases.is_empty() {
+        String::new()
+    } else {
+        format!(" [by case {}]", r.cases.join(", "))
+    };
     let note = r
         .note
         .as_ref()
         .map(|n| format!(" [{n}]"))
         .unwrap_or_default();
     format!(
-        "{:<34} {:<18} {:<6} {what}{at}{replays} ({} sequences, {} operations){note}",
+        "{:<34} {:<18} {:<6} {what}{at}{replays}{by} ({} sequences, {} operations){note}",
         r.fault,
         r.rule,
         r.mode.name(),
@@ -158,21 +168,31 @@ fn line(r: &Reached) -> String {
 
 fn summary(results: &[Reached], elapsed: Duration) {
     let total = results.len();
-    let found = results.iter().filter(|r| r.found).count();
+    let own = results.iter().filter(|r| r.found).count();
+    let caught = results.iter().filter(|r| r.caught()).count();
     let replayed = results
         .iter()
-        .filter(|r| r.found && r.replays == Some(true))
+        .filter(|r| r.caught() && r.replays == Some(true))
         .count();
     let pct = |n: usize| 100.0 * n as f64 / total.max(1) as f64;
     println!(
-        "\nreach: {found} of {total} faults found ({:.0}%), {replayed} found and replayed ({:.0}%); this run {:.0} s",
-        pct(found),
+        "\nreach: {caught} of {total} faults found ({:.0}%: {own} by their own rule, {} by another rule they break), {replayed} found and replayed ({:.0}%); this run {:.0} s",
+        pct(caught),
+        caught - own,
         pct(replayed),
         elapsed.as_secs_f64()
     );
+    let by_cases = results
+        .iter()
+        .filter(|r| r.caught() && !r.cases.is_empty())
+        .count();
+    println!(
+        "found with a catalog case among the shrunk finding's operations: {by_cases}; by the generator's own operations alone: {}",
+        caught - by_cases
+    );
     let mut times: Vec<u64> = results
         .iter()
-        .filter(|r| r.found)
+        .filter(|r| r.caught())
         .filter_map(|r| r.first_finding_ms)
         .collect();
     times.sort_unstable();
@@ -183,7 +203,7 @@ fn summary(results: &[Reached], elapsed: Duration) {
             *max as f64 / 1000.0
         );
     }
-    for r in results.iter().filter(|r| !r.found) {
+    for r in results.iter().filter(|r| !r.caught()) {
         println!("not found: {}", line(r));
     }
 }

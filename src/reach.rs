@@ -55,10 +55,14 @@ pub struct ReachConfig {
     pub mode: Option<ReachMode>,
     pub profile: Profile,
     pub schemas: Schemas,
+    /// The catalog whose cases the campaigns may run as operations (`None`: only the
+    /// generator's own operations).
+    pub catalog: Option<Arc<Catalog>>,
 }
 
 impl ReachConfig {
-    /// The built-in profile and schemas, seed 1, 60 s to the first finding, 2 s waits.
+    /// The built-in profile, schemas and catalog, seed 1, 60 s to the first finding, 2 s
+    /// waits.
     pub fn standard() -> Result<ReachConfig, String> {
         Ok(ReachConfig {
             seed: 1,
@@ -71,6 +75,7 @@ impl ReachConfig {
                 set: Arc::new(SchemaSet::embedded().map_err(|e| e.to_string())?),
                 map: Arc::new(SchemaMap::embedded()),
             },
+            catalog: Some(Arc::new(Catalog::embedded().map_err(|e| e.to_string())?)),
         })
     }
 
@@ -86,6 +91,7 @@ impl ReachConfig {
                 checkpoint_every: 10,
                 exclude: Excluded::default(),
                 known: Default::default(),
+                catalog: self.catalog.clone(),
             },
             seed: self.seed,
             cases: None,
@@ -111,16 +117,32 @@ pub struct Reached {
     pub mode: ReachMode,
     /// Whether the campaign found the fault's own rule within the budget.
     pub found: bool,
+    /// Whether the campaign's first finding, within the budget, named another rule the
+    /// fault breaks by construction ([`Fault::also_breaks`]): the fault found, its own rule
+    /// not named first.
+    #[serde(default)]
+    pub found_by_another: bool,
     /// The rule of the first finding (the fault's own, or another one).
     pub found_rule: Option<String>,
     /// Time to the first finding (shrinking excluded), in ms.
     pub first_finding_ms: Option<u64>,
+    /// The catalog cases the shrunk finding still runs as operations (empty: the
+    /// generator's own operations found it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cases: Vec<String>,
     /// Whether the saved trace replays to the same rule (`None`: nothing found).
     pub replays: Option<bool>,
     pub sequences: u64,
     pub operations: usize,
     /// Why the campaign ended early, or what went wrong.
     pub note: Option<String>,
+}
+
+impl Reached {
+    /// Whether the campaign found the fault: by its own rule or by another it breaks.
+    pub fn caught(&self) -> bool {
+        self.found || self.found_by_another
+    }
 }
 
 /// Every fault with its spec area, in the order `serve --fault list` prints them (grouped by
@@ -163,7 +185,9 @@ pub async fn reach(fault: Fault, area: &str, cfg: &ReachConfig) -> Reached {
         area: area.to_owned(),
         mode,
         found: false,
+        found_by_another: false,
         found_rule: None,
+        cases: Vec::new(),
         first_finding_ms: None,
         replays: None,
         sequences: 0,
@@ -194,6 +218,11 @@ pub async fn reach(fault: Fault, area: &str, cfg: &ReachConfig) -> Reached {
         .first_finding_ms
         .is_some_and(|ms| u128::from(ms) <= cfg.budget.as_millis());
     reached.found = within && reached.found_rule.as_deref() == Some(fault.rule());
+    reached.found_by_another = within
+        && reached
+            .found_rule
+            .as_deref()
+            .is_some_and(|rule| fault.also_breaks().contains(&rule));
     if !within {
         reached.note = Some(format!(
             "found after the budget ({:.1} s)",
@@ -240,6 +269,7 @@ fn took<T: Serialize + crate::fuzz::mixed::ModeOf>(
     let running = outcome.elapsed.saturating_sub(outcome.shrinking);
     reached.first_finding_ms = Some(running.as_millis() as u64);
     reached.found_rule = Some(found.failure.rule.id().to_owned());
+    reached.cases = cases_in(&serde_json::to_value(&found.ops).unwrap_or_default());
     let trace_mode = T::mode_of(&found.ops);
     Some(Trace::new(
         found,
@@ -247,4 +277,20 @@ fn took<T: Serialize + crate::fuzz::mixed::ModeOf>(
         "builtin",
         Some(fault.name().to_owned()),
     ))
+}
+
+/// The catalog cases (`{"op": "case", "case": ID}`) anywhere in a serialized sequence.
+fn cases_in(value: &serde_json::Value) -> Vec<String> {
+    match value {
+        serde_json::Value::Object(map) => {
+            let own = (map.get("op").and_then(|op| op.as_str()) == Some("case"))
+                .then(|| map.get("case").and_then(|c| c.as_str()).map(str::to_owned))
+                .flatten();
+            own.into_iter()
+                .chain(map.values().flat_map(cases_in))
+                .collect()
+        }
+        serde_json::Value::Array(items) => items.iter().flat_map(cases_in).collect(),
+        _ => Vec::new(),
+    }
 }

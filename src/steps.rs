@@ -57,6 +57,38 @@ pub struct AgentsRead {
     pub protects_resources: bool,
 }
 
+/// What the root state in an `initialize` answer `init` advertises of the agents: the
+/// capabilities of the agent serving `provider` (the first agent when none does or none is
+/// named), or why that cannot be told (no agents array: INIT-003).
+pub fn agents_in(init: &Value, provider: Option<&str>) -> Result<AgentsRead, AgentsUnread> {
+    let Some(agents) = init
+        .pointer("/result/snapshots/0/state/agents")
+        .and_then(Value::as_array)
+        .cloned()
+    else {
+        return Err(AgentsUnread::NoAgents(format!(
+            "initialize answered a root snapshot without an agents array: {}",
+            crate::checks::frame::clip(&init.to_string())
+        )));
+    };
+    let agent = agents
+        .iter()
+        .find(|a| provider.is_some_and(|p| a["provider"] == p))
+        .or_else(|| agents.first());
+    let protects_resources = agents.iter().any(|a| {
+        a["protectedResources"]
+            .as_array()
+            .is_some_and(|resources| !resources.is_empty())
+    });
+    Ok(AgentsRead {
+        capabilities: agent
+            .and_then(|a| a.get("capabilities"))
+            .cloned()
+            .unwrap_or_else(|| json!({})),
+        protects_resources,
+    })
+}
+
 /// Everything a case needs from the run.
 #[derive(Debug, Clone)]
 pub struct CaseContext {

@@ -30,6 +30,7 @@ fn options(fault: Option<Fault>, seed: u64, duration: Duration) -> FuzzOptions {
             checkpoint_every: 10,
             exclude: Excluded::default(),
             known: Default::default(),
+            catalog: None,
         },
         seed,
         cases: None,

@@ -45,6 +45,7 @@ fn options(url: Option<&str>, seed: u64, duration: Duration) -> FuzzOptions {
             checkpoint_every: 10,
             exclude: Excluded::default(),
             known: Default::default(),
+            catalog: None,
         },
         seed,
         cases: None,

@@ -24,6 +24,7 @@ fn config() -> ExecConfig {
         checkpoint_every: 10,
         exclude: Default::default(),
         known: Default::default(),
+        catalog: None,
     }
 }
 

@@ -22,6 +22,8 @@ async fn reaches(name: &str, mode: Option<ReachMode>) {
     cfg.shrink_time = Duration::from_secs(5);
     cfg.timeout = Duration::from_secs(1);
     cfg.mode = mode;
+    // The generator's own reach: no catalog case runs as an operation.
+    cfg.catalog = None;
     let reached = reach(fault, &area, &cfg).await;
     // The figures benches/README.md's reach section quotes (`--nocapture`).
     println!(
@@ -112,6 +114,7 @@ async fn the_bias_toward_unseen_pairs_covers_more_than_uniform_choice() {
                     checkpoint_every: 10,
                     exclude: Default::default(),
                     known: Default::default(),
+                    catalog: None,
                 },
                 seed,
                 cases: Some(25),

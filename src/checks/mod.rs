@@ -7,6 +7,7 @@
 
 pub mod action_decode;
 pub mod compare;
+pub mod delivery;
 pub mod error_data;
 pub mod frame;
 pub mod invariants;

@@ -56,6 +56,8 @@ fn exec_config(
         checkpoint_every: 10,
         exclude: Excluded::default(),
         known: Default::default(),
+        // Loaded always: a replay runs the case operations its trace names.
+        catalog: Some(Arc::new(ahpspec::suite::Catalog::embedded()?)),
     })
 }
 
@@ -72,6 +74,9 @@ fn campaign_options(args: &FuzzArgs, decided: &Decided) -> Result<FuzzOptions, E
         Err(error) => return Err(usage_error(&format!("{error:#}"))),
     };
     exec.exclude = Excluded::new(args.exclude.clone());
+    if args.no_cases {
+        exec.catalog = None;
+    }
     let seed = args
         .seed
         .unwrap_or_else(|| jiff::Timestamp::now().as_nanosecond() as u64);

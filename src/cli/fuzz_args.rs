@@ -31,6 +31,11 @@ pub struct FuzzArgs {
     /// Cap on shrinking each rule's first failure (the smallest sequence found by then is reported).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub(super) shrink_time: Duration,
+    /// Generate only the fuzzer's own operations: no case of the catalog runs as an
+    /// operation of a sequence (by default, cases run amid the sequences' traffic, each
+    /// judged by its own expectations).
+    #[arg(long)]
+    pub(super) no_cases: bool,
     /// Longest generated sequence.
     #[arg(long, default_value_t = 30)]
     pub(super) max_len: usize,

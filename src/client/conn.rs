@@ -131,6 +131,11 @@ impl Conn {
         self.checks.mirror.live_state(channel)
     }
 
+    /// The frame checks' history of this connection (what it was sent, per channel).
+    pub fn frame_checker(&self) -> &crate::checks::frame::FrameChecker {
+        &self.checks.checker
+    }
+
     /// The highest serverSeq this connection has seen (what `reconnect` resumes after).
     pub fn highest_seq(&self) -> u64 {
         self.checks.checker.highest_seq()

@@ -77,7 +77,7 @@ fn case_contexts(
     agent_capabilities: &Result<AgentsRead, AgentsUnread>,
 ) -> Vec<CaseContext> {
     let nonce = crate::client::unique_token("");
-    let rule_levels = Arc::new(prerequisite::rule_levels(&config.catalog));
+    let rule_levels = Arc::new(config.catalog.rule_levels());
     cases
         .iter()
         .enumerate()

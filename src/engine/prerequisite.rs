@@ -2,12 +2,12 @@
 //! ready session, a subscription, or a step's `relies_on`). A prerequisite the server
 //! breaks is reported once, on that rule's row, and every case it stopped is blocked.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use super::RunConfig;
-use crate::checks::{Rule, ALWAYS_ON};
+use crate::checks::Rule;
 pub use crate::steps::{AgentsRead, AgentsUnread};
-use crate::suite::{Case, Catalog, Step};
+use crate::suite::{Case, Step};
 use crate::transport::TransportError;
 use crate::verdict::{CaseInfo, CaseResult, Finding, Level, Verdict};
 
@@ -59,21 +59,6 @@ pub(super) fn blocked_before_running(
         rerun,
     };
     Some((result, finding))
-}
-
-/// The level of every rule a step may rely on: each case's rule and each always-on check.
-pub(super) fn rule_levels(catalog: &Catalog) -> HashMap<String, Level> {
-    let mut levels: HashMap<String, Level> = ALWAYS_ON
-        .iter()
-        .map(|rule| (rule.id.to_owned(), rule.level))
-        .collect();
-    for case in &catalog.cases {
-        let rule = crate::verdict::rule_of(&case.info.id);
-        if case.info.id == rule || !levels.contains_key(rule) {
-            levels.insert(rule.to_owned(), case.info.level);
-        }
-    }
-    levels
 }
 
 /// Reports each rule broken as a prerequisite once, on that rule's row: an existing row
@@ -178,7 +163,6 @@ fn clip_list(ids: &[&str]) -> String {
 /// agent lists none), or why the run could not read it.
 pub(super) async fn agent_capabilities(config: &RunConfig) -> Result<AgentsRead, AgentsUnread> {
     use crate::client::{Conn, HandshakeError, Offer, ROOT};
-    use serde_json::{json, Value};
     let client_id = format!("ahpspec-probe-{}", std::process::id());
     let mut conn = Conn::connect(&config.url, config.plan.timeout, "agents", &client_id)
         .await
@@ -214,36 +198,5 @@ pub(super) async fn agent_capabilities(config: &RunConfig) -> Result<AgentsRead,
             )))
         }
     };
-    let Some(agents) = init
-        .pointer("/result/snapshots/0/state/agents")
-        .and_then(Value::as_array)
-        .cloned()
-    else {
-        return Err(AgentsUnread::NoAgents(format!(
-            "initialize answered a root snapshot without an agents array: {}",
-            crate::checks::frame::clip(&init.to_string())
-        )));
-    };
-    let agent = agents
-        .iter()
-        .find(|a| {
-            config
-                .profile
-                .provider
-                .as_deref()
-                .is_some_and(|p| a["provider"] == p)
-        })
-        .or_else(|| agents.first());
-    let protects_resources = agents.iter().any(|a| {
-        a["protectedResources"]
-            .as_array()
-            .is_some_and(|resources| !resources.is_empty())
-    });
-    Ok(AgentsRead {
-        capabilities: agent
-            .and_then(|a| a.get("capabilities"))
-            .cloned()
-            .unwrap_or_else(|| json!({})),
-        protects_resources,
-    })
+    crate::steps::agents_in(&init, config.profile.provider.as_deref())
 }

@@ -110,6 +110,8 @@ pub const OPERATIONS: &[(&str, &[Rule])] = &[
     (
         "model/checkpoint",
         &[
+            Rule::Sub003,
+            Rule::Dispatch002,
             Rule::InvFold1,
             Rule::Chat003,
             Rule::Status003,
@@ -128,6 +130,9 @@ pub const OPERATIONS: &[(&str, &[Rule])] = &[
     ),
     // A server that stops answering, or dies, during any operation.
     ("model/any", &[Rule::Fuzz001]),
+    // Every sequence's clients initialize: a result (INIT-001) whose snapshots start at or
+    // before its serverSeq (INIT-004).
+    ("model/setup", &[Rule::Init001, Rule::Init004]),
     // Probes (exec/probes.rs).
     ("probe/subscribe-unknown", &[Rule::Sub011]),
     ("probe/dispatch-to-missing", &[Rule::Dispatch004]),

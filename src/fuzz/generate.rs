@@ -40,6 +40,8 @@ const NEEDS: &[(&str, &[Behaviour])] = &[
 #[derive(Debug, Clone, PartialEq)]
 pub struct Repertoire {
     behaviours: Vec<Behaviour>,
+    /// IDs of the catalog cases sequences may run as operations (`case/<ID>`).
+    cases: Vec<String>,
     /// How operation kinds are weighed besides their base weights (toward the states they
     /// have not met: [`super::guidance`]).
     bias: Bias,
@@ -53,14 +55,22 @@ impl Repertoire {
                 .into_iter()
                 .filter(|b| profile.behaviour(b.key()).is_some())
                 .collect(),
+            cases: Vec::new(),
             bias: Bias::Uniform,
         }
+    }
+
+    /// The same repertoire, also running the catalog cases `ids` as operations.
+    pub fn with_cases(mut self, ids: Vec<String>) -> Repertoire {
+        self.cases = ids;
+        self
     }
 
     /// The same repertoire with its operation kinds weighed by `bias`.
     pub fn biased(&self, bias: Bias) -> Repertoire {
         Repertoire {
             behaviours: self.behaviours.clone(),
+            cases: self.cases.clone(),
             bias,
         }
     }
@@ -208,7 +218,32 @@ pub fn kinds(repertoire: &Repertoire) -> Vec<String> {
     let routines = Routine::ALL
         .iter()
         .map(|r| format!("routine/{}", kind_of(r, "routine")));
-    singles.chain(probes).chain(routines).collect()
+    let cases = repertoire.cases.iter().map(|id| format!("case/{id}"));
+    singles.chain(probes).chain(routines).chain(cases).collect()
+}
+
+/// One of the repertoire's catalog cases, each weighed by the bias for `case/<ID>`; `None`
+/// without cases.
+fn case(repertoire: &Repertoire) -> Option<(u32, BoxedStrategy<Op>)> {
+    if repertoire.cases.is_empty() {
+        return None;
+    }
+    let weights: Vec<u32> = repertoire
+        .cases
+        .iter()
+        .map(|id| repertoire.weight(&format!("case/{id}"), 1))
+        .collect();
+    let mean = weights
+        .iter()
+        .sum::<u32>()
+        .max(1)
+        .div_ceil(weights.len() as u32);
+    let arms = weights
+        .into_iter()
+        .zip(&repertoire.cases)
+        .map(|(weight, id)| (weight, Just(Op::Case { case: id.clone() }).boxed()))
+        .collect();
+    Some((mean, Union::new_weighted(arms).boxed()))
 }
 
 /// The weighted arms of [`single`], by operation kind.
@@ -333,17 +368,40 @@ pub fn op(repertoire: &Repertoire) -> impl Strategy<Value = Op> {
     // Routines weigh as probes do (three times their group's bias): there are about as many
     // of each, and at the probes' weight each routine comes about as often as before issue
     // 25's doubled their number.
-    prop_oneof![
-        36 => single.clone(),
-        4 => (single.clone(), single).prop_map(|(first, second)| Op::Together {
-            first: Box::new(first),
-            second: Box::new(second),
-        }),
-        1 => (0u8..3).prop_map(|client| Op::Reconnect { client }),
-        3 * probe_bias => (0u8..3, probe).prop_map(|(client, probe)| Op::Probe { client, probe }),
-        3 * routine_bias => (0u8..3, routine).prop_map(|(client, routine)| Op::Routine { client, routine }),
-        1 => Just(Op::Checkpoint),
-    ]
+    let mut arms = vec![
+        (36, single.clone()),
+        (
+            4,
+            (single.clone(), single)
+                .prop_map(|(first, second)| Op::Together {
+                    first: Box::new(first),
+                    second: Box::new(second),
+                })
+                .boxed(),
+        ),
+        (
+            1,
+            (0u8..3).prop_map(|client| Op::Reconnect { client }).boxed(),
+        ),
+        (
+            3 * probe_bias,
+            (0u8..3, probe)
+                .prop_map(|(client, probe)| Op::Probe { client, probe })
+                .boxed(),
+        ),
+        (
+            3 * routine_bias,
+            (0u8..3, routine)
+                .prop_map(|(client, routine)| Op::Routine { client, routine })
+                .boxed(),
+        ),
+        (1, Just(Op::Checkpoint).boxed()),
+    ];
+    // A catalog case weighs as a probe does: it is one, written as a suite case.
+    if let Some((case_bias, case)) = case(repertoire) {
+        arms.push((3 * case_bias, case));
+    }
+    Union::new_weighted(arms)
 }
 
 /// A sequence of 1..=`max` operations the repertoire allows.

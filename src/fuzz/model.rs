@@ -441,7 +441,8 @@ fn plan_action(
         | Op::Checkpoint
         | Op::Together { .. }
         | Op::Probe { .. }
-        | Op::Routine { .. } => None,
+        | Op::Routine { .. }
+        | Op::Case { .. } => None,
     }
 }
 

@@ -301,6 +301,12 @@ pub enum Op {
         client: u8,
         routine: Routine,
     },
+    /// A case of the catalog (by ID), run on connections of its own while the sequence's
+    /// clients, session and turns stand: the case's expectations judge the host amid that
+    /// traffic, each failure the rule its step checks.
+    Case {
+        case: String,
+    },
     /// Two operations planned on the same observed state and dispatched at once, each on
     /// its client, without waiting for the first's echo: the host picks the order.
     Together {
@@ -332,7 +338,7 @@ impl Op {
             | Op::Reconnect { client }
             | Op::Probe { client, .. }
             | Op::Routine { client, .. } => usize::from(*client),
-            Op::Checkpoint => 0,
+            Op::Checkpoint | Op::Case { .. } => 0,
             Op::Together { first, .. } => first.client(),
         }
     }

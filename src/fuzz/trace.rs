@@ -180,6 +180,20 @@ impl Trace {
         } else {
             String::new()
         };
+        // A catalog case runs on connections of its own: the regression case names it.
+        let cases: Vec<&str> = ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Case { case } => Some(case.as_str()),
+                _ => None,
+            })
+            .collect();
+        if !cases.is_empty() {
+            left_out.push_str(&format!(
+                "# catalog cases this trace ran amid its operations are left out (re-run them with `ahpspec run --filter ID`): {}\n",
+                cases.join(", ")
+            ));
+        }
         // A routine records the dispatches it made, not its other requests nor its own
         // judgement (an order, a listing): the case may pass where the routine failed.
         if routines > 0 {

@@ -19,6 +19,7 @@ pub mod catalog;
 mod commands;
 mod conn;
 mod dispatch;
+mod fault_rules;
 pub mod faults;
 mod grants;
 mod projection;

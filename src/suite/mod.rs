@@ -171,6 +171,22 @@ impl Catalog {
         }
     }
 
+    /// The level of every rule a step may rely on: each case's rule and each always-on check.
+    pub fn rule_levels(&self) -> std::collections::HashMap<String, crate::verdict::Level> {
+        let mut levels: std::collections::HashMap<String, crate::verdict::Level> =
+            crate::checks::ALWAYS_ON
+                .iter()
+                .map(|rule| (rule.id.to_owned(), rule.level))
+                .collect();
+        for case in &self.cases {
+            let rule = rule_of(&case.info.id);
+            if case.info.id == rule || !levels.contains_key(rule) {
+                levels.insert(rule.to_owned(), case.info.level);
+            }
+        }
+        levels
+    }
+
     /// What the run says about a rule that is not (or not only) a case of its own, e.g.
     /// one a step relies on: the case proving it (`RULE` or `RULE/slug`), or the always-on
     /// check under that ID. `None` when neither exists.

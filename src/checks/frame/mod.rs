@@ -27,7 +27,9 @@ pub struct FrameChecker {
     rpc: Correlation,
     /// Reused for the id of every response (looked up, not stored).
     id_buffer: String,
-    last_seq: FastMap<String, u64>,
+    /// Per channel, the highest accepted `serverSeq` and whether its envelope carried an
+    /// origin (a client's dispatch).
+    last_seq: FastMap<String, (u64, bool)>,
     from_seq: FastMap<String, u64>,
     /// Channels subscribed without asking for immediate delivery (`delivery.maxLatencyMs:
     /// 0`; `initialSubscriptions` and `reconnect` cannot ask): the host may hold their
@@ -36,6 +38,8 @@ pub struct FrameChecker {
     coalescable: FastSet<String>,
     /// The highest accepted `serverSeq` among immediate subscriptions, and its channel.
     last_on_connection: Option<(u64, String)>,
+    /// Whether this connection resumed another by `reconnect`.
+    resumed: bool,
     /// What the client said that the host's frames may repeat (whose words a frame carries).
     pub words: ClientWords,
     /// What the frame rules could not judge, and why (besides the correlation's).
@@ -335,13 +339,18 @@ impl FrameChecker {
         }
     }
 
-    /// Remembers `fromSeq` of every snapshot in a result.
+    /// Remembers `fromSeq` of every snapshot in a result. A snapshot of an initialize (or
+    /// reconnect) result whose `fromSeq` is past the result's `serverSeq` breaks INIT-004, not
+    /// SUB-002: its `fromSeq` counts as that `serverSeq`, so the envelopes in between are not
+    /// charged to SUB-002 for a number the snapshot should never have carried.
     fn record_snapshots(&mut self, result: Node<'_>) {
+        let server_seq = result.member("serverSeq").as_u64();
         for snapshot in snapshots_in(result) {
             if let (Some(resource), Some(from)) = (
                 snapshot.member("resource").as_str(),
                 snapshot.member("fromSeq").as_u64(),
             ) {
+                let from = server_seq.map_or(from, |seq| from.min(seq));
                 self.from_seq.insert(resource.to_owned(), from);
             }
         }
@@ -474,18 +483,20 @@ impl FrameChecker {
         };
         self.tally.bump(Rule::Env003);
         let last = self.last_seq.get_mut(channel);
-        let in_channel_order = last.as_deref().is_none_or(|last| seq > *last);
-        if let (false, Some(last)) = (in_channel_order, last.as_deref()) {
+        let in_channel_order = last.as_deref().is_none_or(|(last, _)| seq > *last);
+        if let (false, Some((last, _))) = (in_channel_order, last.as_deref()) {
             found.push(Violation::new(
                 Rule::Env003,
                 format!("serverSeq > {last} (the previous envelope on {channel})"),
                 format!("serverSeq {seq} for {action_type}"),
             ));
         }
+        let dispatched = envelope.origin.is_object();
         match last {
-            Some(last) => *last = seq.max(*last),
+            Some(last) if seq > last.0 => *last = (seq, dispatched),
+            Some(_) => {}
             None => {
-                self.last_seq.insert(channel.to_owned(), seq);
+                self.last_seq.insert(channel.to_owned(), (seq, dispatched));
             }
         }
         if in_channel_order {
@@ -542,13 +553,48 @@ impl FrameChecker {
     pub fn resume_from(&mut self, old: &FrameChecker) {
         self.last_seq = old.last_seq.clone();
         self.from_seq = old.from_seq.clone();
+        self.resumed = true;
         self.words.resume_from(&old.words);
     }
 
     /// Highest accepted `serverSeq` seen on any channel.
     pub fn highest_seq(&self) -> u64 {
-        self.last_seq.values().copied().max().unwrap_or(0)
+        self.last_seq
+            .values()
+            .map(|(seq, _)| *seq)
+            .max()
+            .unwrap_or(0)
     }
+
+    /// What this connection holds of `channel`: the `fromSeq` of its snapshot while
+    /// subscribed (`None` when it is not), its highest accepted `serverSeq` with whether that
+    /// envelope carried an origin, and whether the host may hold the channel's envelopes
+    /// back (a subscription that did not ask for immediate delivery).
+    pub fn delivery(&self, channel: &str) -> Delivery {
+        Delivery {
+            from: self.from_seq.get(channel).copied(),
+            last: self.last_seq.get(channel).copied(),
+            coalescable: self.coalescable.contains(channel),
+        }
+    }
+
+    /// Whether this connection resumed another by `reconnect`.
+    pub fn resumed(&self) -> bool {
+        self.resumed
+    }
+
+    /// The channels this connection is subscribed to with a snapshot seen.
+    pub fn subscribed(&self) -> impl Iterator<Item = &str> {
+        self.from_seq.keys().map(String::as_str)
+    }
+}
+
+/// What one connection holds of a channel ([`FrameChecker::delivery`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delivery {
+    pub from: Option<u64>,
+    pub last: Option<(u64, bool)>,
+    pub coalescable: bool,
 }
 
 /// Every snapshot a result carries (`snapshot`, `snapshots[]`).

@@ -61,6 +61,30 @@ fn sub_002_counts_only_envelopes_of_a_channel_whose_snapshot_was_seen() {
 }
 
 #[test]
+fn a_snapshot_past_the_results_server_seq_is_not_charged_to_sub_002() {
+    // The root snapshot says fromSeq 9 while the result's serverSeq is 5: INIT-004's break.
+    // An envelope at 6 follows the host's counter and owes nothing to the inflated fromSeq.
+    let mut checker = FrameChecker::default();
+    sent(
+        &mut checker,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersions":["1.0.0"],"clientId":"c","initialSubscriptions":["ahp-root://"]}}"#,
+        0.0,
+    );
+    let result = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"1.0.0","serverSeq":5,"snapshots":[{"resource":"ahp-root://","fromSeq":9,"state":{}}]}}"#;
+    rules(&mut checker, result);
+    let envelope = |seq: u64| {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"action","params":{{"channel":"ahp-root://","serverSeq":{seq},"action":{{"type":"root/activeSessionsChanged","activeSessions":1}}}}}}"#
+        )
+    };
+    assert!(!rules(&mut checker, &envelope(6)).contains(&Rule::Sub002));
+    assert!(
+        rules(&mut checker, &envelope(5)).contains(&Rule::Sub002),
+        "an envelope at or before the result's serverSeq still is"
+    );
+}
+
+#[test]
 fn envelopes_are_checked_member_by_member_and_by_action_type() {
     let mut checker = FrameChecker::default();
     let good = r#"{"jsonrpc":"2.0","method":"action","params":{"channel":"ahp-session:/s","serverSeq":3,"action":{"type":"session/titleChanged","title":"t"}}}"#;

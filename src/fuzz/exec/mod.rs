@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use super::model::{rest, Planned, Rest};
 use super::ops::{Behaviour, Op};
-use crate::checks::frame::Schemas;
+use crate::checks::delivery;
+use crate::checks::frame::{FrameChecker, Schemas};
 use crate::checks::Rule;
 use crate::client::checkpoint;
 use crate::client::profile::Profile;
@@ -19,6 +20,7 @@ pub use crate::server::Target;
 use crate::transport::Connection;
 use crate::verdict::ReportedFrame;
 
+mod cases;
 mod dispatch;
 mod probes;
 // Issue 24, reach: routines of several requests and dispatches.
@@ -43,9 +45,26 @@ pub struct ExecConfig {
     pub exclude: super::Excluded,
     /// Rules the campaign has seen failing (see [`super::Known`]).
     pub known: super::Known,
+    /// The catalog whose cases sequences may run as operations (`case/<ID>`, on
+    /// connections of their own amid the sequence's traffic), and a replay needs to run them
+    /// again; `None`: no case operations.
+    pub catalog: Option<std::sync::Arc<crate::suite::Catalog>>,
 }
 
 impl ExecConfig {
+    /// The IDs of the catalog cases sequences may run as operations: every case of the
+    /// catalog whose rule is judged.
+    pub fn case_ids(&self) -> Vec<String> {
+        self.catalog.as_deref().map_or_else(Vec::new, |catalog| {
+            catalog
+                .cases
+                .iter()
+                .filter(|case| self.exclude.judges(crate::verdict::rule_of(&case.info.id)))
+                .map(|case| case.info.id.clone())
+                .collect()
+        })
+    }
+
     /// Whether a failure of `rule` can tell the campaign nothing new (the rule is known to
     /// fail, or not judged): a wait that can only end in one ends at the host's next answer.
     pub fn settled(&self, rule: Rule) -> bool {
@@ -91,6 +110,8 @@ pub struct Execution {
     pub frames: Vec<ReportedFrame>,
     /// The states the operations met and the host's responses ([`super::guidance`]).
     pub seen: Vec<super::guidance::Seen>,
+    /// Case operations that ran nothing, and why (a trace naming a case the catalog lacks).
+    pub skipped_cases: Vec<String>,
 }
 
 /// The harness itself could not run the sequence.
@@ -438,6 +459,12 @@ impl Run<'_> {
                 self.saw("probe", probe, "", &failure);
                 failure
             }
+            Op::Case { case } => {
+                self.exec.operations += 1;
+                let failure = self.case(index, case).await;
+                self.saw("case", case, "", &failure);
+                failure
+            }
             Op::Routine { routine, .. } => {
                 self.exec.operations += 1;
                 let client = op.client() % self.conns.len();
@@ -486,7 +513,23 @@ impl Run<'_> {
         let mut conns: Vec<&mut Conn> = self.conns.iter_mut().collect();
         let channels = vec![self.session.clone(), self.chat.clone()];
         match checkpoint::compare(&mut conns, channels, observer, self.cfg.timeout).await {
-            Ok(checked) => self.cfg.exclude.first_failure(checked.violations, index),
+            Ok(checked) => {
+                // A fold that differs from a fresh snapshot is the symptom of whatever state
+                // went wrong; a rule the snapshot itself breaks names what (an inputNeeded
+                // entry of a missing chat, a status its content contradicts): it comes first.
+                // An envelope a connection never got (every connection has read up to a
+                // ping answered after the snapshots) explains its fold too: it comes first.
+                let held: Vec<(&str, &FrameChecker)> = self
+                    .conns
+                    .iter()
+                    .filter(|c| !c.is_closed())
+                    .map(|c| (c.name.as_str(), c.frame_checker()))
+                    .collect();
+                let mut violations = delivery::missed(&held);
+                violations.extend(checked.violations);
+                violations.sort_by_key(|(_, violation)| violation.rule == Rule::InvFold1);
+                self.cfg.exclude.first_failure(violations, index)
+            }
             Err(error) => Some(Failure {
                 rule: Rule::Fuzz001,
                 expected: "fresh snapshots at a checkpoint".into(),

@@ -128,7 +128,7 @@ impl Run<'_> {
 }
 
 /// The rules the steps name (`relies_on`), alternatives included.
-fn rules_of(steps: &[Step]) -> impl Iterator<Item = &str> {
+pub(super) fn rules_of(steps: &[Step]) -> impl Iterator<Item = &str> {
     steps.iter().flat_map(|step| {
         let inner: Vec<&str> = match step {
             Step::AnyOf(any) => any
@@ -145,7 +145,7 @@ fn rules_of(steps: &[Step]) -> impl Iterator<Item = &str> {
 /// What a probe's outcome says of the host: the rule a broken expectation checks, or the
 /// rule a step relied on; a probe the harness could not run (a new connection refused) is
 /// FUZZ-001's matter, as the host stopped serving.
-fn probe_failure(
+pub(super) fn probe_failure(
     result: crate::verdict::CaseResult,
     prerequisite: Option<crate::verdict::Finding>,
     index: usize,

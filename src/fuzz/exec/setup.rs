@@ -3,7 +3,8 @@
 
 use serde_json::{json, Value};
 
-use super::{in_setup, refused, ExecError, Halt, Run};
+use super::{in_setup, refused, ExecError, Failure, Halt, Run};
+use crate::checks::Rule;
 use crate::client::{Conn, Offer, DEFAULT_OFFER, ROOT};
 use crate::transport::Incoming;
 
@@ -58,8 +59,11 @@ impl Run<'_> {
         }
         // Kept either way: a refused initialize's frames are the finding's.
         self.conns.push(conn);
-        initialized.map_err(|e| Halt::initialize(e, None))?;
-        Ok(())
+        let initialized = initialized.map_err(|e| Halt::initialize(e, None))?;
+        match snapshot_past_server_seq(&initialized) {
+            Some(failure) => Err(Halt::Finding(failure)),
+            None => Ok(()),
+        }
     }
 
     pub(super) async fn setup(&mut self) -> Result<(), Halt> {
@@ -113,6 +117,18 @@ impl Run<'_> {
                 Err(error @ crate::transport::TransportError::Closed) => {
                     return Err(in_setup("the session's creation", error))
                 }
+                Err(crate::transport::TransportError::Timeout(waited)) => {
+                    // A creation that never ends is LIFECYCLE-003's failure, not the harness's.
+                    return Err(Halt::Finding(Failure {
+                        rule: Rule::Lifecycle003,
+                        expected: format!(
+                            "session/ready or session/creationFailed on {} within {waited:?}",
+                            self.session
+                        ),
+                        actual: "the session stayed creating".into(),
+                        op_index: None,
+                    }));
+                }
                 other => {
                     return Err(ExecError::Setup(format!(
                         "the session did not become ready: {other:?}"
@@ -120,6 +136,13 @@ impl Run<'_> {
                     .into())
                 }
             }
+        } else if !matches!(state["lifecycle"].as_str(), Some("ready" | "failed")) {
+            return Err(Halt::Finding(Failure {
+                rule: Rule::Lifecycle002,
+                expected: "the first snapshot's lifecycle creating, ready or failed".into(),
+                actual: format!("lifecycle {}", state["lifecycle"]),
+                op_index: None,
+            }));
         } else if state["lifecycle"] != "ready" {
             return Err(ExecError::Setup(format!(
                 "the session did not become ready: {}",
@@ -150,4 +173,27 @@ impl Run<'_> {
             .cloned()
             .unwrap_or(Value::Null))
     }
+}
+
+/// INIT-004: every snapshot of an initialize result starts at or before the result's
+/// `serverSeq` (the frame checks count such a `fromSeq` as that `serverSeq`, so the envelopes
+/// after it are not SUB-002's).
+fn snapshot_past_server_seq(answer: &Value) -> Option<Failure> {
+    let result = answer.get("result")?;
+    let server_seq = result.get("serverSeq")?.as_u64()?;
+    let snapshot = result
+        .get("snapshots")?
+        .as_array()?
+        .iter()
+        .find(|s| s.get("fromSeq").and_then(Value::as_u64) > Some(server_seq))?;
+    Some(Failure {
+        rule: Rule::Init004,
+        expected: format!("snapshot fromSeq <= the result's serverSeq {server_seq}"),
+        actual: format!(
+            "fromSeq {} for {}",
+            snapshot["fromSeq"],
+            snapshot["resource"].as_str().unwrap_or("a snapshot")
+        ),
+        op_index: None,
+    })
 }

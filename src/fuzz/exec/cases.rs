@@ -1,0 +1,65 @@
+//! Runs a catalog case as one of a sequence's operations (`case/<ID>`): the case's steps
+//! through the one step interpreter, on connections of the case's own, while the sequence's
+//! clients, session and turns stand. The case judges the host amid that traffic; a broken
+//! expectation is the failure of the rule it checks, and the rest of the sequence runs on.
+
+use std::sync::Arc;
+
+use super::probes::{probe_failure, rules_of};
+use super::{Failure, Run};
+use crate::checks::Rule;
+use crate::client::DEFAULT_OFFER;
+use crate::steps::{agents_in, run_case, AgentsUnread, CaseContext};
+use crate::suite::Step;
+
+impl Run<'_> {
+    /// Runs the catalog case `id`; a failure names the rule it broke. A case the catalog
+    /// does not hold (a trace from another catalog) is run as nothing, and said so.
+    pub(super) async fn case(&mut self, index: usize, id: &str) -> Option<Failure> {
+        let catalog = self.cfg.catalog.clone()?;
+        let Some(case) = catalog.cases.iter().find(|case| case.info.id == id) else {
+            self.exec
+                .skipped_cases
+                .push(format!("{id} (operation {index}): not in the catalog"));
+            return None;
+        };
+        let steps: Vec<Step> = case.steps.iter().map(|s| s.step.clone()).collect();
+        let settled = rules_of(&steps)
+            .chain([crate::verdict::rule_of(id)])
+            .filter(|rule| Rule::from_id(rule).is_some_and(|rule| self.cfg.settled(rule)))
+            .map(str::to_owned)
+            .collect();
+        let agents = match &self.first_init {
+            Some(init) => agents_in(init, self.cfg.profile.provider.as_deref()),
+            None => Err(AgentsUnread::Harness(
+                "the sequence's first client has no initialize answer".into(),
+            )),
+        };
+        let ctx = CaseContext {
+            url: self.url.clone(),
+            schemas: self.cfg.schemas.clone(),
+            profile: self.cfg.profile.clone(),
+            timeout: self.cfg.timeout,
+            token: format!("{}-case{index}", self.token),
+            rerun: String::new(),
+            agent_capabilities: agents,
+            rule_levels: Arc::new(catalog.rule_levels()),
+            offer: DEFAULT_OFFER.to_owned(),
+            settled,
+        };
+        // Boxed: a case's future is large in a debug build (see `Run::go`).
+        let outcome = Box::pin(run_case(case, &ctx)).await;
+        // What the always-on checks found on the case's connections is reported by the next
+        // `checks`, named as the case's.
+        self.pending
+            .extend(outcome.always_on.into_iter().map(|(mut found, _)| {
+                found.conn = format!("{} of case {id}", found.conn);
+                found
+            }));
+        if let Some(failure) = probe_failure(outcome.result, outcome.prerequisite, index) {
+            return Some(failure);
+        }
+        self.settle().await;
+        self.checks(Some(index))
+    }
+}

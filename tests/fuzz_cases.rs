@@ -1,0 +1,115 @@
+//! Catalog cases as fuzz operations (`case/<ID>`, on by default; `fuzz --no-cases` turns
+//! them off): a case run amid a sequence judges the host by its own expectations and names
+//! the rule its broken step checks; against the correct host it finds nothing; a campaign
+//! with them finds a fault the generator's own operations do not reach, and the trace
+//! replays; without a catalog the operation runs nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ahpspec::fuzz::ops::Op;
+use ahpspec::fuzz::{execute, ExecConfig, Target};
+use ahpspec::host::Fault;
+use ahpspec::reach::{listed_faults, reach, ReachConfig, ReachMode};
+use ahpspec::suite::Catalog;
+use ahpspec::target::Decided;
+
+fn config(catalog: bool) -> ExecConfig {
+    let standard = ReachConfig::standard().expect("profile and schemas");
+    ExecConfig {
+        timeout: Duration::from_secs(2),
+        settle: Duration::from_millis(3),
+        clients: 2,
+        profile: standard.profile,
+        schemas: standard.schemas,
+        checkpoint_every: 10,
+        exclude: Default::default(),
+        known: Default::default(),
+        catalog: catalog.then(|| Arc::new(Catalog::embedded().expect("catalog"))),
+    }
+}
+
+fn built_in(fault: Option<Fault>) -> Target {
+    Decided::Host(fault.into()).for_sequences(None)
+}
+
+/// A turn, the case, another turn and a checkpoint: the case runs amid the sequence.
+fn amid(case: &str) -> Vec<Op> {
+    use ahpspec::fuzz::ops::Behaviour;
+    vec![
+        Op::StartTurn {
+            client: 0,
+            behaviour: Behaviour::Echo,
+        },
+        Op::Case {
+            case: case.to_owned(),
+        },
+        Op::StartTurn {
+            client: 1,
+            behaviour: Behaviour::Stream,
+        },
+        Op::Checkpoint,
+    ]
+}
+
+/// Cases whose rules the generator's own operations do not judge, each with a fault.
+const SAMPLE: [(&str, Fault); 4] = [
+    ("ROOT-010", Fault::ProgressNeverFinal),
+    ("ROOT-002", Fault::SessionsOldestFirst),
+    ("TURN-009", Fault::TurnBeforeReady),
+    ("PENDING-006", Fault::ReorderDrops),
+];
+
+#[tokio::test]
+async fn a_case_amid_a_sequence_names_its_rule_and_passes_on_the_correct_host() {
+    let cfg = config(true);
+    for (case, fault) in SAMPLE {
+        let clean = execute(&amid(case), &built_in(None), &cfg)
+            .await
+            .expect("the sequence runs");
+        assert_eq!(clean.failure, None, "{case} on the correct host");
+        assert!(
+            clean.operations >= 3,
+            "{case}: the case counts as an operation"
+        );
+        let broken = execute(&amid(case), &built_in(Some(fault)), &cfg)
+            .await
+            .expect("the sequence runs");
+        let failure = broken.failure.unwrap_or_else(|| panic!("{case}: nothing"));
+        assert_eq!(failure.rule.id(), fault.rule(), "{case}: {failure:?}");
+        assert_eq!(failure.op_index, Some(1), "{case}: at the case");
+    }
+}
+
+#[tokio::test]
+async fn without_a_catalog_a_case_operation_runs_nothing() {
+    let run = execute(
+        &amid("ROOT-010"),
+        &built_in(Some(Fault::ProgressNeverFinal)),
+        &config(false),
+    )
+    .await
+    .expect("the sequence runs");
+    assert_eq!(run.failure, None);
+}
+
+#[tokio::test]
+async fn a_campaign_with_cases_reaches_what_the_generator_does_not() {
+    let catalog = Catalog::embedded().expect("catalog");
+    let (fault, area) = listed_faults(&catalog)
+        .into_iter()
+        .find(|(f, _)| *f == Fault::ProgressNeverFinal)
+        .expect("listed");
+    let mut cfg = ReachConfig::standard().expect("profile and schemas");
+    cfg.budget = Duration::from_secs(90);
+    cfg.shrink_time = Duration::from_secs(5);
+    cfg.timeout = Duration::from_secs(1);
+    cfg.mode = Some(ReachMode::Model);
+    let reached = reach(fault, &area, &cfg).await;
+    println!("reach with cases: {reached:?}");
+    assert!(
+        reached.found && reached.replays == Some(true),
+        "{reached:?}"
+    );
+    assert!(reached.cases.iter().any(|c| c == "ROOT-010"), "{reached:?}");
+}
