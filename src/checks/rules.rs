@@ -391,6 +391,28 @@ rules! {
         // Issue 24's reach misses: judged by the fuzzer's client routines (routines/clients.rs).
         (Tool005, "TOOL-005"),
         (Reconnect008, "RECONNECT-008"),
+        // Issue 29's features: judged by the fuzzer's routines (routines/chats.rs,
+        // changes.rs, agent.rs).
+        (ChatFork001, "CHAT-FORK-001"),
+        (ChatFork002, "CHAT-FORK-002"),
+        (ChatFork003, "CHAT-FORK-003"),
+        (ChatFork004, "CHAT-FORK-004"),
+        (ChatFork005, "CHAT-FORK-005"),
+        (ChatMove001, "CHAT-MOVE-001"),
+        (Session004, "SESSION-004"),
+        (Session005, "SESSION-005"),
+        (Session012, "SESSION-012"),
+        (Chat008, "CHAT-008"),
+        (Changeset001, "CHANGESET-001"),
+        (Changeset002, "CHANGESET-002"),
+        (Changeset003, "CHANGESET-003"),
+        (Changeset004, "CHANGESET-004"),
+        (Annotation001, "ANNOTATION-001"),
+        (Annotation002, "ANNOTATION-002"),
+        (Chat004, "CHAT-004"),
+        (Chat009, "CHAT-009"),
+        (Session016, "SESSION-016"),
+        (Root013, "ROOT-013"),
     }
 }
 

@@ -114,10 +114,18 @@ fn choice(repertoire: &Repertoire, arms: Vec<(&str, u32, BoxedStrategy<Op>)>) ->
 /// The behaviours to start turns with, weighted towards those that wait for a client;
 /// `None` when the profile maps none.
 fn behaviour(repertoire: &Repertoire) -> Option<BoxedStrategy<Behaviour>> {
+    // Issue 29's agent-state behaviours come at half the weight of the others: six of
+    // them, all of which just end, beside the ten that drive the chat's states.
     let weight = |b: Behaviour| match b {
-        Behaviour::Long => 3,
-        Behaviour::ToolAsk | Behaviour::Input => 2,
-        _ => 1,
+        Behaviour::Long => 6,
+        Behaviour::ToolAsk | Behaviour::Input => 4,
+        Behaviour::Activity
+        | Behaviour::Background
+        | Behaviour::BackgroundDone
+        | Behaviour::Meta
+        | Behaviour::MetaAgain
+        | Behaviour::AgentDescription => 1,
+        _ => 2,
     };
     let arms: Vec<(u32, Just<Behaviour>)> = Behaviour::ALL
         .into_iter()
@@ -174,6 +182,13 @@ fn routine(repertoire: &Repertoire) -> (u32, BoxedStrategy<Routine>) {
         Just(Routine::ChatOutside).boxed(),
         Just(Routine::ChooseOption).boxed(),
         Just(Routine::LeaveOnReconnect).boxed(),
+        Just(Routine::ChatSources).boxed(),
+        Just(Routine::MoveChat).boxed(),
+        Just(Routine::PromoteDefault).boxed(),
+        Just(Routine::RemoveDirectory).boxed(),
+        Just(Routine::Changeset).boxed(),
+        Just(Routine::Annotations).boxed(),
+        Just(Routine::AgentState).boxed(),
     ];
     weighed(
         repertoire,
