@@ -46,7 +46,7 @@ fn sent(run: &Execution, method: &str) -> bool {
         .any(|f| f.direction == "sent" && f.text.contains(&needle))
 }
 
-const ROUTINES: [(Routine, &[(Fault, &str)]); 17] = [
+const ROUTINES: [(Routine, &[(Fault, &str)]); 22] = [
     (
         Routine::Resources,
         &[
@@ -93,7 +93,10 @@ const ROUTINES: [(Routine, &[(Fault, &str)]); 17] = [
     ),
     (
         Routine::SubscribeRoot,
-        &[(Fault::RootSnapshotMisnamed, "SUB-001")],
+        &[
+            (Fault::RootSnapshotMisnamed, "SUB-001"),
+            (Fault::RootListsSessions, "ROOT-001"),
+        ],
     ),
     (
         Routine::ChatOutside,
@@ -163,6 +166,33 @@ const ROUTINES: [(Routine, &[(Fault, &str)]); 17] = [
             (Fault::BackgroundWorkEndsWithTurn, "CHAT-009"),
             (Fault::SessionMetaMerged, "SESSION-016"),
             (Fault::AgentsChangedUnannounced, "ROOT-013"),
+        ],
+    ),
+    // Issue 24's reach misses.
+    (
+        Routine::Versions,
+        &[
+            (Fault::KnownMinorsOnly, "VERSION-003"),
+            (Fault::NewActionsToOldClient, "VERSION-009"),
+        ],
+    ),
+    (
+        Routine::FailedLifecycle,
+        &[(Fault::FailedAsCreationFailed, "LIFECYCLE-004")],
+    ),
+    (
+        Routine::MalformedTitle,
+        &[(Fault::MalformedTitleApplied, "DISPATCH-007")],
+    ),
+    (
+        Routine::QueueOnIdle,
+        &[(Fault::QueuedIdleKept, "PENDING-004")],
+    ),
+    (
+        Routine::ToolOrder,
+        &[
+            (Fault::ToolDeltaBeforeStart, "TOOL-002"),
+            (Fault::InputEntryStaleTurn, "SESSION-008"),
         ],
     ),
 ];

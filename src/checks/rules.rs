@@ -413,6 +413,13 @@ rules! {
         (Chat009, "CHAT-009"),
         (Session016, "SESSION-016"),
         (Root013, "ROOT-013"),
+        // Issue 24's reach misses: judged by the fuzzer's routines (routines/misses.rs).
+        (Version003, "VERSION-003"),
+        (Version009, "VERSION-009"),
+        (Lifecycle004, "LIFECYCLE-004"),
+        (Pending004, "PENDING-004"),
+        (Tool002, "TOOL-002"),
+        (Session008, "SESSION-008"),
     }
 }
 

@@ -245,11 +245,23 @@ pub enum Routine {
     /// background work kept past its turn (CHAT-009), _meta replaced whole (SESSION-016),
     /// agents changed announced (ROOT-013). Each only where the profile has its behaviour.
     AgentState,
+    /// A connection offering only a later 1.x minor initialized (VERSION-003); a 0.9.x
+    /// connection beside a `canvases` turn hears no newer action (VERSION-009).
+    Versions,
+    /// A session of the profile's failing provider: lifecycle `failed` (LIFECYCLE-004).
+    FailedLifecycle,
+    /// A malformed session/titleChanged on the live session leaves its title (DISPATCH-007).
+    MalformedTitle,
+    /// A message queued on the idle chat is taken at once (PENDING-004). Needs `long`.
+    QueueOnIdle,
+    /// A `tool-ask` turn when idle: no tool-call action before its toolCallStart (TOOL-002),
+    /// the toolConfirmation entry naming the active turn (SESSION-008).
+    ToolOrder,
 }
 
 impl Routine {
     /// One of each kind.
-    pub const ALL: [Routine; 24] = [
+    pub const ALL: [Routine; 29] = [
         Routine::Burst { n: 3 },
         Routine::DisposeThenList { turn: true },
         Routine::Window,
@@ -274,6 +286,11 @@ impl Routine {
         Routine::Changeset,
         Routine::Annotations,
         Routine::AgentState,
+        Routine::Versions,
+        Routine::FailedLifecycle,
+        Routine::MalformedTitle,
+        Routine::QueueOnIdle,
+        Routine::ToolOrder,
     ];
 }
 

@@ -19,6 +19,7 @@ mod chats;
 mod clients;
 mod config;
 mod features;
+mod misses;
 mod sessions;
 mod side;
 mod tree;
@@ -148,6 +149,17 @@ impl Run<'_> {
             Routine::Changeset => self.changeset(index, client).await,
             Routine::Annotations => self.annotations(index).await,
             Routine::AgentState => match self.agent_state(index, client).await {
+                Err(failure) => return Some(failure),
+                Ok(found) => found,
+            },
+            Routine::Versions => self.versions(index).await,
+            Routine::FailedLifecycle => self.failed_lifecycle(index).await,
+            Routine::MalformedTitle => self.malformed_title().await,
+            Routine::QueueOnIdle => match self.queue_on_idle(index, client).await {
+                Err(failure) => return Some(failure),
+                Ok(found) => found,
+            },
+            Routine::ToolOrder => match self.tool_order(index, client).await {
                 Err(failure) => return Some(failure),
                 Ok(found) => found,
             },
