@@ -249,23 +249,34 @@ impl Run<'_> {
         Ok(self.entries_name_the_active_turn())
     }
 
-    /// TOOL-002 over the first client's frames of the run's chat.
+    /// TOOL-002 over the first client's frames of the run's chat: the tool-call actions of
+    /// turns whose start those frames hold (a reconnected client's frames begin mid-turn),
+    /// rejected ones left out (a stale confirmation names a call that never started).
     fn delta_before_start(&self) -> Option<Finding> {
+        let mut turns = std::collections::HashSet::new();
         let mut started = std::collections::HashSet::new();
         for m in self.conns[0].received_since(0) {
-            if m["method"] != "action" || m["params"]["channel"] != self.chat.as_str() {
+            let rejected = m["params"]
+                .get("rejectionReason")
+                .is_some_and(|r| !r.is_null());
+            if m["method"] != "action" || m["params"]["channel"] != self.chat.as_str() || rejected {
                 continue;
             }
             let action = &m["params"]["action"];
-            let key = (
-                action["turnId"].to_string(),
-                action["toolCallId"].to_string(),
-            );
+            let turn = action["turnId"].to_string();
+            let key = (turn.clone(), action["toolCallId"].to_string());
             match action["type"].as_str() {
+                Some("chat/turnStarted") => {
+                    turns.insert(turn);
+                }
                 Some("chat/toolCallStart") => {
                     started.insert(key);
                 }
-                Some(kind) if kind.starts_with("chat/toolCall") && !started.contains(&key) => {
+                Some(kind)
+                    if kind.starts_with("chat/toolCall")
+                        && turns.contains(&turn)
+                        && !started.contains(&key) =>
+                {
                     return finding(
                         Rule::Tool002,
                         "chat/toolCallStart before any other action for its toolCallId",
