@@ -7,7 +7,7 @@
 
 use serde_json::{json, Value};
 
-use super::side::{immediate, snapshot_state, turn_to_end};
+use super::side::{heard_on, immediate, snapshot_state, turn_to_end};
 use super::{ask, echo_before_ping, finding, Finding};
 use crate::checks::frame::{clip, parse_version};
 use crate::checks::invariants::tool_calls;
@@ -15,7 +15,6 @@ use crate::checks::Rule;
 use crate::client::{Conn, Offer, DEFAULT_OFFER};
 use crate::fuzz::exec::{Failure, Run};
 use crate::fuzz::ops::{Behaviour, Op, PendingKind};
-use crate::transport::Incoming;
 
 /// A version of 1.x later than any the protocol has published, which a 1.x host accepts.
 const LATER_MINOR: &str = "1.7.0";
@@ -116,14 +115,7 @@ impl Run<'_> {
                 let state = subscribed.ok().as_ref().and_then(snapshot_state);
                 match state {
                     Some(state) if state["lifecycle"] == "creating" => {
-                        let owned = session.clone();
-                        let _ = link
-                            .wait_for(timeout, |item| {
-                                matches!(item, Incoming::Message(m) if m["method"] == "action"
-                                    && m["params"]["channel"] == owned.as_str()
-                                    && m["params"]["action"]["type"] == "session/creationFailed")
-                            })
-                            .await;
+                        heard_on(&mut link, &session, "session/creationFailed", timeout).await;
                         self.fresh(&session).await
                     }
                     other => other,

@@ -50,6 +50,22 @@ pub(super) async fn turn_to_end(
     }
 }
 
+/// Whether an action of type `kind` on `channel` reaches `link` within `timeout`.
+pub(super) async fn heard_on(
+    link: &mut Conn,
+    channel: &str,
+    kind: &str,
+    timeout: Duration,
+) -> bool {
+    link.wait_for(timeout, |item| {
+        matches!(item, Incoming::Message(m) if m["method"] == "action"
+            && m["params"]["channel"] == channel
+            && m["params"]["action"]["type"] == kind)
+    })
+    .await
+    .is_ok()
+}
+
 /// subscribe params for `channel`, every envelope at once.
 pub(super) fn immediate(channel: &str) -> Value {
     json!({ "channel": channel, "delivery": { "maxLatencyMs": 0 } })
@@ -133,15 +149,7 @@ impl Run<'_> {
         };
         let mut state = snapshot_state(&subscribed).ok_or(None)?;
         if state["lifecycle"] == "creating" {
-            let owned = session.clone();
-            let ready = link
-                .wait_for(timeout, |item| {
-                    matches!(item, Incoming::Message(m) if m["method"] == "action"
-                        && m["params"]["channel"] == owned.as_str()
-                        && m["params"]["action"]["type"] == "session/ready")
-                })
-                .await;
-            if ready.is_err() {
+            if !heard_on(&mut link, &session, "session/ready", timeout).await {
                 return Err(None);
             }
             state = link.live_state(&session).unwrap_or(state);
