@@ -47,7 +47,7 @@ fn sent(run: &Execution, method: &str) -> bool {
         .any(|f| f.direction == "sent" && f.text.contains(&needle))
 }
 
-const ROUTINES: [(Routine, &[(Fault, &str)]); 10] = [
+const ROUTINES: [(Routine, &[(Fault, &str)]); 22] = [
     (
         Routine::Resources,
         &[
@@ -94,7 +94,10 @@ const ROUTINES: [(Routine, &[(Fault, &str)]); 10] = [
     ),
     (
         Routine::SubscribeRoot,
-        &[(Fault::RootSnapshotMisnamed, "SUB-001")],
+        &[
+            (Fault::RootSnapshotMisnamed, "SUB-001"),
+            (Fault::RootListsSessions, "ROOT-001"),
+        ],
     ),
     (
         Routine::ChatOutside,
@@ -108,11 +111,97 @@ const ROUTINES: [(Routine, &[(Fault, &str)]); 10] = [
         Routine::LeaveOnReconnect,
         &[(Fault::ReconnectKeepsActiveClient, "RECONNECT-008")],
     ),
+    // Issue 29's features.
+    (
+        Routine::ChatSources,
+        &[
+            (Fault::UnsupportedSourceAccepted, "CHAT-FORK-001"),
+            (Fault::ForkForeignSourceAccepted, "CHAT-FORK-002"),
+            (Fault::ForkCopiesAllTurns, "CHAT-FORK-003"),
+            (Fault::SideChatCopiesHistory, "CHAT-FORK-004"),
+            (Fault::ForkOriginForgotten, "CHAT-FORK-005"),
+        ],
+    ),
+    (
+        Routine::MoveChat,
+        &[
+            (Fault::MoveNonMovableAccepted, "CHAT-MOVE-001"),
+            (Fault::MoveAnswersOldOwner, "CHAT-MOVE-002"),
+            (Fault::ReorderLeavesOneOut, "SESSION-005"),
+        ],
+    ),
+    (
+        Routine::PromoteDefault,
+        &[(Fault::PromotedDefaultMovable, "SESSION-004")],
+    ),
+    (
+        Routine::RemoveDirectory,
+        &[
+            (Fault::PrimaryRemovalAccepted, "SESSION-012"),
+            (Fault::ChatDirectoryRemovalCascades, "CHAT-008"),
+        ],
+    ),
+    (
+        Routine::Changeset,
+        &[
+            (Fault::ChangesetServerActionAccepted, "CHANGESET-001"),
+            (Fault::ChangesetReviewRefused, "CHANGESET-001"),
+            (Fault::ChangesetUnknownOperationAccepted, "CHANGESET-002"),
+            (Fault::ChangesetScopeIgnored, "CHANGESET-002"),
+            (Fault::ChangesetChatUnreported, "CHANGESET-003"),
+            (Fault::ChangesetNeverReady, "CHANGESET-003"),
+            (Fault::RevertLeavesFile, "CHANGESET-004"),
+        ],
+    ),
+    (
+        Routine::Annotations,
+        &[
+            (Fault::AnnotationEntryRefused, "ANNOTATION-001"),
+            (Fault::AnnotationEmptied, "ANNOTATION-002"),
+        ],
+    ),
+    (
+        Routine::AgentState,
+        &[
+            (Fault::ActivityUnannounced, "CHAT-004"),
+            (Fault::BackgroundWorkEndsWithTurn, "CHAT-009"),
+            (Fault::SessionMetaMerged, "SESSION-016"),
+            (Fault::AgentsChangedUnannounced, "ROOT-013"),
+        ],
+    ),
+    // Issue 24's reach misses.
+    (
+        Routine::Versions,
+        &[
+            (Fault::KnownMinorsOnly, "VERSION-003"),
+            (Fault::NewActionsToOldClient, "VERSION-009"),
+        ],
+    ),
+    (
+        Routine::FailedLifecycle,
+        &[(Fault::FailedAsCreationFailed, "LIFECYCLE-004")],
+    ),
+    (
+        Routine::MalformedTitle,
+        &[(Fault::MalformedTitleApplied, "DISPATCH-007")],
+    ),
+    (
+        Routine::QueueOnIdle,
+        &[(Fault::QueuedIdleKept, "PENDING-004")],
+    ),
+    (
+        Routine::ToolOrder,
+        &[
+            (Fault::ToolDeltaBeforeStart, "TOOL-002"),
+            (Fault::InputEntryStaleTurn, "SESSION-008"),
+        ],
+    ),
 ];
 
 #[tokio::test]
 async fn each_feature_routine_passes_the_correct_host_and_names_its_faults_rules() {
     let cfg = config();
+    let mut wrong = Vec::new();
     for (routine, faults) in ROUTINES {
         let clean = run(routine, &built_in(None), &cfg).await;
         assert_eq!(clean.failure, None, "{routine:?} on the correct host");
@@ -124,9 +213,16 @@ async fn each_feature_routine_passes_the_correct_host_and_names_its_faults_rules
         for (fault, rule) in faults {
             let faulty = run(routine, &built_in(Some(*fault)), &cfg).await;
             let found = faulty.failure.as_ref().map(|f| f.rule.id());
-            assert_eq!(found, Some(*rule), "{routine:?} with {}", fault.name());
+            if found != Some(*rule) {
+                wrong.push(format!(
+                    "{routine:?} with {}: {:?}",
+                    fault.name(),
+                    faulty.failure
+                ));
+            }
         }
     }
+    assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
 #[tokio::test]

@@ -78,6 +78,14 @@ reach_sample! {
     chat_outside_directory_accepted => "chat-outside-directory-accepted",
     selected_option_dropped => "selected-option-dropped",
     reconnect_keeps_active_client => "reconnect-keeps-active-client",
+    // Issue 29's features and issue 24's remaining misses, by their routines.
+    fork_copies_all_turns => "fork-copies-all-turns",
+    move_answers_old_owner => "move-answers-old-owner",
+    changeset_scope_ignored => "changeset-scope-ignored",
+    annotation_emptied => "annotation-emptied",
+    session_meta_merged => "session-meta-merged",
+    known_minors_only => "known-minors-only",
+    tool_delta_before_start => "tool-delta-before-start",
     // The interleaved default campaign finds model and frames faults alike.
     no_ping_in_mixed => "no-ping" in Mixed,
     cancel_idle_accepted_in_mixed => "cancel-idle-accepted" in Mixed,

@@ -218,11 +218,86 @@ pub const OPERATIONS: &[(&str, &[Rule])] = &[
         "routine/authenticate",
         &[Rule::Auth001, Rule::Auth004, Rule::Transport003],
     ),
-    ("routine/subscribeRoot", &[Rule::Sub001, Rule::Init001]),
+    (
+        "routine/subscribeRoot",
+        &[Rule::Sub001, Rule::Root001, Rule::Init001],
+    ),
     ("routine/chatOutside", &[Rule::Chat007, Rule::Transport003]),
     // Issue 24's reach misses (exec/routines/clients.rs).
     ("routine/chooseOption", &[Rule::Tool005, Rule::Dispatch001]),
     ("routine/leaveOnReconnect", &[Rule::Reconnect008]),
+    // Issue 29's features (exec/routines/chats.rs, changes.rs, agent.rs).
+    (
+        "routine/chatSources",
+        &[
+            Rule::ChatFork001,
+            Rule::ChatFork002,
+            Rule::ChatFork003,
+            Rule::ChatFork004,
+            Rule::ChatFork005,
+            Rule::Dispatch001,
+            Rule::Transport003,
+        ],
+    ),
+    (
+        "routine/moveChat",
+        &[
+            Rule::ChatMove001,
+            Rule::ChatMove002,
+            Rule::Session005,
+            Rule::Transport003,
+        ],
+    ),
+    (
+        "routine/promoteDefault",
+        &[Rule::Session004, Rule::Transport003],
+    ),
+    (
+        "routine/removeDirectory",
+        &[Rule::Session012, Rule::Chat008, Rule::Transport003],
+    ),
+    (
+        "routine/changeset",
+        &[
+            Rule::Changeset001,
+            Rule::Changeset002,
+            Rule::Changeset003,
+            Rule::Changeset004,
+            Rule::Transport003,
+        ],
+    ),
+    (
+        "routine/annotations",
+        &[Rule::Annotation001, Rule::Annotation002, Rule::Transport003],
+    ),
+    (
+        "routine/agentState",
+        &[
+            Rule::Chat004,
+            Rule::Chat009,
+            Rule::Session016,
+            Rule::Root013,
+            Rule::Dispatch001,
+        ],
+    ),
+    // Issue 24's remaining reach misses (exec/routines/misses.rs).
+    (
+        "routine/versions",
+        &[Rule::Version003, Rule::Version009, Rule::Transport003],
+    ),
+    (
+        "routine/failedLifecycle",
+        &[Rule::Lifecycle004, Rule::Transport003],
+    ),
+    ("routine/malformedTitle", &[Rule::Dispatch007]),
+    (
+        "routine/queueOnIdle",
+        &[Rule::Pending004, Rule::Dispatch001],
+    ),
+    (
+        "routine/toolOrder",
+        &[Rule::Tool002, Rule::Session008, Rule::Dispatch001],
+    ),
     // Malformed frames (frames.rs): the answer a correct host gives, and surviving the frame.
     ("frames/truncated", &[Rule::Transport006]),
     ("frames/binary", &[Rule::Transport006]),

@@ -20,10 +20,18 @@ pub enum Behaviour {
     InputThenWait,
     Error,
     ErrorResumable,
+    /// Issue 29's agent state: chat/activityChanged, chat/backgroundWorkSet and `Removed`,
+    /// session/metaChanged (twice, other keys), root/agentsChanged.
+    Activity,
+    Background,
+    BackgroundDone,
+    Meta,
+    MetaAgain,
+    AgentDescription,
 }
 
 impl Behaviour {
-    pub const ALL: [Behaviour; 10] = [
+    pub const ALL: [Behaviour; 16] = [
         Behaviour::Echo,
         Behaviour::Stream,
         Behaviour::Long,
@@ -34,6 +42,12 @@ impl Behaviour {
         Behaviour::InputThenWait,
         Behaviour::Error,
         Behaviour::ErrorResumable,
+        Behaviour::Activity,
+        Behaviour::Background,
+        Behaviour::BackgroundDone,
+        Behaviour::Meta,
+        Behaviour::MetaAgain,
+        Behaviour::AgentDescription,
     ];
 
     /// The target-profile key.
@@ -49,6 +63,12 @@ impl Behaviour {
             Behaviour::InputThenWait => "input-then-wait",
             Behaviour::Error => "error",
             Behaviour::ErrorResumable => "error-resumable",
+            Behaviour::Activity => "activity",
+            Behaviour::Background => "background",
+            Behaviour::BackgroundDone => "background-done",
+            Behaviour::Meta => "meta",
+            Behaviour::MetaAgain => "meta-again",
+            Behaviour::AgentDescription => "agent-description",
         }
     }
 }
@@ -195,11 +215,53 @@ pub enum Routine {
     /// A new connection active in the session reconnects listing the root channel only:
     /// the session's subscribers hear it removed from activeClients (RECONNECT-008).
     LeaveOnReconnect,
+    /// Chats created from the chat's first ended turn (two ended at least): a source of an
+    /// unknown kind refused (CHAT-FORK-001), a fork holding that turn only (CHAT-FORK-003),
+    /// a side chat with none (CHAT-FORK-004), the fork's origin kept through a turn of its
+    /// own (CHAT-FORK-005), a fork from another session's chat refused (CHAT-FORK-002). Only
+    /// where the agent advertises multipleChats (and each kind where it advertises it).
+    ChatSources,
+    /// moveChat of the default chat when not movable, refused (CHAT-MOVE-001); of a created
+    /// chat to the session's front, followed by a full session/chatsReordered (SESSION-005);
+    /// of another to a new session, answered with it (CHAT-MOVE-002). Only with multipleChats.
+    MoveChat,
+    /// A session of the routine's own loses its default chat: a chat the host promotes to
+    /// default is not movable (SESSION-004). Only with multipleChats.
+    PromoteDefault,
+    /// A session of the routine's own in the profile's two directories: a chat's
+    /// chat/workingDirectoryRemoved leaves the session's set alone (CHAT-008); removing the
+    /// replaceable primary is rejected (SESSION-012). Only with multipleWorkingDirectories.
+    RemoveDirectory,
+    /// The agent's `edit` turn in a session of the routine's own in a fresh directory of the
+    /// workspace, then its changeset: ready and listing the files, the chat's too
+    /// (CHANGESET-003), a client's fileRemoved not applied and review taken (CHANGESET-001),
+    /// operations outside the list or scopes refused (CHANGESET-002), a revert reaching it
+    /// (CHANGESET-004). Nothing without a workspace, `edit` or a changeset.
+    Changeset,
+    /// The session's annotations channel: an entry added (ANNOTATION-001), never left
+    /// without entries (ANNOTATION-002). Nothing where the session advertises none.
+    Annotations,
+    /// Turns of the agent-state behaviours in the idle chat: activity announced (CHAT-004),
+    /// background work kept past its turn (CHAT-009), _meta replaced whole (SESSION-016),
+    /// agents changed announced (ROOT-013). Each only where the profile has its behaviour.
+    AgentState,
+    /// A connection offering only a later 1.x minor initialized (VERSION-003); a 0.9.x
+    /// connection beside a `canvases` turn hears no newer action (VERSION-009).
+    Versions,
+    /// A session of the profile's failing provider: lifecycle `failed` (LIFECYCLE-004).
+    FailedLifecycle,
+    /// A malformed session/titleChanged on the live session leaves its title (DISPATCH-007).
+    MalformedTitle,
+    /// A message queued on the idle chat is taken at once (PENDING-004). Needs `long`.
+    QueueOnIdle,
+    /// A `tool-ask` turn when idle: no tool-call action before its toolCallStart (TOOL-002),
+    /// the toolConfirmation entry naming the active turn (SESSION-008).
+    ToolOrder,
 }
 
 impl Routine {
     /// One of each kind.
-    pub const ALL: [Routine; 17] = [
+    pub const ALL: [Routine; 29] = [
         Routine::Burst { n: 3 },
         Routine::DisposeThenList { turn: true },
         Routine::Window,
@@ -217,6 +279,18 @@ impl Routine {
         Routine::ChatOutside,
         Routine::ChooseOption,
         Routine::LeaveOnReconnect,
+        Routine::ChatSources,
+        Routine::MoveChat,
+        Routine::PromoteDefault,
+        Routine::RemoveDirectory,
+        Routine::Changeset,
+        Routine::Annotations,
+        Routine::AgentState,
+        Routine::Versions,
+        Routine::FailedLifecycle,
+        Routine::MalformedTitle,
+        Routine::QueueOnIdle,
+        Routine::ToolOrder,
     ];
 }
 

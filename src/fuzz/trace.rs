@@ -180,6 +180,14 @@ impl Trace {
         } else {
             String::new()
         };
+        // A probe that tells the state it meets first (not applicable in another) would end
+        // the whole regression case there: left out, and said so.
+        let guarded_probes = self.probed.iter().filter(|p| guarded(&p.steps)).count();
+        if guarded_probes > 0 {
+            left_out.push_str(&format!(
+                "# {guarded_probes} protocol probes of this trace are left out: each is not applicable in some states, which would end this case there.\n"
+            ));
+        }
         // A catalog case runs on connections of its own: the regression case names it.
         let cases: Vec<&str> = ops
             .iter()
@@ -225,7 +233,11 @@ impl Trace {
             while let Some((index, done)) = performed.next_if(|(_, p)| p.op_index == op_index) {
                 steps.extend(regression::dispatch_steps(index, done));
             }
-            if let Some(probed) = self.probed.iter().find(|p| p.op_index == op_index) {
+            if let Some(probed) = self
+                .probed
+                .iter()
+                .find(|p| p.op_index == op_index && !guarded(&p.steps))
+            {
                 steps.extend(probed.steps.iter().cloned());
             }
         }
@@ -278,4 +290,13 @@ struct RegressionCases {
 /// Where the trace of `rule`'s finding in the campaign with `seed` is saved: one per rule.
 pub fn trace_path(dir: &Path, seed: u64, rule: Rule) -> PathBuf {
     dir.join(format!("{seed}-{rule}.json"))
+}
+
+/// Whether `steps` can end a case as not applicable (a probe guarded by the state it meets).
+fn guarded(steps: &[Step]) -> bool {
+    steps.iter().any(|step| match step {
+        Step::NotApplicable(_) => true,
+        Step::AnyOf(any) => any.alternatives.iter().any(|steps| guarded(steps)),
+        _ => false,
+    })
 }

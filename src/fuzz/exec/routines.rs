@@ -13,10 +13,15 @@ use serde_json::{json, Value};
 
 use super::{Failure, Performed, Run};
 
+mod agent;
+mod changes;
+mod chats;
 mod clients;
 mod config;
 mod features;
+mod misses;
 mod sessions;
+mod side;
 mod tree;
 mod watches;
 use crate::checks::frame::clip;
@@ -134,6 +139,30 @@ impl Run<'_> {
                 Ok(found) => found,
             },
             Routine::LeaveOnReconnect => self.leave_on_reconnect(index).await,
+            Routine::ChatSources => match self.chat_sources(index, client).await {
+                Err(failure) => return Some(failure),
+                Ok(found) => found,
+            },
+            Routine::MoveChat => self.move_chat(index, client).await,
+            Routine::PromoteDefault => self.promote_default(index).await,
+            Routine::RemoveDirectory => self.remove_directory(index).await,
+            Routine::Changeset => self.changeset(index, client).await,
+            Routine::Annotations => self.annotations(index).await,
+            Routine::AgentState => match self.agent_state(index, client).await {
+                Err(failure) => return Some(failure),
+                Ok(found) => found,
+            },
+            Routine::Versions => self.versions(index).await,
+            Routine::FailedLifecycle => self.failed_lifecycle(index).await,
+            Routine::MalformedTitle => self.malformed_title().await,
+            Routine::QueueOnIdle => match self.queue_on_idle(index, client).await {
+                Err(failure) => return Some(failure),
+                Ok(found) => found,
+            },
+            Routine::ToolOrder => match self.tool_order(index, client).await {
+                Err(failure) => return Some(failure),
+                Ok(found) => found,
+            },
             Routine::AnswerUnsubscribed => match self.open_input(index, client).await {
                 Err(failure) => return Some(failure),
                 Ok(None) => None,

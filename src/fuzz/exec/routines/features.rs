@@ -205,7 +205,8 @@ impl Run<'_> {
     }
 
     /// A new connection, initialized without subscriptions, subscribes to the root channel:
-    /// the snapshot is of `ahp-root://` with an integer fromSeq (SUB-001).
+    /// the snapshot is of `ahp-root://` with an integer fromSeq (SUB-001), its state
+    /// without a session list (ROOT-001).
     pub(super) async fn subscribe_root(&mut self) -> Option<Finding> {
         let timeout = self.cfg.timeout;
         let mut link = match self.side(DEFAULT_OFFER).await {
@@ -226,6 +227,18 @@ impl Run<'_> {
                 Rule::Sub001,
                 "a snapshot of resource ahp-root:// with an integer fromSeq",
                 clip(&answer.to_string()),
+            );
+        }
+        // ROOT-001: sessions are listed by listSessions, never in the root state.
+        let state = &snapshot["state"];
+        if let Some(list) = ["sessions", "items"].iter().find_map(|k| state.get(*k)) {
+            return finding(
+                Rule::Root001,
+                "no session list in the root state",
+                format!(
+                    "the root snapshot's state lists {}",
+                    clip(&list.to_string())
+                ),
             );
         }
         None
