@@ -158,6 +158,8 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         // RECONNECT-003 alone: RECONNECT-005 now gets the snapshot form (lastSeenServerSeq 0),
         // so no case sees the late envelope behind its mirror.
         Fault::ReplayTailLater => {}
+        // SESSION-015 (a MAY: info) waits for the same authoritative follow-up.
+        Fault::McpStartUnconfirmed => rules.extend(["SESSION-015".to_owned()]),
         // TURN-008 ("accepted only for the latest errored turn") resumes an older resumable
         // turn first, which this fault accepts.
         Fault::ResumeNotResumable => rules.extend(["TURN-008".to_owned()]),
@@ -741,6 +743,14 @@ fault_tests! {
     background_work_ends_with_turn => BackgroundWorkEndsWithTurn,
     session_meta_merged => SessionMetaMerged,
     agents_changed_unannounced => AgentsChangedUnannounced,
+    // Issue 29, customizations and MCP servers (i29d).
+    customization_removed_kept => CustomizationRemovedKept,
+    customization_toggle_refused => CustomizationToggleRefused,
+    mcp_start_unconfirmed => McpStartUnconfirmed,
+    // Issue 29, configuration changes and session activity (i29d).
+    mutable_config_refused => MutableConfigRefused,
+    session_activity_stuck => SessionActivityStuck,
+    canvas_state_merged => CanvasStateMerged,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

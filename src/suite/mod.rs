@@ -112,6 +112,16 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "agent-state.toml",
         include_str!("../../suites/agent-state.toml"),
     ),
+    // Issue 29, customizations and MCP servers (i29d).
+    (
+        "customizations.toml",
+        include_str!("../../suites/customizations.toml"),
+    ),
+    // Issue 29, configuration changes and session activity (i29d).
+    (
+        "session-state.toml",
+        include_str!("../../suites/session-state.toml"),
+    ),
 ];
 
 /// The `relies_on` value of an expectation that rests on what the target profile promises

@@ -105,6 +105,7 @@ impl World {
         };
         self.stop_agent(&uri);
         self.chats.remove(&uri);
+        self.drop_canvases(&uri);
         self.forget_channel(&uri);
         let was_default = self.is_default_chat(&session, &uri);
         let unannounced = self.fault(Fault::NoChatRemoved) && !was_default;
