@@ -751,6 +751,9 @@ fault_tests! {
     mutable_config_refused => MutableConfigRefused,
     session_activity_stuck => SessionActivityStuck,
     canvas_state_merged => CanvasStateMerged,
+    // Issue 29, sub-agents (i29d).
+    worker_origin_user => WorkerOriginUser,
+    subagent_result_unnamed => SubagentResultUnnamed,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

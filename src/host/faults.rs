@@ -291,6 +291,8 @@ fault_catalog! {
     MutableConfigRefused => ("mutable-config-refused", "SESSION-017", "Refuses every session/configChanged, also of a property the session's schema marks sessionMutable."),
     SessionActivityStuck => ("session-activity-stuck", "SESSION-018", "Sends session/activityChanged clearing the session's activity but keeps the old activity in the session's state."),
     CanvasStateMerged => ("canvas-state-merged", "CANVAS-001", "Sends canvas/stateChanged with the canvas's new state but keeps its old title when the new state has none (a merge, where the action replaces)."),
+    WorkerOriginUser => ("worker-origin-user", "TOOL-013", "Spawns a sub-agent's worker chat with origin {kind: user} instead of naming the spawning tool call."),
+    SubagentResultUnnamed => ("subagent-result-unnamed", "TOOL-013", "Completes a sub-agent tool call with a text content only: its result never names the worker chat (no subagent content)."),
     McpStartUnconfirmed => ("mcp-start-unconfirmed", "MCP-002", "Accepts session/mcpServerStartRequested but never reports the server's outcome (no session/mcpServerStateChanged): it stays starting."),
 }
 

@@ -71,6 +71,9 @@ pub enum Step {
     /// Open a canvas in the chat (`chat/canvasesChanged`) or replace its state
     /// (`canvas/stateChanged`), issue 29.
     Canvas(super::script_state::CanvasStep),
+    /// Delegate to a sub-agent: a tool call spawning a worker chat, whose result names it
+    /// (issue 29).
+    Subagent(super::script_state::SubagentStep),
     /// End the turn with `chat/turnComplete` now, ignoring any further steps.
     Complete(Empty),
 }

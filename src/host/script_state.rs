@@ -19,6 +19,16 @@ pub struct SessionActivityStep {
     pub text: Option<String>,
 }
 
+/// Delegate a task to a sub-agent: a tool call that spawns a worker chat.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SubagentStep {
+    /// The worker chat's title (and the `subagent` content's).
+    pub title: String,
+    /// The worker's task: the message of its first turn (a script runs as one).
+    pub task: String,
+}
+
 /// Open a canvas in the chat, or give the one with this id a new whole state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

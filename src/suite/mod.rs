@@ -122,6 +122,11 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "session-state.toml",
         include_str!("../../suites/session-state.toml"),
     ),
+    // Issue 29, sub-agents (i29d).
+    (
+        "subagents.toml",
+        include_str!("../../suites/subagents.toml"),
+    ),
 ];
 
 /// The `relies_on` value of an expectation that rests on what the target profile promises

@@ -372,8 +372,9 @@ async fn run_turn(shared: Arc<Shared>, turn: Turn, steps: Vec<Step>) {
             | Step::CustomizationRemoved(_)
             | Step::Customizations(_)
             | Step::SessionActivity(_)
-            | Step::Canvas(_)) => flow_of(with_turn(&shared, &turn, |world| {
-                world.session_step(&turn.chat, step);
+            | Step::Canvas(_)
+            | Step::Subagent(_)) => flow_of(with_turn(&shared, &turn, |world| {
+                world.session_step(&turn.chat, &turn.turn_id, step);
             })),
             Step::EditFile(edit) => {
                 let outcome = with_turn(&shared, &turn, |world| {

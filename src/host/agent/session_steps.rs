@@ -12,7 +12,7 @@ use crate::host::world::World;
 
 impl World {
     /// Runs one session-state step of the turn running in `chat`.
-    pub(super) fn session_step(&mut self, chat: &str, step: &Step) {
+    pub(super) fn session_step(&mut self, chat: &str, turn_id: &str, step: &Step) {
         let Some(session) = self.chats.get(chat).map(|entry| entry.session.clone()) else {
             return;
         };
@@ -52,7 +52,41 @@ impl World {
                 canvas.title.as_deref(),
                 canvas.status.as_deref(),
             ),
+            Step::Subagent(sub) => self.agent_subagent(chat, turn_id, &sub.title, &sub.task),
             _ => {}
         }
+    }
+
+    /// A sub-agent tool call in the turn `turn_id` of `chat`: started and ready, a worker
+    /// chat spawned for it, and completed with a `subagent` content naming the worker.
+    fn agent_subagent(&mut self, chat: &str, turn_id: &str, title: &str, task: &str) {
+        let id = self.fresh_id("call-subagent-");
+        self.emit_chat(
+            chat,
+            json!({ "type": "chat/toolCallStart", "turnId": turn_id, "toolCallId": id,
+                    "toolName": "runSubagent", "displayName": "Sub-agent" }),
+        );
+        self.emit_chat(
+            chat,
+            json!({ "type": "chat/toolCallReady", "turnId": turn_id, "toolCallId": id,
+                    "invocationMessage": format!("Delegating: {title}"),
+                    "confirmed": "not-needed" }),
+        );
+        let Some(worker) = self.spawn_worker_chat(chat, &id, title, task) else {
+            return;
+        };
+        let mut content = vec![
+            json!({ "type": "subagent", "resource": worker, "title": title,
+                                       "description": task }),
+        ];
+        if self.fault(Fault::SubagentResultUnnamed) {
+            content = vec![json!({ "type": "text", "text": format!("delegated to {title}") })];
+        }
+        self.emit_chat(
+            chat,
+            json!({ "type": "chat/toolCallComplete", "turnId": turn_id, "toolCallId": id,
+                    "result": { "success": true, "pastTenseMessage": format!("Delegated: {title}"),
+                                "content": content } }),
+        );
     }
 }
