@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::chats::{chat_summary, new_chat};
+use super::chats::new_chat;
 use crate::host::faults::Fault;
 use crate::host::world::{now_iso, to_value, World};
 
@@ -28,19 +28,7 @@ impl World {
             json!({ "kind": "tool", "chat": chat, "toolCallId": tool_call_id })
         };
         let state = serde_json::from_value(state).ok()?;
-        let summary = chat_summary(&state);
-        self.insert_chat(&session, state);
-        self.emit_logged(
-            &session,
-            json!({ "type": "session/chatAdded", "summary": summary }),
-        );
-        self.sync_projections(&session);
-        let turn_id = self.fresh_id("turn-");
-        let started = json!({ "type": "chat/turnStarted", "turnId": turn_id,
-                              "startedAt": now_iso(), "message": { "text": task } });
-        if self.emit_chat(&worker, started).is_some() {
-            self.run_message(&worker, &turn_id, task, None);
-        }
+        self.add_chat(&session, state, Some(json!({ "text": task })), None);
         Some(worker)
     }
 }
