@@ -158,6 +158,9 @@ fn expected(fault: Fault) -> BTreeSet<String> {
         // RECONNECT-003 alone: RECONNECT-005 now gets the snapshot form (lastSeenServerSeq 0),
         // so no case sees the late envelope behind its mirror.
         Fault::ReplayTailLater => {}
+        // CUSTOM-001's checkpoint, after four turns in one chat, takes a fresh snapshot the
+        // cursor was added to: no action of the chat folds one in.
+        Fault::CursorWithoutWindow => rules.extend(["INV-FOLD-1".to_owned()]),
         // SESSION-015 (a MAY: info) waits for the same authoritative follow-up.
         Fault::McpStartUnconfirmed => rules.extend(["SESSION-015".to_owned()]),
         // TURN-008 ("accepted only for the latest errored turn") resumes an older resumable
