@@ -587,6 +587,17 @@ fault_tests! {
     background_work_ends_with_turn => BackgroundWorkEndsWithTurn,
     session_meta_merged => SessionMetaMerged,
     agents_changed_unannounced => AgentsChangedUnannounced,
+    // Issue 29, customizations and MCP servers (i29d).
+    customization_removed_kept => CustomizationRemovedKept,
+    customization_toggle_refused => CustomizationToggleRefused,
+    mcp_start_unconfirmed => McpStartUnconfirmed,
+    // Issue 29, configuration changes and session activity (i29d).
+    mutable_config_refused => MutableConfigRefused,
+    session_activity_stuck => SessionActivityStuck,
+    canvas_state_merged => CanvasStateMerged,
+    // Issue 29, sub-agents (i29d).
+    worker_origin_user => WorkerOriginUser,
+    subagent_result_unnamed => SubagentResultUnnamed,
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -10,6 +10,17 @@ use std::path::Path;
 use run_support::{ahpspec, report_json, show, verdicts, TempDir};
 use serde_json::Value;
 
+/// Cases whose rule is newer than 0.9 (`since` in their suite): a 0.9.0 run finds them not
+/// applicable.
+const NEWER_THAN_0_9: &[&str] = &["CANVAS-001"];
+
+/// Whether a 0.9.0 run's verdict `v` on case `id` is the correct host's.
+fn conforms_as_0_9(id: &str, v: &str) -> bool {
+    v == "pass"
+        || builtin::not_applicable_to_builtin(id)
+        || (v == "not-applicable" && NEWER_THAN_0_9.contains(&id))
+}
+
 fn report(dir: &TempDir) -> Value {
     report_json(dir.path())
 }
@@ -29,7 +40,7 @@ fn the_built_in_host_passes_the_catalog_as_a_0_9_client() {
     assert_eq!(report["protocolVersion"], "0.9.0");
     assert!(verdicts(&report)
         .iter()
-        .all(|(id, v)| v == "pass" || builtin::not_applicable_to_builtin(id)));
+        .all(|(id, v)| conforms_as_0_9(id, v)));
 }
 
 #[test]
@@ -47,7 +58,7 @@ fn newer_actions_sent_to_a_0_9_client_fail_version_009_and_its_schema() {
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     let failing: Vec<String> = verdicts(&report(&dir))
         .into_iter()
-        .filter(|(id, v)| v != "pass" && !builtin::not_applicable_to_builtin(id))
+        .filter(|(id, v)| !conforms_as_0_9(id, v))
         .map(|(id, _)| id)
         .collect();
     assert_eq!(failing, ["INV-SCHEMA-1", "VERSION-009"], "{}", show(&out));

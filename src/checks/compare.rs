@@ -21,6 +21,8 @@ pub enum Kind {
     Changeset,
     /// A session's annotations channel (`SessionSummary.annotations.resource`, issue 29).
     Annotations,
+    /// An `ahp-canvas:` channel (issue 29, i29d).
+    Canvas,
 }
 
 impl Kind {
@@ -29,6 +31,8 @@ impl Kind {
             Some(Kind::Root)
         } else if uri.starts_with("ahp-changeset:") {
             Some(Kind::Changeset)
+        } else if uri.starts_with("ahp-canvas:") {
+            Some(Kind::Canvas)
         } else if uri.starts_with("ahp-session:") && uri.ends_with("/annotations") {
             Some(Kind::Annotations)
         } else if uri.starts_with("ahp-session:") {
@@ -61,6 +65,8 @@ impl Kind {
             Some(Kind::Changeset)
         } else if has("annotations") {
             Some(Kind::Annotations)
+        } else if has("instanceId") && has("extensionId") && has("canvasId") {
+            Some(Kind::Canvas)
         } else {
             None
         }
@@ -106,7 +112,7 @@ fn comparable(kind: Kind, state: &Value) -> Value {
             Kind::Chat => CHAT_OUT_OF_BAND,
             Kind::Session => SESSION_OUT_OF_BAND,
             Kind::Root => &["_meta"],
-            Kind::Changeset | Kind::Annotations => &[],
+            Kind::Changeset | Kind::Annotations | Kind::Canvas => &[],
         };
         for key in drop {
             object.remove(*key);

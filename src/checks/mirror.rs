@@ -11,12 +11,12 @@
 //! a state that missed one.
 
 use ahp::reducers::{
-    apply_action_to_annotations, apply_action_to_changeset, apply_action_to_chat,
-    apply_action_to_root, apply_action_to_session,
+    apply_action_to_annotations, apply_action_to_canvas, apply_action_to_changeset,
+    apply_action_to_chat, apply_action_to_root, apply_action_to_session,
 };
 use ahp_types::actions::StateAction;
 use ahp_types::state::{
-    AnnotationsState, ChangesetState, ChatState, ResponsePart, RootState, SessionState,
+    AnnotationsState, CanvasState, ChangesetState, ChatState, ResponsePart, RootState, SessionState,
 };
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -49,6 +49,7 @@ enum State {
     Chat(Box<ChatState>),
     Changeset(Box<ChangesetState>),
     Annotations(Box<AnnotationsState>),
+    Canvas(Box<CanvasState>),
 }
 
 /// A state decoded from the tape.
@@ -64,6 +65,7 @@ impl State {
             Kind::Chat => State::Chat(decode(state)?),
             Kind::Changeset => State::Changeset(decode(state)?),
             Kind::Annotations => State::Annotations(decode(state)?),
+            Kind::Canvas => State::Canvas(decode(state)?),
         })
     }
 
@@ -74,6 +76,7 @@ impl State {
             State::Chat(s) => serde_json::to_value(s),
             State::Changeset(s) => serde_json::to_value(s),
             State::Annotations(s) => serde_json::to_value(s),
+            State::Canvas(s) => serde_json::to_value(s),
         };
         encoded.unwrap_or(Value::Null)
     }
@@ -94,6 +97,9 @@ impl State {
             }
             State::Annotations(s) => {
                 apply_action_to_annotations(s, action);
+            }
+            State::Canvas(s) => {
+                apply_action_to_canvas(s, action);
             }
         }
     }

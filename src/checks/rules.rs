@@ -395,6 +395,14 @@ rules! {
         (Reconnect008, "RECONNECT-008"),
         // Every other case rule of the catalog: a catalog case run as a fuzz operation names
         // the rule its broken step checks (tests: every case rule is named).
+        (Canvas001, "CANVAS-001"),
+        (Custom001, "CUSTOM-001"),
+        (Custom002, "CUSTOM-002"),
+        (Mcp002, "MCP-002"),
+        (Session015, "SESSION-015"),
+        (Session017, "SESSION-017"),
+        (Session018, "SESSION-018"),
+        (Tool013, "TOOL-013"),
         (Annotation001, "ANNOTATION-001"),
         (Annotation002, "ANNOTATION-002"),
         (Auth002, "AUTH-002"),

@@ -135,6 +135,11 @@ impl Fault {
             // RECONNECT-003 alone: RECONNECT-005 now gets the snapshot form (lastSeenServerSeq 0),
             // so no case sees the late envelope behind its mirror.
             ReplayTailLater => &[],
+            // CUSTOM-001's checkpoint, after four turns in one chat, takes a fresh snapshot the
+            // cursor was added to: no action of the chat folds one in.
+            CursorWithoutWindow => &["INV-FOLD-1"],
+            // SESSION-015 (a MAY: info) waits for the same authoritative follow-up.
+            McpStartUnconfirmed => &["SESSION-015"],
             // TURN-008 ("accepted only for the latest errored turn") resumes an older resumable
             // turn first, which this fault accepts.
             ResumeNotResumable => &["TURN-008"],

@@ -285,6 +285,15 @@ fault_catalog! {
     ChangesetChatUnreported => ("changeset-chat-unreported", "CHANGESET-003", "Reports the agent's file changes in the session's changeset only: the chat never advertises one (no chat/changesetsChanged)."),
     ChangesetNeverReady => ("changeset-never-ready", "CHANGESET-003", "Never sets a changeset's status to ready after the agent's change: it stays computing (or recomputing)."),
     RevertLeavesFile => ("revert-leaves-file", "CHANGESET-004", "Restores a reverted file on disk and reports the revert, but keeps listing the file in the changesets (no changeset/fileRemoved or cleared)."),
+    // Issue 29, customizations and MCP servers (i29d).
+    CustomizationRemovedKept => ("customization-removed-kept", "CUSTOM-001", "Sends session/customizationRemoved for a customization the agent drops but keeps it in the session's state."),
+    CustomizationToggleRefused => ("customization-toggle-refused", "CUSTOM-002", "Refuses a client's session/customizationToggled even for a customization the session lists."),
+    MutableConfigRefused => ("mutable-config-refused", "SESSION-017", "Refuses every session/configChanged, also of a property the session's schema marks sessionMutable."),
+    SessionActivityStuck => ("session-activity-stuck", "SESSION-018", "Sends session/activityChanged clearing the session's activity but keeps the old activity in the session's state."),
+    CanvasStateMerged => ("canvas-state-merged", "CANVAS-001", "Sends canvas/stateChanged with the canvas's new state but keeps its old title when the new state has none (a merge, where the action replaces)."),
+    WorkerOriginUser => ("worker-origin-user", "TOOL-013", "Spawns a sub-agent's worker chat with origin {kind: user} instead of naming the spawning tool call."),
+    SubagentResultUnnamed => ("subagent-result-unnamed", "TOOL-013", "Completes a sub-agent tool call with a text content only: its result never names the worker chat (no subagent content)."),
+    McpStartUnconfirmed => ("mcp-start-unconfirmed", "MCP-002", "Accepts session/mcpServerStartRequested but never reports the server's outcome (no session/mcpServerStateChanged): it stays starting."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

@@ -18,12 +18,16 @@ mod broken_session;
 pub mod catalog;
 mod commands;
 mod conn;
+// Issue 29, customizations and MCP servers (i29d).
+mod customizations;
 mod dispatch;
 mod fault_rules;
 pub mod faults;
 mod grants;
 mod projection;
 pub mod script;
+// Issue 29, script steps beside the chat (i29d).
+pub mod script_state;
 // Issue 25, terminals (i25b).
 mod terminals;
 // Issue 25, session configuration (i25b).

@@ -59,6 +59,21 @@ pub enum Step {
     /// Change the agent's own description in the root state (`root/agentsChanged` with
     /// every agent, issue 29).
     AgentDescription(ActivityStep),
+    /// Upsert a plugin customization (`session/customizationUpdated`, issue 29).
+    Plugin(super::script_state::PluginStep),
+    /// Remove a customization by id (`session/customizationRemoved`, issue 29).
+    CustomizationRemoved(WorkIdStep),
+    /// Replace the session's customizations with its own (`session/customizationsChanged`,
+    /// issue 29): what the agent added goes.
+    Customizations(Empty),
+    /// Describe what the session is doing, or clear it (`session/activityChanged`, issue 29).
+    SessionActivity(super::script_state::SessionActivityStep),
+    /// Open a canvas in the chat (`chat/canvasesChanged`) or replace its state
+    /// (`canvas/stateChanged`), issue 29.
+    Canvas(super::script_state::CanvasStep),
+    /// Delegate to a sub-agent: a tool call spawning a worker chat, whose result names it
+    /// (issue 29).
+    Subagent(super::script_state::SubagentStep),
     /// End the turn with `chat/turnComplete` now, ignoring any further steps.
     Complete(Empty),
 }

@@ -22,7 +22,10 @@ use tokio_tungstenite::tungstenite::Utf8Bytes;
 mod capabilities;
 // Issue 29, changesets and annotations (i29b).
 pub mod annotations;
+// Issue 29, canvases and chat snapshots (i29d).
+pub mod canvases;
 pub mod changesets;
+mod chat_snapshot;
 mod swap;
 pub mod variants;
 
@@ -159,6 +162,8 @@ pub struct World {
     pub changesets: changesets::Changesets,
     /// Annotations channels by URI (issue 29).
     pub annotations: annotations::Annotations,
+    /// Canvas channels by URI (issue 29, i29d).
+    pub canvases: canvases::Canvases,
     pub conns: HashMap<ConnId, ConnEntry>,
     pub replay: VecDeque<Replayed>,
     /// Sequence number of the newest envelope evicted from the replay buffer.
@@ -203,6 +208,7 @@ pub enum ChannelKind {
     ResourceWatch,
     Changeset,
     Annotations,
+    Canvas,
 }
 
 pub const ROOT: &str = "ahp-root://";
@@ -224,6 +230,7 @@ impl World {
             terminals: BTreeMap::new(),
             changesets: BTreeMap::new(),
             annotations: BTreeMap::new(),
+            canvases: BTreeMap::new(),
             conns: HashMap::new(),
             replay: VecDeque::new(),
             replay_floor: 0,
@@ -266,6 +273,8 @@ impl World {
             Some(ChannelKind::Changeset)
         } else if self.annotations.contains_key(uri) {
             Some(ChannelKind::Annotations)
+        } else if self.canvases.contains_key(uri) {
+            Some(ChannelKind::Canvas)
         } else {
             None
         }
@@ -301,44 +310,11 @@ impl World {
                 self.break_session_lifecycle(&mut state);
                 state
             }
-            ChannelKind::Chat => {
-                let missing_field = self.fault(Fault::SnapshotMissingField);
-                let entry = self.chats.get_mut(uri)?;
-                let mut state = to_value(&entry.state);
-                if let (Some(limit), Some(turns)) = (
-                    view_turns,
-                    state.get_mut("turns").and_then(Value::as_array_mut),
-                ) {
-                    let keep = usize::try_from(limit.max(0)).unwrap_or(0);
-                    if turns.len() > keep {
-                        let cut = turns.len() - keep;
-                        let first_kept = turns
-                            .get(cut)
-                            .and_then(|t| t.get("id"))
-                            .and_then(Value::as_str)
-                            .map(str::to_owned);
-                        turns.drain(..cut);
-                        let cursor = match first_kept {
-                            Some(id) => format!("before:{id}"),
-                            None => "before-active".to_owned(),
-                        };
-                        state["turnsNextCursor"] = Value::String(cursor);
-                        entry.windowed = true;
-                    }
-                }
-                if missing_field {
-                    if let Some(object) = state.as_object_mut() {
-                        object.remove("modifiedAt");
-                    }
-                }
-                self.break_turns(&mut state);
-                self.break_chat_snapshot(uri, &mut state);
-                self.break_chat_status(&mut state);
-                state
-            }
+            ChannelKind::Chat => self.chat_snapshot_state(uri, view_turns)?,
             ChannelKind::Terminal => self.terminal_snapshot(uri)?,
             ChannelKind::Changeset => self.changeset_state(uri)?,
             ChannelKind::Annotations => self.annotations_state(uri)?,
+            ChannelKind::Canvas => self.canvas_state(uri)?,
         };
         let ahead = self.fault(Fault::SnapshotSeqAhead) && uri.starts_with("ahp-session:");
         let from_seq = if ahead { self.seq + 1 } else { self.seq };
@@ -501,6 +477,7 @@ impl World {
             Some(ChannelKind::ResourceWatch) => {}
             Some(ChannelKind::Changeset) => self.apply_changeset(channel, action),
             Some(ChannelKind::Annotations) => self.apply_annotations(channel, action),
+            Some(ChannelKind::Canvas) => self.apply_canvas(channel, action),
             None => return Err(EmitError::NoChannel(channel.to_owned())),
         }
         Ok(())

@@ -112,6 +112,21 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "agent-state.toml",
         include_str!("../../suites/agent-state.toml"),
     ),
+    // Issue 29, customizations and MCP servers (i29d).
+    (
+        "customizations.toml",
+        include_str!("../../suites/customizations.toml"),
+    ),
+    // Issue 29, configuration changes and session activity (i29d).
+    (
+        "session-state.toml",
+        include_str!("../../suites/session-state.toml"),
+    ),
+    // Issue 29, sub-agents (i29d).
+    (
+        "subagents.toml",
+        include_str!("../../suites/subagents.toml"),
+    ),
 ];
 
 /// The `relies_on` value of an expectation that rests on what the target profile promises

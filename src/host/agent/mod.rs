@@ -18,6 +18,8 @@ use super::Shared;
 mod interactive;
 // Issue 29 (i29b): session metadata and agent changes from a script.
 mod state_steps;
+// Issue 29 (i29d): customizations, session activity, canvases from a script.
+mod session_steps;
 
 use interactive::{run_input_request, run_tool_call};
 
@@ -365,6 +367,14 @@ async fn run_turn(shared: Arc<Shared>, turn: Turn, steps: Vec<Step>) {
             })),
             Step::AgentDescription(text) => flow_of(with_turn(&shared, &turn, |world| {
                 world.describe_agent(&turn.chat, &text.text);
+            })),
+            step @ (Step::Plugin(_)
+            | Step::CustomizationRemoved(_)
+            | Step::Customizations(_)
+            | Step::SessionActivity(_)
+            | Step::Canvas(_)
+            | Step::Subagent(_)) => flow_of(with_turn(&shared, &turn, |world| {
+                world.session_step(&turn.chat, &turn.turn_id, step);
             })),
             Step::EditFile(edit) => {
                 let outcome = with_turn(&shared, &turn, |world| {

@@ -78,24 +78,39 @@ impl World {
         };
         // A chat a client creates is never the session's default: it can be moved.
         state.movable = Some(true);
+        let client_id = self.conns.get(&conn).and_then(|c| c.client_id.clone());
+        let first = params.initial_message.map(|message| to_value(&message));
+        self.add_chat(&session, state, first, client_id);
+        Ok(Value::Null)
+    }
+
+    /// Adds a new chat to `session`'s catalog (`session/chatAdded`) and, given a first
+    /// message, starts its first turn with it for `client_id` (`None`: the host's own).
+    pub(super) fn add_chat(
+        &mut self,
+        session: &str,
+        state: ChatState,
+        first: Option<Value>,
+        client_id: Option<String>,
+    ) {
+        let chat = state.resource.clone();
         let summary = chat_summary(&state);
-        self.insert_chat(&session, state);
+        self.insert_chat(session, state);
         self.emit_logged(
-            &session,
+            session,
             json!({ "type": "session/chatAdded", "summary": summary }),
         );
-        self.sync_projections(&session);
-        if let Some(message) = params.initial_message {
-            let client_id = self.conns.get(&conn).and_then(|c| c.client_id.clone());
-            let turn_id = self.fresh_id("turn-");
-            let text = message.text.clone();
-            let action = json!({ "type": "chat/turnStarted", "turnId": turn_id,
-                                 "startedAt": now_iso(), "message": to_value(&message) });
-            if self.emit_chat(&params.chat, action).is_some() {
-                self.run_message(&params.chat, &turn_id, &text, client_id);
-            }
+        self.sync_projections(session);
+        let Some(message) = first else {
+            return;
+        };
+        let turn_id = self.fresh_id("turn-");
+        let text = message["text"].as_str().unwrap_or_default().to_owned();
+        let action = json!({ "type": "chat/turnStarted", "turnId": turn_id,
+                             "startedAt": now_iso(), "message": message });
+        if self.emit_chat(&chat, action).is_some() {
+            self.run_message(&chat, &turn_id, &text, client_id);
         }
-        Ok(Value::Null)
     }
 
     pub(super) fn dispose_chat(&mut self, params: &Value) -> Result<Value, RpcError> {
@@ -105,6 +120,7 @@ impl World {
         };
         self.stop_agent(&uri);
         self.chats.remove(&uri);
+        self.drop_canvases(&uri);
         self.forget_channel(&uri);
         let was_default = self.is_default_chat(&session, &uri);
         let unannounced = self.fault(Fault::NoChatRemoved) && !was_default;

@@ -18,6 +18,8 @@ mod resources;
 mod sessions;
 mod subscriptions;
 mod watch;
+// Issue 29, sub-agent worker chats (i29d).
+mod workers;
 
 /// Versions (or caret ranges) this host accepts, as reported with `-32005`.
 pub const SUPPORTED_RANGES: &[&str] = &["^1.0.0", "^0.9.0"];

@@ -230,6 +230,8 @@ impl World {
             // The configuration the client resolved (resolveSessionConfig): one property
             // it may change during the session, others it may not (SESSION-014).
             "config": { "schema": session_config::schema(&config), "values": config },
+            // Issue 29 (i29d): a plugin and two MCP servers, stopped.
+            "customizations": crate::host::customizations::initial(),
         }))
         .map_err(|e| RpcError::new(INTERNAL_ERROR, format!("building session state: {e}")))?;
         self.sessions.insert(
@@ -360,6 +362,7 @@ impl World {
         for chat in entry.state.chats.iter().map(|c| c.resource.clone()) {
             self.stop_agent(&chat);
             self.chats.remove(&chat);
+            self.drop_canvases(&chat);
             self.forget_channel(&chat);
         }
         self.forget_channel(&uri);

@@ -270,6 +270,11 @@ impl World {
                     self.start_agent(chat, &point.turn_id, point.steps, point.client_id);
                 }
             }
+            "session/mcpServerStartRequested"
+            | "session/mcpServerStopRequested"
+            | "session/mcpServerBackgroundRequested" => {
+                self.after_mcp_request(chat, type_name, action);
+            }
             "chat/toolCallConfirmed" | "chat/toolCallResultConfirmed" => {
                 self.break_confirmed_call(chat, action, before);
             }

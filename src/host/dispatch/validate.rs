@@ -52,6 +52,7 @@ impl World {
             Some("terminal") => ChannelKind::Terminal,
             Some("changeset") => ChannelKind::Changeset,
             Some("annotations") => ChannelKind::Annotations,
+            Some("canvas") => ChannelKind::Canvas,
             _ => return Err(format!("this host has no channel for {type_name}")),
         };
         if scope != kind {
@@ -82,6 +83,7 @@ impl World {
             }
             ChannelKind::Changeset => Ok(()),
             ChannelKind::Annotations => self.check_annotation(channel, &decoded),
+            ChannelKind::Canvas => Err("canvases take no client actions".into()),
         }
     }
 
@@ -99,10 +101,12 @@ impl World {
             "session/activeClientSet" if self.other_client_active(session, client_id) => {
                 Err("another client is already active".into())
             }
-            "session/customizationToggled" => Err("no such customization".into()),
-            "session/mcpServerStartRequested"
+            "session/customizationToggled"
+            | "session/mcpServerStartRequested"
             | "session/mcpServerStopRequested"
-            | "session/mcpServerBackgroundRequested" => Err("no such MCP server".into()),
+            | "session/mcpServerBackgroundRequested" => {
+                self.check_customization_action(session, type_name, action)
+            }
             "session/workingDirectoryRemoved"
                 if self.removes_primary(session, action)
                     && !self.fault(Fault::PrimaryRemovalAccepted) =>
@@ -110,6 +114,9 @@ impl World {
                 Err("the primary working directory can be replaced, never removed".into())
             }
             "session/configChanged" if self.fault(Fault::ConfigChangeAccepted) => Ok(()),
+            "session/configChanged" if self.fault(Fault::MutableConfigRefused) => {
+                Err("this host takes no configuration changes".into())
+            }
             "session/configChanged" => self.config_change(session, action),
             _ => Ok(()),
         }
