@@ -21,6 +21,9 @@ pub enum Kind {
     Changeset,
     /// A session's annotations channel (`SessionSummary.annotations.resource`, issue 29).
     Annotations,
+    /// The `ahp-automations://` catalogue and an `ahp-automation-run:` channel (issue 29).
+    Automations,
+    AutomationRun,
 }
 
 impl Kind {
@@ -29,6 +32,10 @@ impl Kind {
             Some(Kind::Root)
         } else if uri.starts_with("ahp-changeset:") {
             Some(Kind::Changeset)
+        } else if uri == "ahp-automations://" {
+            Some(Kind::Automations)
+        } else if uri.starts_with("ahp-automation-run:") {
+            Some(Kind::AutomationRun)
         } else if uri.starts_with("ahp-session:") && uri.ends_with("/annotations") {
             Some(Kind::Annotations)
         } else if uri.starts_with("ahp-session:") {
@@ -61,6 +68,10 @@ impl Kind {
             Some(Kind::Changeset)
         } else if has("annotations") {
             Some(Kind::Annotations)
+        } else if has("entries") {
+            Some(Kind::Automations)
+        } else if has("lifecycle") && has("sessions") && has("automation") {
+            Some(Kind::AutomationRun)
         } else {
             None
         }
@@ -106,7 +117,7 @@ fn comparable(kind: Kind, state: &Value) -> Value {
             Kind::Chat => CHAT_OUT_OF_BAND,
             Kind::Session => SESSION_OUT_OF_BAND,
             Kind::Root => &["_meta"],
-            Kind::Changeset | Kind::Annotations => &[],
+            Kind::Changeset | Kind::Annotations | Kind::Automations | Kind::AutomationRun => &[],
         };
         for key in drop {
             object.remove(*key);

@@ -52,6 +52,8 @@ impl World {
             Some("terminal") => ChannelKind::Terminal,
             Some("changeset") => ChannelKind::Changeset,
             Some("annotations") => ChannelKind::Annotations,
+            Some("automation") => ChannelKind::Automations,
+            Some("automationRun") => ChannelKind::AutomationRun,
             _ => return Err(format!("this host has no channel for {type_name}")),
         };
         if scope != kind {
@@ -82,6 +84,9 @@ impl World {
             }
             ChannelKind::Changeset => Ok(()),
             ChannelKind::Annotations => self.check_annotation(channel, &decoded),
+            ChannelKind::Automations | ChannelKind::AutomationRun => {
+                self.check_automation(channel, &decoded)
+            }
         }
     }
 
