@@ -163,7 +163,7 @@ pub struct World {
     /// Annotations channels by URI (issue 29).
     pub annotations: annotations::Annotations,
     /// The automation catalogue and runs (issue 29, i29c).
-    pub automations: super::automations::Automations,
+    pub automations: super::automations::state::Automations,
     pub conns: HashMap<ConnId, ConnEntry>,
     pub replay: VecDeque<Replayed>,
     /// Sequence number of the newest envelope evicted from the replay buffer.

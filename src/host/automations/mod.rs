@@ -11,11 +11,8 @@
 //! is active stays `pending` until that one ends. The host never fires schedules or events on
 //! its own: a run is always manual.
 
-use std::collections::{BTreeMap, HashMap};
-
 use ahp::reducers::{apply_action_to_automation, apply_action_to_automation_run};
 use ahp_types::actions::StateAction;
-use ahp_types::state::{AutomationRunState, AutomationState};
 use serde_json::{json, Value};
 
 use super::faults::Fault;
@@ -23,6 +20,9 @@ use super::world::{now_iso, to_value, ChannelKind, World};
 
 mod definition;
 mod runs;
+pub mod state;
+
+pub use state::RunEntry;
 
 pub use definition::trigger_definitions;
 
@@ -38,51 +38,6 @@ pub const RUNS_PAGE: usize = 2;
 /// is kept) and no captured customizations.
 pub fn capabilities() -> Value {
     json!({ "create": {}, "schedules": {}, "runCancellation": {} })
-}
-
-/// The host's automations.
-#[derive(Debug)]
-pub struct Automations {
-    /// The catalogue channel's state.
-    pub catalogue: AutomationState,
-    /// Run channels by URI.
-    pub runs: BTreeMap<String, RunEntry>,
-    /// (automation, requestId) → the run that request started (AUTOMATION-001).
-    requests: HashMap<(String, String), String>,
-    /// Every run of each automation, newest first.
-    history: HashMap<String, Vec<String>>,
-    /// How many pages of its run history each automation shows (one until fetched).
-    pages: HashMap<String, usize>,
-    /// The run each automation-created session belongs to.
-    by_session: HashMap<String, String>,
-}
-
-impl Default for Automations {
-    fn default() -> Self {
-        Automations {
-            catalogue: AutomationState {
-                entries: Vec::new(),
-                meta: None,
-            },
-            runs: BTreeMap::new(),
-            requests: HashMap::new(),
-            history: HashMap::new(),
-            pages: HashMap::new(),
-            by_session: HashMap::new(),
-        }
-    }
-}
-
-/// One run channel.
-#[derive(Debug)]
-pub struct RunEntry {
-    pub state: AutomationRunState,
-    /// The message the run sends and the session template it starts its session from, as
-    /// the definition held them when the run was requested.
-    pub message: Value,
-    pub template: Value,
-    /// (chat, turn id) of the turn the message started, once it did.
-    pub turn: Option<(String, String)>,
 }
 
 impl World {
