@@ -19,6 +19,15 @@ const PAIRS: &[(&str, &str)] = &[
     ("in-progress-stuck", "negative-duration"),
     ("outside-directory-accepted", "rejected-still-applied"),
     ("cancel-ends-twice", "cancel-keeps-streaming"),
+    // Issue 29, automations (i29c): the same run cases, and a silent catalogue with its order.
+    (
+        "automation-cancel-ignored",
+        "automation-run-never-completes",
+    ),
+    (
+        "automation-state-unannounced",
+        "automation-runs-oldest-first",
+    ),
 ];
 
 async fn broken(faults: &[&str]) -> BTreeSet<String> {

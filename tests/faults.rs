@@ -580,6 +580,18 @@ fault_tests! {
     changeset_never_ready => ChangesetNeverReady,
     revert_leaves_file => RevertLeavesFile,
     revert_unannounced => RevertUnannounced,
+    // Issue 29, automations (i29c).
+    automation_meta_dropped => AutomationMetaDropped,
+    automation_duplicate_conditions_accepted => AutomationDuplicateConditionsAccepted,
+    automation_cron_names_refused => AutomationCronNamesRefused,
+    automation_patch_disables => AutomationPatchDisables,
+    automation_event_labels_kept => AutomationEventLabelsKept,
+    automation_run_not_idempotent => AutomationRunNotIdempotent,
+    automation_run_never_completes => AutomationRunNeverCompletes,
+    automation_cancel_ignored => AutomationCancelIgnored,
+    automation_session_link_kept => AutomationSessionLinkKept,
+    automation_runs_oldest_first => AutomationRunsOldestFirst,
+    automation_state_unannounced => AutomationStateUnannounced,
     // Issue 29, annotations (i29b).
     annotation_entry_refused => AnnotationEntryRefused,
     annotation_emptied => AnnotationEmptied,

@@ -63,6 +63,33 @@ fn unknown_source_kind(message: &Value) -> bool {
             .is_some_and(|kind| !matches!(kind, "fork" | "sideChat"))
 }
 
+/// AUTOMATION-003 creates an automation whose disable conditions repeat a kind, on purpose (the
+/// refusal is the rule). The crate's schema allows the list; the official one allows each kind
+/// once, so the frame counts among the deliberately invalid ones.
+fn repeated_condition_kind(message: &Value) -> bool {
+    let conditions = message["params"]["action"]["definition"]["disableConditions"].as_array();
+    let kinds: Vec<&Value> = conditions
+        .into_iter()
+        .flatten()
+        .map(|c| &c["kind"])
+        .collect();
+    kinds
+        .iter()
+        .enumerate()
+        .any(|(i, kind)| kinds[..i].contains(kind))
+}
+
+/// The official actions.schema.json refers to `$defs/AutomationDefinitionPatch`, which only its
+/// commands.schema.json defines, so `AutomationUpdateRequestedAction` does not compile there
+/// (an upstream defect; the crate's schema, which the harness's checks use, has the def). The
+/// exemption holds only while the official schema fails that way.
+fn official_defect(def: &str, errors: &[SchemaViolation]) -> bool {
+    def == "AutomationUpdateRequestedAction"
+        && errors.iter().any(|e| {
+            e.message.contains("AutomationDefinitionPatch") && e.message.contains("does not exist")
+        })
+}
+
 fn first(errors: &[SchemaViolation]) -> String {
     errors
         .iter()
@@ -97,6 +124,7 @@ async fn every_frame_the_harness_sends_is_valid_under_the_crate_and_the_official
         let parts = parts(&message, &map);
         let derived_ok = dispatch_members_ok(&message)
             && !unknown_source_kind(&message)
+            && !repeated_condition_kind(&message)
             && parts
                 .iter()
                 .all(|(_, def, instance)| derived.validate(def, instance).is_ok());
@@ -107,6 +135,9 @@ async fn every_frame_the_harness_sends_is_valid_under_the_crate_and_the_official
         for (what, def, instance) in parts {
             checked += 1;
             if let Err(errors) = official.validate(&def, &instance) {
+                if official_defect(&def, &errors) {
+                    continue;
+                }
                 failures.push(format!(
                     "{what} against {def}: {}\n  {text}",
                     first(&errors)

@@ -23,6 +23,9 @@ pub enum Kind {
     Annotations,
     /// An `ahp-canvas:` channel (issue 29, i29d).
     Canvas,
+    /// The `ahp-automations://` catalogue and an `ahp-automation-run:` channel (issue 29).
+    Automations,
+    AutomationRun,
 }
 
 impl Kind {
@@ -33,6 +36,10 @@ impl Kind {
             Some(Kind::Changeset)
         } else if uri.starts_with("ahp-canvas:") {
             Some(Kind::Canvas)
+        } else if uri == "ahp-automations://" {
+            Some(Kind::Automations)
+        } else if uri.starts_with("ahp-automation-run:") {
+            Some(Kind::AutomationRun)
         } else if uri.starts_with("ahp-session:") && uri.ends_with("/annotations") {
             Some(Kind::Annotations)
         } else if uri.starts_with("ahp-session:") {
@@ -67,6 +74,10 @@ impl Kind {
             Some(Kind::Annotations)
         } else if has("instanceId") && has("extensionId") && has("canvasId") {
             Some(Kind::Canvas)
+        } else if has("entries") {
+            Some(Kind::Automations)
+        } else if has("lifecycle") && has("sessions") && has("automation") {
+            Some(Kind::AutomationRun)
         } else {
             None
         }
@@ -112,7 +123,11 @@ fn comparable(kind: Kind, state: &Value) -> Value {
             Kind::Chat => CHAT_OUT_OF_BAND,
             Kind::Session => SESSION_OUT_OF_BAND,
             Kind::Root => &["_meta"],
-            Kind::Changeset | Kind::Annotations | Kind::Canvas => &[],
+            Kind::Changeset
+            | Kind::Annotations
+            | Kind::Canvas
+            | Kind::Automations
+            | Kind::AutomationRun => &[],
         };
         for key in drop {
             object.remove(*key);

@@ -11,12 +11,14 @@
 //! a state that missed one.
 
 use ahp::reducers::{
-    apply_action_to_annotations, apply_action_to_canvas, apply_action_to_changeset,
-    apply_action_to_chat, apply_action_to_root, apply_action_to_session,
+    apply_action_to_annotations, apply_action_to_automation, apply_action_to_automation_run,
+    apply_action_to_canvas, apply_action_to_changeset, apply_action_to_chat, apply_action_to_root,
+    apply_action_to_session,
 };
 use ahp_types::actions::StateAction;
 use ahp_types::state::{
-    AnnotationsState, CanvasState, ChangesetState, ChatState, ResponsePart, RootState, SessionState,
+    AnnotationsState, AutomationRunState, AutomationState, CanvasState, ChangesetState, ChatState,
+    ResponsePart, RootState, SessionState,
 };
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -50,6 +52,8 @@ enum State {
     Changeset(Box<ChangesetState>),
     Annotations(Box<AnnotationsState>),
     Canvas(Box<CanvasState>),
+    Automations(Box<AutomationState>),
+    AutomationRun(Box<AutomationRunState>),
 }
 
 /// A state decoded from the tape.
@@ -66,6 +70,8 @@ impl State {
             Kind::Changeset => State::Changeset(decode(state)?),
             Kind::Annotations => State::Annotations(decode(state)?),
             Kind::Canvas => State::Canvas(decode(state)?),
+            Kind::Automations => State::Automations(decode(state)?),
+            Kind::AutomationRun => State::AutomationRun(decode(state)?),
         })
     }
 
@@ -77,31 +83,24 @@ impl State {
             State::Changeset(s) => serde_json::to_value(s),
             State::Annotations(s) => serde_json::to_value(s),
             State::Canvas(s) => serde_json::to_value(s),
+            State::Automations(s) => serde_json::to_value(s),
+            State::AutomationRun(s) => serde_json::to_value(s),
         };
         encoded.unwrap_or(Value::Null)
     }
 
     fn apply(&mut self, action: &StateAction) {
-        match self {
-            State::Root(s) => {
-                apply_action_to_root(s, action);
-            }
-            State::Session(s) => {
-                apply_action_to_session(s, action);
-            }
-            State::Chat(s) => {
-                apply_action_to_chat(s, action);
-            }
-            State::Changeset(s) => {
-                apply_action_to_changeset(s, action);
-            }
-            State::Annotations(s) => {
-                apply_action_to_annotations(s, action);
-            }
-            State::Canvas(s) => {
-                apply_action_to_canvas(s, action);
-            }
-        }
+        // The outcome (applied, no-op, out of scope) changes nothing the mirror keeps.
+        let _ = match self {
+            State::Root(s) => apply_action_to_root(s, action),
+            State::Session(s) => apply_action_to_session(s, action),
+            State::Chat(s) => apply_action_to_chat(s, action),
+            State::Changeset(s) => apply_action_to_changeset(s, action),
+            State::Annotations(s) => apply_action_to_annotations(s, action),
+            State::Automations(s) => apply_action_to_automation(s, action),
+            State::AutomationRun(s) => apply_action_to_automation_run(s, action),
+            State::Canvas(s) => apply_action_to_canvas(s, action),
+        };
     }
 }
 

@@ -395,6 +395,16 @@ rules! {
         (Reconnect008, "RECONNECT-008"),
         // Every other case rule of the catalog: a catalog case run as a fuzz operation names
         // the rule its broken step checks (tests: every case rule is named).
+        (Automation001, "AUTOMATION-001"),
+        (Automation002, "AUTOMATION-002"),
+        (Automation003, "AUTOMATION-003"),
+        (Automation004, "AUTOMATION-004"),
+        (Automation005, "AUTOMATION-005"),
+        (Automation006, "AUTOMATION-006"),
+        (Automation007, "AUTOMATION-007"),
+        (Automation008, "AUTOMATION-008"),
+        (Automation009, "AUTOMATION-009"),
+        (Automation010, "AUTOMATION-010"),
         (Canvas001, "CANVAS-001"),
         (Custom001, "CUSTOM-001"),
         (Custom002, "CUSTOM-002"),

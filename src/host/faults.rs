@@ -294,6 +294,18 @@ fault_catalog! {
     WorkerOriginUser => ("worker-origin-user", "TOOL-013", "Spawns a sub-agent's worker chat with origin {kind: user} instead of naming the spawning tool call."),
     SubagentResultUnnamed => ("subagent-result-unnamed", "TOOL-013", "Completes a sub-agent tool call with a text content only: its result never names the worker chat (no subagent content)."),
     McpStartUnconfirmed => ("mcp-start-unconfirmed", "MCP-002", "Accepts session/mcpServerStartRequested but never reports the server's outcome (no session/mcpServerStateChanged): it stays starting."),
+    // Issue 29, automations (i29c).
+    AutomationMetaDropped => ("automation-meta-dropped", "AUTOMATION-002", "Publishes an accepted automation/createRequested with automation/set, but without the definition's _meta."),
+    AutomationDuplicateConditionsAccepted => ("automation-duplicate-conditions-accepted", "AUTOMATION-003", "Accepts an automation definition whose disableConditions repeat a kind (two afterRuns)."),
+    AutomationCronNamesRefused => ("automation-cron-names-refused", "AUTOMATION-004", "Refuses schedule expressions that name months or weekdays (JAN, MON-FRI), which the AHP cron grammar allows."),
+    AutomationPatchDisables => ("automation-patch-disables", "AUTOMATION-005", "Applies an automation/updateRequested that omits enabled as if it set enabled to false."),
+    AutomationEventLabelsKept => ("automation-event-labels-kept", "AUTOMATION-006", "Saves an event trigger with the client's titles instead of normalizing them to the listed trigger definition's."),
+    AutomationRunNotIdempotent => ("automation-run-not-idempotent", "AUTOMATION-001", "Starts a new run for every runAutomation, also one repeating an earlier requestId."),
+    AutomationRunNeverCompletes => ("automation-run-never-completes", "AUTOMATION-007", "Leaves a run running after its session's turn completed (no automationRun/lifecycleChanged to completed)."),
+    AutomationCancelIgnored => ("automation-cancel-ignored", "AUTOMATION-008", "Accepts automationRun/cancelRequested on a running run and does nothing: the run and its session's turn go on."),
+    AutomationSessionLinkKept => ("automation-session-link-kept", "AUTOMATION-009", "Keeps a disposed session linked to its run (no automationRun/sessionRemoved)."),
+    AutomationStateUnannounced => ("automation-state-unannounced", "INV-FOLD-1", "Ends automation runs and republishes catalogue entries by changing its state without automationRun/lifecycleChanged or automation/set: subscribers' folds of both channels fall behind."),
+    AutomationRunsOldestFirst => ("automation-runs-oldest-first", "AUTOMATION-010", "Lists an automation's run summaries oldest first (AutomationEntry.runs is newest first)."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

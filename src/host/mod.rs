@@ -11,6 +11,8 @@ mod agent;
 pub mod agents;
 // Issue 25, authentication (i25c).
 pub mod auth;
+// Issue 29, automations (i29c).
+mod automations;
 mod broken;
 mod broken_lifecycle;
 mod broken_routes;

@@ -47,6 +47,7 @@ impl World {
         }
         self.sync_input_needed(session, &chats);
         self.sync_root_summary(session);
+        self.follow_automation_run(session);
     }
 
     /// The chat's state as JSON without what no projection reads (see also
@@ -261,6 +262,10 @@ impl World {
         }
         if let Some(annotations) = &state.annotations {
             summary.insert("annotations".into(), to_value(annotations));
+        }
+        // An automation run's session (issue 29, i29c).
+        if let Some(origin) = &state.origin {
+            summary.insert("origin".into(), to_value(origin));
         }
         let created_at = if self.fault(Fault::BadTimestamp) {
             "sometime last week"

@@ -28,6 +28,9 @@ pub mod changesets;
 mod chat_snapshot;
 mod swap;
 pub mod variants;
+// Which connection receives what, and which actions refresh projections (issue 29: moved out).
+mod wire;
+use wire::{changes_projections, may_receive};
 
 use super::catalog::action_info;
 use super::faults::{Fault, FaultSet};
@@ -164,6 +167,8 @@ pub struct World {
     pub annotations: annotations::Annotations,
     /// Canvas channels by URI (issue 29, i29d).
     pub canvases: canvases::Canvases,
+    /// The automation catalogue and runs (issue 29, i29c).
+    pub automations: super::automations::state::Automations,
     pub conns: HashMap<ConnId, ConnEntry>,
     pub replay: VecDeque<Replayed>,
     /// Sequence number of the newest envelope evicted from the replay buffer.
@@ -209,6 +214,8 @@ pub enum ChannelKind {
     Changeset,
     Annotations,
     Canvas,
+    Automations,
+    AutomationRun,
 }
 
 pub const ROOT: &str = "ahp-root://";
@@ -231,6 +238,7 @@ impl World {
             changesets: BTreeMap::new(),
             annotations: BTreeMap::new(),
             canvases: BTreeMap::new(),
+            automations: Default::default(),
             conns: HashMap::new(),
             replay: VecDeque::new(),
             replay_floor: 0,
@@ -276,7 +284,7 @@ impl World {
         } else if self.canvases.contains_key(uri) {
             Some(ChannelKind::Canvas)
         } else {
-            None
+            self.automation_channel_kind(uri)
         }
     }
 
@@ -315,6 +323,7 @@ impl World {
             ChannelKind::Changeset => self.changeset_state(uri)?,
             ChannelKind::Annotations => self.annotations_state(uri)?,
             ChannelKind::Canvas => self.canvas_state(uri)?,
+            ChannelKind::Automations | ChannelKind::AutomationRun => self.automation_state(uri)?,
         };
         let ahead = self.fault(Fault::SnapshotSeqAhead) && uri.starts_with("ahp-session:");
         let from_seq = if ahead { self.seq + 1 } else { self.seq };
@@ -478,6 +487,9 @@ impl World {
             Some(ChannelKind::Changeset) => self.apply_changeset(channel, action),
             Some(ChannelKind::Annotations) => self.apply_annotations(channel, action),
             Some(ChannelKind::Canvas) => self.apply_canvas(channel, action),
+            Some(ChannelKind::Automations | ChannelKind::AutomationRun) => {
+                self.apply_automation(channel, action)
+            }
             None => return Err(EmitError::NoChannel(channel.to_owned())),
         }
         Ok(())
@@ -550,15 +562,6 @@ impl World {
     }
 }
 
-/// Whether a connection that negotiated `version` may receive an action introduced in
-/// `introduced_in` (nothing newer than the negotiated version is sent).
-fn may_receive(version: Option<Version>, introduced_in: Version) -> bool {
-    match version {
-        Some(version) => introduced_in <= version,
-        None => false,
-    }
-}
-
 pub fn action_type(action: &Value) -> Option<&str> {
     action.get("type").and_then(Value::as_str)
 }
@@ -577,14 +580,4 @@ pub fn to_value<T: serde::Serialize + ?Sized>(value: &T) -> Value {
 pub fn now_iso() -> String {
     let now = jiff::Timestamp::now();
     format!("{:.3}", now)
-}
-
-/// Whether a chat action can change a projection. Text streaming only grows a markdown or
-/// reasoning part, which no summary field and no `inputNeeded` entry reads (the parts
-/// [`World::live_chat_json`] leaves out).
-fn changes_projections(action: &Value) -> bool {
-    const TEXT_ONLY: &[&str] = &["chat/delta", "chat/reasoning"];
-    !action["type"]
-        .as_str()
-        .is_some_and(|kind| TEXT_ONLY.contains(&kind))
 }

@@ -102,6 +102,11 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "changesets.toml",
         include_str!("../../suites/changesets.toml"),
     ),
+    // Issue 29, automations (i29c).
+    (
+        "automations.toml",
+        include_str!("../../suites/automations.toml"),
+    ),
     // Issue 29, annotations (i29b).
     (
         "annotations.toml",

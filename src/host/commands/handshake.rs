@@ -88,6 +88,7 @@ impl World {
             "snapshots": snapshots,
             "serverInfo": { "name": "ahpspec-reference-host", "version": env!("CARGO_PKG_VERSION") },
             "telemetry": crate::host::telemetry::capabilities(),
+            "automations": crate::host::automations::capabilities(),
         });
         if self.fault(Fault::LegacyUri) {
             result["defaultDirectory"] = json!("agenthost:/workspace");

@@ -6,6 +6,8 @@ use serde_json::Value;
 use super::faults::Fault;
 use super::world::{ConnId, Version, World};
 
+// Issue 29, automations (i29c).
+mod automations;
 mod chat_sources;
 // Issue 29, changesets (i29b).
 mod changesets;
@@ -177,12 +179,11 @@ impl World {
             "createTerminal" => Reply::of(self.create_terminal(params).map_err(refused)),
             "disposeTerminal" => Reply::of(self.dispose_terminal(params).map_err(refused)),
             "invokeChangesetOperation" => Reply::of(self.invoke_changeset_operation(params)),
-            "listAutomationTriggerDefinitions" | "runAutomation" | "fetchAutomationRuns" => {
-                Reply::of(Err(RpcError::new(
-                    NOT_FOUND,
-                    "no such channel on this host",
-                )))
+            "listAutomationTriggerDefinitions" => {
+                Reply::of(self.list_automation_trigger_definitions(params))
             }
+            "runAutomation" => Reply::of(self.run_automation(params)),
+            "fetchAutomationRuns" => Reply::of(self.fetch_automation_runs(params)),
             _ => {
                 let code = if self.fault(Fault::WrongMethodNotFound) {
                     INTERNAL_ERROR

@@ -367,6 +367,7 @@ impl World {
         }
         self.forget_channel(&uri);
         self.drop_changesets(&uri);
+        self.unlink_run_session(&uri);
         self.drop_annotations(&uri);
         if !self.fault(Fault::NoSessionRemoved) {
             self.notify_subscribers(

@@ -294,6 +294,9 @@ impl World {
                     self.consume_queue(chat);
                 }
             }
+            _ if type_name.starts_with("automation") => {
+                self.after_automation_accept(chat, action);
+            }
             _ => {}
         }
     }

@@ -53,6 +53,8 @@ impl World {
             Some("changeset") => ChannelKind::Changeset,
             Some("annotations") => ChannelKind::Annotations,
             Some("canvas") => ChannelKind::Canvas,
+            Some("automation") => ChannelKind::Automations,
+            Some("automationRun") => ChannelKind::AutomationRun,
             _ => return Err(format!("this host has no channel for {type_name}")),
         };
         if scope != kind {
@@ -84,6 +86,9 @@ impl World {
             ChannelKind::Changeset => Ok(()),
             ChannelKind::Annotations => self.check_annotation(channel, &decoded),
             ChannelKind::Canvas => Err("canvases take no client actions".into()),
+            ChannelKind::Automations | ChannelKind::AutomationRun => {
+                self.check_automation(channel, &decoded)
+            }
         }
     }
 
