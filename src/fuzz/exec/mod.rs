@@ -440,6 +440,14 @@ impl Run<'_> {
             found.extend(conn.process(&schemas));
             conn.take_backlog();
         }
+        // The echo of a client's own dispatch of a host-only action type carries its origin:
+        // that the host took the dispatch is DISPATCH-006's matter (judged by the operation),
+        // not a host action with an origin (ENV-005).
+        let conns = &self.conns;
+        found.retain(|l| {
+            !l.violation
+                .is_own_echo(|client, seq| conns.iter().any(|c| c.dispatched_here(client, seq)))
+        });
         let found = found.into_iter().map(|l| (l.conn, l.violation));
         self.cfg.exclude.first_failure(found, index)
     }
