@@ -35,10 +35,14 @@ impl Run<'_> {
                 "the sequence's first client has no initialize answer".into(),
             )),
         };
+        // The cases that need a workspace get the one the routines use: the profile's, or
+        // the built-in host's own (as `certify` hands the catalog the host's).
+        let mut profile = self.cfg.profile.clone();
+        profile.workspace = self.workspace.clone();
         let ctx = CaseContext {
             url: self.url.clone(),
             schemas: self.cfg.schemas.clone(),
-            profile: self.cfg.profile.clone(),
+            profile,
             timeout: self.cfg.timeout,
             token: format!("{}-case{index}", self.token),
             rerun: String::new(),
