@@ -134,8 +134,15 @@ impl Trace {
             .iter()
             .filter(|op| matches!(op, Op::Routine { .. }))
             .count();
+        // Delivery across connections is judged at the fuzzer's checkpoints only, which no
+        // step claims: the case stands on what a checkpoint does see of a missed envelope,
+        // the fold it leaves behind (INV-FOLD-1), and its requirement names the finding.
+        let claimed = match self.failure.rule {
+            Rule::Dispatch002 | Rule::Sub003 => Rule::InvFold1,
+            rule => rule,
+        };
         let case = RegressionCase {
-            id: format!("{}/fuzz-{}", self.failure.rule, self.seed),
+            id: format!("{claimed}/fuzz-{}", self.seed),
             level: Level::Must,
             spec: "found by the fuzzer".into(),
             requirement: format!("{} (expected {})", self.failure.rule, self.failure.expected),
