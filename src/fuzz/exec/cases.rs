@@ -47,7 +47,10 @@ impl Run<'_> {
             token: format!("{}-case{index}", self.token),
             rerun: String::new(),
             agent_capabilities: agents,
-            rule_levels: Arc::new(catalog.rule_levels()),
+            rule_levels: Arc::clone(
+                self.case_levels
+                    .get_or_insert_with(|| Arc::new(catalog.rule_levels())),
+            ),
             offer: DEFAULT_OFFER.to_owned(),
             settled,
         };

@@ -223,6 +223,8 @@ struct Run<'a> {
     first_init: Option<Value>,
     /// The directory the `resource*` commands serve: the profile's, or the built-in host's.
     workspace: Option<String>,
+    /// The catalog's rule levels, for its cases run as operations (made at the first).
+    case_levels: Option<std::sync::Arc<HashMap<String, crate::verdict::Level>>>,
     exec: Execution,
 }
 
@@ -278,6 +280,7 @@ pub async fn execute_until(
         pending: Vec::new(),
         first_init: None,
         workspace: cfg.profile.workspace.clone().or(server.workspace.clone()),
+        case_levels: None,
         exec: Execution::default(),
     };
     let (outcome, cut_off) = until(deadline, Box::pin(run.go(ops))).await;
