@@ -89,6 +89,9 @@ pub struct ConnWatch {
     kept: Vec<ReportedFrame>,
     /// Rules this connection broke (its transcript goes with their rows).
     broke: BTreeSet<Rule>,
+    /// The client sent its close frame: the server may still send frames (answers among
+    /// them) until its own close, which then ends the connection as the client's doing.
+    client_closed: bool,
     /// How far `checks.harness_errors` has been reported.
     client_problems_seen: usize,
 }
@@ -103,6 +106,7 @@ impl ConnWatch {
             recent: VecDeque::with_capacity(CONTEXT_FRAMES),
             kept: Vec::new(),
             broke: BTreeSet::new(),
+            client_closed: false,
             client_problems_seen: 0,
         }
     }
@@ -134,7 +138,16 @@ impl ConnWatch {
         };
         let by_server = from == Peer::Server;
         let violations = match seen {
-            Seen::Close { .. } | Seen::Lost => self.checks.ended(at_ms, self.timeout_ms, by_server),
+            // The client's close half-closes: what the server sends until its own close
+            // is still checked, a response answering a request sent before it.
+            Seen::Close { .. } if !by_server => {
+                self.client_closed = true;
+                Vec::new()
+            }
+            Seen::Close { .. } | Seen::Lost => {
+                let by_host = by_server && !self.client_closed;
+                self.checks.ended(at_ms, self.timeout_ms, by_host)
+            }
             _ if by_server => self.checks.received(&text, schemas),
             _ => {
                 self.checks.observed_sent(index, at_ms, &text, schemas);
@@ -152,7 +165,7 @@ impl ConnWatch {
 
     /// The connection is over (or the observation is) at `at_ms`: requests left
     /// unanswered for the timeout or more break TRANSPORT-003 (younger ones are skipped).
-    /// Does nothing after a close or a lost connection was seen.
+    /// Does nothing after the server's close or a lost connection was seen.
     pub fn end(&mut self, at_ms: f64) -> Vec<Found> {
         let violations = self.checks.ended(at_ms, self.timeout_ms, false);
         self.located(violations, self.frames.saturating_sub(1))
@@ -304,5 +317,58 @@ impl Traffic {
         };
         crate::rows::reconcile(&mut report, None);
         report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PING: &str =
+        r#"{"jsonrpc":"2.0","id":3,"method":"ping","params":{"channel":"ahp-root://"}}"#;
+
+    fn rules(found: &[Found]) -> Vec<&'static str> {
+        found.iter().map(|f| f.violation.rule.id()).collect()
+    }
+
+    /// A ping, the client's close, then what the server sends before its own close.
+    fn after_client_close(answer: &str) -> Vec<&'static str> {
+        let schemas = Schemas::load(None).expect("schemas");
+        let mut watch = ConnWatch::new("1", 1000.0);
+        let mut found = watch.frame(Peer::Client, 0.7, Seen::Text(PING), &schemas);
+        let close = Seen::Close {
+            code: Some(1000),
+            reason: "",
+        };
+        found.extend(watch.frame(Peer::Client, 1.0, close, &schemas));
+        found.extend(watch.frame(Peer::Server, 1.2, Seen::Text(answer), &schemas));
+        found.extend(watch.frame(Peer::Server, 1.3, close, &schemas));
+        found.extend(watch.end(2.0));
+        rules(&found)
+    }
+
+    #[test]
+    fn an_answer_after_the_clients_close_answers_its_request() {
+        let answer = r#"{"jsonrpc":"2.0","id":3,"result":null}"#;
+        assert_eq!(after_client_close(answer), Vec::<&str>::new());
+        // Its twin: an answer to nothing is still TRANSPORT-004's, close or no close.
+        let stray = r#"{"jsonrpc":"2.0","id":4,"result":null}"#;
+        assert_eq!(after_client_close(stray), vec!["TRANSPORT-004"]);
+    }
+
+    #[test]
+    fn a_request_unanswered_past_the_timeout_breaks_transport_003_at_the_servers_close() {
+        let schemas = Schemas::load(None).expect("schemas");
+        let mut watch = ConnWatch::new("1", 1000.0);
+        let close = Seen::Close {
+            code: Some(1000),
+            reason: "",
+        };
+        let mut found = watch.frame(Peer::Client, 0.0, Seen::Text(PING), &schemas);
+        found.extend(watch.frame(Peer::Client, 1500.0, close, &schemas));
+        assert!(found.is_empty(), "the client's close ends nothing yet");
+        found.extend(watch.frame(Peer::Server, 1501.0, close, &schemas));
+        assert_eq!(rules(&found), vec!["TRANSPORT-003"]);
+        assert!(watch.end(2000.0).is_empty(), "judged once");
     }
 }

@@ -46,7 +46,9 @@ pub struct ProxyArgs {
     /// Stop after this long (e.g. 30s, 10m) and write the reports; otherwise on Ctrl-C or SIGTERM.
     #[arg(long, value_parser = parse_duration)]
     duration: Option<Duration>,
-    /// AHP: a request unanswered this long when its connection ends breaks TRANSPORT-003.
+    /// AHP: a request unanswered this long when its connection ends breaks TRANSPORT-003
+    /// (set it below the client's own wait: a client that closes as it gives up may reach
+    /// the proxy just short of it, and the request is then skipped, not judged).
     /// AAP: how long the upstream may take to accept a connection.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     timeout: Duration,

@@ -211,6 +211,9 @@ struct Run<'a> {
     session: String,
     chat: String,
     next_turn: usize,
+    /// How many connections routines opened for their own requests: each gets a clientId of
+    /// its own, so no connection sees another's dispatch echoed under its clientId.
+    side_links: usize,
     /// The last timestamp the fuzzer dispatched.
     clock: Option<jiff::Timestamp>,
     /// The behaviour each turn the fuzzer started was started with.
@@ -274,6 +277,7 @@ pub async fn execute_until(
         session: String::new(),
         chat: String::new(),
         next_turn: 0,
+        side_links: 0,
         clock: None,
         behaviours: HashMap::new(),
         observer: None,

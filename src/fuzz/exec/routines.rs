@@ -249,7 +249,7 @@ impl Run<'_> {
     /// its result holds exactly one snapshot of each channel asked for, of that resource,
     /// and none of any other (INIT-002).
     async fn handshake_snapshots(&mut self, root: bool) -> Option<Finding> {
-        let client_id = format!("ahpspec-{}-routine", self.token);
+        let client_id = self.side_client_id();
         let timeout = self.cfg.timeout;
         let mut link = match Conn::connect(&self.url, timeout, "routine", &client_id).await {
             Ok(link) => link,
@@ -283,9 +283,15 @@ impl Run<'_> {
         None
     }
 
+    /// A clientId for a new connection of a routine, unlike any other connection's.
+    fn side_client_id(&mut self) -> String {
+        self.side_links += 1;
+        format!("ahpspec-{}-routine-{}", self.token, self.side_links)
+    }
+
     /// A new connection, initialized with `version`, for a routine's own requests.
-    async fn side(&self, version: &str) -> Result<Conn, Finding> {
-        let client_id = format!("ahpspec-{}-routine", self.token);
+    async fn side(&mut self, version: &str) -> Result<Conn, Finding> {
+        let client_id = self.side_client_id();
         let mut link = Conn::connect(&self.url, self.cfg.timeout, "routine", &client_id)
             .await
             .map_err(|e| (Rule::Fuzz001, "a new connection".to_owned(), e.to_string()))?;
