@@ -77,7 +77,8 @@ pub struct HostConfig {
     pub client_grace: Duration,
     /// How long a new session stays `creating` (zero: only until the host's next turn on
     /// the runtime, for the fuzzer, which creates a session per sequence and would
-    /// otherwise spend most of its time waiting on millisecond timer ticks).
+    /// otherwise spend most of its time waiting on millisecond timer ticks). The agent
+    /// that never starts gives up after this, but at least 250 ms unless it is zero.
     pub session_init: Duration,
     /// Whether `subscribe` honours `view.turns` with a window of turns and a
     /// `turnsNextCursor` (the view is advisory: false gives every snapshot all its turns,

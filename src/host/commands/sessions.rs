@@ -281,7 +281,12 @@ impl World {
             // its start-up attempt: a client that subscribes right after createSession's
             // answer sees the session creating and then session/creationFailed on the wire,
             // even on a loaded machine (not only the failed state in its snapshot).
-            AgentKind::Unavailable => self.session_init_time().max(UNAVAILABLE_GIVES_UP),
+            // A host configured to initialise at once (the fuzzer's) gives up at once too:
+            // its clients judge the failed lifecycle in the snapshot as well as on the wire.
+            AgentKind::Unavailable => match self.session_init_time() {
+                now if now.is_zero() => now,
+                init => init.max(UNAVAILABLE_GIVES_UP),
+            },
             AgentKind::Scripted | AgentKind::Protected => self.session_init_time(),
         };
         tokio::spawn(async move {
