@@ -171,6 +171,10 @@ fuzz_finds! {
     finds_usage_wrong_turn => UsageWrongTurn ["TURN-004"],
     finds_legacy_uri => LegacyUri ["SUB-012"],
     finds_summary_status_bits => SummaryStatusBits ["STATUS-001"],
+    // Judged at every sequence's set-up, whatever its operations.
+    finds_root_from_seq_ahead => RootFromSeqAhead ["INIT-004"],
+    finds_creating_lifecycle_unknown => CreatingLifecycleUnknown ["LIFECYCLE-002"],
+    finds_sessions_never_ready => SessionsNeverReady ["LIFECYCLE-003"],
 }
 
 /// Frames mode finds the transport faults (seed 1, at most 30 s, 300 ms timeouts).
