@@ -237,7 +237,7 @@ pub async fn reach(fault: Fault, area: &str, cfg: &ReachConfig) -> Reached {
     };
     reached.replays = Some(
         match Box::pin(crate::fuzz::replay_trace(&trace, &options.target, &exec)).await {
-            Ok(again) => again.is_some(),
+            Ok(again) => again.failure.is_some(),
             Err(error) => {
                 reached.note = Some(format!("replay: {error}"));
                 false

@@ -629,6 +629,19 @@ fn fuzz_reports_each_unbaselined_rule_with_a_trace_that_replays() {
     let old_trace = dir.file("old-trace.json", &old.to_string());
     let replay = run(&["replay", &old_trace]);
     assert_eq!(replay.status.code(), Some(1), "{}", show(&replay));
+    // A trace naming a case this catalog lacks: the operation runs nothing, the replay
+    // says so and gives no verdict (exit 2), not "no longer reproduces".
+    old["ops"] = serde_json::json!([{ "op": "case", "case": "NOPE-999" }]);
+    let foreign = dir.file("foreign-trace.json", &old.to_string());
+    let replay = run(&["replay", &foreign]);
+    assert_eq!(replay.status.code(), Some(2), "{}", show(&replay));
+    let stderr = text(&replay.stderr);
+    assert!(
+        stderr.contains("left out: case NOPE-999"),
+        "{}",
+        show(&replay)
+    );
+    assert!(!text(&replay.stdout).contains("no longer reproduces"));
 }
 
 #[test]

@@ -116,7 +116,7 @@ async fn finds_with_seed(fault: Fault, seed: u64, rules: &[&str]) {
         .await
         .expect("replay runs");
     assert!(
-        again.is_some(),
+        again.failure.is_some(),
         "fault {fault}: the trace did not replay to {:?}",
         trace.failure
     );
@@ -203,7 +203,7 @@ async fn finds_in_frames(fault: Fault, rules: &[&str]) {
         .await
         .expect("replay runs");
     assert!(
-        again.is_some(),
+        again.failure.is_some(),
         "fault {fault}: the trace did not replay to {:?}",
         trace.failure
     );

@@ -400,15 +400,24 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
         Ok(None) => return usage_error("interrupted: the replay gives no verdict"),
         Err(exit) => return exit,
     };
+    let replayed = replayed.map(|replayed| {
+        for skipped in &replayed.skipped_cases {
+            eprintln!("left out: case {skipped}");
+        }
+        (replayed.failure, replayed.skipped_cases.len())
+    });
     match replayed {
-        Ok(Some(failure)) => {
+        Ok((Some(failure), _)) => {
             println!(
                 "reproduced: {} — expected {}; got {}",
                 failure.rule, failure.expected, failure.actual
             );
             ExitCode::from(1)
         }
-        Ok(None) => {
+        Ok((None, skipped @ 1..)) => usage_error(&format!(
+            "not reproduced, but {skipped} case operations ran nothing (listed above): no verdict"
+        )),
+        Ok((None, _)) => {
             let count = trace.ops.as_array().map_or(0, Vec::len);
             println!(
                 "no longer reproduces: {} ({count} operations ran cleanly)",

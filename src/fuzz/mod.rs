@@ -222,12 +222,22 @@ pub async fn reproduce(
     Ok((again, run))
 }
 
-/// Replays a saved trace (either mode); the failure when the same bug shows again.
+/// What replaying a trace gave.
+#[derive(Debug, Clone)]
+pub struct Replayed {
+    /// The failure, when the same bug showed again.
+    pub failure: Option<Failure>,
+    /// Case operations that ran nothing (the trace names a case this catalog lacks), with
+    /// why: a replay that skipped some says nothing about whether the bug is gone.
+    pub skipped_cases: Vec<String>,
+}
+
+/// Replays a saved trace (either mode).
 pub async fn replay_trace(
     trace: &trace::Trace,
     target: &Target,
     exec: &ExecConfig,
-) -> Result<Option<Failure>, ExecError> {
+) -> Result<Replayed, ExecError> {
     let run = if trace.mode == "frames" {
         let mutations: Vec<frames::Mutation> = serde_json::from_value(trace.ops.clone())
             .map_err(|e| ExecError::Setup(format!("trace mutations: {e}")))?;
@@ -237,7 +247,10 @@ pub async fn replay_trace(
             .map_err(|e| ExecError::Setup(format!("trace operations: {e}")))?;
         execute(&ops, target, exec).await?
     };
-    Ok(run.failure.filter(|f| same(f, &trace.failure)))
+    Ok(Replayed {
+        failure: run.failure.filter(|f| same(f, &trace.failure)),
+        skipped_cases: run.skipped_cases,
+    })
 }
 
 /// The failure as a person reads it: rule → expected → actual → shrunk sequence.
