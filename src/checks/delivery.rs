@@ -8,13 +8,16 @@ use super::frame::FrameChecker;
 use super::{Rule, Violation};
 
 /// Every connection (by name) that missed an envelope another one received, with the
-/// violation: one per connection and channel, naming the newest envelope it lacks.
+/// violation: one per connection and channel, naming the newest envelope it lacks (a miss
+/// amid later envelopes included, as far back as both remember).
 /// Channels the host may hold back for a connection (coalesced subscriptions) are not
-/// judged for it, nor is a connection that resumed by `reconnect` (a gap there may be the
-/// replay's, RECONNECT-002's matter).
+/// judged for it; on a connection that resumed another by `reconnect`, only envelopes up
+/// to the point it resumed from are (a later gap may be the replay's, RECONNECT-002's
+/// matter).
 pub fn missed(held: &[(&str, &FrameChecker)]) -> Vec<(String, Violation)> {
     let mut found = Vec::new();
-    for (name, checker) in held.iter().filter(|(_, c)| !c.resumed()) {
+    for (name, checker) in held {
+        let judged_to = checker.resumed_at().unwrap_or(u64::MAX);
         let mut channels: Vec<&str> = checker.subscribed().collect();
         channels.sort_unstable();
         for channel in channels {
@@ -22,14 +25,22 @@ pub fn missed(held: &[(&str, &FrameChecker)]) -> Vec<(String, Violation)> {
             let Some(from) = mine.from.filter(|_| !mine.coalescable) else {
                 continue;
             };
-            let had = mine.last.map_or(0, |(seq, _)| seq);
-            let newest = held
+            // The newest envelope of another connection, after this one's snapshot, that
+            // this one did not get (and would remember getting).
+            let lacked = held
                 .iter()
                 .filter(|(other, _)| other != name)
-                .filter_map(|(other, c)| c.delivery(channel).last.map(|last| (*other, last)))
-                .filter(|(_, (seq, _))| *seq > from && *seq > had)
+                .filter_map(|(other, c)| {
+                    c.delivery(channel)
+                        .seqs
+                        .iter()
+                        .rev()
+                        .take_while(|(seq, _)| *seq > from)
+                        .find(|(seq, _)| *seq <= judged_to && mine.seqs.has(*seq) == Some(false))
+                        .map(|lacked| (*other, lacked))
+                })
                 .max_by_key(|(_, (seq, _))| *seq);
-            let Some((other, (seq, dispatched))) = newest else {
+            let Some((other, (seq, dispatched))) = lacked else {
                 continue;
             };
             let (rule, what) = if dispatched {
@@ -42,7 +53,10 @@ pub fn missed(held: &[(&str, &FrameChecker)]) -> Vec<(String, Violation)> {
                 format!(
                     "the envelope serverSeq {seq} on {channel} ({what} {other} received), on every connection subscribed since fromSeq {from}"
                 ),
-                match mine.last {
+                match mine.last() {
+                    Some((last, _)) if last > seq => format!(
+                        "{name} did not receive it (its envelopes on {channel} go on to serverSeq {last})"
+                    ),
                     Some((last, _)) => format!("{name}'s newest envelope on {channel} is serverSeq {last}"),
                     None => format!("{name} received no envelope on {channel}"),
                 },
@@ -56,18 +70,13 @@ pub fn missed(held: &[(&str, &FrameChecker)]) -> Vec<(String, Violation)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checks::frame::{SchemaMap, Schemas};
-    use crate::schema::SchemaSet;
+    use crate::checks::frame::Schemas;
     use crate::tape::Tape;
-    use std::sync::Arc;
 
     const S: &str = "ahp-session:/s";
 
     fn schemas() -> Schemas {
-        Schemas {
-            set: Arc::new(SchemaSet::embedded().expect("embedded schemas compile")),
-            map: Arc::new(SchemaMap::embedded()),
-        }
+        Schemas::load(None).expect("embedded schemas compile")
     }
 
     /// A connection subscribed to S at fromSeq 4 (immediately or not), then handed the
@@ -118,6 +127,13 @@ mod tests {
             vec![("b".to_owned(), Rule::Sub003)],
             "the host's own action 6 never reached b"
         );
+        // A miss amid later envelopes: b got 5 and 7 but not a's dispatch 6.
+        let a = subscribed(true, &[(5, false), (6, true), (7, false)]);
+        let gap = subscribed(true, &[(5, false), (7, false)]);
+        assert_eq!(
+            rules(&[("a", &a), ("b", &gap)]),
+            vec![("b".to_owned(), Rule::Dispatch002)]
+        );
         let dispatch = subscribed(true, &[(5, true)]);
         let nothing = subscribed(true, &[]);
         assert_eq!(
@@ -132,9 +148,19 @@ mod tests {
         let a = subscribed(true, &[(5, true), (6, false)]);
         let coalesced = subscribed(false, &[]);
         assert!(rules(&[("a", &a), ("b", &coalesced)]).is_empty());
+        // After a reconnect, a gap past the point it resumed from may be the replay's.
         let mut resumed = FrameChecker::default();
         resumed.resume_from(&subscribed(true, &[]));
         assert!(rules(&[("a", &a), ("b", &resumed)]).is_empty());
+        // Before it, the old connection's miss is still delivery's: b resumed from 7
+        // without a's dispatch 6.
+        let mut resumed = FrameChecker::default();
+        resumed.resume_from(&subscribed(true, &[(5, false), (7, false)]));
+        let a = subscribed(true, &[(5, false), (6, true), (7, false), (8, false)]);
+        assert_eq!(
+            rules(&[("a", &a), ("b", &resumed)]),
+            vec![("b".to_owned(), Rule::Dispatch002)]
+        );
         // Envelopes at or before b's fromSeq were never b's to get.
         let old = subscribed(true, &[(3, false), (4, true)]);
         let late = subscribed(true, &[]);

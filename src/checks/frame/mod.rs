@@ -10,12 +10,14 @@ use crate::tape::{Node, Tape};
 
 mod scan;
 mod schemas;
+mod seqs;
 mod tally;
 
 pub use scan::clip;
 use scan::{envelope_shape, expected_scheme, kind_of, present, scan_strings_and_status};
 pub use schemas::{parse_version, SchemaMap, Schemas, Version};
 use schemas::{validate, Validators};
+pub use seqs::{ChannelSeqs, Delivery};
 pub use tally::Counts;
 use tally::Tally;
 
@@ -27,9 +29,8 @@ pub struct FrameChecker {
     rpc: Correlation,
     /// Reused for the id of every response (looked up, not stored).
     id_buffer: String,
-    /// Per channel, the highest accepted `serverSeq` and whether its envelope carried an
-    /// origin (a client's dispatch).
-    last_seq: FastMap<String, (u64, bool)>,
+    /// Per channel, the accepted envelopes received, newest last.
+    last_seq: FastMap<String, ChannelSeqs>,
     from_seq: FastMap<String, u64>,
     /// Channels subscribed without asking for immediate delivery (`delivery.maxLatencyMs:
     /// 0`; `initialSubscriptions` and `reconnect` cannot ask): the host may hold their
@@ -38,8 +39,9 @@ pub struct FrameChecker {
     coalescable: FastSet<String>,
     /// The highest accepted `serverSeq` among immediate subscriptions, and its channel.
     last_on_connection: Option<(u64, String)>,
-    /// Whether this connection resumed another by `reconnect`.
-    resumed: bool,
+    /// The highest `serverSeq` the connection this one resumed by `reconnect` had seen
+    /// (what it asked the replay to start after); `None` when it resumed none.
+    resumed_at: Option<u64>,
     /// What the client said that the host's frames may repeat (whose words a frame carries).
     pub words: ClientWords,
     /// What the frame rules could not judge, and why (besides the correlation's).
@@ -482,9 +484,10 @@ impl FrameChecker {
             return;
         };
         self.tally.bump(Rule::Env003);
-        let last = self.last_seq.get_mut(channel);
-        let in_channel_order = last.as_deref().is_none_or(|(last, _)| seq > *last);
-        if let (false, Some((last, _))) = (in_channel_order, last.as_deref()) {
+        let seqs = self.last_seq.get_mut(channel);
+        let last = seqs.as_deref().and_then(ChannelSeqs::last);
+        let in_channel_order = last.is_none_or(|(last, _)| seq > last);
+        if let (false, Some((last, _))) = (in_channel_order, last) {
             found.push(Violation::new(
                 Rule::Env003,
                 format!("serverSeq > {last} (the previous envelope on {channel})"),
@@ -492,11 +495,13 @@ impl FrameChecker {
             ));
         }
         let dispatched = envelope.origin.is_object();
-        match last {
-            Some(last) if seq > last.0 => *last = (seq, dispatched),
+        match seqs {
+            Some(seqs) if in_channel_order => seqs.push(seq, dispatched),
             Some(_) => {}
             None => {
-                self.last_seq.insert(channel.to_owned(), (seq, dispatched));
+                let mut seqs = ChannelSeqs::default();
+                seqs.push(seq, dispatched);
+                self.last_seq.insert(channel.to_owned(), seqs);
             }
         }
         if in_channel_order {
@@ -553,7 +558,7 @@ impl FrameChecker {
     pub fn resume_from(&mut self, old: &FrameChecker) {
         self.last_seq = old.last_seq.clone();
         self.from_seq = old.from_seq.clone();
-        self.resumed = true;
+        self.resumed_at = Some(old.highest_seq());
         self.words.resume_from(&old.words);
     }
 
@@ -561,40 +566,31 @@ impl FrameChecker {
     pub fn highest_seq(&self) -> u64 {
         self.last_seq
             .values()
-            .map(|(seq, _)| *seq)
+            .filter_map(|seqs| seqs.last().map(|(seq, _)| seq))
             .max()
             .unwrap_or(0)
     }
 
-    /// What this connection holds of `channel`: the `fromSeq` of its snapshot while
-    /// subscribed (`None` when it is not), its highest accepted `serverSeq` with whether that
-    /// envelope carried an origin, and whether the host may hold the channel's envelopes
-    /// back (a subscription that did not ask for immediate delivery).
-    pub fn delivery(&self, channel: &str) -> Delivery {
+    /// What this connection holds of `channel` ([`Delivery`]).
+    pub fn delivery(&self, channel: &str) -> Delivery<'_> {
+        static NONE: ChannelSeqs = ChannelSeqs::EMPTY;
         Delivery {
             from: self.from_seq.get(channel).copied(),
-            last: self.last_seq.get(channel).copied(),
+            seqs: self.last_seq.get(channel).unwrap_or(&NONE),
             coalescable: self.coalescable.contains(channel),
         }
     }
 
-    /// Whether this connection resumed another by `reconnect`.
-    pub fn resumed(&self) -> bool {
-        self.resumed
+    /// The highest `serverSeq` seen before this connection resumed another by `reconnect`
+    /// (its history goes on from the old one's); `None` when it resumed none.
+    pub fn resumed_at(&self) -> Option<u64> {
+        self.resumed_at
     }
 
     /// The channels this connection is subscribed to with a snapshot seen.
     pub fn subscribed(&self) -> impl Iterator<Item = &str> {
         self.from_seq.keys().map(String::as_str)
     }
-}
-
-/// What one connection holds of a channel ([`FrameChecker::delivery`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Delivery {
-    pub from: Option<u64>,
-    pub last: Option<(u64, bool)>,
-    pub coalescable: bool,
 }
 
 /// Every snapshot a result carries (`snapshot`, `snapshots[]`).
