@@ -6,14 +6,12 @@
 //! offline measurement (default 3; 0 skips them). Aims: >= 5,000 operations/s end to end, >= 1M
 //! envelopes/s offline, memory flat.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ahpspec::checks::frame::{SchemaMap, Schemas};
+use ahpspec::checks::frame::Schemas;
 use ahpspec::checks::stream::StreamChecks;
 use ahpspec::client::Profile;
 use ahpspec::fuzz::{execute, fuzz, ExecConfig, FuzzOptions, Op};
-use ahpspec::schema::SchemaSet;
 use ahpspec::target::Decided;
 
 // The allocator the `ahpspec` binary uses (src/main.rs).
@@ -46,11 +44,8 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let schemas = match SchemaSet::embedded() {
-        Ok(set) => Schemas {
-            set: Arc::new(set),
-            map: Arc::new(SchemaMap::embedded()),
-        },
+    let schemas = match Schemas::load(None) {
+        Ok(schemas) => schemas,
         Err(error) => {
             eprintln!("schemas: {error}");
             std::process::exit(2);

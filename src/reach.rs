@@ -9,13 +9,12 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::checks::frame::{SchemaMap, Schemas};
+use crate::checks::frame::Schemas;
 use crate::client::profile::Profile;
 use crate::fuzz::trace::Trace;
 use crate::fuzz::{Excluded, ExecConfig, ExecError, FuzzOptions, FuzzOutcome};
 use crate::host::Fault;
 use crate::rows::baseline::Baseline;
-use crate::schema::SchemaSet;
 use crate::suite::Catalog;
 use crate::target::Decided;
 
@@ -71,10 +70,7 @@ impl ReachConfig {
             timeout: Duration::from_secs(2),
             mode: None,
             profile: Profile::scripted().map_err(|e| e.to_string())?,
-            schemas: Schemas {
-                set: Arc::new(SchemaSet::embedded().map_err(|e| e.to_string())?),
-                map: Arc::new(SchemaMap::embedded()),
-            },
+            schemas: Schemas::load(None).map_err(|e| e.to_string())?,
             catalog: Some(Arc::new(Catalog::embedded().map_err(|e| e.to_string())?)),
         })
     }

@@ -1,17 +1,15 @@
 //! The fuzzer: the correct host survives a long run; each reachable fault is found within a
 //! stated budget, shrunk, and its saved trace replays to the same failure.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use ahpspec::checks::frame::{SchemaMap, Schemas};
+use ahpspec::checks::frame::Schemas;
 use ahpspec::checks::Rule;
 use ahpspec::client::Profile;
 use ahpspec::fuzz::trace::Trace;
 use ahpspec::fuzz::{fuzz, replay_trace, Excluded, ExecConfig, FuzzOptions};
 use ahpspec::host::Fault;
 use ahpspec::rows::baseline::Baseline;
-use ahpspec::schema::SchemaSet;
 use ahpspec::target::Decided;
 
 /// A campaign that stops at its first finding (the tests of one fault need no more).
@@ -23,10 +21,7 @@ fn options(fault: Option<Fault>, seed: u64, duration: Duration) -> FuzzOptions {
             settle: Duration::from_millis(3),
             clients: 2,
             profile: Profile::scripted().expect("built-in profile"),
-            schemas: Schemas {
-                set: Arc::new(SchemaSet::embedded().expect("schemas compile")),
-                map: Arc::new(SchemaMap::embedded()),
-            },
+            schemas: Schemas::load(None).expect("schemas compile"),
             checkpoint_every: 10,
             exclude: Excluded::default(),
             known: Default::default(),

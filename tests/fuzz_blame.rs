@@ -9,17 +9,15 @@
 mod quirky_hosts;
 mod run_support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use ahpspec::checks::frame::{SchemaMap, Schemas};
+use ahpspec::checks::frame::Schemas;
 use ahpspec::checks::Rule;
 use ahpspec::client::Profile;
 use ahpspec::fuzz::frames::{execute_frames, fuzz_frames, Mutation};
 use ahpspec::fuzz::{fuzz, Excluded, ExecConfig, FuzzOptions, FuzzOutcome};
 use ahpspec::host::variants::{AutoConfirmed, Variants};
 use ahpspec::host::{self, HostConfig};
-use ahpspec::schema::SchemaSet;
 use ahpspec::target::Decided;
 use quirky_hosts::{quirky, Quirk};
 use run_support::{ahpspec, report_json, show, TempDir};
@@ -38,10 +36,7 @@ fn options(url: Option<&str>, seed: u64, duration: Duration) -> FuzzOptions {
             settle: Duration::from_millis(3),
             clients: 2,
             profile: Profile::scripted().expect("built-in profile"),
-            schemas: Schemas {
-                set: Arc::new(SchemaSet::embedded().expect("schemas compile")),
-                map: Arc::new(SchemaMap::embedded()),
-            },
+            schemas: Schemas::load(None).expect("schemas compile"),
             checkpoint_every: 10,
             exclude: Excluded::default(),
             known: Default::default(),

@@ -1,14 +1,9 @@
 //! The frame checker's own tests.
 
 use super::*;
-use crate::schema::SchemaSet;
-use std::sync::Arc;
 
 fn schemas() -> Schemas {
-    Schemas {
-        set: Arc::new(SchemaSet::embedded().expect("embedded schemas compile")),
-        map: Arc::new(SchemaMap::embedded()),
-    }
+    Schemas::load(None).expect("embedded schemas compile")
 }
 
 fn rules(checker: &mut FrameChecker, text: &str) -> Vec<Rule> {
