@@ -5,10 +5,8 @@
 
 use std::sync::Arc;
 
-use super::probes::{probe_failure, rules_of};
+use super::probes::probe_failure;
 use super::{Failure, Run};
-use crate::checks::Rule;
-use crate::client::DEFAULT_OFFER;
 use crate::steps::{agents_in, run_case, AgentsUnread, CaseContext};
 use crate::suite::Step;
 
@@ -24,11 +22,6 @@ impl Run<'_> {
             return None;
         };
         let steps: Vec<Step> = case.steps.iter().map(|s| s.step.clone()).collect();
-        let settled = rules_of(&steps)
-            .chain([crate::verdict::rule_of(id)])
-            .filter(|rule| Rule::from_id(rule).is_some_and(|rule| self.cfg.settled(rule)))
-            .map(str::to_owned)
-            .collect();
         let agents = match &self.first_init {
             Some(init) => agents_in(init, self.cfg.profile.provider.as_deref()),
             None => Err(AgentsUnread::Harness(
@@ -39,20 +32,16 @@ impl Run<'_> {
         // the built-in host's own (as `certify` hands the catalog the host's).
         let mut profile = self.cfg.profile.clone();
         profile.workspace = self.workspace.clone();
+        let base = self.step_context(&steps, crate::verdict::rule_of(id));
         let ctx = CaseContext {
-            url: self.url.clone(),
-            schemas: self.cfg.schemas.clone(),
             profile,
-            timeout: self.cfg.timeout,
             token: format!("{}-case{index}", self.token),
-            rerun: String::new(),
             agent_capabilities: agents,
             rule_levels: Arc::clone(
                 self.case_levels
                     .get_or_insert_with(|| Arc::new(catalog.rule_levels())),
             ),
-            offer: DEFAULT_OFFER.to_owned(),
-            settled,
+            ..base
         };
         // Boxed: a case's future is large in a debug build (see `Run::go`).
         let outcome = Box::pin(run_case(case, &ctx)).await;

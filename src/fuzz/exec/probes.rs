@@ -29,6 +29,33 @@ pub struct Probed {
 }
 
 impl Run<'_> {
+    /// The context `steps` run in on this sequence's server (a probe's, or the base of a
+    /// case's): the run's profile and token, no agent capabilities (probes name none), and
+    /// among the rules the steps rest on or judge (`rule` with them), those whose verdict
+    /// the campaign has settled, so their waits end at a ping.
+    pub(super) fn step_context(&self, steps: &[Step], rule: &str) -> CaseContext {
+        let settled = rules_of(steps)
+            .chain([rule])
+            .filter(|id| Rule::from_id(id).is_some_and(|rule| self.cfg.settled(rule)))
+            .map(str::to_owned)
+            .collect();
+        CaseContext {
+            url: self.url.clone(),
+            schemas: self.cfg.schemas.clone(),
+            profile: self.cfg.profile.clone(),
+            timeout: self.cfg.timeout,
+            token: self.token.clone(),
+            rerun: String::new(),
+            agent_capabilities: Ok(crate::steps::AgentsRead {
+                capabilities: Value::Null,
+                protects_resources: false,
+            }),
+            rule_levels: Arc::default(),
+            offer: DEFAULT_OFFER.to_owned(),
+            settled,
+        }
+    }
+
     /// Runs `probe` on client `client`; a failure names the rule it broke.
     pub(super) async fn probe(
         &mut self,
@@ -84,27 +111,7 @@ impl Run<'_> {
                 })
                 .collect(),
         };
-        let settled = rules_of(&probed.steps)
-            .chain([probed.rule.id()])
-            .filter(|id| Rule::from_id(id).is_some_and(|rule| self.cfg.settled(rule)))
-            .map(str::to_owned)
-            .collect();
-        let ctx = CaseContext {
-            url: self.url.clone(),
-            schemas: self.cfg.schemas.clone(),
-            profile: self.cfg.profile.clone(),
-            timeout: self.cfg.timeout,
-            token: self.token.clone(),
-            rerun: String::new(),
-            // Probes read no agent capabilities (they name none).
-            agent_capabilities: Ok(crate::steps::AgentsRead {
-                capabilities: Value::Null,
-                protects_resources: false,
-            }),
-            rule_levels: Arc::default(),
-            offer: DEFAULT_OFFER.to_owned(),
-            settled,
-        };
+        let ctx = self.step_context(&probed.steps, probed.rule.id());
         let mut preset = vec![
             ("S".to_owned(), json!(self.session)),
             ("S.chat".to_owned(), json!(self.chat)),
@@ -128,7 +135,7 @@ impl Run<'_> {
 }
 
 /// The rules the steps name (`relies_on`), alternatives included.
-pub(super) fn rules_of(steps: &[Step]) -> impl Iterator<Item = &str> {
+fn rules_of(steps: &[Step]) -> impl Iterator<Item = &str> {
     steps.iter().flat_map(|step| {
         let inner: Vec<&str> = match step {
             Step::AnyOf(any) => any
