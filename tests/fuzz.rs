@@ -170,6 +170,8 @@ fuzz_finds! {
     finds_root_from_seq_ahead => RootFromSeqAhead ["INIT-004"],
     finds_creating_lifecycle_unknown => CreatingLifecycleUnknown ["LIFECYCLE-002"],
     finds_sessions_never_ready => SessionsNeverReady ["LIFECYCLE-003"],
+    // A rejected dispatch's effect in a fresh snapshot, before any fold comparison.
+    finds_rejected_still_applied => RejectedStillApplied ["DISPATCH-003"],
 }
 
 /// Frames mode finds the transport faults (seed 1, at most 30 s, 300 ms timeouts).

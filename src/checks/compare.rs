@@ -116,7 +116,9 @@ pub fn instant(value: &Value) -> Value {
         )
 }
 
-fn comparable(kind: Kind, state: &Value) -> Value {
+/// `state` as folds and snapshots are compared: nulls dropped, timestamps as instants, the
+/// members no action folds in left out.
+pub fn comparable(kind: Kind, state: &Value) -> Value {
     let mut state = normalize(state);
     if let Some(object) = state.as_object_mut() {
         let drop: &[&str] = match kind {

@@ -12,6 +12,7 @@ pub mod error_data;
 pub mod frame;
 pub mod invariants;
 pub mod mirror;
+pub mod rejected;
 pub mod rpc;
 mod rules;
 pub mod stream;

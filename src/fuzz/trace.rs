@@ -134,11 +134,12 @@ impl Trace {
             .iter()
             .filter(|op| matches!(op, Op::Routine { .. }))
             .count();
-        // Delivery across connections is judged at the fuzzer's checkpoints only, which no
-        // step claims: the case stands on what a checkpoint does see of a missed envelope,
-        // the fold it leaves behind (INV-FOLD-1), and its requirement names the finding.
+        // Delivery across connections is judged at the fuzzer's checkpoints only, and a
+        // rejected dispatch's effect on a fresh snapshot after the rejection: no step claims
+        // either. The case stands on what a checkpoint does see of them, the fold they leave
+        // behind (INV-FOLD-1), and its requirement names the finding.
         let claimed = match self.failure.rule {
-            Rule::Dispatch002 | Rule::Sub003 => Rule::InvFold1,
+            Rule::Dispatch002 | Rule::Sub003 | Rule::Dispatch003 => Rule::InvFold1,
             rule => rule,
         };
         let case = RegressionCase {

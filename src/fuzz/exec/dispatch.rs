@@ -197,14 +197,21 @@ impl Run<'_> {
                 },
             )),
         };
-        failure
+        let failure = failure
             .filter(|(rule, _, _)| self.cfg.exclude.judges(rule))
             .map(|(rule, expected, actual)| Failure {
                 rule: rule.to_owned(),
                 expected: format!("{kind} {expected}"),
                 actual,
                 op_index: Some(index),
-            })
+            });
+        // A rejection the model expected (or allowed) still has to leave the state alone.
+        if failure.is_none() && rejected == Some(true) && self.cfg.exclude.judges("DISPATCH-003") {
+            return self
+                .rejected_left_alone(index, client, &channel, &action)
+                .await;
+        }
+        failure
     }
 
     pub(super) async fn reconnect(&mut self, index: usize, client: usize) -> Option<Failure> {

@@ -23,6 +23,7 @@ use crate::verdict::ReportedFrame;
 mod cases;
 mod dispatch;
 mod probes;
+mod rejected;
 // Issue 24, reach: routines of several requests and dispatches.
 mod routines;
 mod setup;
@@ -509,20 +510,8 @@ impl Run<'_> {
         if let Some(failure) = self.checks(index) {
             return Some(failure);
         }
-        if self.observer.is_none() {
-            let client_id = format!("ahpspec-{}-observer", self.token);
-            match checkpoint::observer(&self.url, self.cfg.timeout, &client_id, DEFAULT_OFFER).await
-            {
-                Ok(observer) => self.observer = Some(observer),
-                Err(error) => {
-                    return Some(Failure {
-                        rule: Rule::Fuzz001,
-                        expected: "an observer connection for checkpoints".into(),
-                        actual: error,
-                        op_index: index,
-                    })
-                }
-            }
+        if let Some(failure) = self.observer_ready(index).await {
+            return Some(failure);
         }
         let observer = self.observer.as_mut()?;
         let mut conns: Vec<&mut Conn> = self.conns.iter_mut().collect();
@@ -548,6 +537,27 @@ impl Run<'_> {
             Err(error) => Some(Failure {
                 rule: Rule::Fuzz001,
                 expected: "fresh snapshots at a checkpoint".into(),
+                actual: error,
+                op_index: index,
+            }),
+        }
+    }
+
+    /// Opens the observer connection (checkpoint snapshots, fresh states) unless it is
+    /// open; its failure to open is FUZZ-001's finding.
+    async fn observer_ready(&mut self, index: Option<usize>) -> Option<Failure> {
+        if self.observer.is_some() {
+            return None;
+        }
+        let client_id = format!("ahpspec-{}-observer", self.token);
+        match checkpoint::observer(&self.url, self.cfg.timeout, &client_id, DEFAULT_OFFER).await {
+            Ok(observer) => {
+                self.observer = Some(observer);
+                None
+            }
+            Err(error) => Some(Failure {
+                rule: Rule::Fuzz001,
+                expected: "an observer connection for checkpoints".into(),
                 actual: error,
                 op_index: index,
             }),

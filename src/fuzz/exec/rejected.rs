@@ -1,0 +1,51 @@
+//! DISPATCH-003 after each rejected dispatch: the host's state does not hold what it
+//! rejected. A fresh snapshot on the observer connection, with the dispatching client read
+//! up to a ping answered after it, is judged by [`crate::checks::rejected`].
+
+use serde_json::{json, Value};
+
+use super::{Failure, Run};
+use crate::checks::rejected::applied_anyway;
+
+impl Run<'_> {
+    /// A fresh snapshot of `channel` after `client`'s dispatch of `action` was rejected
+    /// (operation `index`): the finding when it shows the action's effect, which no
+    /// envelope brought to the client. No snapshot, no claim.
+    pub(super) async fn rejected_left_alone(
+        &mut self,
+        index: usize,
+        client: usize,
+        channel: &str,
+        action: &Value,
+    ) -> Option<Failure> {
+        if let Some(failure) = self.observer_ready(Some(index)).await {
+            return Some(failure);
+        }
+        let timeout = self.cfg.timeout;
+        let observer = self.observer.as_mut()?;
+        observer.take_arrived();
+        observer.take_backlog();
+        let subscribe = json!({ "channel": channel, "delivery": { "maxLatencyMs": 0 } });
+        let id = observer.send_request("subscribe", subscribe).await.ok()?;
+        let answer = observer.response(id, timeout).await.ok();
+        let _ = observer
+            .send_notification("unsubscribe", json!({ "channel": channel }))
+            .await;
+        let fresh = answer?.pointer("/result/snapshot/state").cloned()?;
+        // Whatever the host sent the client before it took the snapshot is read and folded
+        // (and checked) before the fold is compared.
+        let schemas = self.cfg.schemas.clone();
+        let conn = &mut self.conns[client];
+        conn.ping(timeout).await.ok()?;
+        let found = conn.process(&schemas);
+        self.pending.extend(found);
+        let folded = self.conns[client].mirror().state(channel)?;
+        let violation = applied_anyway(channel, &folded, &fresh, action)?;
+        Some(Failure {
+            rule: violation.rule,
+            expected: violation.expected,
+            actual: violation.actual,
+            op_index: Some(index),
+        })
+    }
+}
