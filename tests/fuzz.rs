@@ -224,6 +224,23 @@ async fn frames_mode_survives_on_the_correct_host() {
         "too little fuzzing: {} frames",
         outcome.operations
     );
+    // Every mutation kind is in the coverage map's universe, and the ones sent are covered
+    // with the host's answers.
+    let coverage = &outcome.coverage;
+    let kinds = ahpspec::fuzz::frames::kinds();
+    assert!(kinds.iter().all(|k| coverage.operations.contains(k)));
+    let framed: Vec<_> = coverage
+        .pairs
+        .iter()
+        .filter(|(pair, _)| pair.starts_with("connection any frames/"))
+        .collect();
+    assert!(framed.len() > 5, "frames in the coverage map: {framed:?}");
+    assert!(
+        framed
+            .iter()
+            .any(|(_, answers)| answers.iter().any(|a| a.starts_with("error -32"))),
+        "the host's error codes are recorded: {framed:?}"
+    );
 }
 
 /// The structure-aware frames (well-formed messages of the protocol's methods with hostile

@@ -311,6 +311,36 @@ pub(crate) fn mutation() -> impl Strategy<Value = Mutation> {
 }
 
 /// Frames mode: sequences of mutations, shrunk like model sequences.
+/// The coverage map's name of each kind of mutation (`frames/<mutation>`), one per kind.
+pub fn kinds() -> Vec<String> {
+    let one_of_each = [
+        Mutation::Truncated { base: 0, at: 0 },
+        Mutation::ParamsNotObject { base: 0 },
+        Mutation::WrongMemberType,
+        Mutation::HugeString { kib: 0 },
+        Mutation::Deep { depth: 0 },
+        Mutation::UnknownMethod { n: 0 },
+        Mutation::OddId { kind: 0 },
+        Mutation::NoJsonrpc,
+        Mutation::Batch,
+        Mutation::Binary { len: 0 },
+        Mutation::GarbageAction { kind: 0 },
+        Mutation::NoMethod,
+        Mutation::StrayUnsubscribe,
+        Mutation::Shaped {
+            entropy: Vec::new(),
+        },
+    ];
+    one_of_each.iter().map(Mutation::kind).collect()
+}
+
+impl Mutation {
+    /// Its name in the coverage map: `frames/<mutation>`.
+    pub fn kind(&self) -> String {
+        format!("frames/{}", super::guidance::kind_of(self, "mutation"))
+    }
+}
+
 pub async fn fuzz_frames(
     options: &FuzzOptions,
     interrupt: watch::Receiver<bool>,
@@ -318,7 +348,7 @@ pub async fn fuzz_frames(
     let run = async |mutations: Vec<Mutation>, deadline| {
         execute_frames_until(&mutations, &options.target, &options.exec, Some(deadline)).await
     };
-    search(
+    let mut outcome = search(
         options,
         |_: &super::guidance::StateCoverage| {
             prop::collection::vec(mutation(), 1..=options.max_len.max(1))
@@ -326,5 +356,7 @@ pub async fn fuzz_frames(
         run,
         interrupt,
     )
-    .await
+    .await?;
+    outcome.coverage.operations.extend(kinds());
+    Ok(outcome)
 }

@@ -78,10 +78,11 @@ pub async fn fuzz_mixed(
     };
     let mut outcome = search(options, strategy, run, interrupt).await?;
     outcome.left_out = repertoire.left_out();
-    outcome
-        .coverage
-        .operations
-        .extend(generate::kinds(&repertoire));
+    outcome.coverage.operations.extend(
+        generate::kinds(&repertoire)
+            .into_iter()
+            .chain(super::frames::kinds()),
+    );
     Ok(outcome)
 }
 

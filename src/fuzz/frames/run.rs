@@ -13,6 +13,7 @@ use crate::client::{ping_request, Conn, Offer, DEFAULT_OFFER};
 use crate::fuzz::exec::{
     in_setup, refused, until, ExecConfig, ExecError, Execution, Failure, Halt, Target,
 };
+use crate::fuzz::guidance::{Seen, ANY};
 use crate::transport::{is_response_to, Connection, Incoming};
 
 /// When a connection of a frames sequence is opened.
@@ -226,7 +227,8 @@ async fn run_mutations(
     let mut victims_closed = 0;
     for (index, mutation) in mutations.iter().enumerate() {
         execution.operations += 1;
-        let (closed, failure) = one_mutation(mutation, index, at, victim, witness).await;
+        let (closed, failure) =
+            one_mutation(mutation, index, at, (victim, witness), &mut execution.seen).await;
         if failure.is_some() {
             execution.failure = failure;
             return Ok(());
@@ -261,6 +263,21 @@ struct Probed {
     /// Whether the wait for the answer ended at the pong because its rule is known to fail
     /// (or not judged): a missing answer then says nothing.
     cut_short: bool,
+}
+
+impl Probed {
+    /// How the host answered, for the coverage map: `error <code>`, `answered`, `closed`
+    /// or `unanswered`.
+    fn response(&self) -> String {
+        match &self.answered {
+            Some(m) => match m.pointer("/error/code").and_then(Value::as_i64) {
+                Some(code) => format!("error {code}"),
+                None => "answered".to_owned(),
+            },
+            None if self.closed => "closed".to_owned(),
+            None => "unanswered".to_owned(),
+        }
+    }
 }
 
 /// Sends one mutated frame and a ping, and reads until both are answered (each by its own
@@ -330,13 +347,19 @@ async fn one_mutation(
     mutation: &Mutation,
     index: usize,
     at: &Sequence<'_>,
-    victim: &mut Conn,
-    witness: &mut Conn,
+    (victim, witness): (&mut Conn, &mut Conn),
+    seen: &mut Vec<Seen>,
 ) -> (bool, Option<Failure>) {
     let cfg = at.cfg;
     let (frame, answer) = render(mutation, 7_000_000 + index as u64);
     victim.next_frame_invalid();
     let probed = send_and_probe(victim, frame, &answer, 8_000_000 + index as u64, cfg).await;
+    seen.push(Seen {
+        channel: "connection",
+        state: ANY,
+        operation: mutation.kind(),
+        response: probed.response(),
+    });
     let closed = probed.closed;
     // A closed connection may be a server that died: that is the finding, not the answer
     // the close cut off.
