@@ -72,6 +72,8 @@ pub(super) enum Stop {
     Failed,
     /// The harness could not do the step (bad suite reference).
     Harness(String),
+    /// What the case judges could not be seen (why): not testable.
+    Unseen(String),
 }
 
 pub async fn run_case(case: &AapCase, ctx: CaseContext) -> CaseOutcome {
@@ -89,6 +91,7 @@ pub async fn run_case(case: &AapCase, ctx: CaseContext) -> CaseOutcome {
         refusal_expected: false,
     };
     let mut harness = None;
+    let mut unseen = None;
     for step in &case.steps {
         match run.step(step).await {
             Ok(()) => {}
@@ -97,13 +100,19 @@ pub async fn run_case(case: &AapCase, ctx: CaseContext) -> CaseOutcome {
                 harness = Some(why);
                 break;
             }
+            Err(Stop::Unseen(why)) => {
+                unseen = Some(why);
+                break;
+            }
         }
     }
     run.after_steps = true;
     run.check_histories().await;
+    let own_findings = run.findings.iter().any(|f| f.rule == case.info.id);
     let verdict = match (&harness, &run.blocked_by) {
         (Some(_), _) => Verdict::HarnessError,
         (None, Some(_)) => Verdict::Blocked,
+        _ if unseen.is_some() && !own_findings => Verdict::NotTestable,
         _ => run
             .findings
             .iter()
@@ -112,6 +121,9 @@ pub async fn run_case(case: &AapCase, ctx: CaseContext) -> CaseOutcome {
     };
     let summary = match (&harness, run.findings.first()) {
         (Some(why), _) => format!("harness error: {why}"),
+        (None, _) if verdict == Verdict::NotTestable => {
+            format!("not testable: {}", unseen.unwrap_or_default())
+        }
         (None, Some(f)) if verdict != Verdict::Pass => {
             format!("expected {}; got {}", f.expected, f.actual)
         }
@@ -260,6 +272,13 @@ impl Run<'_> {
         let wire = self.on_wire(&request);
         let response = match self.ctx.client.send(&wire).await {
             Ok(response) => response,
+            // Whether the server answered before it closed could not be seen.
+            Err(error @ super::http::HttpError::ClosedWhileSending(_)) => {
+                return Err(Stop::Unseen(format!(
+                    "{} {}: {error}",
+                    wire.method, wire.path
+                )))
+            }
             Err(error) => return Err(self.unanswered(&wire, &error, name, at)),
         };
         let session = session_of(&request.path);

@@ -5,14 +5,14 @@
 
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, HOST};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
+mod body;
 pub mod exchange;
 mod reader;
 mod recording;
@@ -37,6 +37,11 @@ pub enum HttpError {
     Timeout(Duration),
     #[error("the exchange failed: {0}")]
     Exchange(String),
+    /// The server closed the connection while the request body was still being sent: it
+    /// may have answered first (a 413 to an oversized body, say), which the client could
+    /// not read.
+    #[error("the server closed the connection while the request body was being sent ({0})")]
+    ClosedWhileSending(String),
 }
 
 /// Where the server lives: scheme, authority and the base path every endpoint is under.
@@ -291,11 +296,17 @@ impl Client {
         tokio::spawn(async move {
             let _ = connection.await;
         });
-        let http_request = self.build(request)?;
+        let (http_request, taken) = self.build(request)?;
         let response = tokio::time::timeout(self.timeout, sender.send_request(http_request))
             .await
             .map_err(|_| HttpError::Timeout(self.timeout))?
-            .map_err(|e| HttpError::Exchange(e.to_string()))?;
+            .map_err(|e| {
+                if taken.load(std::sync::atomic::Ordering::Acquire) {
+                    HttpError::Exchange(e.to_string())
+                } else {
+                    HttpError::ClosedWhileSending(e.to_string())
+                }
+            })?;
         let status = response.status().as_u16();
         let content_type = response
             .headers()
@@ -363,7 +374,17 @@ impl Client {
         Ok(result)
     }
 
-    fn build(&self, request: &Request) -> Result<hyper::Request<Full<Bytes>>, HttpError> {
+    /// The hyper request, and the flag that turns true once its body was all taken.
+    fn build(
+        &self,
+        request: &Request,
+    ) -> Result<
+        (
+            hyper::Request<body::SentBody>,
+            std::sync::Arc<std::sync::atomic::AtomicBool>,
+        ),
+        HttpError,
+    > {
         let uri = format!("{}{}", self.target.base_path, request.path);
         let mut builder = hyper::Request::builder()
             .method(request.method.as_str())
@@ -396,9 +417,10 @@ impl Client {
                 .unwrap_or("application/json");
             builder = builder.header(CONTENT_TYPE, content_type);
         }
-        let body = Full::new(Bytes::from(request.body.clone().unwrap_or_default()));
+        let (body, taken) = body::SentBody::new(request.body.clone().unwrap_or_default());
         builder
             .body(body)
+            .map(|built| (built, taken))
             .map_err(|e| HttpError::Exchange(format!("cannot build {uri}: {e}")))
     }
 }
@@ -432,6 +454,62 @@ fn describe_end(read: &SseRead) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server that reads the start of each request (its first 1 MiB when `read_all`)
+    /// and then closes without an answer.
+    async fn closing_server(read_all: bool) -> u16 {
+        use tokio::io::AsyncReadExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut buffer = vec![0u8; 64 * 1024];
+                let mut read = 0;
+                while let Ok(n @ 1..) = socket.read(&mut buffer).await {
+                    read += n;
+                    if !read_all || read >= 1024 * 1024 {
+                        break;
+                    }
+                }
+                drop(socket);
+            }
+        });
+        port
+    }
+
+    async fn post_to(port: u16, bytes: usize) -> Result<Response, HttpError> {
+        let target = Target::parse(&format!("http://127.0.0.1:{port}")).expect("url");
+        let mut client = Client::new(target, None, Duration::from_secs(5));
+        let request = Request {
+            method: "POST".into(),
+            path: "/sessions".into(),
+            body: Some(vec![b'x'; bytes]),
+            ..Request::default()
+        };
+        client.send(&request).await
+    }
+
+    /// A server that closes while the body is still being sent: the client says so
+    /// (whether an answer went first cannot be seen; a 413 sent before the close is lost
+    /// the same way) rather than calling the request unanswered. Its twin: a server that
+    /// read the whole body and closed without an answer left the request unanswered.
+    #[tokio::test]
+    async fn a_server_that_closes_while_the_body_is_sent_is_said_so() {
+        let early = closing_server(false).await;
+        for _ in 0..3 {
+            match post_to(early, 8 * 1024 * 1024).await {
+                Err(HttpError::ClosedWhileSending(_)) => {}
+                other => panic!("not said so: {other:?}"),
+            }
+        }
+        let late = closing_server(true).await;
+        match post_to(late, 1024 * 1024).await {
+            Err(HttpError::Exchange(_)) => {}
+            other => panic!("an unanswered request: {other:?}"),
+        }
+    }
 
     #[test]
     fn an_unnamed_event_takes_its_name_from_its_data() {
