@@ -301,10 +301,14 @@ impl Client {
             .await
             .map_err(|_| HttpError::Timeout(self.timeout))?
             .map_err(|e| {
-                if taken.load(std::sync::atomic::Ordering::Acquire) {
-                    HttpError::Exchange(e.to_string())
-                } else {
+                // hyper says a body write failed so ("error writing a body to connection")
+                // and no other way; a failure before the body was all taken is one too (the
+                // slices not taken were never sent).
+                let writing = e.to_string().starts_with("error writing a body");
+                if writing || !taken.load(std::sync::atomic::Ordering::Acquire) {
                     HttpError::ClosedWhileSending(e.to_string())
+                } else {
+                    HttpError::Exchange(e.to_string())
                 }
             })?;
         let status = response.status().as_u16();
@@ -455,8 +459,8 @@ fn describe_end(read: &SseRead) -> String {
 mod tests {
     use super::*;
 
-    /// A server that reads the start of each request (its first 1 MiB when `read_all`)
-    /// and then closes without an answer.
+    /// A server that reads the start of each request (all of it when `read_all`) and then
+    /// closes without an answer.
     async fn closing_server(read_all: bool) -> u16 {
         use tokio::io::AsyncReadExt;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -466,10 +470,12 @@ mod tests {
         tokio::spawn(async move {
             while let Ok((mut socket, _)) = listener.accept().await {
                 let mut buffer = vec![0u8; 64 * 1024];
-                let mut read = 0;
-                while let Ok(n @ 1..) = socket.read(&mut buffer).await {
-                    read += n;
-                    if !read_all || read >= 1024 * 1024 {
+                // All of it: until the client sends nothing more for a while (it waits
+                // for an answer once its body is sent).
+                let quiet = Duration::from_millis(300);
+                while let Ok(Ok(1..)) = tokio::time::timeout(quiet, socket.read(&mut buffer)).await
+                {
+                    if !read_all {
                         break;
                     }
                 }

@@ -84,9 +84,14 @@ async fn echo_before_ping(
     let answer = link
         .wait_for(timeout, |item| match item {
             Incoming::Message(m) => {
+                // The echo of this dispatch: its origin, channel and action. An echo that
+                // names it by a wrong clientSeq is DISPATCH-001's (the always-on checks), not
+                // an answer to this dispatch or to another one of the same clientSeq.
                 (m["method"] == "action"
                     && m["params"]["origin"]["clientId"] == client_id.as_str()
-                    && m["params"]["origin"]["clientSeq"] == seq)
+                    && m["params"]["origin"]["clientSeq"] == seq
+                    && m["params"]["channel"] == channel
+                    && crate::client::json_equal(&m["params"]["action"], action))
                     || ping.is_some_and(|id| is_response_to(m, id))
             }
             _ => false,
