@@ -304,11 +304,11 @@ impl Client {
                 // hyper says a body write failed so ("error writing a body to connection")
                 // and no other way; a failure before the body was all taken is one too (the
                 // slices not taken were never sent).
-                let writing = e.to_string().starts_with("error writing a body");
-                if writing || !taken.load(std::sync::atomic::Ordering::Acquire) {
-                    HttpError::ClosedWhileSending(e.to_string())
+                let said = e.to_string();
+                if said.starts_with("error writing a body") || !taken.all() {
+                    HttpError::ClosedWhileSending(said)
                 } else {
-                    HttpError::Exchange(e.to_string())
+                    HttpError::Exchange(said)
                 }
             })?;
         let status = response.status().as_u16();
@@ -378,17 +378,11 @@ impl Client {
         Ok(result)
     }
 
-    /// The hyper request, and the flag that turns true once its body was all taken.
+    /// The hyper request, and what says when its body was all taken.
     fn build(
         &self,
         request: &Request,
-    ) -> Result<
-        (
-            hyper::Request<body::SentBody>,
-            std::sync::Arc<std::sync::atomic::AtomicBool>,
-        ),
-        HttpError,
-    > {
+    ) -> Result<(hyper::Request<body::SentBody>, body::Taken), HttpError> {
         let uri = format!("{}{}", self.target.base_path, request.path);
         let mut builder = hyper::Request::builder()
             .method(request.method.as_str())

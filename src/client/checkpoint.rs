@@ -130,6 +130,26 @@ pub async fn compare_once(
     checked
 }
 
+/// The state of `channel` in a fresh snapshot taken on `observer`, which unsubscribes again
+/// (so it can serve the next checkpoint); `None` when no snapshot comes.
+pub async fn snapshot_state(
+    observer: &mut Connection,
+    channel: &str,
+    timeout: Duration,
+) -> Option<Value> {
+    observer.take_arrived();
+    observer.take_backlog();
+    let id = observer
+        .send_request("subscribe", subscribe_params(channel))
+        .await
+        .ok()?;
+    let answer = observer.response(id, timeout).await.ok();
+    let _ = observer
+        .send_notification("unsubscribe", json!({ "channel": channel }))
+        .await;
+    answer?.pointer("/result/snapshot/state").cloned()
+}
+
 /// A fresh snapshot: channel, state, fromSeq.
 type Fresh = (String, Value, u64);
 

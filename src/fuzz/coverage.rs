@@ -506,22 +506,7 @@ mod tests {
             Routine::ALL.len(),
             "a new routine needs a row"
         );
-        let mutations = [
-            Mutation::Truncated { base: 0, at: 3 },
-            Mutation::ParamsNotObject { base: 1 },
-            Mutation::WrongMemberType,
-            Mutation::HugeString { kib: 1 },
-            Mutation::Deep { depth: 3 },
-            Mutation::UnknownMethod { n: 1 },
-            Mutation::OddId { kind: 0 },
-            Mutation::NoJsonrpc,
-            Mutation::Batch,
-            Mutation::Binary { len: 1 },
-            Mutation::GarbageAction { kind: 0 },
-            Mutation::NoMethod,
-            Mutation::StrayUnsubscribe,
-            Mutation::Shaped { entropy: vec![] },
-        ];
+        let mutations = Mutation::one_of_each();
         for mutation in &mutations {
             let name = format!("frames/{}", name_of(mutation, "mutation"));
             assert!(names.contains(name.as_str()), "{name}");

@@ -310,37 +310,39 @@ pub(crate) fn mutation() -> impl Strategy<Value = Mutation> {
     ]
 }
 
-/// Frames mode: sequences of mutations, shrunk like model sequences.
 /// The coverage map's name of each kind of mutation (`frames/<mutation>`), one per kind.
 pub fn kinds() -> Vec<String> {
-    let one_of_each = [
-        Mutation::Truncated { base: 0, at: 0 },
-        Mutation::ParamsNotObject { base: 0 },
-        Mutation::WrongMemberType,
-        Mutation::HugeString { kib: 0 },
-        Mutation::Deep { depth: 0 },
-        Mutation::UnknownMethod { n: 0 },
-        Mutation::OddId { kind: 0 },
-        Mutation::NoJsonrpc,
-        Mutation::Batch,
-        Mutation::Binary { len: 0 },
-        Mutation::GarbageAction { kind: 0 },
-        Mutation::NoMethod,
-        Mutation::StrayUnsubscribe,
-        Mutation::Shaped {
-            entropy: Vec::new(),
-        },
-    ];
-    one_of_each.iter().map(Mutation::kind).collect()
+    Mutation::one_of_each().iter().map(Mutation::kind).collect()
 }
 
 impl Mutation {
+    /// One mutation of each kind (their fields matter to no kind's name or rule).
+    pub fn one_of_each() -> [Mutation; 14] {
+        [
+            Mutation::Truncated { base: 0, at: 3 },
+            Mutation::ParamsNotObject { base: 1 },
+            Mutation::WrongMemberType,
+            Mutation::HugeString { kib: 1 },
+            Mutation::Deep { depth: 3 },
+            Mutation::UnknownMethod { n: 1 },
+            Mutation::OddId { kind: 0 },
+            Mutation::NoJsonrpc,
+            Mutation::Batch,
+            Mutation::Binary { len: 1 },
+            Mutation::GarbageAction { kind: 0 },
+            Mutation::NoMethod,
+            Mutation::StrayUnsubscribe,
+            Mutation::Shaped { entropy: vec![] },
+        ]
+    }
+
     /// Its name in the coverage map: `frames/<mutation>`.
     pub fn kind(&self) -> String {
         format!("frames/{}", super::guidance::kind_of(self, "mutation"))
     }
 }
 
+/// Frames mode: sequences of mutations, shrunk like model sequences.
 pub async fn fuzz_frames(
     options: &FuzzOptions,
     interrupt: watch::Receiver<bool>,

@@ -19,15 +19,25 @@ pub struct SentBody {
     taken: Arc<AtomicBool>,
 }
 
+/// Whether a [`SentBody`]'s last slice was taken.
+#[derive(Debug, Clone)]
+pub struct Taken(Arc<AtomicBool>);
+
+impl Taken {
+    pub fn all(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
 impl SentBody {
-    /// The body of `data`, and the flag that says it was all taken.
-    pub fn new(data: Vec<u8>) -> (SentBody, Arc<AtomicBool>) {
+    /// The body of `data`, and what says it was all taken.
+    pub fn new(data: Vec<u8>) -> (SentBody, Taken) {
         let taken = Arc::new(AtomicBool::new(data.is_empty()));
         let body = SentBody {
             data: Bytes::from(data),
             taken: Arc::clone(&taken),
         };
-        (body, taken)
+        (body, Taken(taken))
     }
 }
 

@@ -206,7 +206,10 @@ impl Run<'_> {
                 op_index: Some(index),
             });
         // A rejection the model expected (or allowed) still has to leave the state alone.
-        if failure.is_none() && rejected == Some(true) && self.cfg.exclude.judges("DISPATCH-003") {
+        if failure.is_none()
+            && rejected == Some(true)
+            && self.cfg.exclude.judges(Rule::Dispatch003.id())
+        {
             return self
                 .rejected_left_alone(index, client, &channel, &action)
                 .await;

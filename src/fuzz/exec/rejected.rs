@@ -2,10 +2,11 @@
 //! rejected. A fresh snapshot on the observer connection, with the dispatching client read
 //! up to a ping answered after it, is judged by [`crate::checks::rejected`].
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::{Failure, Run};
 use crate::checks::rejected::applied_anyway;
+use crate::client::checkpoint;
 
 impl Run<'_> {
     /// A fresh snapshot of `channel` after `client`'s dispatch of `action` was rejected
@@ -23,15 +24,7 @@ impl Run<'_> {
         }
         let timeout = self.cfg.timeout;
         let observer = self.observer.as_mut()?;
-        observer.take_arrived();
-        observer.take_backlog();
-        let subscribe = json!({ "channel": channel, "delivery": { "maxLatencyMs": 0 } });
-        let id = observer.send_request("subscribe", subscribe).await.ok()?;
-        let answer = observer.response(id, timeout).await.ok();
-        let _ = observer
-            .send_notification("unsubscribe", json!({ "channel": channel }))
-            .await;
-        let fresh = answer?.pointer("/result/snapshot/state").cloned()?;
+        let fresh = checkpoint::snapshot_state(observer, channel, timeout).await?;
         // Whatever the host sent the client before it took the snapshot is read and folded
         // (and checked) before the fold is compared.
         let schemas = self.cfg.schemas.clone();
