@@ -35,6 +35,10 @@ fn blocks(fault: Fault) -> Blocks {
         // PENDING-002 and PENDING-006 truncate only to end their turn, after their claims
         // (their verdicts stand; TURN-012's row carries the failure).
         Fault::RejectsTruncation => Blocks::Cases(&[("TURN-013", "TURN-012")]),
+        // The MCP channel cases need the server ready (its channel comes with the state).
+        Fault::McpStartUnconfirmed => {
+            Blocks::Cases(&[("MCP-001", "MCP-002"), ("MCP-003", "MCP-002")])
+        }
         // Without the agents array the capabilities that gate these cases are unknown.
         Fault::RootWithoutAgents => Blocks::Cases(&[
             ("CHAT-001", "INIT-003"),
@@ -82,8 +86,12 @@ fn blocks(fault: Fault) -> Blocks {
             ("STATUS-007", "DISPATCH-008"),
         ]),
         // FUZZ-001 knows the host read its hostile frames only when that connection still
-        // answers (or closes).
-        Fault::DiesOnMalformed => Blocks::Cases(&[("FUZZ-001", "TRANSPORT-006")]),
+        // answers (or closes); FUZZ-002 and FUZZ-003 see an unparseable frame answered first.
+        Fault::DiesOnMalformed => Blocks::Cases(&[
+            ("FUZZ-001", "TRANSPORT-006"),
+            ("FUZZ-002", "TRANSPORT-006"),
+            ("FUZZ-003", "TRANSPORT-006"),
+        ]),
         // DISPATCH-003 needs the outside directory rejected to look at a rejection at all.
         Fault::OutsideDirectoryAccepted => Blocks::Cases(&[("DISPATCH-003", "CHAT-VALIDATE-011")]),
         // SUB-009 subscribes plainly first: a refusal of that is SUB-001's matter.
@@ -316,6 +324,11 @@ fault_tests! {
     answers_notifications => AnswersNotifications,
     result_and_error => ResultAndError,
     dies_on_malformed => DiesOnMalformed,
+    batch_dispatch_applied => BatchDispatchApplied,
+    mcp_unadvertised_served => McpUnadvertisedServed,
+    session_mcp_apps_to_all => SessionMcpAppsToAll,
+    mcp_tools_unserved => McpToolsUnserved,
+    deep_nesting_wedges => DeepNestingWedges,
     not_request_accepted => NotRequestAccepted,
     wrong_method_not_found => WrongMethodNotFound,
     ping_needs_init => PingNeedsInit,

@@ -300,6 +300,7 @@ fn suite_schema_and_parser_agree() {
     let validator = validator("suite.schema.json");
     let valid = [
         suite_with("{ initialize = {} }"),
+        suite_with("{ initialize = { capabilities = { mcpApps = {} } } }"),
         suite_with("{ connect = {} }, { checkpoint = { channels = [\"ahp-root://\"] } }"),
         suite_with(
             "{ request = { method = \"m\", params = [1, \"a\", { b = true }], as = \"r\", intent = \"i\" } }",
@@ -319,6 +320,9 @@ fn suite_schema_and_parser_agree() {
             "{ any_of = { alternatives = [[{ check = { value = \"${r}\", len = { \"/a\" = 3 } } }, { not_applicable = { why = \"w\" } }], [{ check = { value = \"${r/x}\", has = [\"/c\"] } }]] } }",
         ),
         suite_with("{ progress = { token = \"t-${run}\", after_ms = 50, level = \"SHOULD\" } }"),
+        suite_with(
+            "{ raw = { text = \"[@X@]\", intent = \"i\", grow = [{ marker = \"@X@\", unit = \"0,\", times = 3 }] } }",
+        ),
         "page = \"p.md\"\n".to_owned(),
         "area = \"a\"\npage = \"p.md\"\n[[case]]\nid = \"X\"\nlevel = \"MUST*\"\nspec = \"s\"\nrequirement = \"r\"\ndoes = \"d\"\nprobe = \"p\"\nneeds = [\"echo\"]\ncapabilities = [\"multipleChats\"]\n".to_owned(),
     ];
@@ -587,4 +591,36 @@ fn script_schema_and_parser_agree() {
             "plan_for_message accepts {message}"
         );
     }
+}
+
+/// A raw step's `grow` makes hostile sizes from a short text, and refuses what it cannot do.
+#[test]
+fn raw_frames_grow_by_their_markers() {
+    use ahpspec::suite::{Grow, Raw, GROWN_FRAME_LIMIT};
+    let grow = |marker: &str, unit: &str, times| Grow {
+        marker: marker.into(),
+        unit: unit.into(),
+        times,
+    };
+    let raw = Raw {
+        text: "{\"deep\":@O@@C@}".into(),
+        intent: "i".into(),
+        grow: vec![grow("@O@", "[", 3), grow("@C@", "]", 3)],
+        ..Raw::default()
+    };
+    assert_eq!(
+        raw.grown(raw.text.clone()).as_deref(),
+        Ok("{\"deep\":[[[]]]}")
+    );
+    // Twins: a marker the text lacks, and a frame past the limit, are errors.
+    let missing = Raw {
+        grow: vec![grow("@X@", "a", 1)],
+        ..raw.clone()
+    };
+    assert!(missing.grown(missing.text.clone()).is_err());
+    let huge = Raw {
+        grow: vec![grow("@O@", "ab", GROWN_FRAME_LIMIT / 2)],
+        ..raw.clone()
+    };
+    assert!(huge.grown(huge.text.clone()).is_err());
 }

@@ -300,6 +300,9 @@ frames_find! {
     frames_find_no_jsonrpc_member => NoJsonrpcMember ["TRANSPORT-002"],
     frames_find_duplicate_response => DuplicateResponse ["TRANSPORT-003"],
     frames_find_answers_notifications => AnswersNotifications ["TRANSPORT-004"],
+    // The witness's session renamed from inside a batch the host refused.
+    frames_find_batch_dispatch_applied => BatchDispatchApplied ["FUZZ-002"],
+    frames_find_deep_nesting_wedges => DeepNestingWedges ["FUZZ-003"],
 }
 
 #[tokio::test]

@@ -19,6 +19,9 @@ pub struct Offer {
     pub versions: Vec<String>,
     pub subscriptions: Option<Vec<String>>,
     pub client_info: bool,
+    /// The client capabilities declared (`capabilities`, e.g. `{"mcpApps": {}}`); none
+    /// when absent.
+    pub capabilities: Option<Value>,
 }
 
 impl Offer {
@@ -33,6 +36,12 @@ impl Offer {
     /// The offer, subscribing to `channels` at initialize.
     pub fn subscribing<S: Into<String>>(mut self, channels: impl IntoIterator<Item = S>) -> Offer {
         self.subscriptions = Some(channels.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The offer, declaring `capabilities`.
+    pub fn declaring(mut self, capabilities: Value) -> Offer {
+        self.capabilities = Some(capabilities);
         self
     }
 
@@ -51,6 +60,9 @@ impl Offer {
         }
         if let Some(channels) = &self.subscriptions {
             params["initialSubscriptions"] = json!(channels);
+        }
+        if let Some(capabilities) = &self.capabilities {
+            params["capabilities"] = capabilities.clone();
         }
         params
     }

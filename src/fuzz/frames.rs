@@ -138,7 +138,9 @@ impl Answer {
 }
 
 // Kept whole (over the ~80-line aim): one match arm per mutation kind, each with the answer a correct host gives.
-fn render(mutation: &Mutation, id: u64) -> (Result<String, Vec<u8>>, Answer) {
+/// The frame of `mutation` with request id `id` (a batch's dispatch names the witness's
+/// `session`), and the answer a correct host gives.
+fn render(mutation: &Mutation, id: u64, session: &str) -> (Result<String, Vec<u8>>, Answer) {
     match mutation {
         Mutation::Truncated { base, at } => {
             let text = base_request(*base, id).to_string();
@@ -244,7 +246,13 @@ fn render(mutation: &Mutation, id: u64) -> (Result<String, Vec<u8>>, Answer) {
             )
         }
         Mutation::Batch => {
-            let text = format!("[{}]", base_request(0, id));
+            // A rename of the witness's session rides in the batch: a host that refuses the
+            // batch yet applies what is in it changes state another client sees (FUZZ-002:
+            // [`applied_from_batch`]).
+            let rename = json!({ "jsonrpc": "2.0", "method": "dispatchAction", "params": {
+                "channel": session, "clientSeq": id,
+                "action": { "type": "session/titleChanged", "title": format!("batch-{id}") } } });
+            let text = json!([rename, base_request(0, id)]).to_string();
             (
                 Ok(text),
                 Answer::Error {
@@ -289,6 +297,26 @@ fn render(mutation: &Mutation, id: u64) -> (Result<String, Vec<u8>>, Answer) {
             (Ok(note.to_string()), Answer::Survive)
         }
     }
+}
+
+/// FUZZ-002's judge: an action on the witness's `session` that a victim connection
+/// (clientId starting with `victim`) originated, as its clientSeq and envelope. A victim
+/// names that session only inside a batch, which a correct host refuses whole, so the
+/// clientSeq is the batch frame's id.
+pub(crate) fn applied_from_batch(
+    mut received: impl Iterator<Item = Value>,
+    session: &str,
+    victim: &str,
+) -> Option<(u64, Value)> {
+    received.find_map(|message| {
+        let params = message.get("params")?;
+        let from_victim = params["origin"]["clientId"]
+            .as_str()
+            .is_some_and(|id| id.starts_with(victim));
+        let applied = message["method"] == "action" && params["channel"] == session;
+        let seq = params["origin"]["clientSeq"].as_u64()?;
+        (applied && from_victim).then(|| (seq, message.clone()))
+    })
 }
 
 pub(crate) fn mutation() -> impl Strategy<Value = Mutation> {
@@ -361,4 +389,49 @@ pub async fn fuzz_frames(
     .await?;
     outcome.coverage.operations.extend(kinds());
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn envelope(channel: &str, client_id: &str, seq: u64) -> Value {
+        json!({ "jsonrpc": "2.0", "method": "action", "params": {
+            "channel": channel, "serverSeq": 9,
+            "action": { "type": "session/titleChanged", "title": "batch" },
+            "origin": { "clientId": client_id, "clientSeq": seq } } })
+    }
+
+    #[test]
+    fn a_victims_action_on_the_witness_session_is_a_batch_applied() {
+        let session = "ahp-session:/t";
+        let received = [
+            json!({ "jsonrpc": "2.0", "id": 1, "result": null }),
+            envelope(session, "ahpspec-t-witness", 3),
+            envelope(session, "ahpspec-t-victim2", 7_000_004),
+        ];
+        let found = applied_from_batch(received.into_iter(), session, "ahpspec-t-victim");
+        assert_eq!(found.map(|(seq, _)| seq), Some(7_000_004));
+        // Twins: the witness's own action, and a victim's action on another channel.
+        let own = [envelope(session, "ahpspec-t-witness", 3)];
+        assert!(applied_from_batch(own.into_iter(), session, "ahpspec-t-victim").is_none());
+        let elsewhere = [envelope("ahp-root://", "ahpspec-t-victim", 7_000_001)];
+        assert!(applied_from_batch(elsewhere.into_iter(), session, "ahpspec-t-victim").is_none());
+    }
+
+    #[test]
+    fn a_batch_carries_a_rename_of_the_witness_session_and_is_refused_whole() {
+        let (frame, answer) = render(&Mutation::Batch, 7_000_002, "ahp-session:/t");
+        let text = frame.expect("a text frame");
+        let batch: Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(batch[0]["params"]["channel"], "ahp-session:/t");
+        assert_eq!(batch[0]["params"]["clientSeq"], 7_000_002);
+        assert!(matches!(
+            answer,
+            Answer::Error {
+                codes: &[-32600],
+                ..
+            }
+        ));
+    }
 }

@@ -158,20 +158,35 @@ impl World {
     /// Under `binary-wedges-peers`: a binary frame from `sender` wedges the other
     /// connections of its clientId group.
     pub(super) fn wedge_sibling_connections(&mut self, sender: ConnId) {
-        if !self.fault(Fault::BinaryWedgesPeers) {
-            return;
+        if self.fault(Fault::BinaryWedgesPeers) {
+            self.wedge_group_of(sender, Some(sender));
         }
+    }
+
+    /// Under `deep-nesting-wedges`: a frame of `text` nested deeper than
+    /// [`WEDGING_DEPTH`] wedges every connection of the sender's clientId group, the
+    /// sender's own too. Returns whether it did (the frame is then not answered either).
+    pub(super) fn wedge_on_deep_frame(&mut self, sender: ConnId, text: &str) -> bool {
+        if !self.fault(Fault::DeepNestingWedges) || nesting_depth(text) <= WEDGING_DEPTH {
+            return false;
+        }
+        self.wedge_group_of(sender, None);
+        true
+    }
+
+    fn wedge_group_of(&mut self, sender: ConnId, spared: Option<ConnId>) {
         let group = self
             .conns
             .get(&sender)
             .and_then(|entry| entry.client_id.as_deref())
             .map(|id| client_group(id).to_owned());
         if let Some(group) = group {
-            self.wedged_groups.push((sender, group));
+            self.wedged_groups.push((spared, group));
         }
     }
 
-    /// Whether `conn` was wedged by a binary frame on a sibling connection.
+    /// Whether `conn` was wedged: by a binary frame on a sibling connection, or by a too
+    /// deep frame from its client application.
     pub(super) fn wedged_by_sibling(&self, conn: ConnId) -> bool {
         let Some(client_id) = self.conns.get(&conn).and_then(|e| e.client_id.as_deref()) else {
             return false;
@@ -179,6 +194,54 @@ impl World {
         let group = client_group(client_id);
         self.wedged_groups
             .iter()
-            .any(|(sender, wedged)| *sender != conn && wedged == group)
+            .any(|(spared, wedged)| *spared != Some(conn) && wedged == group)
+    }
+}
+
+/// The nesting depth under `deep-nesting-wedges` beyond which a frame wedges its client.
+const WEDGING_DEPTH: usize = 1_000;
+
+/// The deepest nesting of arrays and objects in `text`, brackets inside strings not
+/// counted (a byte scan: the frame need not be valid JSON).
+fn nesting_depth(text: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for byte in text.bytes() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nesting_depth;
+
+    #[test]
+    fn nesting_depth_counts_brackets_outside_strings() {
+        assert_eq!(nesting_depth("{}"), 1);
+        assert_eq!(nesting_depth(r#"{"a":[[1],{"b":[]}]}"#), 4);
+        assert_eq!(nesting_depth(r#"{"a":"[[[[\"[[["}"#), 1);
+        assert_eq!(
+            nesting_depth(&format!("{}{}", "[".repeat(1001), "]".repeat(1001))),
+            1001
+        );
+        // Not JSON: unbalanced brackets still count as they open.
+        assert_eq!(nesting_depth("[[[ garbage"), 3);
     }
 }

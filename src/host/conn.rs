@@ -58,6 +58,7 @@ pub async fn serve(
             version: None,
             subscriptions: HashSet::new(),
             coalesced: HashSet::new(),
+            shows_mcp_apps: false,
         },
     );
     let writer = tokio::spawn(write_outbound(sink, rx));
@@ -176,6 +177,9 @@ fn error_response(id: Value, error: &RpcError) -> Value {
 /// now "dead" (the `dies-on-malformed` fault).
 fn handle_text(shared: &Shared, conn: ConnId, text: &str) -> (Next, bool) {
     let mut world = shared.lock();
+    if world.wedge_on_deep_frame(conn, text) {
+        return (Next::Continue, false);
+    }
     let message: Value = match serde_json::from_str(text) {
         Ok(message) => message,
         Err(error) => {
@@ -193,6 +197,9 @@ fn handle_text(shared: &Shared, conn: ConnId, text: &str) -> (Next, bool) {
         }
         let error = RpcError::new(INVALID_REQUEST, "a message must be one JSON-RPC object");
         world.send_to(conn, &error_response(Value::Null, &error));
+        if world.fault(Fault::BatchDispatchApplied) {
+            apply_batch_dispatches(&mut world, conn, &message);
+        }
         return (Next::Continue, false);
     };
     let id = object.get("id").cloned();
@@ -217,7 +224,18 @@ fn handle_text(shared: &Shared, conn: ConnId, text: &str) -> (Next, bool) {
     }
     let params = object.get("params").cloned().unwrap_or(Value::Null);
     match (method.and_then(Value::as_str), id) {
-        (Some(method), Some(id)) => request(&mut world, conn, id, method, &params),
+        (Some(method), Some(id)) => match super::mcp_relay::requested_channel(&message, &params) {
+            Some(channel) => {
+                let answer = world.mcp_request(channel, method, &params);
+                let response = match answer {
+                    Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+                    Err(error) => error_response(id, &error),
+                };
+                world.send_to(conn, &response);
+                (Next::Continue, false)
+            }
+            None => request(&mut world, conn, id, method, &params),
+        },
         (Some(method), None) => {
             notification(&mut world, conn, method, &params);
             (Next::Continue, false)
@@ -309,6 +327,17 @@ fn request(
         return (Next::Close, false);
     }
     (Next::Continue, false)
+}
+
+/// Under `batch-dispatch-applied`: the dispatchAction notifications of a batch the host
+/// refused, applied all the same.
+fn apply_batch_dispatches(world: &mut World, conn: ConnId, batch: &Value) {
+    for message in batch.as_array().into_iter().flatten() {
+        if message.get("method").and_then(Value::as_str) == Some("dispatchAction") {
+            let params = message.get("params").cloned().unwrap_or(Value::Null);
+            notification(world, conn, "dispatchAction", &params);
+        }
+    }
 }
 
 fn notification(world: &mut World, conn: ConnId, method: &str, params: &Value) {

@@ -37,8 +37,13 @@ pub fn initial() -> Value {
 }
 
 fn mcp_server(id: &str) -> Value {
-    json!({ "type": "mcpServer", "id": id, "uri": format!("file:///ahpspec/mcp/{id}.json"),
-            "name": id, "state": { "kind": "stopped" } })
+    let mut server = json!({ "type": "mcpServer", "id": id,
+            "uri": format!("file:///ahpspec/mcp/{id}.json"), "name": id,
+            "state": { "kind": "stopped" } });
+    if id == ECHO_SERVER {
+        server["mcpApp"] = super::mcp_relay::echo_app();
+    }
+    server
 }
 
 /// A loaded plugin container with one skill child (`<id>/review`).
@@ -127,10 +132,13 @@ impl World {
             _ => None,
         };
         if let Some(state) = state {
-            self.emit_logged(
-                session,
-                json!({ "type": "session/mcpServerStateChanged", "id": id, "state": state }),
-            );
+            let mut changed =
+                json!({ "type": "session/mcpServerStateChanged", "id": id, "state": state });
+            // Ready, the echo server's MCP App gets its side-channel.
+            if id == ECHO_SERVER && changed["state"]["kind"] == "ready" {
+                changed["channel"] = json!(super::mcp_relay::channel_of(session, &id));
+            }
+            self.emit_logged(session, changed);
         }
         self.publish_server_tools(session);
     }

@@ -170,6 +170,8 @@ fault_catalog! {
     FailedAsCreationFailed => ("failed-as-creation-failed", "LIFECYCLE-004", "Reports the lifecycle of a failed session as \"creationFailed\" in snapshots."),
     FailedWithoutError => ("failed-without-error", "LIFECYCLE-005", "Leaves creationError out of snapshots of failed sessions."),
     BinaryWedgesPeers => ("binary-wedges-peers", "FUZZ-001", "After a binary frame, stops answering requests on the sender's sibling connections (clientIds equal up to the last '-')."),
+    BatchDispatchApplied => ("batch-dispatch-applied", "FUZZ-002", "Answers a JSON-RPC batch (an array) as an invalid request, yet applies the dispatchAction notifications inside it."),
+    DeepNestingWedges => ("deep-nesting-wedges", "FUZZ-003", "After a frame nested more than 1,000 levels deep, answers no request of the sender's client application (every connection whose clientId is equal up to the last '-'), as a host whose per-client worker died of a recursive parser's stack overflow."),
     // Issue 12, tools, subscriptions, reconnect, root (faults-d).
     UnsubscribeKeepsActiveClient => ("unsubscribe-keeps-active-client", "SUB-014", "Leaves a client in a session's activeClients after it unsubscribes from the session."),
     ReconnectKeepsActiveClient => ("reconnect-keeps-active-client", "RECONNECT-008", "Leaves a reconnecting client in the activeClients of sessions its reconnect no longer lists."),
@@ -305,6 +307,9 @@ fault_catalog! {
     AutomationCancelIgnored => ("automation-cancel-ignored", "AUTOMATION-008", "Accepts automationRun/cancelRequested on a running run and does nothing: the run and its session's turn go on."),
     AutomationSessionLinkKept => ("automation-session-link-kept", "AUTOMATION-009", "Keeps a disposed session linked to its run (no automationRun/sessionRemoved)."),
     AutomationStateUnannounced => ("automation-state-unannounced", "INV-FOLD-1", "Ends automation runs and republishes catalogue entries by changing its state without automationRun/lifecycleChanged or automation/set: subscribers' folds of both channels fall behind."),
+    SessionMcpAppsToAll => ("session-mcp-apps-to-all", "INIT-006", "Shows sessions' MCP Apps and their mcp:// channels to every client, including those that did not declare mcpApps (the root snapshot stays clean)."),
+    McpUnadvertisedServed => ("mcp-unadvertised-served", "MCP-001", "Answers resources/list on an MCP App's mcp:// channel, whose capabilities are serverTools only, with a result instead of -32601."),
+    McpToolsUnserved => ("mcp-tools-unserved", "MCP-003", "Advertises an MCP App with serverTools, yet answers tools/list on its mcp:// channel with -32601."),
     AutomationRunsOldestFirst => ("automation-runs-oldest-first", "AUTOMATION-010", "Lists an automation's run summaries oldest first (AutomationEntry.runs is newest first)."),
 }
 

@@ -26,6 +26,7 @@ mod dispatch;
 mod fault_rules;
 pub mod faults;
 mod grants;
+mod mcp_relay;
 mod projection;
 pub mod script;
 // Issue 29, script steps beside the chat (i29d).

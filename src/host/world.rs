@@ -62,6 +62,9 @@ pub struct ConnEntry {
     /// Channels subscribed with a latency budget (`delivery.maxLatencyMs` > 0); only the
     /// coalesced-drops-deltas fault reads it.
     pub coalesced: HashSet<String>,
+    /// Whether this client may be shown MCP Apps and their `mcp://` channels (it declared
+    /// `capabilities.mcpApps`); frames to the others are stripped of them.
+    pub shows_mcp_apps: bool,
 }
 
 impl ConnEntry {
@@ -70,6 +73,16 @@ impl ConnEntry {
     }
 
     pub fn send_text(&self, text: Utf8Bytes) {
+        let text = match self.shows_mcp_apps || !super::mcp_relay::may_show_mcp_apps(&text) {
+            true => text,
+            false => match serde_json::from_str::<Value>(&text) {
+                Ok(mut frame) => {
+                    super::mcp_relay::strip_mcp_apps(&mut frame);
+                    Utf8Bytes::from(frame.to_string())
+                }
+                Err(_) => text,
+            },
+        };
         // A closed receiver means the connection is going away; its entry is removed by
         // the connection task, so a failed send needs no handling here.
         let _ = self.tx.send(Outbound::Text(text));
@@ -178,6 +191,8 @@ pub struct World {
     pub internal_errors: Vec<String>,
     /// Version each client last negotiated, for `reconnect` (which carries none).
     pub client_versions: HashMap<String, Version>,
+    /// The clients that declared `capabilities.mcpApps` at initialize (a reconnect resumes it).
+    pub client_mcp_apps: HashSet<String>,
     /// Lets the world start agent tasks that need the shared handle.
     pub shared: std::sync::Weak<super::Shared>,
     next_id: u64,
@@ -194,8 +209,9 @@ pub struct World {
     /// Summaries of disposed sessions still listed to the connection that disposed them,
     /// for the disposed-still-listed fault.
     pub listed_after_dispose: Vec<(ConnId, Value)>,
-    /// (sender, clientId group) of binary frames, for the binary-wedges-peers fault.
-    pub wedged_groups: Vec<(ConnId, String)>,
+    /// (sender, clientId group) of binary frames, for the binary-wedges-peers fault (the
+    /// sender spared), and of too deep frames, for deep-nesting-wedges (no one spared).
+    pub wedged_groups: Vec<(Option<ConnId>, String)>,
     /// (client, session) the agent action being emitted is restricted to, for the
     /// turn-stream-to-starter-only and turn-end-elsewhere faults.
     pub turn_audience: Option<(String, String)>,
@@ -244,6 +260,7 @@ impl World {
             replay_floor: 0,
             internal_errors: Vec::new(),
             client_versions: HashMap::new(),
+            client_mcp_apps: HashSet::new(),
             shared: std::sync::Weak::new(),
             next_id: 0,
             repeat_seq_done: false,

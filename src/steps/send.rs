@@ -62,11 +62,15 @@ impl Runner<'_> {
                 .map(|c| c.client_id().to_owned())
                 .unwrap_or_default(),
         };
+        let capabilities = s.capabilities.as_ref().map(|c| self.subst(c)).transpose()?;
         let conn = self.conn(&s.on)?;
         conn.set_client_id(&client_id);
-        let offer = client::Offer::of(&versions)
+        let mut offer = client::Offer::of(&versions)
             .subscribing(subscriptions)
             .naming_the_client();
+        if let Some(capabilities) = capabilities {
+            offer = offer.declaring(capabilities);
+        }
         let id = conn
             .send_initialize(&offer)
             .await
@@ -193,7 +197,7 @@ impl Runner<'_> {
     }
 
     pub(super) async fn send_raw(&mut self, s: &Raw) -> StepResult {
-        let text = self.subst_str(&s.text)?;
+        let text = s.grown(self.subst_str(&s.text)?).map_err(Stop::Harness)?;
         let conn = self.conn(&s.on)?;
         conn.next_frame_invalid();
         conn.send_raw(&text)

@@ -101,6 +101,9 @@ pub struct Initialize {
     /// Initial subscriptions (default `["ahp-root://"]`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subscriptions: Option<Vec<String>>,
+    /// Client capabilities to declare (default: none, the member left out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<Value>,
     /// Name under which the response is stored (default `<conn>.init`).
     #[serde(rename = "as", skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -161,6 +164,49 @@ pub struct Raw {
     pub text: String,
     /// Always required: says why the frame is invalid.
     pub intent: String,
+    /// Replacements that make the frame big (hostile sizes a suite file cannot spell out):
+    /// each marker in `text` becomes its unit repeated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grow: Vec<Grow>,
+}
+
+/// One replacement of [`Raw::grow`]: `marker` becomes `unit` repeated `times` times.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Grow {
+    pub marker: String,
+    pub unit: String,
+    pub times: usize,
+}
+
+/// The most a grown frame may come to: beyond any host's frame limit worth testing, and
+/// still far from what would strain the harness.
+pub const GROWN_FRAME_LIMIT: usize = 64 * 1024 * 1024;
+
+impl Raw {
+    /// The frame's text after `text` had its `${…}` substituted: each marker of
+    /// [`Raw::grow`] replaced by its repeated unit. A frame that would exceed
+    /// [`GROWN_FRAME_LIMIT`] is an error.
+    pub fn grown(&self, text: String) -> Result<String, String> {
+        let mut text = text;
+        for grow in &self.grow {
+            if grow.marker.is_empty() || !text.contains(&grow.marker) {
+                return Err(format!(
+                    "raw frame: marker {:?} is not in the text",
+                    grow.marker
+                ));
+            }
+            let size = grow.unit.len().saturating_mul(grow.times);
+            if size.saturating_add(text.len()) > GROWN_FRAME_LIMIT {
+                return Err(format!(
+                    "raw frame: {} × {:?} would exceed {GROWN_FRAME_LIMIT} bytes",
+                    grow.times, grow.unit
+                ));
+            }
+            text = text.replacen(&grow.marker, &grow.unit.repeat(grow.times), 1);
+        }
+        Ok(text)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]

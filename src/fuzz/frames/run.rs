@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::{render, Answer, Mutation};
+use super::{applied_from_batch, render, Answer, Mutation};
 use crate::checks::Rule;
 use crate::client::checkpoint;
 use crate::client::{ping_request, Conn, Offer, DEFAULT_OFFER};
@@ -67,6 +67,9 @@ async fn open(
         }
     }
 }
+
+/// The request id of mutated frame `index` is `FRAME_IDS + index`.
+const FRAME_IDS: u64 = 7_000_000;
 
 fn failure(rule: Rule, expected: String, actual: String, index: usize) -> Failure {
     Failure {
@@ -351,7 +354,8 @@ async fn one_mutation(
     seen: &mut Vec<Seen>,
 ) -> (bool, Option<Failure>) {
     let cfg = at.cfg;
-    let (frame, answer) = render(mutation, 7_000_000 + index as u64);
+    let session = format!("ahp-session:/{}", at.token);
+    let (frame, answer) = render(mutation, FRAME_IDS + index as u64, &session);
     victim.next_frame_invalid();
     let probed = send_and_probe(victim, frame, &answer, 8_000_000 + index as u64, cfg).await;
     seen.push(Seen {
@@ -484,6 +488,21 @@ async fn after_sequence(
     witness
         .drain(cfg.settle.max(Duration::from_millis(5)))
         .await;
+    let victim = format!("ahpspec-{token}-victim");
+    let applied = applied_from_batch(witness.received_since(0), &session, &victim);
+    if let Some((seq, envelope)) = applied.filter(|_| cfg.exclude.judges(Rule::Fuzz002)) {
+        return Some(Failure {
+            rule: Rule::Fuzz002,
+            expected: "no change to the witness's session from frames the host refused".into(),
+            actual: format!(
+                "the rename inside a refused batch was applied: {}",
+                crate::checks::frame::clip(&envelope.to_string())
+            ),
+            op_index: seq
+                .checked_sub(FRAME_IDS)
+                .and_then(|i| usize::try_from(i).ok()),
+        });
+    }
     let judged = witness
         .process(&cfg.schemas)
         .into_iter()

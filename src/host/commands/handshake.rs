@@ -77,9 +77,20 @@ impl World {
                 Some(snapshot)
             })
             .collect();
+        let declared = params
+            .capabilities
+            .as_ref()
+            .is_some_and(|c| c.mcp_apps.is_some());
+        if declared {
+            self.client_mcp_apps.insert(params.client_id.clone());
+        } else {
+            self.client_mcp_apps.remove(&params.client_id);
+        }
+        let shows_mcp_apps = declared || self.shows_mcp_apps_to_all();
         if let Some(entry) = self.conns.get_mut(&conn) {
             entry.client_id = Some(params.client_id.clone());
             entry.version = Some(version);
+            entry.shows_mcp_apps = shows_mcp_apps;
         }
         self.client_versions.insert(params.client_id, version);
         let mut result = json!({
@@ -161,9 +172,12 @@ impl World {
             .get(&params.client_id)
             .copied()
             .unwrap_or((1, 0, 0));
+        let shows_mcp_apps =
+            self.client_mcp_apps.contains(&params.client_id) || self.shows_mcp_apps_to_all();
         if let Some(entry) = self.conns.get_mut(&conn) {
             entry.client_id = Some(params.client_id.clone());
             entry.version = Some(version);
+            entry.shows_mcp_apps = shows_mcp_apps;
         }
         let (present, missing): (Vec<String>, Vec<String>) = params
             .subscriptions
