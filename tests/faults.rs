@@ -326,6 +326,7 @@ fault_tests! {
     dies_on_malformed => DiesOnMalformed,
     batch_dispatch_applied => BatchDispatchApplied,
     mcp_unadvertised_served => McpUnadvertisedServed,
+    negative_turn_duration => NegativeTurnDuration,
     session_mcp_apps_to_all => SessionMcpAppsToAll,
     mcp_tools_unserved => McpToolsUnserved,
     deep_nesting_wedges => DeepNestingWedges,

@@ -207,6 +207,7 @@ fault_catalog! {
     TurnEndElsewhere => ("turn-end-elsewhere", "SUB-003", "Sends the agent's ending of a client's turn (chat/turnComplete, chat/turnCancelled, chat/error) only to the chat's subscribers on other clients, when it has any, not to the client that started the turn."),
     MalformedAccepted => ("malformed-accepted", "DISPATCH-007", "Accepts a client action of a known type that does not decode, echoing it as sent: it changes nothing, except a chat/turnStarted whose startedAt is missing or no string, which starts now and runs."),
     // Issue 12, session 6: the last case rules without a fault (TURN-006, ENV-001, RECONNECT-005/007, SUB-013).
+    NegativeTurnDuration => ("negative-turn-duration", "TURN-006", "Ends every turn with chat/turnComplete whose duration is -1 ms (the reducers clamp it to 0: a warning, not a violation)."),
     FractionalDuration => ("fractional-duration", "TURN-006", "Sends every chat/turnComplete with a duration of n + 0.5 ms, a number that is not an integer."),
     ReplayDropsDeltas => ("replay-drops-deltas", "RECONNECT-007", "Leaves the chat/delta envelopes out of every reconnect replay, so a client's fold misses the streamed text."),
     ClientSeqAsString => ("client-seq-as-string", "ENV-001", "Writes the origin clientSeq of session/titleChanged envelopes as a string (\"3\")."),

@@ -203,7 +203,11 @@ impl World {
 
     /// Ends the turn with `chat/turnComplete` and moves on to the queue.
     fn complete_turn(&mut self, turn: &Turn) {
-        let duration = self.turn_duration(&turn.chat);
+        // A producer's clock may go backwards: the reducer clamps what it reports to 0.
+        let duration = match self.fault(Fault::NegativeTurnDuration) {
+            true => -1,
+            false => self.turn_duration(&turn.chat),
+        };
         let complete =
             json!({ "type": "chat/turnComplete", "turnId": turn.turn_id, "duration": duration });
         self.emit_chat(&turn.chat, complete.clone());
