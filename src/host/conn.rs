@@ -224,7 +224,7 @@ fn handle_text(shared: &Shared, conn: ConnId, text: &str) -> (Next, bool) {
     }
     let params = object.get("params").cloned().unwrap_or(Value::Null);
     match (method.and_then(Value::as_str), id) {
-        (Some(method), Some(id)) => match super::mcp_relay::requested_channel(&message, &params) {
+        (Some(method), Some(id)) => match super::mcp_apps::requested_channel(&message, &params) {
             Some(channel) => {
                 let answer = world.mcp_request(channel, method, &params);
                 let response = match answer {

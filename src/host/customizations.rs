@@ -41,7 +41,7 @@ fn mcp_server(id: &str) -> Value {
             "uri": format!("file:///ahpspec/mcp/{id}.json"), "name": id,
             "state": { "kind": "stopped" } });
     if id == ECHO_SERVER {
-        server["mcpApp"] = super::mcp_relay::echo_app();
+        server["mcpApp"] = super::mcp_apps::echo_app();
     }
     server
 }
@@ -136,7 +136,7 @@ impl World {
                 json!({ "type": "session/mcpServerStateChanged", "id": id, "state": state });
             // Ready, the echo server's MCP App gets its side-channel.
             if id == ECHO_SERVER && changed["state"]["kind"] == "ready" {
-                changed["channel"] = json!(super::mcp_relay::channel_of(session, &id));
+                changed["channel"] = json!(super::mcp_apps::channel_of(session, &id));
             }
             self.emit_logged(session, changed);
         }

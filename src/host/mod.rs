@@ -26,6 +26,7 @@ mod dispatch;
 mod fault_rules;
 pub mod faults;
 mod grants;
+mod mcp_apps;
 mod mcp_relay;
 mod projection;
 pub mod script;

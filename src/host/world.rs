@@ -73,11 +73,11 @@ impl ConnEntry {
     }
 
     pub fn send_text(&self, text: Utf8Bytes) {
-        let text = match self.shows_mcp_apps || !super::mcp_relay::may_show_mcp_apps(&text) {
+        let text = match self.shows_mcp_apps || !super::mcp_apps::may_show_mcp_apps(&text) {
             true => text,
             false => match serde_json::from_str::<Value>(&text) {
                 Ok(mut frame) => {
-                    super::mcp_relay::strip_mcp_apps(&mut frame);
+                    super::mcp_apps::strip_mcp_apps(&mut frame);
                     Utf8Bytes::from(frame.to_string())
                 }
                 Err(_) => text,
