@@ -165,6 +165,10 @@ fn reply_error(shared: &Shared, conn: ConnId, id: Value, error: RpcError) {
     world.send_to(conn, &error_response(id, &error));
 }
 
+fn result_response(id: Value, result: &Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+}
+
 fn error_response(id: Value, error: &RpcError) -> Value {
     let mut body = json!({ "code": error.code, "message": error.message });
     if let Some(data) = &error.data {
@@ -224,18 +228,10 @@ fn handle_text(shared: &Shared, conn: ConnId, text: &str) -> (Next, bool) {
     }
     let params = object.get("params").cloned().unwrap_or(Value::Null);
     match (method.and_then(Value::as_str), id) {
-        (Some(method), Some(id)) => match super::mcp_apps::requested_channel(&message, &params) {
-            Some(channel) => {
-                let answer = world.mcp_request(channel, method, &params);
-                let response = match answer {
-                    Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
-                    Err(error) => error_response(id, &error),
-                };
-                world.send_to(conn, &response);
-                (Next::Continue, false)
-            }
-            None => request(&mut world, conn, id, method, &params),
-        },
+        (Some(method), Some(id)) => {
+            let mcp_channel = super::mcp_apps::requested_channel(&message, &params);
+            request(&mut world, conn, (id, mcp_channel), method, &params)
+        }
         (Some(method), None) => {
             notification(&mut world, conn, method, &params);
             (Next::Continue, false)
@@ -259,10 +255,11 @@ fn handle_text(shared: &Shared, conn: ConnId, text: &str) -> (Next, bool) {
     }
 }
 
+/// Answers one request (`id`, and the `mcp://` channel it names, if any).
 fn request(
     world: &mut World,
     conn: ConnId,
-    id: Value,
+    (id, mcp_channel): (Value, Option<&str>),
     method: &str,
     params: &Value,
 ) -> (Next, bool) {
@@ -270,6 +267,15 @@ fn request(
         return (Next::Continue, false);
     }
     if world.wedged_by_sibling(conn) {
+        return (Next::Continue, false);
+    }
+    if let Some(channel) = mcp_channel {
+        // MCP verbatim on its side-channel: none of the AHP methods below.
+        let response = match world.mcp_request(channel, method, params) {
+            Ok(result) => result_response(id, &result),
+            Err(error) => error_response(id, &error),
+        };
+        world.send_to(conn, &response);
         return (Next::Continue, false);
     }
     if method == "ping" {
@@ -305,7 +311,7 @@ fn request(
         return (Next::Continue, false);
     }
     let response = match &reply.result {
-        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+        Ok(result) => result_response(id, result),
         Err(error) => {
             let mut response = error_response(id, error);
             if error.code == -32601 && world.fault(Fault::ResultAndError) {

@@ -73,7 +73,7 @@ impl World {
     }
 
     /// The top-level customization `id` of `session`, as JSON.
-    fn customization(&self, session: &str, id: &str) -> Option<Value> {
+    pub(super) fn customization(&self, session: &str, id: &str) -> Option<Value> {
         self.customizations_json(session)
             .into_iter()
             .find(|c| c["id"] == id)

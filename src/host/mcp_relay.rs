@@ -16,14 +16,20 @@ use serde_json::{json, Value};
 use super::commands::{RpcError, INVALID_PARAMS, METHOD_NOT_FOUND, NOT_FOUND};
 use super::customizations::ECHO_SERVER;
 use super::faults::Fault;
-use super::mcp_apps::{channel_of, MCP_SCHEME};
+use super::mcp_apps::MCP_SCHEME;
 use super::world::World;
 
 impl World {
     /// Whether every client is shown MCP Apps: under `session-mcp-apps-to-all`, and under
     /// `mcp-app-unasked`, whose root snapshot's App would otherwise be stripped on its way.
-    pub(super) fn shows_mcp_apps_to_all(&self) -> bool {
-        self.fault(Fault::SessionMcpAppsToAll) || self.fault(Fault::McpAppUnasked)
+    /// Whether `client_id`'s connections are shown MCP Apps: it declared `mcpApps` at its
+    /// initialize (a reconnect resumes that), or a fault shows them to every client —
+    /// `session-mcp-apps-to-all`, and `mcp-app-unasked`, whose root snapshot's App would
+    /// otherwise be stripped on its way.
+    pub(super) fn shows_mcp_apps(&self, client_id: &str) -> bool {
+        self.client_mcp_apps.contains(client_id)
+            || self.fault(Fault::SessionMcpAppsToAll)
+            || self.fault(Fault::McpAppUnasked)
     }
 
     /// Answers an MCP request on `channel`: the served `serverTools` methods of the echo
@@ -41,17 +47,9 @@ impl World {
             .and_then(|rest| rest.strip_prefix(ECHO_SERVER))
             .and_then(|rest| rest.strip_prefix('/'))
             .map(|id| format!("ahp-session:/{id}"));
-        let open = session.as_deref().is_some_and(|uri| {
-            let listed = self
-                .sessions
-                .get(uri)
-                .and_then(|e| e.state.customizations.as_ref());
-            listed
-                .into_iter()
-                .flatten()
-                .map(super::world::to_value)
-                .any(|c| c["id"] == ECHO_SERVER && c["channel"] == channel_of(uri, ECHO_SERVER))
-        });
+        let open = session
+            .and_then(|uri| self.customization(&uri, ECHO_SERVER))
+            .is_some_and(|server| server["channel"] == channel);
         if !open {
             return Err(RpcError::new(
                 NOT_FOUND,

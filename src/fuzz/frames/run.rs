@@ -176,7 +176,12 @@ async fn frames_run(
                 victim: &mut victim,
                 witness: &mut witness,
             };
-            let at = Sequence { url, token, cfg };
+            let at = Sequence {
+                url,
+                token,
+                session: &session,
+                cfg,
+            };
             run_mutations(mutations, &at, pair, conns, execution).await
         }
         Err(halt) => Err(halt),
@@ -198,6 +203,8 @@ struct Pair<'a> {
 struct Sequence<'a> {
     url: &'a str,
     token: &'a str,
+    /// The witness's session (a batch frame renames it).
+    session: &'a str,
     cfg: &'a ExecConfig,
 }
 
@@ -354,8 +361,7 @@ async fn one_mutation(
     seen: &mut Vec<Seen>,
 ) -> (bool, Option<Failure>) {
     let cfg = at.cfg;
-    let session = format!("ahp-session:/{}", at.token);
-    let (frame, answer) = render(mutation, FRAME_IDS + index as u64, &session);
+    let (frame, answer) = render(mutation, FRAME_IDS + index as u64, at.session);
     victim.next_frame_invalid();
     let probed = send_and_probe(victim, frame, &answer, 8_000_000 + index as u64, cfg).await;
     seen.push(Seen {

@@ -86,7 +86,7 @@ impl World {
         } else {
             self.client_mcp_apps.remove(&params.client_id);
         }
-        let shows_mcp_apps = declared || self.shows_mcp_apps_to_all();
+        let shows_mcp_apps = self.shows_mcp_apps(&params.client_id);
         if let Some(entry) = self.conns.get_mut(&conn) {
             entry.client_id = Some(params.client_id.clone());
             entry.version = Some(version);
@@ -172,8 +172,7 @@ impl World {
             .get(&params.client_id)
             .copied()
             .unwrap_or((1, 0, 0));
-        let shows_mcp_apps =
-            self.client_mcp_apps.contains(&params.client_id) || self.shows_mcp_apps_to_all();
+        let shows_mcp_apps = self.shows_mcp_apps(&params.client_id);
         if let Some(entry) = self.conns.get_mut(&conn) {
             entry.client_id = Some(params.client_id.clone());
             entry.version = Some(version);
