@@ -170,9 +170,14 @@ fn plan(options: &Options, decided: &Decided) -> RunPlan {
     }
 }
 
-/// The command that re-runs a run of `options` (a case's `--filter ID` is appended).
+/// The command that re-runs a run of `options` (a case's `--filter ID` is appended), with
+/// its target profile: without it a re-run finds the profile's cases not testable.
 fn rerun_prefix(options: &Options, decided: &Decided) -> String {
-    run_command(options.protocol, decided, options.suites.as_deref())
+    let mut prefix = run_command(options.protocol, decided, options.suites.as_deref());
+    if let Some(profile) = &options.profile {
+        prefix.push_str(&format!(" --target-profile {}", profile.display()));
+    }
+    prefix
 }
 
 /// The `ahpspec run` command against `decided` (with `--suites`, when given).

@@ -31,11 +31,7 @@ async fn run(options: &Options) -> RunReport {
 fn assert_all_pass(report: &RunReport) {
     let mut problems = Vec::new();
     for case in &report.cases {
-        let expected = if builtin::not_applicable_to_builtin(&case.info.id) {
-            Verdict::NotApplicable
-        } else {
-            Verdict::Pass
-        };
+        let expected = builtin::expected_verdict(&case.info.id);
         if case.verdict != expected {
             let finding = case
                 .findings
@@ -278,11 +274,7 @@ fn verdicts(report: &RunReport) -> std::collections::BTreeMap<String, Verdict> {
 fn assert_all_pass_but(report: &RunReport, exceptions: &[(&str, Verdict)], what: &str) {
     let mut expected = verdicts(report);
     for (case, verdict) in expected.iter_mut() {
-        *verdict = if builtin::not_applicable_to_builtin(case) {
-            Verdict::NotApplicable
-        } else {
-            Verdict::Pass
-        };
+        *verdict = builtin::expected_verdict(case);
     }
     for (case, verdict) in exceptions {
         expected.insert((*case).to_owned(), *verdict);

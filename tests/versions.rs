@@ -18,6 +18,7 @@ const NEWER_THAN_0_9: &[&str] = &["CANVAS-001"];
 fn conforms_as_0_9(id: &str, v: &str) -> bool {
     v == "pass"
         || builtin::not_applicable_to_builtin(id)
+        || (v == "not-testable" && builtin::not_testable_with_scripted_profile(id))
         || (v == "not-applicable" && NEWER_THAN_0_9.contains(&id))
 }
 

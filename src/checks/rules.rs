@@ -405,6 +405,8 @@ rules! {
         (Automation008, "AUTOMATION-008"),
         (Automation009, "AUTOMATION-009"),
         (Automation010, "AUTOMATION-010"),
+        (Automation011, "AUTOMATION-011"),
+        (Automation012, "AUTOMATION-012"),
         (Canvas001, "CANVAS-001"),
         (Custom001, "CUSTOM-001"),
         (Custom002, "CUSTOM-002"),

@@ -49,6 +49,10 @@ pub struct Profile {
     /// is a secret: it never reaches a report or a capture ([`crate::redact`]).
     #[serde(default)]
     pub auth: Option<AuthNeeds>,
+    /// Whether a case may wait up to a minute for a schedule trigger to fire (the AHP cron
+    /// grammar has no seconds): off, the firing case is not testable and a run stays fast.
+    #[serde(default)]
+    pub schedule_waits: bool,
 }
 
 /// An agent that advertises a required protected resource, that resource's id, and a token
@@ -149,6 +153,8 @@ pub const ROOT_CONFIG: &str = "root-config";
 pub const WORKSPACE: &str = "workspace";
 /// The profile need for an agent that needs a token, and the token (`auth`).
 pub const AUTH: &str = "auth";
+/// The profile need for waits of up to a minute, for a schedule to fire (`schedule_waits`).
+pub const SCHEDULE_WAITS: &str = "schedule-waits";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
@@ -223,6 +229,9 @@ impl Profile {
         }
         if need == AUTH {
             return self.auth.is_some();
+        }
+        if need == SCHEDULE_WAITS {
+            return self.schedule_waits;
         }
         match need.split_once('.') {
             Some((behaviour, promise)) => self

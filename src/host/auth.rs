@@ -45,12 +45,15 @@ fn auth_required(
 impl World {
     /// `authenticate`: an advertised resource and the accepted token answer `{}` (and
     /// resume the tool calls waiting for that resource in sessions the connection follows);
-    /// an empty token revokes; anything else is refused.
+    /// an empty token revokes; anything else (params that do not decode, an `expiresIn` below
+    /// the schema's minimum of 1) is refused.
     pub(super) fn authenticate(&mut self, conn: ConnId, params: &Value) -> Result<Value, RpcError> {
         let anything = self.fault(Fault::AuthenticateAnything);
         let params: AuthenticateParams = match super::commands::parse(params) {
             Ok(params) => params,
-            Err(_) if anything => return Ok(json!({})),
+            Err(_) if anything || self.fault(Fault::MalformedAuthenticateAccepted) => {
+                return Ok(json!({}))
+            }
             Err(error) => return Err(error),
         };
         let resource = params.resource.as_str();
@@ -69,6 +72,16 @@ impl World {
             self.auth_grants.revoke(conn, resource);
             return Ok(json!({}));
         }
+        // The schema's minimum is 1: a token's lifetime of zero or less is a malformed request
+        // (the field is irrelevant to a revocation, above).
+        if params.expires_in.is_some_and(|seconds| seconds < 1)
+            && !self.fault(Fault::ZeroExpiryAccepted)
+        {
+            return Err(RpcError::new(
+                super::commands::INVALID_PARAMS,
+                "expiresIn must be a positive number of seconds",
+            ));
+        }
         let accepted = if self.fault(Fault::ValidTokenRefused) {
             false
         } else {
@@ -86,7 +99,9 @@ impl World {
         if let Some(seconds) = params.expires_in.filter(|s| *s > 0) {
             self.expire_later(conn, resource.to_owned(), generation, seconds as u64);
         }
-        if resource == TOOL_RESOURCE && !self.fault(Fault::ToolAuthUnresolved) {
+        if (resource == TOOL_RESOURCE || self.fault(Fault::ToolAuthByAnyResource))
+            && !self.fault(Fault::ToolAuthUnresolved)
+        {
             self.resolve_tool_auth(conn);
         }
         Ok(json!({}))

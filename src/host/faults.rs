@@ -259,6 +259,9 @@ fault_catalog! {
     // Issue 25, ROOT-012's replace form (i25c).
     ConfigReplaceMerges => ("config-replace-merges", "ROOT-012", "Follows each root/configChanged replacement a client dispatches with its own merge of the values the replacement dropped, so replace: true acts as a merge."),
     ToolAuthUnresolved => ("tool-auth-unresolved", "TOOL-010", "Accepts the token for the MCP tools' resource but never resumes the tool calls waiting for it (no chat/toolCallAuthResolved)."),
+    ToolAuthByAnyResource => ("tool-auth-by-any-resource", "TOOL-010", "Resumes the tool calls waiting for the MCP tools' resource when a token for any resource is pushed, the agent's own included."),
+    MalformedAuthenticateAccepted => ("malformed-authenticate-accepted", "AUTH-001", "Answers {} to authenticate params that do not decode (no token), as if a token had been pushed."),
+    ZeroExpiryAccepted => ("zero-expiry-accepted", "TRANSPORT-009", "Accepts authenticate with expiresIn 0 (below the schema's minimum of 1) instead of -32602, ignoring the lifetime."),
     // Issue 29, forked and side chats (i29).
     ForkForeignSourceAccepted => ("fork-foreign-source-accepted", "CHAT-FORK-002", "Accepts a forked or side chat whose source chat belongs to another session."),
     ForkCopiesAllTurns => ("fork-copies-all-turns", "CHAT-FORK-003", "Copies every turn of the source chat into a fork, also those after the turn it was forked from."),
@@ -312,6 +315,8 @@ fault_catalog! {
     McpUnadvertisedServed => ("mcp-unadvertised-served", "MCP-001", "Answers resources/list on an MCP App's mcp:// channel, whose capabilities are serverTools only, with a result instead of -32601."),
     McpToolsUnserved => ("mcp-tools-unserved", "MCP-003", "Advertises an MCP App with serverTools, yet answers tools/list on its mcp:// channel with -32601."),
     AutomationRunsOldestFirst => ("automation-runs-oldest-first", "AUTOMATION-010", "Lists an automation's run summaries oldest first (AutomationEntry.runs is newest first)."),
+    ScheduleNextRunUnset => ("schedule-next-run-unset", "AUTOMATION-011", "Never publishes nextRunAt for an enabled automation with a schedule trigger (nor arms the occurrence it would show)."),
+    ScheduleNeverFires => ("schedule-never-fires", "AUTOMATION-012", "Publishes the next occurrence of a schedule trigger as nextRunAt but starts no run when it arrives."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

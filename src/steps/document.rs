@@ -36,6 +36,9 @@ impl Runner<'_> {
                 return Ok(Err((expected, format!("{at} = {value}"))));
             }
         }
+        if let Some(miss) = out_of_window(document, &a.instant_within_s) {
+            return Ok(Err(miss));
+        }
         if let Some(miss) = self.compare(document, a)? {
             return Ok(Err(miss));
         }
@@ -366,6 +369,34 @@ pub(super) fn matches_all(document: &Value, matching: &Matches) -> bool {
 
 /// The first `pointer` whose array is not sorted by its items' `member`, newest first:
 /// (expected, actual).
+/// The first member of `windows` that is not a timestamp within its window of seconds from
+/// now, as (expected, actual).
+fn out_of_window(
+    document: &Value,
+    windows: &BTreeMap<String, [i64; 2]>,
+) -> Option<(String, String)> {
+    let now = jiff::Timestamp::now();
+    for (pointer, [from, to]) in windows {
+        let member = document.pointer(pointer);
+        let seconds = member
+            .and_then(Value::as_str)
+            .and_then(|text| text.parse::<jiff::Timestamp>().ok())
+            .map(|at| now.duration_until(at).as_secs_f64());
+        #[allow(clippy::cast_precision_loss)] // window bounds are small numbers of seconds
+        let within = seconds.is_some_and(|s| s >= *from as f64 && s <= *to as f64);
+        if !within {
+            let expected = format!("{pointer} a timestamp {from} s to {to} s from now");
+            let actual = match (member, seconds) {
+                (None, _) => format!("{pointer} is absent"),
+                (Some(m), None) => format!("{pointer} = {m}, not a timestamp"),
+                (Some(m), Some(s)) => format!("{pointer} = {m}, {s:.1} s from now"),
+            };
+            return Some((expected, actual));
+        }
+    }
+    None
+}
+
 fn unsorted(document: &Value, sorted_desc: &BTreeMap<String, String>) -> Option<(String, String)> {
     for (pointer, member) in sorted_desc {
         let keys: Vec<Value> = document

@@ -66,6 +66,10 @@ pub struct Assertions {
     /// timestamps with a UTC offset (`schema::is_timestamp`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub timestamps: BTreeMap<String, Vec<String>>,
+    /// Pointer → [from, to]: the member there must be a timestamp from `from` to `to` seconds
+    /// after the moment of the check (a host-computed next occurrence, say).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub instant_within_s: BTreeMap<String, [i64; 2]>,
     /// Pointer → JSON type of the member there, for members whose type the rule is about.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub types: BTreeMap<String, JsonType>,

@@ -8,6 +8,7 @@ use ahp_types::actions::StateAction;
 use ahp_types::state::{AutomationOperation, AutomationRunLifecycle};
 use serde_json::{json, Value};
 
+use super::schedule::Cron;
 use super::CATALOGUE;
 use crate::host::agents::agent_for;
 use crate::host::faults::Fault;
@@ -161,14 +162,12 @@ impl World {
                     .as_str()
                     .unwrap_or_default();
                 let names = !self.fault(Fault::AutomationCronNamesRefused);
-                if !valid_cron(expression, names) {
+                if Cron::parse(expression, names).is_none() {
                     return Err(format!("{expression:?} is no AHP cron expression"));
                 }
-                if trigger["schedule"]["timeZone"]
-                    .as_str()
-                    .is_none_or(str::is_empty)
-                {
-                    return Err("a schedule names its time zone".into());
+                let zone = trigger["schedule"]["timeZone"].as_str().unwrap_or_default();
+                if jiff::tz::TimeZone::get(zone).is_err() {
+                    return Err(format!("{zone:?} is no IANA time zone this host knows"));
                 }
                 Ok(())
             }
@@ -232,103 +231,4 @@ fn copy_labels(from: &Value, to: &mut Value) {
         Some(description) => object.insert("description".into(), description.clone()),
         None => object.remove("description"),
     };
-}
-
-const MONTHS: [&str; 12] = [
-    "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC",
-];
-const WEEKDAYS: [&str; 7] = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"];
-
-/// Whether `expression` is a five-field AHP cron expression (month and weekday names only
-/// when `names`).
-pub fn valid_cron(expression: &str, names: bool) -> bool {
-    let fields: Vec<&str> = expression.split_whitespace().collect();
-    let ranges: [(u32, u32, &[&str], u32); 5] = [
-        (0, 59, &[], 0),
-        (0, 23, &[], 0),
-        (1, 31, &[], 0),
-        (1, 12, &MONTHS, 1),
-        (0, 7, &WEEKDAYS, 0),
-    ];
-    fields.len() == 5
-        && fields
-            .iter()
-            .zip(ranges)
-            .all(|(field, (low, high, named, first))| {
-                let named = if names { named } else { &[] };
-                field
-                    .split(',')
-                    .all(|item| valid_item(item, low, high, named, first))
-            })
-}
-
-/// One list item of a cron field: `*`, a value, a range, either with a positive step
-/// (a step on a single value is not part of the grammar).
-fn valid_item(item: &str, low: u32, high: u32, named: &[&str], first: u32) -> bool {
-    let (base, step) = match item.split_once('/') {
-        Some((base, step)) => (base, Some(step)),
-        None => (item, None),
-    };
-    if let Some(step) = step {
-        let digits = !step.is_empty() && step.bytes().all(|b| b.is_ascii_digit());
-        if !digits || step.parse::<u32>().map_or(true, |n| n == 0) {
-            return false;
-        }
-    }
-    if base == "*" {
-        return true;
-    }
-    let value = |token: &str| -> Option<u32> {
-        if !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()) {
-            return token
-                .parse::<u32>()
-                .ok()
-                .filter(|v| (low..=high).contains(v));
-        }
-        let index = named.iter().position(|n| n.eq_ignore_ascii_case(token))?;
-        u32::try_from(index).ok().map(|i| i + first)
-    };
-    match base.split_once('-') {
-        Some((from, to)) => matches!((value(from), value(to)), (Some(a), Some(b)) if a <= b),
-        None => step.is_none() && value(base).is_some(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::valid_cron;
-
-    #[test]
-    fn the_cron_grammar_takes_what_ahp_allows_and_nothing_else() {
-        for good in [
-            "0 * * * *",
-            "30 9 * * MON-FRI",
-            "0 0 1,15 * *",
-            "*/15 * * * *",
-            "1-30/2 0-23 1-31 jan-Dec 0-7",
-            "59 23 31 12 7",
-        ] {
-            assert!(valid_cron(good, true), "{good}");
-        }
-        for bad in [
-            "",
-            "* * * *",
-            "* * * * * *",
-            "60 * * * *",
-            "* 24 * * *",
-            "* * 0 * *",
-            "* * * 13 *",
-            "* * * * 8",
-            "@daily",
-            "*/0 * * * *",
-            "5/2 * * * *",
-            "* * ? * *",
-            "5-1 * * * *",
-            "1,,2 * * * *",
-            "* * L * *",
-        ] {
-            assert!(!valid_cron(bad, true), "{bad}");
-        }
-        assert!(!valid_cron("30 9 * * MON-FRI", false));
-    }
 }

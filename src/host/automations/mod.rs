@@ -8,8 +8,8 @@
 //! a run starts an ordinary session of the host (the definition's session template) whose
 //! default chat gets the automation's message, and the run's lifecycle follows that turn
 //! (`runs`). The runs of one automation execute one at a time: a run requested while another
-//! is active stays `pending` until that one ends. The host never fires schedules or events on
-//! its own: a run is always manual.
+//! is active stays `pending` until that one ends. Schedule triggers start runs of their own
+//! (`scheduling`); event triggers are accepted and kept but never fire.
 
 use ahp::reducers::{apply_action_to_automation, apply_action_to_automation_run};
 use ahp_types::actions::StateAction;
@@ -20,6 +20,8 @@ use super::world::{now_iso, to_value, ChannelKind, World};
 
 mod definition;
 mod runs;
+mod schedule;
+mod scheduling;
 pub mod state;
 
 pub use state::RunEntry;
@@ -244,6 +246,7 @@ impl World {
                 if definition::limits_runs(&entry["definition"]) {
                     entry["runCount"] = json!(0);
                 }
+                self.schedule_entry(&mut entry);
                 self.emit_logged(
                     CATALOGUE,
                     json!({ "type": "automation/set", "automation": entry }),
@@ -282,6 +285,7 @@ impl World {
                 object.insert("runCount".into(), json!(0));
             }
         }
+        self.schedule_entry(&mut entry);
         self.emit_logged(
             CATALOGUE,
             json!({ "type": "automation/set", "automation": entry }),

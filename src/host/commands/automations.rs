@@ -79,21 +79,9 @@ impl World {
         if let Some(run) = self.requested_run(automation, &params.request_id) {
             return Ok(json!({ "resource": run }));
         }
-        let message = crate::host::world::to_value(&entry.definition.message);
-        let template = crate::host::world::to_value(&entry.definition.session);
-        let run = self.fresh_id("ahp-automation-run:/run-");
-        let state = serde_json::from_value(json!({
-            "resource": run, "automation": automation, "origin": { "kind": "manual" },
-            "lifecycle": { "status": "pending", "createdAt": now_iso() }, "sessions": [],
-        }))
-        .map_err(|e| RpcError::new(super::INTERNAL_ERROR, format!("building the run: {e}")))?;
-        let entry = RunEntry {
-            state,
-            message,
-            template,
-            turn: None,
-        };
-        self.record_run(automation, &params.request_id, entry);
+        let run = self
+            .record_new_run(automation, &params.request_id, json!({ "kind": "manual" }))
+            .map_err(|e| RpcError::new(super::INTERNAL_ERROR, e))?;
         // The run exists before its session does; it waits while another run of the
         // automation is active.
         self.publish_automation(automation);
@@ -101,6 +89,39 @@ impl World {
             self.start_run_session(&run);
         }
         Ok(json!({ "resource": run }))
+    }
+
+    /// Records a new pending run of `automation` with `origin`, started by `request` (its
+    /// idempotency key), from the definition as it is now: the run's URI.
+    pub(in crate::host) fn record_new_run(
+        &mut self,
+        automation: &str,
+        request: &str,
+        origin: Value,
+    ) -> Result<String, String> {
+        let entry = self
+            .automations
+            .catalogue
+            .entries
+            .iter()
+            .find(|entry| entry.resource == automation)
+            .ok_or_else(|| format!("no automation {automation}"))?;
+        let message = crate::host::world::to_value(&entry.definition.message);
+        let template = crate::host::world::to_value(&entry.definition.session);
+        let run = self.fresh_id("ahp-automation-run:/run-");
+        let state = serde_json::from_value(json!({
+            "resource": run, "automation": automation, "origin": origin,
+            "lifecycle": { "status": "pending", "createdAt": now_iso() }, "sessions": [],
+        }))
+        .map_err(|e| format!("building the run: {e}"))?;
+        let entry = RunEntry {
+            state,
+            message,
+            template,
+            turn: None,
+        };
+        self.record_run(automation, request, entry);
+        Ok(run)
     }
 
     /// Creates the run's session from its session template, through the same steps
