@@ -10,7 +10,26 @@ use crate::verdict::Finding;
 
 impl Runner<'_> {
     pub(super) fn expect_check(&mut self, s: &Asserting<ExpectCheck>) -> StepResult {
-        let value = self.subst(&Value::String(s.value.clone()))?;
+        let mut value = self.subst(&Value::String(s.value.clone()))?;
+        for (pointer, partial) in &self.subst_matches(&s.select)? {
+            let items = value.pointer(pointer).and_then(Value::as_array);
+            let Some(found) = items.and_then(|items| {
+                items
+                    .iter()
+                    .find(|item| super::document::partial_match(item, partial))
+            }) else {
+                let expected = format!("{pointer} holds an element matching {partial}");
+                let actual = match value.pointer(pointer) {
+                    Some(member) => crate::checks::frame::clip(&member.to_string()),
+                    None => format!("{pointer} is absent"),
+                };
+                return self.broken(&s.level, &s.on, expected, actual);
+            };
+            value = found.clone();
+        }
+        if let Some(name) = &s.store_as {
+            self.vars.set(name, value.clone());
+        }
         self.judge_document(&value, &s.assert, &s.level, &s.on)
     }
 

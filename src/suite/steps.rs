@@ -543,11 +543,19 @@ pub struct ExpectCheck {
     pub on: Option<String>,
     /// A whole-string `${…}` reference to the stored value, e.g. `${back/result}`.
     pub value: String,
+    /// Pointer to an array of the value → a partial match: the check looks at the first
+    /// element that matches (an entry of a snapshot's list found by its resource, say), and a
+    /// value without one breaks it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub select: BTreeMap<String, Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub level: Option<Level>,
     /// The rule this check exercises when it is not the case's own (see `relies_on`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub relies_on: Option<String>,
+    /// Stores what the check looked at (the selected element, or the value) under this name.
+    #[serde(rename = "as", skip_serializing_if = "Option::is_none")]
+    pub store_as: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
