@@ -89,6 +89,8 @@ const ROUTINES: [(Routine, &[(Fault, &str)]); 22] = [
         &[
             (Fault::WrongTokenAccepted, "AUTH-001"),
             (Fault::AuthenticateAnything, "AUTH-001"),
+            (Fault::MalformedAuthenticateAccepted, "AUTH-001"),
+            (Fault::ZeroExpiryAccepted, "TRANSPORT-009"),
             (Fault::ValidTokenRefused, "AUTH-004"),
         ],
     ),

@@ -79,6 +79,16 @@ fn repeated_condition_kind(message: &Value) -> bool {
         .any(|(i, kind)| kinds[..i].contains(kind))
 }
 
+/// TRANSPORT-009/expires-in pushes a token with `expiresIn` 0, on purpose (the -32602 is the
+/// rule). The crate's schema takes any integer; the official one's minimum is 1, so the frame
+/// counts among the deliberately invalid ones.
+fn expiry_below_minimum(message: &Value) -> bool {
+    message["method"] == "authenticate"
+        && message["params"]["expiresIn"]
+            .as_i64()
+            .is_some_and(|seconds| seconds < 1)
+}
+
 /// The official actions.schema.json refers to `$defs/AutomationDefinitionPatch`, which only its
 /// commands.schema.json defines, so `AutomationUpdateRequestedAction` does not compile there
 /// (an upstream defect; the crate's schema, which the harness's checks use, has the def). The
@@ -125,6 +135,7 @@ async fn every_frame_the_harness_sends_is_valid_under_the_crate_and_the_official
         let derived_ok = dispatch_members_ok(&message)
             && !unknown_source_kind(&message)
             && !repeated_condition_kind(&message)
+            && !expiry_below_minimum(&message)
             && parts
                 .iter()
                 .all(|(_, def, instance)| derived.validate(def, instance).is_ok());

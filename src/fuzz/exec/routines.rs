@@ -45,6 +45,11 @@ fn shown(answer: &Result<Value, TransportError>) -> String {
     }
 }
 
+/// An answer with an error (a refusal) rather than a result.
+fn refused(answer: &Value) -> bool {
+    answer.get("result").is_none()
+}
+
 fn ok(answer: &Result<Value, TransportError>) -> bool {
     matches!(answer, Ok(m) if m.get("result").is_some())
 }

@@ -93,11 +93,7 @@ impl World {
     /// The entry of `automation` when it currently permits `operation`.
     fn operable(&self, automation: &str, operation: AutomationOperation) -> Result<Value, String> {
         let entry = self
-            .automations
-            .catalogue
-            .entries
-            .iter()
-            .find(|entry| entry.resource == automation)
+            .catalogue_entry(automation)
             .ok_or_else(|| format!("no automation {automation}"))?;
         if !entry.operations.contains(&operation) {
             return Err(format!("{automation} does not permit {operation:?} now"));

@@ -13,6 +13,7 @@
 
 use ahp::reducers::{apply_action_to_automation, apply_action_to_automation_run};
 use ahp_types::actions::StateAction;
+use ahp_types::state::AutomationEntry;
 use serde_json::{json, Value};
 
 use super::faults::Fault;
@@ -71,14 +72,15 @@ impl World {
         }
     }
 
+    /// The catalogue entry of `automation`.
+    pub(in crate::host) fn catalogue_entry(&self, automation: &str) -> Option<&AutomationEntry> {
+        let entries = &self.automations.catalogue.entries;
+        entries.iter().find(|entry| entry.resource == automation)
+    }
+
     /// The catalogue entry of `automation`, as JSON.
     pub(in crate::host) fn automation_entry(&self, automation: &str) -> Option<Value> {
-        self.automations
-            .catalogue
-            .entries
-            .iter()
-            .find(|entry| entry.resource == automation)
-            .map(to_value)
+        self.catalogue_entry(automation).map(to_value)
     }
 
     /// Publishes `automation`'s entry again (`automation/set`) with its run history as it is

@@ -55,8 +55,9 @@ impl Cron {
     }
 
     /// The first occurrence after `after` in `zone`, if there is one within the horizon.
-    /// A wall-clock minute that a daylight-saving gap skips counts at the instant after the
-    /// gap; one that a fold repeats counts once, at its first instant.
+    /// A wall-clock minute that a daylight-saving gap skips counts shifted forward by the
+    /// gap's length (02:30 becomes 03:30); one that a fold repeats counts once, at its first
+    /// instant.
     pub fn next_after(&self, zone: &TimeZone, after: Timestamp) -> Option<Timestamp> {
         let local = after.to_zoned(zone.clone()).datetime();
         let mut at = local
@@ -221,54 +222,38 @@ mod tests {
 
     #[test]
     fn the_next_occurrence_follows_the_fields_and_the_time_zone() {
-        // Every minute: the next whole minute, never the instant itself.
-        assert_eq!(
-            next("* * * * *", "UTC", "2026-11-27T10:00:00Z"),
-            "2026-11-27T10:01:00Z"
-        );
-        assert_eq!(
-            next("* * * * *", "UTC", "2026-11-27T10:00:59.5Z"),
-            "2026-11-27T10:01:00Z"
-        );
-        // Steps, ranges and names.
-        assert_eq!(
-            next("*/15 * * * *", "UTC", "2026-11-27T10:16:00Z"),
-            "2026-11-27T10:30:00Z"
-        );
-        assert_eq!(
-            next("30 9 * * MON-FRI", "UTC", "2026-11-27T10:00:00Z"),
-            "2026-11-30T09:30:00Z"
-        );
-        assert_eq!(
-            next("0 0 1 jan *", "UTC", "2026-11-27T10:00:00Z"),
-            "2027-01-01T00:00:00Z"
-        );
-        // 7 is Sunday too.
-        assert_eq!(
-            next("0 12 * * 7", "UTC", "2026-11-27T10:00:00Z"),
-            "2026-11-29T12:00:00Z"
-        );
-        // Day of month or day of week when both are restricted.
-        assert_eq!(
-            next("0 0 13 * FRI", "UTC", "2026-11-27T10:00:00Z"),
-            "2026-12-04T00:00:00Z"
-        );
-        // The time zone: 09:00 in Berlin is 08:00 UTC in winter.
-        assert_eq!(
-            next("0 9 * * *", "Europe/Berlin", "2026-11-27T10:00:00Z"),
-            "2026-11-28T08:00:00Z"
-        );
-        // A minute the spring-forward gap skips runs at the instant after the gap.
-        assert_eq!(
-            next("30 2 29 3 *", "Europe/Berlin", "2026-03-01T00:00:00Z"),
-            "2026-03-29T01:00:00Z"
-        );
-        // 29 February, years away.
-        assert_eq!(
-            next("0 0 29 2 *", "UTC", "2026-11-27T10:00:00Z"),
-            "2028-02-29T00:00:00Z"
-        );
-        // 31 April never comes.
-        assert_eq!(next("0 0 31 4 *", "UTC", "2026-11-27T10:00:00Z"), "none");
+        // (expression, time zone, after, the next occurrence)
+        #[rustfmt::skip]
+        let cases = [
+            // Every minute: the next whole minute, never the instant itself.
+            ("* * * * *", "UTC", "2026-11-27T10:00:00Z", "2026-11-27T10:01:00Z"),
+            ("* * * * *", "UTC", "2026-11-27T10:00:59.5Z", "2026-11-27T10:01:00Z"),
+            // Steps, ranges and names.
+            ("*/15 * * * *", "UTC", "2026-11-27T10:16:00Z", "2026-11-27T10:30:00Z"),
+            ("30 9 * * MON-FRI", "UTC", "2026-11-27T10:00:00Z", "2026-11-30T09:30:00Z"),
+            ("0 0 1 jan *", "UTC", "2026-11-27T10:00:00Z", "2027-01-01T00:00:00Z"),
+            // 7 is Sunday too.
+            ("0 12 * * 7", "UTC", "2026-11-27T10:00:00Z", "2026-11-29T12:00:00Z"),
+            // Day of month or day of week when both are restricted.
+            ("0 0 13 * FRI", "UTC", "2026-11-27T10:00:00Z", "2026-12-04T00:00:00Z"),
+            // The time zone: 09:00 in Berlin is 08:00 UTC in winter.
+            ("0 9 * * *", "Europe/Berlin", "2026-11-27T10:00:00Z", "2026-11-28T08:00:00Z"),
+            // A minute the spring-forward gap skips runs shifted by the gap: 03:30 summer time.
+            ("30 2 29 3 *", "Europe/Berlin", "2026-03-01T00:00:00Z", "2026-03-29T01:30:00Z"),
+            // A minute the autumn fold repeats runs once, at its first instant (summer time).
+            ("30 2 25 10 *", "Europe/Berlin", "2026-10-01T00:00:00Z", "2026-10-25T00:30:00Z"),
+            ("30 2 25 10 *", "Europe/Berlin", "2026-10-25T00:30:00Z", "2027-10-25T00:30:00Z"),
+            // 29 February, years away.
+            ("0 0 29 2 *", "UTC", "2026-11-27T10:00:00Z", "2028-02-29T00:00:00Z"),
+            // 31 April never comes.
+            ("0 0 31 4 *", "UTC", "2026-11-27T10:00:00Z", "none"),
+        ];
+        for (expression, zone, after, next_one) in cases {
+            assert_eq!(
+                next(expression, zone, after),
+                next_one,
+                "{expression} in {zone} after {after}"
+            );
+        }
     }
 }

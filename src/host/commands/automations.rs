@@ -58,13 +58,7 @@ impl World {
         let params: RunAutomationParams = parse(params)?;
         self.on_catalogue(&params.channel)?;
         let automation = params.automation.as_str();
-        let Some(entry) = self
-            .automations
-            .catalogue
-            .entries
-            .iter()
-            .find(|entry| entry.resource == automation)
-        else {
+        let Some(entry) = self.catalogue_entry(automation) else {
             return Err(RpcError::new(
                 NOT_FOUND,
                 format!("no automation {automation}"),
@@ -100,11 +94,7 @@ impl World {
         origin: Value,
     ) -> Result<String, String> {
         let entry = self
-            .automations
-            .catalogue
-            .entries
-            .iter()
-            .find(|entry| entry.resource == automation)
+            .catalogue_entry(automation)
             .ok_or_else(|| format!("no automation {automation}"))?;
         let message = crate::host::world::to_value(&entry.definition.message);
         let template = crate::host::world::to_value(&entry.definition.session);

@@ -9,16 +9,11 @@
 use serde_json::{json, Value};
 
 use super::side::{immediate, snapshot_state, turn_to_end, Side};
-use super::{ask, echo_before_ping, finding, rejected, Finding};
+use super::{ask, echo_before_ping, finding, refused, rejected, Finding};
 use crate::checks::frame::clip;
 use crate::checks::Rule;
 use crate::client::ROOT;
 use crate::fuzz::exec::Run;
-
-/// An answer with an error (a refusal) rather than a result.
-fn refused(answer: &Value) -> bool {
-    answer.get("result").is_none()
-}
 
 /// Whether a changeset's files list `file`.
 fn lists(changeset: &Value, file: &str) -> bool {

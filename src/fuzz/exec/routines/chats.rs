@@ -10,15 +10,10 @@
 use serde_json::{json, Value};
 
 use super::side::{immediate, turn_to_end};
-use super::{ask, echo_before_ping, finding, rejected, Finding};
+use super::{ask, echo_before_ping, finding, refused, rejected, Finding};
 use crate::checks::frame::clip;
 use crate::checks::Rule;
 use crate::fuzz::exec::{Failure, Run};
-
-/// An answer with an error (a refusal) rather than a result.
-fn refused(answer: &Value) -> bool {
-    answer.get("result").is_none()
-}
 
 /// A `createChat` source.
 fn source(kind: &str, chat: &str, turn: &Value) -> Value {

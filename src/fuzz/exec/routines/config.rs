@@ -8,15 +8,11 @@
 
 use serde_json::{json, Value};
 
-use super::{ask, echo_before_ping, finding, rejected, Finding};
+use super::{ask, echo_before_ping, finding, refused, rejected, Finding};
 use crate::checks::frame::clip;
 use crate::checks::Rule;
 use crate::client::{Conn, DEFAULT_OFFER, ROOT};
 use crate::fuzz::exec::Run;
-
-fn refused(answer: &Value) -> bool {
-    answer.get("result").is_none()
-}
 
 impl Run<'_> {
     pub(super) async fn config(&mut self) -> Option<Finding> {

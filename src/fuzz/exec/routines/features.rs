@@ -7,17 +7,16 @@
 
 use serde_json::{json, Value};
 
-use super::{ask, echo_before_ping, finding, ok, rejected, Finding};
+use super::{ask, echo_before_ping, finding, ok, refused, rejected, Finding};
 use crate::checks::frame::clip;
 use crate::checks::Rule;
 use crate::client::{DEFAULT_OFFER, ROOT};
 use crate::fuzz::exec::Run;
 use crate::fuzz::model::outside_directory;
 
-/// An answer with an error (a refusal) rather than a result.
-fn refused(answer: &Value) -> bool {
-    answer.get("result").is_none()
-}
+/// A request's params, what a conforming answer is, the rule a wrong answer breaks, and what
+/// was expected of it.
+type AnswerProbe<'a> = (Value, &'a dyn Fn(&Value) -> bool, Rule, &'a str);
 
 impl Run<'_> {
     /// The root state as the first client (subscribed to the root channel) sees it.
@@ -157,7 +156,8 @@ impl Run<'_> {
     }
 
     /// authenticate for the profile's protected resource on a new connection: a token it
-    /// does not accept is refused (AUTH-001), the profile's token accepted (AUTH-004). The
+    /// does not accept is refused (AUTH-001), and so are params without a token (AUTH-001);
+    /// `expiresIn` 0 gets -32602 (TRANSPORT-009); the profile's token is accepted (AUTH-004). The
     /// token never shows: the connection's frames are not the run's, and a finding shows
     /// the answer only.
     pub(super) async fn authenticate(&mut self) -> Option<Finding> {
@@ -182,24 +182,48 @@ impl Run<'_> {
         }
         let push =
             |token: &str| json!({ "channel": ROOT, "resource": auth.resource, "token": token });
-        self.exec.operations += 2;
-        let found = match ask(&mut link, "authenticate", push(&wrong), timeout).await {
-            Err(found) => found,
-            Ok(answer) if !refused(&answer) => finding(
+        let mut zero_expiry = push(&auth.token);
+        zero_expiry["expiresIn"] = json!(0);
+        let accepted = |answer: &Value| !refused(answer);
+        let invalid_params = |answer: &Value| answer["error"]["code"] == -32602;
+        let probes: [AnswerProbe; 4] = [
+            (
+                push(&wrong),
+                &refused,
                 Rule::Auth001,
                 "an error to authenticate with a token the server does not accept",
-                clip(&answer.to_string()),
             ),
-            Ok(_) => match ask(&mut link, "authenticate", push(&auth.token), timeout).await {
-                Err(found) => found,
-                Ok(answer) if refused(&answer) => finding(
-                    Rule::Auth004,
-                    "a result to authenticate with the profile's token for its advertised resource",
-                    clip(&answer.to_string()),
-                ),
-                Ok(_) => None,
-            },
-        };
+            (
+                json!({ "channel": ROOT, "resource": auth.resource }),
+                &refused,
+                Rule::Auth001,
+                "an error to authenticate without a token",
+            ),
+            (
+                zero_expiry,
+                &invalid_params,
+                Rule::Transport009,
+                "-32602 to authenticate with expiresIn 0, below the schema's minimum of 1",
+            ),
+            (
+                push(&auth.token),
+                &accepted,
+                Rule::Auth004,
+                "a result to authenticate with the profile's token for its advertised resource",
+            ),
+        ];
+        let mut found = None;
+        for (params, conforms, rule, expected) in probes {
+            self.exec.operations += 1;
+            match ask(&mut link, "authenticate", params, timeout).await {
+                Err(missing) => found = missing,
+                Ok(answer) if !conforms(&answer) => {
+                    found = finding(rule, expected, clip(&answer.to_string()));
+                }
+                Ok(_) => continue,
+            }
+            break;
+        }
         link.close().await;
         found
     }

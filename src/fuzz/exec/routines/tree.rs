@@ -8,7 +8,7 @@
 
 use serde_json::{json, Value};
 
-use super::{ask, finding, Finding};
+use super::{ask, finding, refused, Finding};
 use crate::checks::frame::clip;
 use crate::checks::Rule;
 use crate::client::ROOT;
@@ -16,10 +16,6 @@ use crate::fuzz::exec::Run;
 
 /// `Err(Some(…))` a finding, `Err(None)` nothing (more) to judge.
 type Judged = Result<(), Option<Finding>>;
-
-fn refused(answer: &Value) -> bool {
-    answer.get("result").is_none()
-}
 
 fn code(answer: &Value) -> Option<i64> {
     answer.pointer("/error/code").and_then(Value::as_i64)
