@@ -130,6 +130,8 @@ fn blocks(fault: Fault) -> Blocks {
         Fault::DefaultChatRestored => Blocks::Cases(&[("SESSION-004/promoted", "SESSION-003")]),
         Fault::NoSessionAdded => Blocks::Cases(&[("CHAT-MOVE-002/new-session", "ROOT-005")]),
         Fault::ServerOnlyAccepted => Blocks::Cases(&[("SESSION-005", "DISPATCH-006")]),
+        // AUTOMATION-013 counts the runs AUTOMATION-012 sees start.
+        Fault::ScheduleNeverFires => Blocks::Cases(&[("AUTOMATION-013", "AUTOMATION-012")]),
         _ => Blocks::Nothing,
     }
 }
@@ -184,7 +186,11 @@ fn expected_not_testable(fault: Fault) -> BTreeSet<String> {
 /// The target profile a fault's run needs beyond the scripted one: the firing of a schedule
 /// is testable only with a profile that allows its wait (up to a minute).
 fn profile_for(fault: Fault) -> Option<std::path::PathBuf> {
-    matches!(fault, Fault::ScheduleNeverFires).then(builtin::scripted_profile_with_schedule_waits)
+    matches!(
+        fault,
+        Fault::ScheduleNeverFires | Fault::RunCountKeptOnReEnable
+    )
+    .then(builtin::scripted_profile_with_schedule_waits)
 }
 
 async fn check(fault: Fault) {
@@ -584,6 +590,7 @@ fault_tests! {
     // Session 16: schedule triggers fire.
     schedule_next_run_unset => ScheduleNextRunUnset,
     schedule_never_fires => ScheduleNeverFires,
+    run_count_kept_on_re_enable => RunCountKeptOnReEnable,
     // Issue 25, ROOT-012's replace form (i25c).
     config_replace_merges => ConfigReplaceMerges,
     // Issue 29, forked and side chats (i29).

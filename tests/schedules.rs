@@ -12,12 +12,14 @@ use ahpspec::verdict::Verdict;
 mod builtin;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_schedule_trigger_starts_its_run_when_its_minute_comes() {
+async fn a_schedule_trigger_starts_its_run_when_its_minute_comes_and_counts_it() {
     let (_tx, rx) = tokio::sync::watch::channel(false);
     let options = Options {
         profile: Some(builtin::scripted_profile_with_schedule_waits()),
         selection: Selection {
-            filter: vec!["AUTOMATION-011".into(), "AUTOMATION-012".into()],
+            filter: ["AUTOMATION-011", "AUTOMATION-012", "AUTOMATION-013"]
+                .map(String::from)
+                .to_vec(),
             ..Selection::default()
         },
         ..Options::default()
@@ -28,10 +30,10 @@ async fn a_schedule_trigger_starts_its_run_when_its_minute_comes() {
     let verdicts: Vec<(String, Verdict, String)> = report
         .cases
         .iter()
-        .filter(|case| case.info.id.starts_with("AUTOMATION-01"))
+        .filter(|case| options.selection.includes(&case.info.id, case.info.level))
         .map(|case| (case.info.id.clone(), case.verdict, case.summary.clone()))
         .collect();
-    assert_eq!(verdicts.len(), 2, "{verdicts:?}");
+    assert_eq!(verdicts.len(), 3, "{verdicts:?}");
     for (id, verdict, summary) in &verdicts {
         assert_eq!(*verdict, Verdict::Pass, "{id}: {summary}");
     }

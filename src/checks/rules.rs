@@ -407,6 +407,7 @@ rules! {
         (Automation010, "AUTOMATION-010"),
         (Automation011, "AUTOMATION-011"),
         (Automation012, "AUTOMATION-012"),
+        (Automation013, "AUTOMATION-013"),
         (Canvas001, "CANVAS-001"),
         (Custom001, "CUSTOM-001"),
         (Custom002, "CUSTOM-002"),

@@ -317,6 +317,7 @@ fault_catalog! {
     AutomationRunsOldestFirst => ("automation-runs-oldest-first", "AUTOMATION-010", "Lists an automation's run summaries oldest first (AutomationEntry.runs is newest first)."),
     ScheduleNextRunUnset => ("schedule-next-run-unset", "AUTOMATION-011", "Never publishes nextRunAt for an enabled automation with a schedule trigger (nor arms the occurrence it would show)."),
     ScheduleNeverFires => ("schedule-never-fires", "AUTOMATION-012", "Publishes the next occurrence of a schedule trigger as nextRunAt but starts no run when it arrives."),
+    RunCountKeptOnReEnable => ("run-count-kept-on-re-enable", "AUTOMATION-013", "Keeps an automation's runCount when it is disabled and enabled again, instead of starting a fresh afterRuns allowance at 0."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

@@ -276,7 +276,9 @@ impl World {
             self.normalize_triggers(&mut patched);
         }
         let limited = definition::limits_runs(&patched);
-        let re_enabled = !was_enabled && patched["enabled"] == true;
+        let re_enabled = !was_enabled
+            && patched["enabled"] == true
+            && !self.fault(Fault::RunCountKeptOnReEnable);
         entry["definition"] = patched;
         entry["modifiedAt"] = json!(now_iso());
         if let Some(object) = entry.as_object_mut() {
