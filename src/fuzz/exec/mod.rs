@@ -54,13 +54,15 @@ pub struct ExecConfig {
 
 impl ExecConfig {
     /// The IDs of the catalog cases sequences may run as operations: every case of the
-    /// catalog whose rule is judged.
+    /// catalog whose rule is judged and whose needs the profile provides (one it does not
+    /// would only ever be not testable).
     pub fn case_ids(&self) -> Vec<String> {
         self.catalog.as_deref().map_or_else(Vec::new, |catalog| {
             catalog
                 .cases
                 .iter()
                 .filter(|case| self.exclude.judges(crate::verdict::rule_of(&case.info.id)))
+                .filter(|case| case.needs.iter().all(|need| self.profile.provides(need)))
                 .map(|case| case.info.id.clone())
                 .collect()
         })

@@ -91,14 +91,15 @@ impl World {
 
     /// Arms the timer that starts the run of `automation`'s occurrence `at`.
     fn fire_at(&self, automation: String, trigger: String, at: Timestamp) {
-        let Some(shared) = self.shared.upgrade() else {
-            return;
-        };
+        // The timer holds the world weakly: a host shut down meanwhile is not kept alive.
+        let shared = self.shared.clone();
         let wait = Timestamp::now().duration_until(at);
         let wait = Duration::try_from(wait).unwrap_or_default();
         tokio::spawn(async move {
             tokio::time::sleep(wait).await;
-            shared.lock().fire_schedule(&automation, &trigger, at);
+            if let Some(shared) = shared.upgrade() {
+                shared.lock().fire_schedule(&automation, &trigger, at);
+            }
         });
     }
 
