@@ -353,6 +353,8 @@ impl Runner<'_> {
                         "the target profile names no agent, protected resource and token the server accepts (auth)".to_owned()
                     } else if need == crate::client::profile::WORKSPACE {
                         "the target profile names no directory the server serves for writing (workspace)".to_owned()
+                    } else if need == crate::client::profile::EVENT_TRIGGER {
+                        "the target profile names no event trigger the harness can cause by writing a file (event_trigger)".to_owned()
                     } else if need == crate::client::profile::SCHEDULE_WAITS {
                         "the target profile does not allow a wait of up to a minute for a schedule trigger to fire (schedule_waits)".to_owned()
                     } else if need.contains('.') {

@@ -591,6 +591,12 @@ fault_tests! {
     schedule_next_run_unset => ScheduleNextRunUnset,
     schedule_never_fires => ScheduleNeverFires,
     run_count_kept_on_re_enable => RunCountKeptOnReEnable,
+    // Session 17: the automation gaps the mutation run found.
+    added_allowance_uncounted => AddedAllowanceUncounted,
+    patched_trigger_labels_kept => PatchedTriggerLabelsKept,
+    unknown_time_zone_accepted => UnknownTimeZoneAccepted,
+    event_trigger_never_fires => EventTriggerNeverFires,
+    disabled_trigger_fires => DisabledTriggerFires,
     // Issue 25, ROOT-012's replace form (i25c).
     config_replace_merges => ConfigReplaceMerges,
     // Issue 29, forked and side chats (i29).

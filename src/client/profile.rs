@@ -53,6 +53,22 @@ pub struct Profile {
     /// grammar has no seconds): off, the firing case is not testable and a run stays fast.
     #[serde(default)]
     pub schedule_waits: bool,
+    /// An event trigger whose event the harness can cause: the event-trigger case creates an
+    /// automation on it and writes a file into the `workspace` (`resourceWrite`). Without
+    /// it (or without a workspace) that case is not testable.
+    #[serde(default)]
+    pub event_trigger: Option<EventTriggerNeeds>,
+}
+
+/// A trigger type `listAutomationTriggerDefinitions` lists and one of its events that occurs
+/// when a file in the profile's workspace is written (`${event_trigger.type}`,
+/// `${event_trigger.event}`).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EventTriggerNeeds {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub event: String,
 }
 
 /// An agent that advertises a required protected resource, that resource's id, and a token
@@ -155,6 +171,8 @@ pub const WORKSPACE: &str = "workspace";
 pub const AUTH: &str = "auth";
 /// The profile need for waits of up to a minute, for a schedule to fire (`schedule_waits`).
 pub const SCHEDULE_WAITS: &str = "schedule-waits";
+/// The profile need for an event trigger the harness causes by writing a file (`event_trigger`).
+pub const EVENT_TRIGGER: &str = "event-trigger";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
@@ -232,6 +250,9 @@ impl Profile {
         }
         if need == SCHEDULE_WAITS {
             return self.schedule_waits;
+        }
+        if need == EVENT_TRIGGER {
+            return self.event_trigger.is_some();
         }
         match need.split_once('.') {
             Some((behaviour, promise)) => self

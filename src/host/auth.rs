@@ -131,11 +131,13 @@ impl World {
     /// After `seconds`, forgets the grant (unless pushed again or revoked meanwhile) and
     /// tells the connection with `auth/required` (reason `expired`).
     fn expire_later(&self, conn: ConnId, resource: String, generation: u64, seconds: u64) {
-        let Some(shared) = self.shared.upgrade() else {
-            return;
-        };
+        // The timer holds the world weakly: a host shut down meanwhile is not kept alive.
+        let shared = self.shared.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_secs(seconds)).await;
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
             let mut world = shared.lock();
             if world.auth_grants.expire(conn, &resource, generation) {
                 let notice = super::world::notification(

@@ -318,6 +318,12 @@ fault_catalog! {
     ScheduleNextRunUnset => ("schedule-next-run-unset", "AUTOMATION-011", "Never publishes nextRunAt for an enabled automation with a schedule trigger (nor arms the occurrence it would show)."),
     ScheduleNeverFires => ("schedule-never-fires", "AUTOMATION-012", "Publishes the next occurrence of a schedule trigger as nextRunAt but starts no run when it arrives."),
     RunCountKeptOnReEnable => ("run-count-kept-on-re-enable", "AUTOMATION-013", "Keeps an automation's runCount when it is disabled and enabled again, instead of starting a fresh afterRuns allowance at 0."),
+    // Session 17: the automation gaps the mutation run found.
+    AddedAllowanceUncounted => ("added-allowance-uncounted", "AUTOMATION-014", "Shows no runCount after an update adds an afterRuns condition to an automation that had none (its allowance starts at 0)."),
+    PatchedTriggerLabelsKept => ("patched-trigger-labels-kept", "AUTOMATION-006", "Normalizes event trigger labels on create only: an update that replaces the triggers is saved with the client's titles."),
+    EventTriggerNeverFires => ("event-trigger-never-fires", "AUTOMATION-016", "Accepts event triggers but starts no run when their event occurs (a file written in the workspace)."),
+    DisabledTriggerFires => ("disabled-trigger-fires", "AUTOMATION-016", "Starts runs from the event triggers of an automation whose enabled is false."),
+    UnknownTimeZoneAccepted => ("unknown-time-zone-accepted", "AUTOMATION-015", "Accepts a schedule trigger whose timeZone is no IANA time zone identifier (and never schedules it)."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

@@ -79,6 +79,10 @@ impl Vars {
             vars.set("auth.resource", Value::String(auth.resource.clone()));
             vars.set("auth.token", Value::String(auth.token.clone()));
         }
+        if let Some(trigger) = &profile.event_trigger {
+            vars.set("event_trigger.type", Value::String(trigger.kind.clone()));
+            vars.set("event_trigger.event", Value::String(trigger.event.clone()));
+        }
         if let Some(workspace) = &profile.workspace {
             let workspace = workspace.trim_end_matches('/');
             vars.set("workspace", Value::String(workspace.to_owned()));

@@ -9,7 +9,7 @@
 //! default chat gets the automation's message, and the run's lifecycle follows that turn
 //! (`runs`). The runs of one automation execute one at a time: a run requested while another
 //! is active stays `pending` until that one ends. Schedule triggers start runs of their own
-//! (`scheduling`); event triggers are accepted and kept but never fire.
+//! (`scheduling`), and so do event triggers, on changes in the workspace (`events`).
 
 use ahp::reducers::{apply_action_to_automation, apply_action_to_automation_run};
 use ahp_types::actions::StateAction;
@@ -20,6 +20,7 @@ use super::faults::Fault;
 use super::world::{now_iso, to_value, ChannelKind, World};
 
 mod definition;
+mod events;
 mod runs;
 mod schedule;
 mod scheduling;
@@ -258,6 +259,7 @@ impl World {
             "automationRun/cancelRequested" => self.cancel_run(channel),
             _ => {}
         }
+        self.watch_for_events();
     }
 
     /// Applies an accepted patch to the definition and publishes the entry.
@@ -272,7 +274,8 @@ impl World {
             changes["enabled"] = json!(false);
         }
         let mut patched = definition::patched(&entry["definition"], &changes);
-        if changes.get("triggers").is_some() || changes.get("session").is_some() {
+        let retriggered = changes.get("triggers").is_some() || changes.get("session").is_some();
+        if retriggered && !self.fault(Fault::PatchedTriggerLabelsKept) {
             self.normalize_triggers(&mut patched);
         }
         let limited = definition::limits_runs(&patched);
@@ -284,7 +287,7 @@ impl World {
         if let Some(object) = entry.as_object_mut() {
             if !limited {
                 object.remove("runCount");
-            } else if !was_limited || re_enabled {
+            } else if (!was_limited && !self.fault(Fault::AddedAllowanceUncounted)) || re_enabled {
                 // A fresh allowance: the condition was added, or the automation re-enabled.
                 object.insert("runCount".into(), json!(0));
             }

@@ -16,6 +16,7 @@ use jiff::tz::TimeZone;
 use jiff::Timestamp;
 use serde_json::{json, Value};
 
+use super::definition::condition;
 use super::schedule::Cron;
 use crate::host::faults::Fault;
 use crate::host::world::World;
@@ -37,23 +38,15 @@ fn next_occurrence(definition: &Value, after: Timestamp) -> Option<(Timestamp, S
 
 /// The `afterDate` of a definition's disable conditions, if it has one.
 fn after_date(definition: &Value) -> Option<Timestamp> {
-    let conditions = definition["disableConditions"]
-        .as_array()
-        .into_iter()
-        .flatten();
-    conditions
-        .filter(|condition| condition["kind"] == "afterDate")
-        .find_map(|condition| condition["date"].as_str()?.parse().ok())
+    condition(definition, "afterDate")?["date"]
+        .as_str()?
+        .parse()
+        .ok()
 }
 
 /// Whether a scheduled run used up the entry's `afterRuns` allowance.
 fn allowance_used(entry: &Value) -> bool {
-    let conditions = entry["definition"]["disableConditions"].as_array();
-    let max = conditions
-        .into_iter()
-        .flatten()
-        .find(|condition| condition["kind"] == "afterRuns")
-        .and_then(|condition| condition["max"].as_i64());
+    let max = condition(&entry["definition"], "afterRuns").and_then(|c| c["max"].as_i64());
     max.is_some_and(|max| entry["runCount"].as_i64().unwrap_or(0) >= max)
 }
 
@@ -129,15 +122,12 @@ impl World {
         }
         self.schedule_entry(&mut entry);
         if let Ok(entry) = serde_json::from_value::<AutomationEntry>(entry) {
-            // Published with the run history just below, in one automation/set.
+            // Published with the run history by launch_run, in one automation/set.
             let entries = &mut self.automations.catalogue.entries;
             if let Some(slot) = entries.iter_mut().find(|e| e.resource == automation) {
                 *slot = entry;
             }
         }
-        self.publish_automation(automation);
-        if !self.automation_busy(automation, &run) {
-            self.start_run_session(&run);
-        }
+        self.launch_run(automation, &run);
     }
 }

@@ -3,7 +3,7 @@
 //! sessions. Apart from the world, which holds it, so that the world needs nothing else of
 //! the automations module.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use ahp_types::state::{AutomationRunState, AutomationState};
 use serde_json::Value;
@@ -23,6 +23,10 @@ pub struct Automations {
     pub(in crate::host) pages: HashMap<String, usize>,
     /// The run each automation-created session belongs to.
     pub(in crate::host) by_session: HashMap<String, String>,
+    /// The workspace watcher of event triggers, once an enabled automation had one.
+    pub(in crate::host) event_watcher: Option<notify::RecommendedWatcher>,
+    /// The (automation, trigger) pairs whose event window is open (`events`).
+    pub(in crate::host) pending_events: HashSet<(String, String)>,
 }
 
 impl Default for Automations {
@@ -37,6 +41,8 @@ impl Default for Automations {
             history: HashMap::new(),
             pages: HashMap::new(),
             by_session: HashMap::new(),
+            event_watcher: None,
+            pending_events: HashSet::new(),
         }
     }
 }

@@ -76,12 +76,7 @@ impl World {
         let run = self
             .record_new_run(automation, &params.request_id, json!({ "kind": "manual" }))
             .map_err(|e| RpcError::new(super::INTERNAL_ERROR, e))?;
-        // The run exists before its session does; it waits while another run of the
-        // automation is active.
-        self.publish_automation(automation);
-        if !self.automation_busy(automation, &run) {
-            self.start_run_session(&run);
-        }
+        self.launch_run(automation, &run);
         Ok(json!({ "resource": run }))
     }
 
@@ -112,6 +107,16 @@ impl World {
         };
         self.record_run(automation, request, entry);
         Ok(run)
+    }
+
+    /// Publishes `automation`'s entry with its new `run` and starts the run's session. The
+    /// run exists before its session does: it waits, `pending`, while another run of the
+    /// automation is active.
+    pub(in crate::host) fn launch_run(&mut self, automation: &str, run: &str) {
+        self.publish_automation(automation);
+        if !self.automation_busy(automation, run) {
+            self.start_run_session(run);
+        }
     }
 
     /// Creates the run's session from its session template, through the same steps
