@@ -596,6 +596,7 @@ fault_tests! {
     patched_trigger_labels_kept => PatchedTriggerLabelsKept,
     unknown_time_zone_accepted => UnknownTimeZoneAccepted,
     event_trigger_never_fires => EventTriggerNeverFires,
+    runs_cursor_never_ends => RunsCursorNeverEnds,
     disabled_trigger_fires => DisabledTriggerFires,
     // Issue 25, ROOT-012's replace form (i25c).
     config_replace_merges => ConfigReplaceMerges,

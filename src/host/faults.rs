@@ -321,6 +321,7 @@ fault_catalog! {
     // Session 17: the automation gaps the mutation run found.
     AddedAllowanceUncounted => ("added-allowance-uncounted", "AUTOMATION-014", "Shows no runCount after an update adds an afterRuns condition to an automation that had none (its allowance starts at 0)."),
     PatchedTriggerLabelsKept => ("patched-trigger-labels-kept", "AUTOMATION-006", "Normalizes event trigger labels on create only: an update that replaces the triggers is saved with the client's titles."),
+    RunsCursorNeverEnds => ("runs-cursor-never-ends", "AUTOMATION-010", "Shows runsNextCursor on an automation whose every run is already listed (a cursor to an older page that does not exist)."),
     EventTriggerNeverFires => ("event-trigger-never-fires", "AUTOMATION-016", "Accepts event triggers but starts no run when their event occurs (a file written in the workspace)."),
     DisabledTriggerFires => ("disabled-trigger-fires", "AUTOMATION-016", "Starts runs from the event triggers of an automation whose enabled is false."),
     UnknownTimeZoneAccepted => ("unknown-time-zone-accepted", "AUTOMATION-015", "Accepts a schedule trigger whose timeZone is no IANA time zone identifier (and never schedules it)."),

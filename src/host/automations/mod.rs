@@ -108,6 +108,9 @@ impl World {
         entry["runs"] = Value::Array(runs);
         match runs_cursor(&history, shown) {
             Some(cursor) => entry["runsNextCursor"] = json!(cursor),
+            None if self.fault(Fault::RunsCursorNeverEnds) => {
+                entry["runsNextCursor"] = json!(format!("{automation}#past-the-oldest"));
+            }
             None => {
                 if let Some(object) = entry.as_object_mut() {
                     object.remove("runsNextCursor");
