@@ -13,6 +13,7 @@ use notify::event::{ModifyKind, RenameMode};
 use notify::{EventKind, RecursiveMode, Watcher};
 use serde_json::Value;
 
+use super::world::World;
 use super::Shared;
 
 /// Most watches a host keeps at once (each holds an OS watcher).
@@ -148,27 +149,38 @@ pub fn changes(event: &notify::Event) -> Vec<(&Path, &'static str)> {
         .collect()
 }
 
-/// An OS watcher whose events reach the world (through a weak handle: a host that went
-/// away drops them).
+/// How often a recursive watch's walk of the tree is tried before the watch fails.
+const WALKS: usize = 8;
+
+/// An OS watcher whose events reach the world, each handed to `on_event` with the world
+/// locked (through a weak handle: a host that went away drops them).
 pub fn start_watcher(
     shared: Weak<Shared>,
-    channel: String,
     root: &Path,
     recursive: bool,
+    mut on_event: impl FnMut(&mut World, &notify::Event) + Send + 'static,
 ) -> notify::Result<notify::RecommendedWatcher> {
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         let (Ok(event), Some(shared)) = (event, shared.upgrade()) else {
             return;
         };
-        shared.lock().watch_event(&channel, &event);
+        on_event(&mut shared.lock(), &event);
     })?;
     let mode = if recursive {
         RecursiveMode::Recursive
     } else {
         RecursiveMode::NonRecursive
     };
-    watcher.watch(root, mode)?;
-    Ok(watcher)
+    // A recursive watch walks the tree and gives up on a directory removed meanwhile
+    // (clients may be removing some right now): the walk is tried again.
+    let mut walked = watcher.watch(root, mode);
+    for _ in 1..WALKS {
+        if walked.is_ok() || !recursive {
+            break;
+        }
+        walked = watcher.watch(root, mode);
+    }
+    walked.map(|()| watcher)
 }
 
 #[cfg(test)]

@@ -14,10 +14,10 @@ use crate::host::agents::agent_for;
 use crate::host::faults::Fault;
 use crate::host::world::{to_value, World};
 
-/// The event triggers this host offers: changes in its workspace.
 /// The host's one event trigger type: changes to the files of its workspace (`events`).
 pub const WORKSPACE_TRIGGER: &str = "ahpspec.workspace";
 
+/// The event triggers this host offers: changes in its workspace.
 pub fn trigger_definitions() -> Value {
     json!([{
         "type": WORKSPACE_TRIGGER,

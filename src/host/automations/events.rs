@@ -17,17 +17,13 @@
 use std::time::Duration;
 
 use ahp_types::state::AutomationTrigger;
-use notify::{RecursiveMode, Watcher};
 use serde_json::{json, Value};
 
 use super::definition::WORKSPACE_TRIGGER;
 use crate::host::faults::Fault;
-use crate::host::watches::changes;
+use crate::host::watches::{changes, start_watcher};
 use crate::host::workspace::file_uri;
 use crate::host::world::{to_value, World};
-
-/// How often the workspace's recursive watch is tried before the host gives up on it.
-const WALKS: usize = 8;
 
 /// How long the events of one change gather into one run.
 const BURST: Duration = Duration::from_millis(100);
@@ -77,29 +73,12 @@ impl World {
             let error = "event triggers are watched only inside the host's runtime";
             return self.internal_errors.push(error.into());
         };
-        // The watcher holds the world weakly: a host shut down meanwhile drops its events.
-        let shared = self.shared.clone();
-        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            let (Ok(event), Some(shared)) = (event, shared.upgrade()) else {
-                return;
-            };
+        let on_event = move |world: &mut World, event: &notify::Event| {
             let _inside = runtime.enter();
-            shared.lock().workspace_event(&event);
-        });
+            world.workspace_event(event);
+        };
         let root = self.workspace.root().to_path_buf();
-        // A recursive watch walks the tree and gives up on a directory removed meanwhile
-        // (clients may be removing some right now): the walk is tried again.
-        let watching = watcher.and_then(|mut watcher| {
-            let mut walked = watcher.watch(&root, RecursiveMode::Recursive);
-            for _ in 1..WALKS {
-                if walked.is_ok() {
-                    break;
-                }
-                walked = watcher.watch(&root, RecursiveMode::Recursive);
-            }
-            walked.map(|()| watcher)
-        });
-        match watching {
+        match start_watcher(self.shared.clone(), &root, true, on_event) {
             Ok(watcher) => self.automations.event_watcher = Some(watcher),
             Err(error) => self.internal_errors.push(format!(
                 "cannot watch the workspace for event triggers: {error}"

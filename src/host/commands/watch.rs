@@ -37,7 +37,11 @@ impl World {
         } else {
             format!("{WATCH_SCHEME}{}", self.fresh_id("w"))
         };
-        let watcher = start_watcher(self.shared.clone(), channel.clone(), &root, recursive)
+        let watched = channel.clone();
+        let on_event = move |world: &mut World, event: &notify::Event| {
+            world.watch_event(&watched, event);
+        };
+        let watcher = start_watcher(self.shared.clone(), &root, recursive, on_event)
             .map_err(|e| RpcError::new(INTERNAL_ERROR, format!("cannot watch {}: {e}", p.uri)))?;
         let mut state = json!({ "root": p.uri, "recursive": recursive });
         if let Some(excludes) = &p.excludes {
