@@ -13,7 +13,6 @@ use notify::event::{ModifyKind, RenameMode};
 use notify::{EventKind, RecursiveMode, Watcher};
 use serde_json::Value;
 
-use super::world::World;
 use super::Shared;
 
 /// Most watches a host keeps at once (each holds an OS watcher).
@@ -152,19 +151,19 @@ pub fn changes(event: &notify::Event) -> Vec<(&Path, &'static str)> {
 /// How often a recursive watch's walk of the tree is tried before the watch fails.
 const WALKS: usize = 8;
 
-/// An OS watcher whose events reach the world, each handed to `on_event` with the world
-/// locked (through a weak handle: a host that went away drops them).
+/// An OS watcher whose events reach the world, each handed to `on_event` with the host's
+/// shared state (through a weak handle: a host that went away drops them).
 pub fn start_watcher(
     shared: Weak<Shared>,
     root: &Path,
     recursive: bool,
-    mut on_event: impl FnMut(&mut World, &notify::Event) + Send + 'static,
+    mut on_event: impl FnMut(&Shared, &notify::Event) + Send + 'static,
 ) -> notify::Result<notify::RecommendedWatcher> {
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         let (Ok(event), Some(shared)) = (event, shared.upgrade()) else {
             return;
         };
-        on_event(&mut shared.lock(), &event);
+        on_event(&shared, &event);
     })?;
     let mode = if recursive {
         RecursiveMode::Recursive

@@ -24,6 +24,7 @@ use crate::host::faults::Fault;
 use crate::host::watches::{changes, start_watcher};
 use crate::host::workspace::file_uri;
 use crate::host::world::{to_value, World};
+use crate::host::Shared;
 
 /// How long the events of one change gather into one run.
 const BURST: Duration = Duration::from_millis(100);
@@ -73,9 +74,9 @@ impl World {
             let error = "event triggers are watched only inside the host's runtime";
             return self.internal_errors.push(error.into());
         };
-        let on_event = move |world: &mut World, event: &notify::Event| {
+        let on_event = move |shared: &Shared, event: &notify::Event| {
             let _inside = runtime.enter();
-            world.workspace_event(event);
+            shared.lock().workspace_event(event);
         };
         let root = self.workspace.root().to_path_buf();
         match start_watcher(self.shared.clone(), &root, true, on_event) {

@@ -11,6 +11,7 @@ use crate::host::watches::{
 };
 use crate::host::workspace::{etag, file_uri};
 use crate::host::world::{ConnId, World};
+use crate::host::Shared;
 
 impl World {
     /// `createResourceWatch`: a fresh channel watching a served path that exists.
@@ -38,8 +39,8 @@ impl World {
             format!("{WATCH_SCHEME}{}", self.fresh_id("w"))
         };
         let watched = channel.clone();
-        let on_event = move |world: &mut World, event: &notify::Event| {
-            world.watch_event(&watched, event);
+        let on_event = move |shared: &Shared, event: &notify::Event| {
+            shared.lock().watch_event(&watched, event);
         };
         let watcher = start_watcher(self.shared.clone(), &root, recursive, on_event)
             .map_err(|e| RpcError::new(INTERNAL_ERROR, format!("cannot watch {}: {e}", p.uri)))?;
