@@ -64,7 +64,7 @@ fault_catalog! {
     BinaryFrame => ("binary-frame", "TRANSPORT-001", "Sends a binary frame after answering initialize."),
     NotificationWithoutChannel => ("notification-without-channel", "TRANSPORT-011", "Sends an extension notification whose params carry no channel after answering initialize."),
     ActionOnWrongChannel => ("action-on-wrong-channel", "ENV-004", "Sends a chat/activityChanged action on the session channel when a session becomes ready."),
-    SnapshotSeqAhead => ("snapshot-seq-ahead", "SUB-002", "Reports session snapshots with a fromSeq one higher than the serverSeq they reflect."),
+    SnapshotSeqAhead => ("snapshot-seq-ahead", "SUB-002", "Reports session snapshots with a fromSeq 1,000 past the serverSeq they reflect."),
     SummaryStatusBits => ("summary-status-bits", "STATUS-001", "Sets both the Idle and InProgress bits in root/sessionSummaryChanged while a turn runs."),
     UsageWrongTurn => ("usage-wrong-turn", "TURN-004", "Reports scripted usage with a stale turnId."),
     LegacyUri => ("legacy-uri", "SUB-012", "Answers initialize with a legacy agenthost: URI as defaultDirectory."),

@@ -35,6 +35,9 @@ use wire::{changes_projections, may_receive};
 use super::catalog::action_info;
 use super::faults::{Fault, FaultSet};
 
+/// How far past its serverSeq the `snapshot-seq-ahead` fault puts a session snapshot's fromSeq.
+const SNAPSHOT_LEAD: u64 = 1_000;
+
 /// Identifies one WebSocket connection for the lifetime of the host.
 pub type ConnId = u64;
 
@@ -343,7 +346,14 @@ impl World {
             ChannelKind::Automations | ChannelKind::AutomationRun => self.automation_state(uri)?,
         };
         let ahead = self.fault(Fault::SnapshotSeqAhead) && uri.starts_with("ahp-session:");
-        let from_seq = if ahead { self.seq + 1 } else { self.seq };
+        // A lead of one shows only when the host's very next action is on this session, which
+        // concurrent clients' actions on other channels often hide; a long lead shows whenever
+        // the session acts again soon.
+        let from_seq = if ahead {
+            self.seq + SNAPSHOT_LEAD
+        } else {
+            self.seq
+        };
         Some(json!({ "resource": uri, "state": state, "fromSeq": from_seq }))
     }
 
