@@ -17,6 +17,10 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub trait FreshServers: Send + Sync + fmt::Debug {
     /// Starts one server.
     fn start(&self) -> BoxFuture<'_, io::Result<Running>>;
+
+    /// Whether every server started serves a workspace of its own ([`Running::workspace`]),
+    /// so that cases needing one can run against it without the profile naming one.
+    fn serve_workspaces(&self) -> bool;
 }
 
 /// Where sequences run.
@@ -35,6 +39,14 @@ impl Target {
         match self {
             Target::Url(url) => Ok(Running::at(url.clone())),
             Target::Fresh(servers) => servers.start().await,
+        }
+    }
+
+    /// Whether each sequence's server brings a workspace of its own (a built-in AHP host's).
+    pub fn serves_workspaces(&self) -> bool {
+        match self {
+            Target::Url(_) => false,
+            Target::Fresh(servers) => servers.serve_workspaces(),
         }
     }
 

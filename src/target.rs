@@ -268,6 +268,10 @@ impl FreshServers for BuiltIn {
             Ok(server.running())
         })
     }
+
+    fn serve_workspaces(&self) -> bool {
+        matches!(self.decided, Decided::Host(_))
+    }
 }
 
 /// A server composition started (or the URL of one it did not).

@@ -113,3 +113,39 @@ async fn a_campaign_with_cases_reaches_what_the_generator_does_not() {
     );
     assert!(reached.cases.iter().any(|c| c == "ROOT-010"), "{reached:?}");
 }
+
+/// Against the built-in host, which brings a workspace of its own for each sequence, the
+/// cases that need a workspace are among the operations though the profile names none
+/// (session 16's filter on profile needs had left every one of them out); against a server
+/// somebody else runs they are left out until the profile names its workspace.
+#[tokio::test]
+async fn the_built_in_hosts_workspace_lets_a_campaign_run_the_cases_that_need_one() {
+    let cfg = config(true);
+    assert!(cfg.profile.workspace.is_none(), "the standard profile");
+    let host = built_in(None);
+    assert!(host.serves_workspaces());
+    assert!(!Target::Url("ws://127.0.0.1:9/".into()).serves_workspaces());
+    let with = cfg.case_ids(host.serves_workspaces());
+    let without = cfg.case_ids(false);
+    for id in ["AUTOMATION-016", "RES-002", "CHANGESET-001"] {
+        assert!(with.iter().any(|c| c == id), "{id} run against the host");
+        assert!(!without.iter().any(|c| c == id), "{id} without a workspace");
+    }
+    // The case then judges the host in the sequence's workspace.
+    let broken = execute(
+        &amid("AUTOMATION-016"),
+        &built_in(Some(Fault::EventTriggerNeverFires)),
+        &cfg,
+    )
+    .await
+    .expect("the sequence runs");
+    let failure = broken
+        .failure
+        .expect("the trigger that never fires is seen");
+    assert_eq!(failure.rule.id(), "AUTOMATION-016", "{failure:?}");
+    assert_eq!(failure.op_index, Some(1), "at the case: {failure:?}");
+    let clean = execute(&amid("AUTOMATION-016"), &host, &cfg)
+        .await
+        .expect("the sequence runs");
+    assert_eq!(clean.failure, None, "on the correct host");
+}

@@ -72,7 +72,8 @@ pub async fn fuzz_mixed(
             execute_frames_until(&frames, &options.target, &options.exec, Some(deadline)).await
         }
     };
-    let repertoire = Repertoire::of(&options.exec.profile).with_cases(options.exec.case_ids());
+    let repertoire = Repertoire::of(&options.exec.profile)
+        .with_cases(options.exec.case_ids(options.target.serves_workspaces()));
     let strategy = |coverage: &super::guidance::StateCoverage| {
         cases(options.max_len, &repertoire.biased(options.bias(coverage)))
     };

@@ -196,7 +196,8 @@ pub async fn fuzz(
     let run = async |ops: Vec<Op>, deadline| {
         execute_until(&ops, &options.target, &options.exec, Some(deadline)).await
     };
-    let repertoire = Repertoire::of(&options.exec.profile).with_cases(options.exec.case_ids());
+    let repertoire = Repertoire::of(&options.exec.profile)
+        .with_cases(options.exec.case_ids(options.target.serves_workspaces()));
     let strategy = |coverage: &guidance::StateCoverage| {
         let biased = repertoire.biased(options.bias(coverage));
         generate::sequence(options.max_len, &biased)

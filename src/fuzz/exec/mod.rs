@@ -55,14 +55,20 @@ pub struct ExecConfig {
 impl ExecConfig {
     /// The IDs of the catalog cases sequences may run as operations: every case of the
     /// catalog whose rule is judged and whose needs the profile provides (one it does not
-    /// would only ever be not testable).
-    pub fn case_ids(&self) -> Vec<String> {
+    /// would only ever be not testable). A workspace is also provided when the target's
+    /// servers bring their own (`target_workspaces`: the built-in host's, which a case gets
+    /// as the routines do).
+    pub fn case_ids(&self, target_workspaces: bool) -> Vec<String> {
+        let provides = |need: &String| {
+            (target_workspaces && need == crate::client::profile::WORKSPACE)
+                || self.profile.provides(need)
+        };
         self.catalog.as_deref().map_or_else(Vec::new, |catalog| {
             catalog
                 .cases
                 .iter()
                 .filter(|case| self.exclude.judges(crate::verdict::rule_of(&case.info.id)))
-                .filter(|case| case.needs.iter().all(|need| self.profile.provides(need)))
+                .filter(|case| case.needs.iter().all(provides))
                 .map(|case| case.info.id.clone())
                 .collect()
         })
