@@ -354,3 +354,33 @@ fn answers_to_requests_sent_invalid_are_left_to_the_rule_they_test() {
         vec![(ahpspec::checks::words::ASKED_INVALID.to_owned(), 1)]
     );
 }
+
+/// A -32009 answering a request sent invalid may repeat it in `data.request`: the members the
+/// client spelled wrong there are its own words, left to the rule the request tests (ERR-003
+/// counts the comparison as skipped); the same data answering a valid request is the host's,
+/// and breaks ERR-003.
+#[test]
+fn permission_denied_data_repeating_an_invalid_request_is_the_clients() {
+    let schemas = Schemas::load(None).expect("schemas");
+    let params = json!({ "channel": "ahp-root://", "uri": "not a uri", "read": true });
+    let denied = |id: u64| {
+        json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32009, "message": "denied",
+            "data": { "request": { "channel": "ahp-root://", "uri": "not a uri", "read": true } } } })
+    };
+    let mut checks = StreamChecks::new("client-1");
+    checks.intended_invalid.push(0);
+    let (_, sent) = request(5, "resourceRequest", params);
+    checks.sent(0, 0.0, &sent.to_string(), &schemas);
+    assert!(broke(&mut checks, &schemas, &denied(5)).is_empty());
+    assert_eq!(
+        skips_of(&checks, "ERR-003"),
+        vec![(ahpspec::checks::words::ANSWERS_INVALID.to_owned(), 1)]
+    );
+    let (_, valid) = request(
+        6,
+        "resourceRequest",
+        json!({ "channel": "ahp-root://", "uri": "file:///x", "read": true }),
+    );
+    checks.sent(1, 0.0, &valid.to_string(), &schemas);
+    assert_eq!(broke(&mut checks, &schemas, &denied(6)), vec!["ERR-003"]);
+}

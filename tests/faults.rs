@@ -573,6 +573,7 @@ fault_tests! {
     copy_overwrites_anyway => CopyOverwritesAnyway,
     resolve_dir_as_file => ResolveDirAsFile,
     request_denied_internal => RequestDeniedInternal,
+    non_uri_request_decided => NonUriRequestDecided,
     denied_without_request => DeniedWithoutRequest,
     // Issue 25, resource watches (h25a).
     watch_uri_reused => WatchUriReused,

@@ -13,7 +13,7 @@ use super::frame::{parse_version, snapshots_in, Counts, FrameChecker, Received, 
 use super::invariants;
 use super::mirror::Mirror;
 use super::toolcalls::ToolCalls;
-use super::words::{Says, ECHOES_INVALID};
+use super::words::{Says, ANSWERS_INVALID, ECHOES_INVALID};
 use super::{Rule, Skips, Violation};
 use crate::tape::{Node, Tape};
 
@@ -245,7 +245,7 @@ impl StreamChecks {
             .checker
             .on_text(&mut tape, text, schemas, &self.client_id);
         if let Some(message) = message {
-            self.error_data(message, schemas, &mut found);
+            self.error_data(message, says, schemas, &mut found);
             if !says.echoes_invalid() {
                 self.newer_actions(message, schemas, &mut found);
             }
@@ -299,8 +299,16 @@ impl StreamChecks {
         })
     }
 
-    /// ERR-002 and ERR-003 on an error response with code -32007 or -32009.
-    fn error_data(&mut self, message: Node<'_>, schemas: &Schemas, found: &mut Vec<Violation>) {
+    /// ERR-002 and ERR-003 on an error response with code -32007 or -32009. A -32009
+    /// answering a request sent invalid may repeat that request in `data.request`: its
+    /// shape is then checked, not its members' content, which are the client's words.
+    fn error_data(
+        &mut self,
+        message: Node<'_>,
+        says: Says,
+        schemas: &Schemas,
+        found: &mut Vec<Violation>,
+    ) {
         let error = message.member("error");
         let (rule, verdict) = match error.member("code").as_i64() {
             Some(error_data::AUTH_REQUIRED) => (
@@ -310,6 +318,10 @@ impl StreamChecks {
             Some(error_data::PERMISSION_DENIED) => {
                 let checker = &mut self.checker;
                 let verdict = error_data::permission_denied(error.member("data"), |request| {
+                    if says == Says::AnswerToInvalid {
+                        checker.skip(Rule::Err003, ANSWERS_INVALID);
+                        return Ok(());
+                    }
                     let def = schemas.map.params.get("resourceRequest");
                     match def.and_then(|def| checker.validate_node(schemas, def, request)) {
                         Some(Err(errors)) => Err(errors.first().map_or_else(String::new, |e| {

@@ -97,6 +97,11 @@ impl FrameChecker {
             .filter_map(|(rule, n)| n.map(|n| (*rule, n)))
     }
 
+    /// Notes that `rule` left one thing unjudged, and why.
+    pub fn skip(&mut self, rule: Rule, why: &'static str) {
+        self.skips.add(rule, why, 1);
+    }
+
     /// What the rules could not judge, and why.
     pub fn skips(&self) -> Skips {
         let mut all = self.rpc.skips().clone();
