@@ -355,6 +355,18 @@ impl StreamChecks {
             if says.echoes_invalid() {
                 self.echo_skips.add(Rule::Dispatch001, ECHOES_INVALID, 1);
                 let channel = envelope.member("channel").as_str().unwrap_or_default();
+                // The state the host took this client's invalid dispatch in is wanted too
+                // (the fuzzer judges which rule its acceptance breaks in that state).
+                let origin = envelope.member("origin");
+                let own = origin.member("clientId").as_str() == Some(self.client_id.as_str());
+                if let Some(seq) = origin
+                    .member("clientSeq")
+                    .as_i64()
+                    .filter(|seq| own && self.watched.remove(seq))
+                {
+                    let before = self.mirror.state(channel).unwrap_or(Value::Null);
+                    self.prestates.insert(seq, before);
+                }
                 if envelope.member("rejectionReason").is_null() {
                     self.mirror.unknown(channel, ACCEPTED_INVALID);
                 }

@@ -67,6 +67,9 @@ pub struct ClientWords {
     /// Strings the client sent that are no 1.0.0 URI: legacy URIs anywhere in its frames,
     /// and channels it named in another scheme than `ahp-…`.
     spellings: FastSet<String>,
+    /// Dispatches sent invalid on other connections of the same runner, (clientId,
+    /// clientSeq) → channel: their echoes, broadcast here too, carry the runner's words.
+    heard: FastMap<(String, i64), String>,
 }
 
 impl ClientWords {
@@ -108,6 +111,21 @@ impl ClientWords {
         }
     }
 
+    /// The channel of this connection's dispatch `seq`, when it was sent invalid.
+    pub fn sent_invalid(&self, seq: i64) -> Option<&str> {
+        self.dispatches
+            .get(&seq)
+            .filter(|d| d.invalid)
+            .map(|d| d.channel.as_str())
+    }
+
+    /// Learns that another connection of the same runner, `client_id`, sent its dispatch
+    /// `seq` to `channel` invalid: its echo here is judged by the rule that dispatch tests.
+    pub fn heard_invalid(&mut self, client_id: &str, seq: i64, channel: &str) {
+        self.heard
+            .insert((client_id.to_owned(), seq), channel.to_owned());
+    }
+
     /// Whether the client itself spelled `text` (a legacy URI, or a channel outside the
     /// 1.0.0 schemes).
     pub fn spelled(&self, text: &str) -> bool {
@@ -115,11 +133,13 @@ impl ClientWords {
     }
 
     /// Whose content an `action` envelope carries: an echo when its origin names
-    /// `client_id` and a clientSeq the client dispatched.
+    /// `client_id` and a clientSeq the client dispatched, or another connection's dispatch
+    /// sent invalid that this one heard of.
     pub fn envelope(&self, envelope: Node<'_>, client_id: &str) -> Says {
         let origin = envelope.member("origin");
-        if client_id.is_empty() || origin.member("clientId").as_str() != Some(client_id) {
-            return Says::Host;
+        let from = origin.member("clientId").as_str();
+        if client_id.is_empty() || from != Some(client_id) {
+            return self.heard_of(envelope, from);
         }
         let Some(dispatch) = origin
             .member("clientSeq")
@@ -131,6 +151,26 @@ impl ClientWords {
         Says::Echo {
             invalid: dispatch.invalid,
             same_channel: envelope.member("channel").as_str() == Some(dispatch.channel.as_str()),
+        }
+    }
+
+    /// An envelope naming another client: the echo of a dispatch sent invalid that this
+    /// connection heard of, or the host's own.
+    fn heard_of(&self, envelope: Node<'_>, from: Option<&str>) -> Says {
+        if self.heard.is_empty() {
+            return Says::Host;
+        }
+        let (Some(from), Some(seq)) =
+            (from, envelope.member("origin").member("clientSeq").as_i64())
+        else {
+            return Says::Host;
+        };
+        match self.heard.get(&(from.to_owned(), seq)) {
+            Some(channel) => Says::Echo {
+                invalid: true,
+                same_channel: envelope.member("channel").as_str() == Some(channel.as_str()),
+            },
+            None => Says::Host,
         }
     }
 
@@ -220,5 +260,37 @@ mod tests {
         for not_spelled in ["ahp-root://", "agenthost:/root", "ahp-session:/2"] {
             assert!(!words.spelled(not_spelled), "{not_spelled}");
         }
+    }
+
+    #[test]
+    fn an_invalid_dispatch_heard_of_from_another_connection_is_the_runners_words() {
+        let mut words = ClientWords::default();
+        said(
+            &mut words,
+            r#"{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"ahp-session:/s","clientSeq":1,"action":{"type":"session/titleChanged","title":1}}}"#,
+            true,
+        );
+        assert_eq!(words.sent_invalid(1), Some("ahp-session:/s"));
+        assert_eq!(words.sent_invalid(2), None);
+        let mut sibling = ClientWords::default();
+        let echo = r#"{"channel":"ahp-session:/s","serverSeq":4,"origin":{"clientId":"other","clientSeq":1},"action":{}}"#;
+        assert_eq!(says(&sibling, echo), Says::Host);
+        sibling.heard_invalid("other", 1, "ahp-session:/s");
+        assert_eq!(
+            says(&sibling, echo),
+            Says::Echo {
+                invalid: true,
+                same_channel: true
+            }
+        );
+        // Another clientSeq of that client, or another client, stays the host's.
+        assert_eq!(
+            says(
+                &sibling,
+                &echo.replace("\"clientSeq\":1", "\"clientSeq\":2")
+            ),
+            Says::Host
+        );
+        assert_eq!(says(&sibling, &echo.replace("other", "third")), Says::Host);
     }
 }

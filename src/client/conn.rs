@@ -168,6 +168,25 @@ impl Conn {
         self.checks.prestates.remove(&seq)
     }
 
+    /// The channel of this connection's dispatch `seq`, when it was sent invalid (declared,
+    /// or found so by the schemas).
+    pub fn sent_invalid(&self, seq: i64) -> Option<String> {
+        self.checks
+            .checker
+            .words
+            .sent_invalid(seq)
+            .map(str::to_owned)
+    }
+
+    /// Learns that another connection of the same runner (`client_id`) sent its dispatch
+    /// `seq` to `channel` invalid: the echo this connection gets of it is the runner's words.
+    pub fn heard_invalid(&mut self, client_id: &str, seq: i64, channel: &str) {
+        self.checks
+            .checker
+            .words
+            .heard_invalid(client_id, seq, channel);
+    }
+
     /// Declares the next frame sent deliberately invalid: it is not schema-checked as the
     /// harness's own.
     pub fn next_frame_invalid(&mut self) {

@@ -513,6 +513,16 @@ impl Run<'_> {
         });
     }
 
+    /// Tells the sequence's connections that `client_id` (one of them, or a connection of a
+    /// routine's own) sent its dispatch `seq` to `channel` invalid: the echo any of them gets
+    /// is the harness's words, judged by the rule the dispatch tests, not by the always-on
+    /// checks of the connections that did not send it.
+    pub(super) fn heard_invalid(&mut self, client_id: &str, seq: i64, channel: &str) {
+        for conn in self.conns.iter_mut().filter(|c| c.client_id() != client_id) {
+            conn.heard_invalid(client_id, seq, channel);
+        }
+    }
+
     async fn checkpoint(&mut self, index: Option<usize>) -> Option<Failure> {
         self.settle().await;
         if let Some(failure) = self.checks(index) {

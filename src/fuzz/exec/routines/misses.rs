@@ -136,8 +136,10 @@ impl Run<'_> {
     }
 
     /// session/titleChanged with a title that is no string, dispatched to the live session
-    /// on a connection of its own: the session's title (a fresh snapshot) is unchanged
-    /// (DISPATCH-007).
+    /// on a connection of its own: it is not applied — its echo is a rejection, and the
+    /// session's title (a fresh snapshot) is unchanged (DISPATCH-007). The sequence's clients
+    /// are told the dispatch was sent invalid: an accepted echo they get of it is this
+    /// rule's, not the schema check's.
     pub(super) async fn malformed_title(&mut self) -> Option<Finding> {
         let timeout = self.cfg.timeout;
         let session = self.session.clone();
@@ -148,12 +150,27 @@ impl Run<'_> {
         };
         self.exec.operations += 2;
         let subscribed = ask(&mut link, "subscribe", immediate(&session), timeout).await;
+        let mut applied = None;
         if subscribed.is_ok_and(|a| snapshot_state(&a).is_some()) {
             let action =
                 json!({ "type": "session/titleChanged", "title": { "text": "fz-malformed" } });
-            let _ = echo_before_ping(&mut link, &session, &action, timeout).await;
+            let echo = echo_before_ping(&mut link, &session, &action, timeout).await;
+            let seq = link.last_seq();
+            if let Some(channel) = link.sent_invalid(seq) {
+                let from = link.client_id().to_owned();
+                self.heard_invalid(&from, seq, &channel);
+            }
+            // An echo without rejectionReason tells every subscriber to apply it.
+            applied = echo.filter(|m| m["params"]["rejectionReason"].is_null());
         }
         link.close().await;
+        if let Some(echo) = applied {
+            return finding(
+                Rule::Dispatch007,
+                "a malformed session/titleChanged rejected (its echo with rejectionReason)",
+                clip(&echo.to_string()),
+            );
+        }
         let after = self.fresh(&session).await?["title"].clone();
         if after != before {
             return finding(
