@@ -574,6 +574,7 @@ fault_tests! {
     resolve_dir_as_file => ResolveDirAsFile,
     request_denied_internal => RequestDeniedInternal,
     non_uri_request_decided => NonUriRequestDecided,
+    escaped_uri_refused => EscapedUriRefused,
     denied_without_request => DeniedWithoutRequest,
     // Issue 25, resource watches (h25a).
     watch_uri_reused => WatchUriReused,

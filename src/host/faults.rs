@@ -247,6 +247,7 @@ fault_catalog! {
     CopyOverwritesAnyway => ("copy-overwrites-anyway", "RES-009", "Overwrites an existing destination of resourceCopy and resourceMove even with failIfExists."),
     ResolveDirAsFile => ("resolve-dir-as-file", "RES-010", "Reports directories as type file in resourceResolve answers."),
     RequestDeniedInternal => ("request-denied-internal", "RES-011", "Denies a resourceRequest outside its workspace with -32603 instead of -32009."),
+    EscapedUriRefused => ("escaped-uri-refused", "RES-011", "Refuses a resourceRequest whose uri holds a percent escape as invalid params (-32602), though the URI is well-formed."),
     NonUriRequestDecided => ("non-uri-request-decided", "TRANSPORT-009", "Takes a resourceRequest whose uri is not a URI as an access question (a grant or -32009), not as params of the wrong shape."),
     DeniedWithoutRequest => ("denied-without-request", "RES-012", "Refuses resource commands outside its workspace with -32009 but no data.request."),
     // Issue 25, resource watches (h25a).

@@ -107,7 +107,8 @@ impl World {
     fn resource_request(&self, ws: &Workspace, params: &Value) -> Result<Value, RpcError> {
         let p: ResourceRequestParams = parse(params)?;
         let checked = !self.fault(Fault::NonUriRequestDecided);
-        if checked && !(plain_uri(&p.channel) && plain_uri(&p.uri)) {
+        let escape_refused = self.fault(Fault::EscapedUriRefused) && p.uri.contains('%');
+        if escape_refused || (checked && !(plain_uri(&p.channel) && plain_uri(&p.uri))) {
             return Err(RpcError::new(
                 INVALID_PARAMS,
                 "channel and uri must be URIs",
