@@ -167,11 +167,45 @@ pub fn fold_matches(channel: &str, kind: Kind, folded: &Value, fresh: &Value) ->
     }
     let (folded, fresh) = (comparable(kind, folded), comparable(kind, fresh));
     let difference = first_difference(&folded, &fresh, String::new())?;
+    if kind == Kind::Chat {
+        if let Some(violation) = error_cleared(channel, &folded, &fresh) {
+            return Some(violation);
+        }
+    }
     Some(Violation::new(
         Rule::InvFold1,
         format!("fold of {channel} == fresh snapshot"),
         difference,
     ))
+}
+
+/// The chat activity bit Error (`ChatStatus`).
+const ERROR_BIT: u64 = 2;
+
+/// STATUS-004 when a chat's fold and fresh snapshot differ only in `status`, and the fold
+/// has the Error bit the snapshot lost: the reducers keep it from chat/error until a turn
+/// starts, resumes or a truncation, and no action in between cleared it, so the host dropped
+/// it on its own. Any other difference stays INV-FOLD-1's.
+fn error_cleared(channel: &str, folded: &Value, fresh: &Value) -> Option<Violation> {
+    let bits = |state: &Value| state["status"].as_u64();
+    let (was, now) = (bits(folded)?, bits(fresh)?);
+    if was & ERROR_BIT == 0 || now & ERROR_BIT != 0 {
+        return None;
+    }
+    let without_status = |state: &Value| {
+        let mut state = state.clone();
+        if let Some(object) = state.as_object_mut() {
+            object.remove("status");
+        }
+        state
+    };
+    (without_status(folded) == without_status(fresh)).then(|| {
+        Violation::new(
+            Rule::Status004,
+            format!("{channel} keeps the Error status bit after chat/error until a turn starts, resumes or a truncation (the fold of its actions has status {was})"),
+            format!("a fresh snapshot with status {now}, and no action that changed it"),
+        )
+    })
 }
 
 /// JSON pointer of the first difference, with both values.
@@ -398,5 +432,32 @@ fn chat_member(chat: &Value, key: &str) -> Value {
     match normalize(&chat[key]) {
         Value::Null if key == "interactivity" => Value::String("full".into()),
         value => value,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rule(folded: &Value, fresh: &Value) -> Option<Rule> {
+        fold_matches("ahp-chat:/c", Kind::Chat, folded, fresh).map(|v| v.rule)
+    }
+
+    #[test]
+    fn a_lost_error_bit_is_status_004_and_any_other_difference_inv_fold_1() {
+        let folded = json!({ "resource": "ahp-chat:/c", "status": 2, "turns": [] });
+        let cleared = json!({ "resource": "ahp-chat:/c", "status": 1, "turns": [] });
+        assert_eq!(rule(&folded, &cleared), Some(Rule::Status004));
+        // Another member differs too: the fold comparison's.
+        let more = json!({ "resource": "ahp-chat:/c", "status": 1, "turns": [{ "id": "t" }] });
+        assert_eq!(rule(&folded, &more), Some(Rule::InvFold1));
+        // The fold had no Error bit, or the snapshot kept it: not STATUS-004's.
+        let idle = json!({ "resource": "ahp-chat:/c", "status": 1, "turns": [] });
+        let busy = json!({ "resource": "ahp-chat:/c", "status": 8, "turns": [] });
+        assert_eq!(rule(&idle, &busy), Some(Rule::InvFold1));
+        let error_read = json!({ "resource": "ahp-chat:/c", "status": 34, "turns": [] });
+        assert_eq!(rule(&folded, &error_read), Some(Rule::InvFold1));
+        assert_eq!(rule(&folded, &folded.clone()), None);
     }
 }

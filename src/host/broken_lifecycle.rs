@@ -49,10 +49,20 @@ impl World {
         }
     }
 
-    /// Breaks a root snapshot's state as the active fault says: the scripted agent gains an
-    /// MCP server customization carrying an MCP App, which only clients that declared the
-    /// `mcpApps` capability may be shown (and this host never checks).
+    /// Breaks a root snapshot's state as the active fault says (see
+    /// [`World::break_root_agents`]).
     pub(super) fn break_root_snapshot(&self, state: &mut Value) {
+        if let Some(agents) = state.get_mut("agents") {
+            self.break_root_agents(agents);
+        }
+    }
+
+    /// Breaks an agent list (a root snapshot's, or a `root/agentsChanged`'s) as the active
+    /// fault says: the scripted agent gains an MCP server customization carrying an MCP App,
+    /// which only clients that declared the `mcpApps` capability may be shown (and this host
+    /// never checks). Snapshots and announcements show the same agents, so the fault breaks
+    /// what it advertises (INIT-006), not whether changes are announced (ROOT-013).
+    pub(super) fn break_root_agents(&self, agents: &mut Value) {
         if !self.fault(Fault::McpAppUnasked) {
             return;
         }
@@ -64,7 +74,7 @@ impl World {
             "state": { "kind": "ready" },
             "mcpApp": { "capabilities": {} },
         });
-        if let Some(agent) = state["agents"].get_mut(0).and_then(Value::as_object_mut) {
+        if let Some(agent) = agents.get_mut(0).and_then(Value::as_object_mut) {
             agent.insert("customizations".to_owned(), json!([app_server]));
         }
     }

@@ -209,6 +209,17 @@ impl Run<'_> {
                 actual,
                 op_index: Some(index),
             });
+        // An accepted truncation of a chat with a running turn has to drop that turn.
+        let active = &before["activeTurn"]["id"];
+        if failure.is_none()
+            && rejected == Some(false)
+            && kind == "chat/truncated"
+            && !active.is_null()
+            && self.cfg.exclude.judges(Rule::Turn012.id())
+        {
+            let active = active.clone();
+            return self.truncated_turn_dropped(index, &channel, &active).await;
+        }
         // A rejection the model expected (or allowed) still has to leave the state alone.
         if failure.is_none()
             && rejected == Some(true)

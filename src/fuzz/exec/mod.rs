@@ -24,6 +24,7 @@ mod cases;
 mod dispatch;
 mod probes;
 mod rejected;
+mod truncated;
 // Issue 24, reach: routines of several requests and dispatches.
 mod routines;
 mod setup;

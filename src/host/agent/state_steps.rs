@@ -60,6 +60,7 @@ impl World {
                 agent["description"] = json!(text);
             }
         }
+        self.break_root_agents(&mut agents);
         self.emit_logged(
             ROOT,
             json!({ "type": "root/agentsChanged", "agents": agents }),
