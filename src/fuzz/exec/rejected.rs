@@ -9,6 +9,23 @@ use crate::checks::rejected::applied_anyway;
 use crate::client::checkpoint;
 
 impl Run<'_> {
+    /// A fresh snapshot of `channel` on the observer connection, for a judge of operation
+    /// `index`: `Err` when the observer could not be had, `Ok(None)` when no snapshot came.
+    pub(super) async fn observed(
+        &mut self,
+        index: usize,
+        channel: &str,
+    ) -> Result<Option<Value>, Failure> {
+        if let Some(failure) = self.observer_ready(Some(index)).await {
+            return Err(failure);
+        }
+        let timeout = self.cfg.timeout;
+        let Some(observer) = self.observer.as_mut() else {
+            return Ok(None);
+        };
+        Ok(checkpoint::snapshot_state(observer, channel, timeout).await)
+    }
+
     /// A fresh snapshot of `channel` after `client`'s dispatch of `action` was rejected
     /// (operation `index`): the finding when it shows the action's effect, which no
     /// envelope brought to the client. No snapshot, no claim.
@@ -19,17 +36,15 @@ impl Run<'_> {
         channel: &str,
         action: &Value,
     ) -> Option<Failure> {
-        if let Some(failure) = self.observer_ready(Some(index)).await {
-            return Some(failure);
-        }
-        let timeout = self.cfg.timeout;
-        let observer = self.observer.as_mut()?;
-        let fresh = checkpoint::snapshot_state(observer, channel, timeout).await?;
+        let fresh = match self.observed(index, channel).await {
+            Ok(fresh) => fresh?,
+            Err(failure) => return Some(failure),
+        };
         // Whatever the host sent the client before it took the snapshot is read and folded
         // (and checked) before the fold is compared.
         let schemas = self.cfg.schemas.clone();
         let conn = &mut self.conns[client];
-        conn.ping(timeout).await.ok()?;
+        conn.ping(self.cfg.timeout).await.ok()?;
         let found = conn.process(&schemas);
         self.pending.extend(found);
         let folded = self.conns[client].mirror().state(channel)?;

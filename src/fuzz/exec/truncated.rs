@@ -7,7 +7,6 @@ use serde_json::Value;
 
 use super::{Failure, Run};
 use crate::checks::Rule;
-use crate::client::checkpoint;
 
 impl Run<'_> {
     /// A fresh snapshot of `chat` after the host accepted `chat/truncated` while the turn
@@ -19,12 +18,10 @@ impl Run<'_> {
         chat: &str,
         active: &Value,
     ) -> Option<Failure> {
-        if let Some(failure) = self.observer_ready(Some(index)).await {
-            return Some(failure);
-        }
-        let timeout = self.cfg.timeout;
-        let observer = self.observer.as_mut()?;
-        let fresh = checkpoint::snapshot_state(observer, chat, timeout).await?;
+        let fresh = match self.observed(index, chat).await {
+            Ok(fresh) => fresh?,
+            Err(failure) => return Some(failure),
+        };
         let kept = fresh["activeTurn"]["id"] == *active;
         kept.then(|| Failure {
             rule: Rule::Turn012,
