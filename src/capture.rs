@@ -14,6 +14,7 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::checks::words::InvalidDispatches;
 pub use crate::traffic::Peer;
 use crate::traffic::{ConnWatch, Seen, Traffic};
 
@@ -430,6 +431,8 @@ fn check_file(
     let mut order: Vec<String> = Vec::new();
     let mut bad = None;
     let mut upstream = Upstream::default();
+    // One capture is one runner's traffic: its connections share their invalid dispatches.
+    let invalid = InvalidDispatches::default();
     read_counting(path, &mut upstream, |record| {
         let name = match prefix {
             Some(prefix) => format!("{prefix}:{}", record.conn),
@@ -440,7 +443,7 @@ fn check_file(
         }
         let (watch, last) = open
             .entry(name.clone())
-            .or_insert_with(|| (ConnWatch::new(&name, timeout_ms), 0.0));
+            .or_insert_with(|| (ConnWatch::new(&name, timeout_ms).sharing(&invalid), 0.0));
         *last = record.at_ms;
         let from = record.from.unwrap_or(Peer::Client);
         match record.seen() {

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::checks::frame::{Counts, Schemas};
+use crate::checks::words::InvalidDispatches;
 use crate::checks::Rule;
 use crate::client::Profile;
 use crate::client::{json_equal as json_eq, Conn, Located, ROOT};
@@ -181,6 +182,9 @@ struct Runner<'a> {
     /// Connections lent by the caller, each with the length of its transcript when lent:
     /// they stay open, and the case's transcript holds only their frames from then on.
     lent: BTreeMap<String, usize>,
+    /// The dispatches the case's connections sent invalid (the lender's registry, when
+    /// connections are lent: the case is one of its runner's operations).
+    invalid: InvalidDispatches,
 }
 
 /// Runs `case` on connections of its own, closed at its end.
@@ -203,9 +207,15 @@ pub async fn run_lent(
     for (name, value) in preset {
         vars.set(&name, value);
     }
+    let invalid = lent
+        .values()
+        .next()
+        .map(|conn| conn.invalid_dispatches().clone())
+        .unwrap_or_default();
     let mut runner = Runner {
         case,
         ctx,
+        invalid,
         lent: lent
             .iter()
             .map(|(name, conn)| (name.clone(), conn.frame_count()))
@@ -388,6 +398,9 @@ impl Runner<'_> {
 
     fn process_all(&mut self) {
         let mut found = Vec::new();
+        for conn in self.conns.values_mut() {
+            conn.foresee(&self.ctx.schemas);
+        }
         for conn in self.conns.values_mut() {
             for located in conn.process(&self.ctx.schemas) {
                 let context = context_frames(conn, located.frame + 1);

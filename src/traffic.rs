@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checks::frame::{Counts, Schemas};
 use crate::checks::stream::StreamChecks;
+use crate::checks::words::InvalidDispatches;
 use crate::checks::{Rule, Skips, Violation, ALWAYS_ON};
 use crate::rows::AlwaysOnRows;
 use crate::verdict::{ReportedFrame, RunReport};
@@ -109,6 +110,13 @@ impl ConnWatch {
             client_closed: false,
             client_problems_seen: 0,
         }
+    }
+
+    /// The watch, sharing `runner`'s registry of invalid dispatches with the other
+    /// connections of the same traffic (a proxy's clients, a capture's connections).
+    pub fn sharing(mut self, runner: &InvalidDispatches) -> ConnWatch {
+        self.checks.checker.words.share(runner);
+        self
     }
 
     pub fn name(&self) -> &str {

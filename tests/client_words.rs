@@ -5,7 +5,8 @@
 //! fails); and a host that streams a turn on the session channel instead of the chat's
 //! (ENV-004 fails, and TURN-003/004/005 still judge the turn's deltas, parts and turn ids).
 //! And one connection's checks fed frame by frame: the answer to a request and the echo of a
-//! dispatch sent invalid are left to the rule that message tests, counted as skipped.
+//! dispatch sent invalid are left to the rule that message tests, counted as skipped; so is
+//! the copy another connection of the same runner gets of such an echo.
 
 use ahpspec::capture::{Peer, Record, Recorder};
 use ahpspec::checks::frame::Schemas;
@@ -14,7 +15,7 @@ use ahpspec::verdict::{CaseResult, RunReport, Verdict};
 use serde_json::{json, Value};
 
 mod run_support;
-use run_support::TempDir;
+use run_support::{ahpspec, report_json, show, verdicts, TempDir};
 
 /// One connection's frames, in order: (who sent it, the message).
 type Frames = Vec<(Peer, Value)>;
@@ -383,4 +384,93 @@ fn permission_denied_data_repeating_an_invalid_request_is_the_clients() {
     );
     checks.sent(1, 0.0, &valid.to_string(), &schemas);
     assert_eq!(broke(&mut checks, &schemas, &denied(6)), vec!["ERR-003"]);
+}
+
+/// The copy another connection of the same runner gets of a dispatch sent invalid is the
+/// runner's words as much as the sender's echo is: left to the rule the dispatch tests,
+/// counted as skipped, also when the sibling's frames are checked before the sender's
+/// (a runner looks ahead at every connection's dispatches first). A connection of another
+/// runner judges the same copy; the sender's checks, reaching the frame later, judge it once.
+#[test]
+fn a_siblings_copy_of_an_invalid_dispatch_is_the_runners_words() {
+    use ahpspec::checks::words::{InvalidDispatches, ECHOES_INVALID};
+    let schemas = Schemas::load(None).expect("schemas");
+    let runner = InvalidDispatches::default();
+    let mut sender = StreamChecks::new("client-1");
+    sender.checker.words.share(&runner);
+    let mut sibling = StreamChecks::new("client-2");
+    sibling.checker.words.share(&runner);
+    let mut early = StreamChecks::new("client-2");
+    early.checker.words.share(&runner);
+    let mut stranger = StreamChecks::new("client-3");
+    let title = json!({ "type": "session/titleChanged", "title": 42 });
+    let (_, sent) = dispatch("ahp-session:/s", 1, title.clone());
+    let (_, copy) = envelope("ahp-session:/s", 3, title, Some(1));
+    // Before anything looked at the sender's frame, the copy is the host's.
+    assert_eq!(broke(&mut early, &schemas, &copy), vec!["INV-SCHEMA-1"]);
+    sender.foresee_sent(0, &sent.to_string(), &schemas);
+    assert!(broke(&mut sibling, &schemas, &copy).is_empty());
+    assert_eq!(
+        skips_of(&sibling, "INV-SCHEMA-1"),
+        vec![(ECHOES_INVALID.to_owned(), 1)]
+    );
+    assert_eq!(broke(&mut stranger, &schemas, &copy), vec!["INV-SCHEMA-1"]);
+    sender.sent(0, 0.0, &sent.to_string(), &schemas);
+    assert_eq!(
+        sender.harness_errors.len(),
+        1,
+        "{:?}",
+        sender.harness_errors
+    );
+}
+
+/// A case whose second connection dispatches a malformed title change to a session the
+/// first also watches, run against a host that accepts it (`malformed-accepted`): the case
+/// warns on its own rule, and the first connection's copy of the accepted echo is the
+/// case's words, so INV-SCHEMA-1 does not fail on it (the first connection's frames are
+/// checked first).
+const SIBLING_SUITE: &str = r#"
+page = "docs/specification/actions.md"
+
+[[case]]
+id = "DISPATCH-007"
+level = "SHOULD"
+spec = "(robustness)"
+requirement = "A malformed action is not applied."
+does = "c2 dispatches a title change with a numeric title to a session c1 also subscribes to; c1 reads on (its frames are checked before c2's)."
+steps = [
+  { initialize = {} },
+  { session = { as = "S" } },
+  { initialize = { on = "c2" } },
+  { request = { on = "c2", method = "subscribe", params = { channel = "${S}", delivery = { maxLatencyMs = 0 } }, as = "sub" } },
+  { response = { on = "c2", to = "sub", ok = true } },
+  { dispatch = { on = "c2", channel = "${S}", action = { type = "session/titleChanged", title = 42 }, as = "wrong", intent = "wrong type" } },
+  { request = { method = "ping", params = { channel = "ahp-root://" }, as = "ping" } },
+  { response = { to = "ping", ok = true } },
+  { echo = { on = "c2", of = "wrong", accepted = false, or_ignored = true } },
+]
+"#;
+
+#[test]
+fn a_case_connections_copy_of_its_siblings_invalid_dispatch_is_the_cases_words() {
+    let suites = TempDir::new("sibling-suite");
+    std::fs::write(suites.path().join("sibling.toml"), SIBLING_SUITE).expect("suite");
+    let reports = TempDir::new("sibling-reports");
+    let run = |fault: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--suites",
+            suites.str(),
+            "--report-dir",
+            reports.str(),
+        ];
+        args.extend_from_slice(fault);
+        let out = ahpspec(&args);
+        (verdicts(&report_json(reports.path())), show(&out))
+    };
+    let (verdicts, out) = run(&["--fault", "malformed-accepted"]);
+    assert_eq!(verdicts["DISPATCH-007"], "warn", "{out}");
+    assert_eq!(verdicts["INV-SCHEMA-1"], "pass", "{out}");
+    let (verdicts, out) = run(&[]);
+    assert_eq!(verdicts["DISPATCH-007"], "pass", "{out}");
 }

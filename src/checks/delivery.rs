@@ -90,7 +90,7 @@ mod tests {
         );
         let mut tape = Tape::default();
         let message = tape.parse(&subscribe).expect("json");
-        checker.on_sent(message, 0.0, false);
+        checker.on_sent(message, 0.0, false, "client-1");
         let snapshot = format!(
             r#"{{"jsonrpc":"2.0","id":7,"result":{{"snapshot":{{"resource":"{S}","fromSeq":4,"state":{{}}}}}}}}"#
         );

@@ -14,7 +14,7 @@ use super::invariants;
 use super::mirror::Mirror;
 use super::toolcalls::ToolCalls;
 use super::words::{Says, ANSWERS_INVALID, ECHOES_INVALID};
-use super::{Rule, Skips, Violation};
+use super::{FastMap, Rule, Skips, Violation};
 use crate::tape::{Node, Tape};
 
 /// Why a mirror stopped knowing its channel's state after an echo.
@@ -50,6 +50,9 @@ pub struct StreamChecks {
     pub negotiated: Option<Version>,
     /// Echoes DISPATCH-001 left to the rule their dispatch tests.
     echo_skips: Skips,
+    /// Dispatches looked at ahead of the checks ([`StreamChecks::foresee_sent`]):
+    /// transcript index → what makes it invalid, if anything.
+    foreseen: FastMap<usize, Option<String>>,
     /// The parse buffer every frame is read into.
     tape: Tape,
 }
@@ -70,6 +73,7 @@ impl StreamChecks {
     /// The checks of a connection that resumes `old` (reconnect): same client, and they
     /// carry on the old one's mirror, sequence history and dispatches.
     pub fn resuming(old: &StreamChecks) -> StreamChecks {
+        // `foreseen` is not carried on: it holds indices into the old transcript.
         let mut checks = StreamChecks::new(&old.client_id);
         checks.mirror = old.mirror.clone();
         checks.tool_calls = old.tool_calls.clone();
@@ -87,6 +91,39 @@ impl StreamChecks {
         match tape.parse(text) {
             Ok(message) => self.check_sent(index, at_ms, message, schemas),
             Err(_) => self.checker.on_sent_unparseable(text),
+        }
+        self.tape = tape;
+    }
+
+    /// Looks at a dispatch the harness sent (transcript `index`) before the checks reach it
+    /// in order: one sent invalid is made known at once to the other connections of the
+    /// runner ([`crate::checks::words::InvalidDispatches`]), so the copy of its echo they
+    /// get is the runner's words whichever connection's frames are checked first. The
+    /// verdict on the frame is kept for [`StreamChecks::sent`].
+    pub fn foresee_sent(&mut self, index: usize, text: &str, schemas: &Schemas) {
+        if self.foreseen.contains_key(&index) || !text.contains("\"dispatchAction\"") {
+            return;
+        }
+        let mut tape = std::mem::take(&mut self.tape);
+        if let Ok(message) = tape.parse(text) {
+            let params = message.member("params");
+            if let (Some("dispatchAction"), Some(seq), Some(channel)) = (
+                message.member("method").as_str(),
+                params.member("clientSeq").as_i64(),
+                params.member("channel").as_str(),
+            ) {
+                let deliberate = self.intended_invalid.contains(&index);
+                let problem = if deliberate {
+                    None
+                } else {
+                    self.sent_problem(message, schemas)
+                };
+                if (deliberate || problem.is_some()) && !self.client_id.is_empty() {
+                    let runner = self.checker.words.runner();
+                    runner.record(&self.client_id, seq, channel);
+                }
+                self.foreseen.insert(index, problem);
+            }
         }
         self.tape = tape;
     }
@@ -151,13 +188,14 @@ impl StreamChecks {
     /// client's problem, behind a proxy).
     fn check_sent(&mut self, index: usize, at_ms: f64, message: Node<'_>, schemas: &Schemas) {
         let deliberate = self.intended_invalid.contains(&index);
-        let problem = if deliberate {
-            None
-        } else {
-            self.sent_problem(message, schemas)
+        let problem = match self.foreseen.remove(&index) {
+            Some(problem) => problem,
+            None if deliberate => None,
+            None => self.sent_problem(message, schemas),
         };
+        let invalid = deliberate || problem.is_some();
         self.checker
-            .on_sent(message, at_ms, deliberate || problem.is_some());
+            .on_sent(message, at_ms, invalid, &self.client_id);
         let method = message.member("method").as_str();
         if method == Some("unsubscribe") {
             if let Some(channel) = message.member("params").member("channel").as_str() {

@@ -6,6 +6,8 @@
 //! spelling the client chose is the client's. What the host adds of its own (an envelope's
 //! `serverSeq` and origin, the form of a response) stays the host's and is judged.
 
+use std::sync::{Arc, Mutex, PoisonError};
+
 use super::{FastMap, FastSet};
 use crate::tape::{Node, Scanned};
 
@@ -59,6 +61,34 @@ struct Dispatch {
     invalid: bool,
 }
 
+/// The dispatches that the connections of one runner (a case, a fuzzer's sequence, a
+/// proxy, a capture's check) sent invalid, shared by all of them: clientId → clientSeq →
+/// channel. The host broadcasts an accepted action to every subscriber, so the copy another
+/// connection gets of one of them carries the runner's words as much as the sender's echo
+/// does. Clones share one registry.
+#[derive(Debug, Default, Clone)]
+pub struct InvalidDispatches(Arc<Mutex<FastMap<String, FastMap<i64, String>>>>);
+
+impl InvalidDispatches {
+    /// Notes that client `client_id` sent its dispatch `seq` to `channel` invalid.
+    pub fn record(&self, client_id: &str, seq: i64, channel: &str) {
+        // A poisoned lock only means another connection's thread panicked mid-insert; the
+        // map is still whole.
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        map.entry(client_id.to_owned())
+            .or_default()
+            .insert(seq, channel.to_owned());
+    }
+
+    /// Whether client `client_id`'s dispatch `seq` was sent invalid; if so, whether it was
+    /// sent to `channel`.
+    fn sent_to(&self, client_id: &str, seq: i64, channel: Option<&str>) -> Option<bool> {
+        let map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let sent = map.get(client_id)?.get(&seq)?;
+        Some(channel == Some(sent.as_str()))
+    }
+}
+
 /// What the client said on one connection that the host's frames may repeat.
 #[derive(Debug, Default, Clone)]
 pub struct ClientWords {
@@ -67,21 +97,24 @@ pub struct ClientWords {
     /// Strings the client sent that are no 1.0.0 URI: legacy URIs anywhere in its frames,
     /// and channels it named in another scheme than `ahp-…`.
     spellings: FastSet<String>,
-    /// Dispatches sent invalid on other connections of the same runner, (clientId,
-    /// clientSeq) → channel: their echoes, broadcast here too, carry the runner's words.
-    heard: FastMap<(String, i64), String>,
+    /// The invalid dispatches of every connection of the same runner, this one's among
+    /// them: their echoes, broadcast here too, carry the runner's words.
+    runner: InvalidDispatches,
 }
 
 impl ClientWords {
-    /// Takes in a frame the client sent; `invalid` when it was sent invalid (deliberately,
-    /// or found so by the schemas).
-    pub fn said(&mut self, message: Node<'_>, invalid: bool) {
+    /// Takes in a frame client `client_id` sent; `invalid` when it was sent invalid
+    /// (deliberately, or found so by the schemas).
+    pub fn said(&mut self, message: Node<'_>, invalid: bool, client_id: &str) {
         let params = message.member("params");
         if message.member("method").as_str() == Some("dispatchAction") {
             if let (Some(seq), Some(channel)) = (
                 params.member("clientSeq").as_i64(),
                 params.member("channel").as_str(),
             ) {
+                if invalid && !client_id.is_empty() {
+                    self.runner.record(client_id, seq, channel);
+                }
                 let dispatch = Dispatch {
                     channel: channel.to_owned(),
                     invalid,
@@ -111,19 +144,15 @@ impl ClientWords {
         }
     }
 
-    /// The channel of this connection's dispatch `seq`, when it was sent invalid.
-    pub fn sent_invalid(&self, seq: i64) -> Option<&str> {
-        self.dispatches
-            .get(&seq)
-            .filter(|d| d.invalid)
-            .map(|d| d.channel.as_str())
+    /// Shares `runner`'s registry of invalid dispatches with the other connections of the
+    /// same runner, from now on (before the connection sends anything).
+    pub fn share(&mut self, runner: &InvalidDispatches) {
+        self.runner = runner.clone();
     }
 
-    /// Learns that another connection of the same runner, `client_id`, sent its dispatch
-    /// `seq` to `channel` invalid: its echo here is judged by the rule that dispatch tests.
-    pub fn heard_invalid(&mut self, client_id: &str, seq: i64, channel: &str) {
-        self.heard
-            .insert((client_id.to_owned(), seq), channel.to_owned());
+    /// The registry of invalid dispatches this connection shares.
+    pub fn runner(&self) -> &InvalidDispatches {
+        &self.runner
     }
 
     /// Whether the client itself spelled `text` (a legacy URI, or a channel outside the
@@ -154,21 +183,19 @@ impl ClientWords {
         }
     }
 
-    /// An envelope naming another client: the echo of a dispatch sent invalid that this
-    /// connection heard of, or the host's own.
+    /// An envelope naming another client: the echo of a dispatch another connection of
+    /// the same runner sent invalid, or the host's own.
     fn heard_of(&self, envelope: Node<'_>, from: Option<&str>) -> Says {
-        if self.heard.is_empty() {
-            return Says::Host;
-        }
         let (Some(from), Some(seq)) =
             (from, envelope.member("origin").member("clientSeq").as_i64())
         else {
             return Says::Host;
         };
-        match self.heard.get(&(from.to_owned(), seq)) {
-            Some(channel) => Says::Echo {
+        let channel = envelope.member("channel").as_str();
+        match self.runner.sent_to(from, seq, channel) {
+            Some(same_channel) => Says::Echo {
                 invalid: true,
-                same_channel: envelope.member("channel").as_str() == Some(channel.as_str()),
+                same_channel,
             },
             None => Says::Host,
         }
@@ -187,7 +214,7 @@ mod tests {
 
     fn said(words: &mut ClientWords, text: &str, invalid: bool) {
         let mut tape = Tape::default();
-        words.said(tape.parse(text).expect("JSON"), invalid);
+        words.said(tape.parse(text).expect("JSON"), invalid, "me");
     }
 
     fn says(words: &ClientWords, envelope: &str) -> Says {
@@ -263,34 +290,66 @@ mod tests {
     }
 
     #[test]
-    fn an_invalid_dispatch_heard_of_from_another_connection_is_the_runners_words() {
-        let mut words = ClientWords::default();
-        said(
-            &mut words,
-            r#"{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"ahp-session:/s","clientSeq":1,"action":{"type":"session/titleChanged","title":1}}}"#,
-            true,
-        );
-        assert_eq!(words.sent_invalid(1), Some("ahp-session:/s"));
-        assert_eq!(words.sent_invalid(2), None);
+    fn an_invalid_dispatch_of_another_connection_of_the_runner_is_the_runners_words() {
+        let runner = InvalidDispatches::default();
+        let mut sender = ClientWords::default();
+        sender.share(&runner);
         let mut sibling = ClientWords::default();
-        let echo = r#"{"channel":"ahp-session:/s","serverSeq":4,"origin":{"clientId":"other","clientSeq":1},"action":{}}"#;
-        assert_eq!(says(&sibling, echo), Says::Host);
-        sibling.heard_invalid("other", 1, "ahp-session:/s");
+        let echo = r#"{"channel":"ahp-session:/s","serverSeq":4,"origin":{"clientId":"me","clientSeq":1},"action":{}}"#;
+        let mut tape = Tape::default();
+        let sibling_says = |words: &ClientWords, text: &str| {
+            words.envelope(Tape::default().parse(text).expect("JSON"), "other")
+        };
+        sibling.share(&runner);
+        assert_eq!(sibling_says(&sibling, echo), Says::Host);
+        sender.said(
+            tape.parse(r#"{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"ahp-session:/s","clientSeq":1,"action":{"type":"session/titleChanged","title":1}}}"#).expect("JSON"),
+            true,
+            "me",
+        );
         assert_eq!(
-            says(&sibling, echo),
+            sibling_says(&sibling, echo),
             Says::Echo {
                 invalid: true,
                 same_channel: true
             }
         );
-        // Another clientSeq of that client, or another client, stays the host's.
         assert_eq!(
-            says(
+            sibling_says(&sibling, &echo.replace("ahp-session:/s", "ahp-chat:/c")),
+            Says::Echo {
+                invalid: true,
+                same_channel: false
+            }
+        );
+        // Another clientSeq of that client, or another client, stays the host's; so does
+        // the echo on a connection of another runner.
+        assert_eq!(
+            sibling_says(
                 &sibling,
                 &echo.replace("\"clientSeq\":1", "\"clientSeq\":2")
             ),
             Says::Host
         );
-        assert_eq!(says(&sibling, &echo.replace("other", "third")), Says::Host);
+        assert_eq!(
+            sibling_says(&sibling, &echo.replace("\"me\"", "\"third\"")),
+            Says::Host
+        );
+        assert_eq!(sibling_says(&ClientWords::default(), echo), Says::Host);
+        // A valid dispatch is not recorded, nor one of a connection whose client is not
+        // known yet.
+        sender.said(
+            tape.parse(r#"{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"ahp-session:/s","clientSeq":2,"action":{"type":"session/titleChanged","title":"t"}}}"#).expect("JSON"),
+            false,
+            "me",
+        );
+        sender.said(
+            tape.parse(r#"{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"ahp-session:/s","clientSeq":3,"action":{}}}"#).expect("JSON"),
+            true,
+            "",
+        );
+        for seq in [2, 3] {
+            let other = echo.replace("\"clientSeq\":1", &format!("\"clientSeq\":{seq}"));
+            assert_eq!(sibling_says(&sibling, &other), Says::Host, "{seq}");
+        }
     }
 }

@@ -10,6 +10,7 @@ use crate::checks::frame::Counts;
 use crate::checks::frame::Schemas;
 use crate::checks::mirror::Mirror;
 use crate::checks::stream::StreamChecks;
+use crate::checks::words::InvalidDispatches;
 use crate::checks::{Skips, Violation};
 use crate::transport::{Connection, Direction};
 
@@ -30,6 +31,8 @@ pub struct Conn {
     pub(super) checks: StreamChecks,
     /// Transcript frames already looked at.
     seen: usize,
+    /// Transcript frames already looked at ahead ([`Conn::foresee`]).
+    foreseen: usize,
     /// clientSeq of the last dispatch.
     pub(super) client_seq: i64,
     /// The schemas of the last [`Conn::process`] call.
@@ -43,6 +46,7 @@ impl Conn {
             link,
             checks: StreamChecks::new(client_id),
             seen: 0,
+            foreseen: 0,
             client_seq: 0,
             schemas: None,
         }
@@ -75,6 +79,21 @@ impl Conn {
         conn.checks = StreamChecks::resuming(&old.checks);
         conn.client_seq = old.client_seq;
         conn
+    }
+
+    /// Makes the dispatches this connection sent invalid since the last look known to the
+    /// runner's other connections before any connection's checks run
+    /// ([`StreamChecks::foresee_sent`]). A runner that checks several connections calls it
+    /// on each of them first.
+    pub fn foresee(&mut self, schemas: &Schemas) {
+        let frames = self.link.transcript().frames.len();
+        for index in self.seen.max(self.foreseen)..frames {
+            let frame = &self.link.transcript().frames[index];
+            if frame.direction == Direction::Sent && !end_marker(&frame.text) {
+                self.checks.foresee_sent(index, &frame.text, schemas);
+            }
+        }
+        self.foreseen = frames;
     }
 
     /// Runs the always-on checks over every frame recorded since the last call.
@@ -168,23 +187,17 @@ impl Conn {
         self.checks.prestates.remove(&seq)
     }
 
-    /// The channel of this connection's dispatch `seq`, when it was sent invalid (declared,
-    /// or found so by the schemas).
-    pub fn sent_invalid(&self, seq: i64) -> Option<String> {
-        self.checks
-            .checker
-            .words
-            .sent_invalid(seq)
-            .map(str::to_owned)
+    /// The connection, sharing `runner`'s registry of invalid dispatches with the runner's
+    /// other connections: the copy of one of their invalid dispatches echoed here is the
+    /// runner's words, as the sender's own echo is. Called before the connection sends.
+    pub fn sharing(mut self, runner: &InvalidDispatches) -> Conn {
+        self.checks.checker.words.share(runner);
+        self
     }
 
-    /// Learns that another connection of the same runner (`client_id`) sent its dispatch
-    /// `seq` to `channel` invalid: the echo this connection gets of it is the runner's words.
-    pub fn heard_invalid(&mut self, client_id: &str, seq: i64, channel: &str) {
-        self.checks
-            .checker
-            .words
-            .heard_invalid(client_id, seq, channel);
+    /// The registry of invalid dispatches this connection shares with its runner's others.
+    pub fn invalid_dispatches(&self) -> &InvalidDispatches {
+        self.checks.checker.words.runner()
     }
 
     /// Declares the next frame sent deliberately invalid: it is not schema-checked as the

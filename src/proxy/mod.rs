@@ -22,6 +22,7 @@ use tokio::task::JoinSet;
 
 use crate::capture::Recorder;
 use crate::checks::frame::Schemas;
+use crate::checks::words::InvalidDispatches;
 use crate::traffic::Traffic;
 use crate::verdict::RunReport;
 
@@ -83,6 +84,9 @@ struct Shared {
     config: ProxyConfig,
     traffic: Mutex<Traffic>,
     next_conn: AtomicUsize,
+    /// The dispatches the proxied clients sent invalid: the copy of one's echo another
+    /// client gets is the clients' words (their problem), as the sender's own echo is.
+    invalid: InvalidDispatches,
 }
 
 impl Shared {
@@ -125,6 +129,7 @@ impl Proxy {
             config,
             traffic: Mutex::new(Traffic::default()),
             next_conn: AtomicUsize::new(1),
+            invalid: InvalidDispatches::default(),
         });
         let (stop, stopped) = watch::channel(false);
         let accepting = tokio::spawn(accept(listener, Arc::clone(&shared), stopped));

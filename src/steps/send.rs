@@ -12,7 +12,8 @@ impl Runner<'_> {
         let client_id = format!("ahpspec-{}-{name}", self.ctx.token);
         let conn = Conn::connect(&self.ctx.url, self.ctx.timeout, name, &client_id)
             .await
-            .map_err(|e| Stop::Harness(format!("{}: {e}", self.at)))?;
+            .map_err(|e| Stop::Harness(format!("{}: {e}", self.at)))?
+            .sharing(&self.invalid);
         self.next_client += 1;
         self.vars.set(&format!("{name}.clientId"), json!(client_id));
         self.conns.insert(name.to_owned(), conn);

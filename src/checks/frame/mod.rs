@@ -109,12 +109,13 @@ impl FrameChecker {
         all
     }
 
-    /// Records a frame the harness sent at `at_ms` (requests are remembered for
-    /// correlation, answers to host requests for TRANSPORT-012); `invalid` when it was sent
-    /// invalid (what answers or echoes it is then judged by the rule it tests).
-    pub fn on_sent(&mut self, message: Node<'_>, at_ms: f64, invalid: bool) {
+    /// Records a frame the harness (as client `client_id`) sent at `at_ms` (requests are
+    /// remembered for correlation, answers to host requests for TRANSPORT-012); `invalid`
+    /// when it was sent invalid (what answers or echoes it is then judged by the rule it
+    /// tests).
+    pub fn on_sent(&mut self, message: Node<'_>, at_ms: f64, invalid: bool, client_id: &str) {
         self.rpc.sent(message, at_ms, invalid);
-        self.words.said(message, invalid);
+        self.words.said(message, invalid, client_id);
         let method = message.member("method");
         let params = message.member("params");
         match method.as_str() {

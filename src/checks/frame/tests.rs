@@ -18,7 +18,7 @@ fn rules(checker: &mut FrameChecker, text: &str) -> Vec<Rule> {
 fn sent(checker: &mut FrameChecker, text: &str, at_ms: f64) {
     let mut tape = Tape::default();
     match tape.parse(text) {
-        Ok(message) => checker.on_sent(message, at_ms, false),
+        Ok(message) => checker.on_sent(message, at_ms, false, "client-1"),
         Err(_) => checker.on_sent_unparseable(text),
     }
 }

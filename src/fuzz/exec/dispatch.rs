@@ -57,10 +57,6 @@ impl Run<'_> {
                 Expect::RejectOrIgnore => conn.send_ping().await.ok(),
                 _ => None,
             };
-            if let Some(channel) = conn.sent_invalid(seq) {
-                let from = conn.client_id().to_owned();
-                self.heard_invalid(&from, seq, &channel);
-            }
             self.exec.operations += 1;
             sent.push((self.exec.performed.len(), seq, ping, kind_of(*op, "op")));
             self.exec.performed.push(Performed {

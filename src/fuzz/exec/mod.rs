@@ -12,6 +12,7 @@ use super::model::{rest, Planned, Rest};
 use super::ops::{Behaviour, Op};
 use crate::checks::delivery;
 use crate::checks::frame::{FrameChecker, Schemas};
+use crate::checks::words::InvalidDispatches;
 use crate::checks::Rule;
 use crate::client::checkpoint;
 use crate::client::profile::Profile;
@@ -238,6 +239,8 @@ struct Run<'a> {
     workspace: Option<String>,
     /// The catalog's rule levels, for its cases run as operations (made at the first).
     case_levels: Option<std::sync::Arc<HashMap<String, crate::verdict::Level>>>,
+    /// The dispatches the sequence's connections (routines' own among them) sent invalid.
+    invalid: InvalidDispatches,
     exec: Execution,
 }
 
@@ -288,6 +291,7 @@ pub async fn execute_until(
         chat: String::new(),
         next_turn: 0,
         side_links: 0,
+        invalid: InvalidDispatches::default(),
         clock: None,
         behaviours: HashMap::new(),
         observer: None,
@@ -454,6 +458,9 @@ impl Run<'_> {
         let schemas = self.cfg.schemas.clone();
         let mut found = std::mem::take(&mut self.pending);
         for conn in &mut self.conns {
+            conn.foresee(&schemas);
+        }
+        for conn in &mut self.conns {
             found.extend(conn.process(&schemas));
             conn.take_backlog();
         }
@@ -512,16 +519,6 @@ impl Run<'_> {
                 .as_ref()
                 .map_or_else(|| "ok".to_owned(), |f| f.rule.id().to_owned()),
         });
-    }
-
-    /// Tells the sequence's connections that `client_id` (one of them, or a connection of a
-    /// routine's own) sent its dispatch `seq` to `channel` invalid: the echo any of them gets
-    /// is the harness's words, judged by the rule the dispatch tests, not by the always-on
-    /// checks of the connections that did not send it.
-    pub(super) fn heard_invalid(&mut self, client_id: &str, seq: i64, channel: &str) {
-        for conn in self.conns.iter_mut().filter(|c| c.client_id() != client_id) {
-            conn.heard_invalid(client_id, seq, channel);
-        }
     }
 
     async fn checkpoint(&mut self, index: Option<usize>) -> Option<Failure> {

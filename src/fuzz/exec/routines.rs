@@ -262,7 +262,7 @@ impl Run<'_> {
         let client_id = self.side_client_id();
         let timeout = self.cfg.timeout;
         let mut link = match Conn::connect(&self.url, timeout, "routine", &client_id).await {
-            Ok(link) => link,
+            Ok(link) => link.sharing(&self.invalid),
             Err(error) => return finding(Rule::Fuzz001, "a new connection", error.to_string()),
         };
         let asked: &[&str] = if root { &[ROOT] } else { &[] };
@@ -304,7 +304,8 @@ impl Run<'_> {
         let client_id = self.side_client_id();
         let mut link = Conn::connect(&self.url, self.cfg.timeout, "routine", &client_id)
             .await
-            .map_err(|e| (Rule::Fuzz001, "a new connection".to_owned(), e.to_string()))?;
+            .map_err(|e| (Rule::Fuzz001, "a new connection".to_owned(), e.to_string()))?
+            .sharing(&self.invalid);
         match link
             .initialize(&Offer::of([version]), self.cfg.timeout)
             .await

@@ -14,6 +14,7 @@ impl Run<'_> {
         let client_id = format!("ahpspec-{}-{name}", self.token);
         Conn::connect(&self.url, self.cfg.timeout, &name, &client_id)
             .await
+            .map(|conn| conn.sharing(&self.invalid))
             .map_err(|e| refused(index == 0, e))
     }
 

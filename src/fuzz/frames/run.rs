@@ -161,8 +161,10 @@ async fn frames_run(
         conns,
     )
     .await;
+    // The victim's mutated dispatches, echoed to the witness too, are the harness's words.
+    let invalid = victim.invalid_dispatches().clone();
     let mut witness = match witness {
-        Ok(witness) => witness,
+        Ok(witness) => witness.sharing(&invalid),
         Err(halt) => {
             conns.push(victim);
             return Err(halt);
@@ -256,7 +258,8 @@ async fn run_mutations(
                 Opening::After(index),
                 conns,
             )
-            .await?;
+            .await?
+            .sharing(witness.invalid_dispatches());
             conns.push(std::mem::replace(victim, replacement));
         }
     }

@@ -112,7 +112,7 @@ impl Run<'_> {
         let client_id = format!("ahpspec-{}-leaver-{index}", self.token);
         let connect = || Conn::connect(&self.url, timeout, "leaver", &client_id);
         let mut link = match connect().await {
-            Ok(link) => link,
+            Ok(link) => link.sharing(&self.invalid),
             Err(error) => return finding(Rule::Fuzz001, "a new connection", error.to_string()),
         };
         // Initialize and subscribe are every sequence's set-up, judged there.
@@ -134,7 +134,7 @@ impl Run<'_> {
             return None;
         }
         let mut back = match connect().await {
-            Ok(back) => back,
+            Ok(back) => back.sharing(&self.invalid),
             Err(error) => return finding(Rule::Fuzz001, "a new connection", error.to_string()),
         };
         let from = self.conns[0].frame_count();

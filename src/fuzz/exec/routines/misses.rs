@@ -29,7 +29,7 @@ impl Run<'_> {
         let timeout = self.cfg.timeout;
         let client_id = format!("ahpspec-{}-later", self.token);
         let mut link = match Conn::connect(&self.url, timeout, "later", &client_id).await {
-            Ok(link) => link,
+            Ok(link) => link.sharing(&self.invalid),
             Err(error) => return finding(Rule::Fuzz001, "a new connection", error.to_string()),
         };
         let answer = link.initialize(&Offer::of([LATER_MINOR]), timeout).await;
@@ -155,11 +155,7 @@ impl Run<'_> {
             let action =
                 json!({ "type": "session/titleChanged", "title": { "text": "fz-malformed" } });
             let echo = echo_before_ping(&mut link, &session, &action, timeout).await;
-            let seq = link.last_seq();
-            if let Some(channel) = link.sent_invalid(seq) {
-                let from = link.client_id().to_owned();
-                self.heard_invalid(&from, seq, &channel);
-            }
+            link.foresee(&self.cfg.schemas);
             // An echo without rejectionReason tells every subscriber to apply it.
             applied = echo.filter(|m| m["params"]["rejectionReason"].is_null());
         }
