@@ -655,3 +655,40 @@ fn fuzz_exits_0_when_every_rule_found_is_baselined() {
         show(&out)
     );
 }
+
+/// A replay whose sequence now stops at another rule's failure says which, with what it
+/// expected and got, and exits 1: it did not run cleanly. The sequence: a cancel sent
+/// together with the truncation of a running turn, against a host that keeps the turn
+/// (`truncate-keeps-active`). Older versions blamed the accepted cancel (CHAT-VALIDATE-003,
+/// the trace's rule); the truncation's fresh-snapshot judge now finds the kept turn first,
+/// whether its snapshot comes before the cancel ends the turn or after (TURN-012).
+#[test]
+fn a_replay_that_stops_at_another_rule_says_which() {
+    let dir = TempDir::new("replay-instead");
+    let trace = serde_json::json!({
+        "format": 2, "toolVersion": "0.1.0", "seed": 1, "target": "builtin",
+        "fault": "truncate-keeps-active", "mode": "model",
+        "failure": { "rule": "CHAT-VALIDATE-003", "expected": "chat/turnCancelled rejected",
+                     "actual": "chat/turnCancelled accepted", "opIndex": 1 },
+        "originalLen": 2, "shrinkSteps": 0,
+        "ops": [
+            { "op": "startTurn", "client": 0, "behaviour": "long" },
+            { "op": "together",
+              "first": { "op": "truncate", "client": 0, "keep_first": false },
+              "second": { "op": "cancel", "client": 0, "stale": false } }
+        ],
+        "performed": [], "frames": []
+    });
+    let path = dir.file("trace.json", &trace.to_string());
+    for _ in 0..3 {
+        let replay = run(&["replay", &path]);
+        assert_eq!(replay.status.code(), Some(1), "{}", show(&replay));
+        assert!(
+            text(&replay.stdout).starts_with(
+                "no longer reproduces: CHAT-VALIDATE-003; the sequence fails on TURN-012 instead"
+            ),
+            "{}",
+            show(&replay)
+        );
+    }
+}

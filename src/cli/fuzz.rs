@@ -404,20 +404,31 @@ pub fn replay_command(args: ReplayArgs) -> ExitCode {
         for skipped in &replayed.skipped_cases {
             eprintln!("left out: case {skipped}");
         }
-        (replayed.failure, replayed.skipped_cases.len())
+        (
+            replayed.failure,
+            replayed.instead,
+            replayed.skipped_cases.len(),
+        )
     });
     match replayed {
-        Ok((Some(failure), _)) => {
+        Ok((Some(failure), _, _)) => {
             println!(
                 "reproduced: {} — expected {}; got {}",
                 failure.rule, failure.expected, failure.actual
             );
             ExitCode::from(1)
         }
-        Ok((None, skipped @ 1..)) => usage_error(&format!(
+        Ok((None, Some(other), _)) => {
+            println!(
+                "no longer reproduces: {}; the sequence fails on {} instead — expected {}; got {}",
+                trace.failure.rule, other.rule, other.expected, other.actual
+            );
+            ExitCode::from(1)
+        }
+        Ok((None, None, skipped @ 1..)) => usage_error(&format!(
             "not reproduced, but {skipped} case operations ran nothing (listed above): no verdict"
         )),
-        Ok((None, _)) => {
+        Ok((None, None, _)) => {
             let count = trace.ops.as_array().map_or(0, Vec::len);
             println!(
                 "no longer reproduces: {} ({count} operations ran cleanly)",

@@ -228,6 +228,9 @@ pub async fn reproduce(
 pub struct Replayed {
     /// The failure, when the same bug showed again.
     pub failure: Option<Failure>,
+    /// The failure of another rule the replay stopped at instead (the bug it found first
+    /// now, or one that hides the trace's): the sequence did not run cleanly.
+    pub instead: Option<Failure>,
     /// Case operations that ran nothing (the trace names a case this catalog lacks), with
     /// why: a replay that skipped some says nothing about whether the bug is gone.
     pub skipped_cases: Vec<String>,
@@ -248,8 +251,13 @@ pub async fn replay_trace(
             .map_err(|e| ExecError::Setup(format!("trace operations: {e}")))?;
         execute(&ops, target, exec).await?
     };
+    let (failure, instead) = match run.failure {
+        Some(f) if same(&f, &trace.failure) => (Some(f), None),
+        other => (None, other),
+    };
     Ok(Replayed {
-        failure: run.failure.filter(|f| same(f, &trace.failure)),
+        failure,
+        instead,
         skipped_cases: run.skipped_cases,
     })
 }
