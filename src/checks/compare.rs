@@ -158,7 +158,8 @@ pub fn comparable(kind: Kind, state: &Value) -> Value {
     state
 }
 
-/// INV-FOLD-1: the fold equals the fresh snapshot on the fields the version defines.
+/// INV-FOLD-1: the fold equals the fresh snapshot on the fields the version defines (a
+/// chat difference one rule owns alone is that rule's: [`super::fold_owner`]).
 pub fn fold_matches(channel: &str, kind: Kind, folded: &Value, fresh: &Value) -> Option<Violation> {
     // What is equal as it is stays equal once both are made comparable (the same function
     // of each): the copies are made only when the two differ somewhere.
@@ -168,7 +169,7 @@ pub fn fold_matches(channel: &str, kind: Kind, folded: &Value, fresh: &Value) ->
     let (folded, fresh) = (comparable(kind, folded), comparable(kind, fresh));
     let difference = first_difference(&folded, &fresh, String::new())?;
     if kind == Kind::Chat {
-        if let Some(violation) = error_cleared(channel, &folded, &fresh) {
+        if let Some(violation) = super::fold_owner::owner(channel, &folded, &fresh) {
             return Some(violation);
         }
     }
@@ -177,35 +178,6 @@ pub fn fold_matches(channel: &str, kind: Kind, folded: &Value, fresh: &Value) ->
         format!("fold of {channel} == fresh snapshot"),
         difference,
     ))
-}
-
-/// The chat activity bit Error (`ChatStatus`).
-const ERROR_BIT: u64 = 2;
-
-/// STATUS-004 when a chat's fold and fresh snapshot differ only in `status`, and the fold
-/// has the Error bit the snapshot lost: the reducers keep it from chat/error until a turn
-/// starts, resumes or a truncation, and no action in between cleared it, so the host dropped
-/// it on its own. Any other difference stays INV-FOLD-1's.
-fn error_cleared(channel: &str, folded: &Value, fresh: &Value) -> Option<Violation> {
-    let bits = |state: &Value| state["status"].as_u64();
-    let (was, now) = (bits(folded)?, bits(fresh)?);
-    if was & ERROR_BIT == 0 || now & ERROR_BIT != 0 {
-        return None;
-    }
-    let without_status = |state: &Value| {
-        let mut state = state.clone();
-        if let Some(object) = state.as_object_mut() {
-            object.remove("status");
-        }
-        state
-    };
-    (without_status(folded) == without_status(fresh)).then(|| {
-        Violation::new(
-            Rule::Status004,
-            format!("{channel} keeps the Error status bit after chat/error until a turn starts, resumes or a truncation (the fold of its actions has status {was})"),
-            format!("a fresh snapshot with status {now}, and no action that changed it"),
-        )
-    })
 }
 
 /// JSON pointer of the first difference, with both values.
@@ -445,7 +417,7 @@ mod tests {
     }
 
     #[test]
-    fn a_lost_error_bit_is_status_004_and_any_other_difference_inv_fold_1() {
+    fn a_difference_a_rule_owns_alone_is_that_rules_and_any_other_inv_fold_1s() {
         let folded = json!({ "resource": "ahp-chat:/c", "status": 2, "turns": [] });
         let cleared = json!({ "resource": "ahp-chat:/c", "status": 1, "turns": [] });
         assert_eq!(rule(&folded, &cleared), Some(Rule::Status004));

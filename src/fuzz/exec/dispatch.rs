@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::{ping_if, Failure, Performed, Run};
+use crate::checks::replayed::out_of_range;
 use crate::checks::Rule;
 use crate::client::{Conn, ROOT};
 use crate::fuzz::guidance::{kind_of, state_of, Seen};
@@ -254,11 +255,15 @@ impl Run<'_> {
         if client == 0 {
             channels.insert(0, ROOT.to_owned());
         }
-        let answer = conn
-            .reconnect(old.highest_seq(), channels, self.cfg.timeout)
-            .await;
+        let last_seen = old.highest_seq();
+        let answer = conn.reconnect(last_seen, channels, self.cfg.timeout).await;
         match answer {
-            Ok(response) if response.get("result").is_some() => {}
+            Ok(response) if response.get("result").is_some() => {
+                let replayed = out_of_range(&response["result"], last_seen);
+                if let Some(violation) = replayed.filter(|v| self.cfg.exclude.judges(v.rule)) {
+                    return Some(Failure::after(index, violation));
+                }
+            }
             Ok(response) => {
                 return Some(Failure {
                     rule: Rule::Reconnect001,

@@ -94,6 +94,18 @@ pub struct Failure {
     pub op_index: Option<usize>,
 }
 
+impl Failure {
+    /// A pure check's `violation`, found by the judge of operation `index`.
+    pub(crate) fn after(index: usize, violation: crate::checks::Violation) -> Failure {
+        Failure {
+            rule: violation.rule,
+            expected: violation.expected,
+            actual: violation.actual,
+            op_index: Some(index),
+        }
+    }
+}
+
 /// One dispatch that was made, for traces and regression cases.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -49,11 +49,6 @@ impl Run<'_> {
         self.pending.extend(found);
         let folded = self.conns[client].mirror().state(channel)?;
         let violation = applied_anyway(channel, &folded, &fresh, action)?;
-        Some(Failure {
-            rule: violation.rule,
-            expected: violation.expected,
-            actual: violation.actual,
-            op_index: Some(index),
-        })
+        Some(Failure::after(index, violation))
     }
 }
