@@ -122,7 +122,11 @@ impl StreamChecks {
                     let runner = self.checker.words.runner();
                     runner.record(&self.client_id, seq, channel);
                 }
-                self.foreseen.insert(index, problem);
+                // Before the initialize answer is read, the version a dispatch is judged
+                // against is not known yet: the checks judge the frame again when they reach it.
+                if self.negotiated.is_some() {
+                    self.foreseen.insert(index, problem);
+                }
             }
         }
         self.tape = tape;
