@@ -506,3 +506,29 @@ async fn chat_status_projection_does_not_apply_without_summary_chats() {
         "summaries without chats",
     );
 }
+
+/// The host watches its workspace for automations' event triggers only while an automation
+/// whose triggers are live has one. AUTOMATION-016 creates such an automation (its pass
+/// shows the watch fired), disables it and removes it: afterwards nothing is watched.
+#[tokio::test]
+async fn the_workspace_is_watched_for_events_only_while_an_automation_listens() {
+    let host = host::spawn(HostConfig::default())
+        .await
+        .expect("host starts");
+    assert!(!host.watches_for_events(), "watched before any automation");
+    let report = run(&Options {
+        url: Some(host.url().to_owned()),
+        workspace: Some(host.workspace_uri()),
+        selection: only(&["AUTOMATION-016"]),
+        ..Options::default()
+    })
+    .await;
+    let watched = host.watches_for_events();
+    host.shutdown().await;
+    assert_all_pass(&report);
+    assert_eq!(report.cases.len(), 1);
+    assert!(
+        !watched,
+        "the workspace is still watched after the last listening automation went"
+    );
+}

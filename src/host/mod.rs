@@ -168,6 +168,12 @@ impl HostHandle {
         self.shared.lock().internal_errors.clone()
     }
 
+    /// Whether the host watches its workspace for automations' event triggers (only while
+    /// an automation whose triggers are live has one).
+    pub fn watches_for_events(&self) -> bool {
+        self.shared.lock().automations.event_watcher.is_some()
+    }
+
     /// Number of open connections.
     pub fn connection_count(&self) -> usize {
         self.shared.lock().conns.len()

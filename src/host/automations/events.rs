@@ -11,8 +11,10 @@
 //! meanwhile starts nothing. Runs from events do not count against an `afterRuns`
 //! allowance: ahp-types defines that condition over scheduled runs.
 //!
-//! The workspace is watched (one recursive OS watcher) from the first time an enabled
-//! automation has an event trigger on.
+//! The workspace is watched (one recursive OS watcher) while an automation whose triggers
+//! are live has an event trigger: from the first such automation on, until none is left
+//! (the last disabled, changed or removed), so a large workspace holds its OS watches only
+//! while something listens.
 
 use std::time::Duration;
 
@@ -51,23 +53,29 @@ fn triggers_selecting<'a>(definition: &'a Value, event: &'a str) -> Vec<&'a str>
         .collect()
 }
 
-/// Whether `definition` is enabled and has a workspace event trigger.
-fn listens(definition: &Value) -> bool {
-    definition["enabled"] == true
-        && ["fileChanged", "fileDeleted"]
-            .iter()
-            .any(|event| !triggers_selecting(definition, event).is_empty())
+/// Whether `definition` has a workspace event trigger.
+fn has_event_trigger(definition: &Value) -> bool {
+    ["fileChanged", "fileDeleted"]
+        .iter()
+        .any(|event| !triggers_selecting(definition, event).is_empty())
 }
 
 impl World {
-    /// Starts watching the workspace once an enabled automation has an event trigger.
+    /// Watches the workspace while an automation whose triggers are live has an event
+    /// trigger, and stops watching when none has (dropping the watcher ends its OS watches).
     pub(in crate::host) fn watch_for_events(&mut self) {
-        if self.automations.event_watcher.is_some() {
-            return;
-        }
         let entries = &self.automations.catalogue.entries;
-        if !entries.iter().any(|e| listens(&to_value(&e.definition))) {
-            return;
+        let wanted = entries.iter().any(|entry| {
+            let definition = to_value(&entry.definition);
+            self.triggers_live(&definition) && has_event_trigger(&definition)
+        });
+        match (wanted, self.automations.event_watcher.is_some()) {
+            (true, false) => {}
+            (false, true) => {
+                self.automations.event_watcher = None;
+                return;
+            }
+            _ => return,
         }
         // Events arrive on notify's own thread: the timers they arm need the host's runtime.
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
