@@ -112,12 +112,7 @@ impl StreamChecks {
                 params.member("clientSeq").as_i64(),
                 params.member("channel").as_str(),
             ) {
-                let deliberate = self.intended_invalid.contains(&index);
-                let problem = if deliberate {
-                    None
-                } else {
-                    self.sent_problem(message, schemas)
-                };
+                let (deliberate, problem) = self.sent_verdict(index, message, schemas);
                 if (deliberate || problem.is_some()) && !self.client_id.is_empty() {
                     let runner = self.checker.words.runner();
                     runner.record(&self.client_id, seq, channel);
@@ -191,11 +186,9 @@ impl StreamChecks {
     /// the always-on checks. An invalid frame not declared deliberate is a harness error (a
     /// client's problem, behind a proxy).
     fn check_sent(&mut self, index: usize, at_ms: f64, message: Node<'_>, schemas: &Schemas) {
-        let deliberate = self.intended_invalid.contains(&index);
-        let problem = match self.foreseen.remove(&index) {
-            Some(problem) => problem,
-            None if deliberate => None,
-            None => self.sent_problem(message, schemas),
+        let (deliberate, problem) = match self.foreseen.remove(&index) {
+            Some(problem) => (self.intended_invalid.contains(&index), problem),
+            None => self.sent_verdict(index, message, schemas),
         };
         let invalid = deliberate || problem.is_some();
         self.checker
@@ -217,6 +210,19 @@ impl StreamChecks {
 
     /// What is wrong with a frame sent, if anything: its params against the method's schema
     /// (a dispatch's by parts), or a channel it names in a legacy scheme.
+    /// Whether frame `index` was declared sent invalid, and else what makes it invalid.
+    fn sent_verdict(
+        &mut self,
+        index: usize,
+        message: Node<'_>,
+        schemas: &Schemas,
+    ) -> (bool, Option<String>) {
+        if self.intended_invalid.contains(&index) {
+            return (true, None);
+        }
+        (false, self.sent_problem(message, schemas))
+    }
+
     fn sent_problem(&mut self, message: Node<'_>, schemas: &Schemas) -> Option<String> {
         let method = message.member("method").as_str()?;
         let params = message.member("params");
