@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::checks::frame::{Counts, Schemas};
 use crate::checks::stream::StreamChecks;
 use crate::checks::words::InvalidDispatches;
-use crate::checks::{Rule, Skips, Violation, ALWAYS_ON};
+use crate::checks::{AlwaysOnRule, Rule, Skips, Violation, ALWAYS_ON};
 use crate::rows::AlwaysOnRows;
 use crate::verdict::{ReportedFrame, RunReport};
 
@@ -24,6 +24,19 @@ const CONTEXT_FRAMES: usize = 8;
 const TRANSCRIPT_FRAMES: usize = 256;
 /// Client-side problems kept for the report.
 const CLIENT_PROBLEMS_KEPT: usize = 20;
+
+/// Case rules that traffic can judge as well, after the always-on rows: in a run their
+/// cases judge them, but a client nobody scripted has no case. Their text is their case's in
+/// the catalog (a test holds the two together).
+pub const OBSERVED_CASE_RULES: &[AlwaysOnRule] = &[AlwaysOnRule {
+    rule: Rule::Dispatch007,
+    id: "DISPATCH-007",
+    level: crate::verdict::Level::Should,
+    area: "actions",
+    spec: "docs/guide/actions.md (robustness)",
+    requirement: "Malformed actions (missing members, wrong types, unknown type) are not applied and do not break the connection.",
+    unit: "echoes of actions a client dispatched malformed (no type, or invalid for theirs)",
+}];
 
 /// Which peer sent a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,9 +84,11 @@ impl Found {
     }
 }
 
-/// The level an always-on rule's row says (violations carry always-on rules).
+/// The level a rule's row says (violations carry always-on rules, and the case rules
+/// traffic judges).
 fn level_of(rule: Rule) -> &'static str {
     rule.always_on()
+        .or_else(|| OBSERVED_CASE_RULES.iter().find(|row| row.rule == rule))
         .map_or(crate::verdict::Level::Must, |row| row.level)
         .as_str()
 }
@@ -101,7 +116,7 @@ impl ConnWatch {
     pub fn new(name: &str, timeout_ms: f64) -> ConnWatch {
         ConnWatch {
             name: name.to_owned(),
-            checks: StreamChecks::new(""),
+            checks: StreamChecks::observing(),
             timeout_ms,
             frames: 0,
             recent: VecDeque::with_capacity(CONTEXT_FRAMES),
@@ -287,8 +302,8 @@ impl Traffic {
         duration_ms: f64,
         rerun: &str,
     ) -> RunReport {
-        let mut cases = Vec::with_capacity(ALWAYS_ON.len());
-        for rule in ALWAYS_ON {
+        let mut cases = Vec::with_capacity(ALWAYS_ON.len() + OBSERVED_CASE_RULES.len());
+        for rule in ALWAYS_ON.iter().chain(OBSERVED_CASE_RULES) {
             let over = "frame of every connection";
             let mut row = self.always_on.row(rule, over, rerun.to_owned());
             if rule.requirement.contains("(at checkpoints)")
@@ -378,5 +393,114 @@ mod tests {
         found.extend(watch.frame(Peer::Server, 1501.0, close, &schemas));
         assert_eq!(rules(&found), vec!["TRANSPORT-003"]);
         assert!(watch.end(2000.0).is_empty(), "judged once");
+    }
+
+    #[test]
+    fn the_observed_case_rules_say_what_their_cases_say() {
+        let catalog = crate::suite::Catalog::embedded().expect("the embedded suites");
+        for rule in OBSERVED_CASE_RULES {
+            let case = catalog
+                .cases
+                .iter()
+                .find(|case| case.info.id == rule.id)
+                .unwrap_or_else(|| panic!("{} has no case", rule.id));
+            assert_eq!(rule.rule.id(), rule.id);
+            assert_eq!(case.info.level, rule.level, "{}", rule.id);
+            assert_eq!(case.info.spec, rule.spec, "{}", rule.id);
+            assert_eq!(case.info.requirement, rule.requirement, "{}", rule.id);
+            assert!(case.info.area.ends_with(rule.area), "{}", case.info.area);
+            assert!(
+                rule.rule.always_on().is_none(),
+                "{} is a case rule",
+                rule.id
+            );
+        }
+    }
+
+    /// A client dispatches a title change with a numeric title: the host's echo to it
+    /// without rejectionReason breaks DISPATCH-007 (a warning: SHOULD), with one rejected
+    /// the row passes; a copy another client gets is not judged again.
+    #[test]
+    fn an_observed_client_s_malformed_action_applied_breaks_dispatch_007() {
+        let schemas = Schemas::load(None).expect("schemas");
+        let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersions":["1.0.0"],"clientId":"me"}}"#;
+        let dispatch = |seq: u32, title: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"dispatchAction","params":{{"channel":"ahp-session:/s","clientSeq":{seq},"action":{{"type":"session/titleChanged","title":{title}}}}}}}"#
+            )
+        };
+        let echo = |seq: u32, server_seq: u32, extra: &str, title: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"action","params":{{"channel":"ahp-session:/s","serverSeq":{server_seq},"origin":{{"clientId":"me","clientSeq":{seq}}}{extra},"action":{{"type":"session/titleChanged","title":{title}}}}}}}"#
+            )
+        };
+        let run = |rejected: bool| {
+            let runner = InvalidDispatches::default();
+            let mut traffic = Traffic::default();
+            let mut sender = ConnWatch::new("1", 1000.0).sharing(&runner);
+            let mut other = ConnWatch::new("2", 1000.0).sharing(&runner);
+            let extra = if rejected {
+                r#","rejectionReason":"title is no string""#
+            } else {
+                ""
+            };
+            let frames = [
+                (Peer::Client, init.to_owned()),
+                (Peer::Client, dispatch(1, "42")),
+                (Peer::Client, dispatch(2, r#""fine""#)),
+                (Peer::Server, echo(1, 1, extra, "42")),
+                (Peer::Server, echo(2, 2, "", r#""fine""#)),
+            ];
+            let mut found = Vec::new();
+            for (at, (peer, text)) in frames.iter().enumerate() {
+                found.extend(sender.frame(*peer, at as f64, Seen::Text(text), &schemas));
+            }
+            found.extend(other.frame(
+                Peer::Server,
+                9.0,
+                Seen::Text(&echo(1, 1, extra, "42")),
+                &schemas,
+            ));
+            let lines: Vec<String> = found.iter().map(Found::line).collect();
+            let dispatch_007 = found
+                .iter()
+                .filter(|f| f.violation.rule == Rule::Dispatch007)
+                .count();
+            found.into_iter().for_each(|f| traffic.found(f));
+            traffic.close(sender);
+            traffic.close(other);
+            let report = traffic.report("t", String::new(), 0.0, "");
+            let row = report
+                .cases
+                .into_iter()
+                .find(|row| row.info.id == "DISPATCH-007")
+                .expect("a DISPATCH-007 row");
+            (dispatch_007, lines, row)
+        };
+        let (applied, lines, row) = run(false);
+        assert_eq!(applied, 1, "{lines:?}");
+        assert!(
+            lines.iter().any(|l| l.starts_with("DISPATCH-007 [SHOULD]")),
+            "{lines:?}"
+        );
+        assert_eq!(
+            row.verdict,
+            crate::verdict::Verdict::Warn,
+            "{}",
+            row.summary
+        );
+        assert!(
+            row.summary.contains("1 violation(s) in 1 echoes"),
+            "{}",
+            row.summary
+        );
+        let (applied, lines, row) = run(true);
+        assert_eq!(applied, 0, "{lines:?}");
+        assert_eq!(
+            row.verdict,
+            crate::verdict::Verdict::Pass,
+            "{}",
+            row.summary
+        );
     }
 }

@@ -146,7 +146,10 @@ async fn the_catalog_passes_through_the_proxy_and_the_proxy_sees_no_violation() 
         failing.join("\n")
     );
     for report in [&through.proxy, &through.offline] {
-        assert_eq!(report.cases.len(), ALWAYS_ON.len());
+        assert_eq!(
+            report.cases.len(),
+            ALWAYS_ON.len() + ahpspec::traffic::OBSERVED_CASE_RULES.len()
+        );
         for case in &report.cases {
             let expected = if CHECKPOINT_ONLY.contains(&case.info.id.as_str()) {
                 Verdict::NotTestable
@@ -619,12 +622,72 @@ async fn the_echo_of_a_clients_invalid_action_is_the_clients_and_does_not_cascad
     );
     // TURN-005 needs no state: it judged the turn's parts.
     assert_eq!(row(&report, "TURN-005").verdict, Verdict::Pass);
+    // What the host owes the client is not to apply it (DISPATCH-007, a SHOULD).
+    let applied = row(&report, "DISPATCH-007");
+    assert_eq!(applied.verdict, Verdict::Warn, "{}", applied.summary);
+    assert!(
+        applied.findings[0]
+            .expected
+            .contains("malformed chat/turnStarted"),
+        "{:?}",
+        applied.findings[0]
+    );
+}
+
+/// The same malformed action to a correct host: rejected, so DISPATCH-007's row passes
+/// having judged that one echo.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_malformed_action_rejected_passes_dispatch_007_behind_the_proxy() {
+    use ahpspec::transport::Incoming;
+    use serde_json::json;
+    let timeout = Duration::from_secs(5);
+    let (mut link, chat, proxy, host) =
+        client_through_proxy(FaultSet::default(), "ahp-session:/rejected-echo").await;
+    let action = json!({ "type": "chat/turnStarted", "turnId": "t1",
+                         "message": { "text": "hello", "origin": { "kind": "user" } } });
+    link.send_notification(
+        "dispatchAction",
+        json!({ "channel": chat, "clientSeq": 1, "action": action }),
+    )
+    .await
+    .expect("dispatched");
+    let echo = link
+        .wait_for(
+            timeout,
+            |item| matches!(item, Incoming::Message(m) if m["params"]["origin"]["clientSeq"] == 1),
+        )
+        .await
+        .expect("the echo comes");
+    let Incoming::Message(echo) = echo else {
+        panic!("a message");
+    };
+    assert!(
+        echo["params"]["rejectionReason"].is_string(),
+        "the correct host rejects it: {echo}"
+    );
+    link.close().await;
+    // The proxy's checks run behind the frames they forward.
+    for _ in 0..100 {
+        if proxy.client_problems().1 > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (report, _) = proxy.finish().await;
+    host.shutdown().await;
+    let judged = row(&report, "DISPATCH-007");
+    assert_eq!(judged.verdict, Verdict::Pass, "{}", judged.summary);
+    assert!(
+        judged.summary.starts_with("checked 1 echoes"),
+        "{}",
+        judged.summary
+    );
 }
 
 /// The catalog through the proxy to a host that accepts malformed actions: the runner
 /// reports DISPATCH-007's (and CHAT-VALIDATE-006's) failure, and the proxy, which saw the
 /// runner's deliberately invalid dispatches as a client's invalid frames, blames the server
-/// for none of their echoes.
+/// for none of their echoes but by the one rule they show broken: DISPATCH-007.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn through_the_proxy_echoes_of_invalid_dispatches_are_not_the_servers() {
     let dir = TempDir::new("proxy-invalid");
@@ -633,8 +696,9 @@ async fn through_the_proxy_echoes_of_invalid_dispatches_are_not_the_servers() {
     let broken_in_run = broken(&through.run);
     assert!(broken_in_run.contains("DISPATCH-007"), "{broken_in_run:?}");
     for report in [&through.proxy, &through.offline] {
-        assert!(
-            broken(report).is_empty(),
+        assert_eq!(
+            broken(report),
+            BTreeSet::from(["DISPATCH-007".to_owned()]),
             "{}: {:?}\n{}",
             report.target,
             broken(report),

@@ -12,6 +12,7 @@ pub mod error_data;
 pub mod fold_owner;
 pub mod frame;
 pub mod invariants;
+pub mod malformed;
 pub mod mirror;
 pub mod rejected;
 pub mod replayed;

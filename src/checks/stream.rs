@@ -11,6 +11,7 @@ use super::compare::Kind;
 use super::error_data;
 use super::frame::{parse_version, snapshots_in, Counts, FrameChecker, Received, Schemas, Version};
 use super::invariants;
+use super::malformed::MalformedDispatches;
 use super::mirror::Mirror;
 use super::toolcalls::ToolCalls;
 use super::words::{Says, ANSWERS_INVALID, ECHOES_INVALID};
@@ -53,6 +54,10 @@ pub struct StreamChecks {
     /// Dispatches looked at ahead of the checks ([`StreamChecks::foresee_sent`]):
     /// transcript index → what makes it invalid, if anything.
     foreseen: FastMap<usize, Option<String>>,
+    /// The malformed dispatches of a client the harness did not write (a proxy's, a
+    /// capture's), whose echoes DISPATCH-007 judges: set by [`StreamChecks::observing`].
+    /// The harness's own malformed dispatches are deliberate, judged by their cases.
+    pub malformed: Option<MalformedDispatches>,
     /// The parse buffer every frame is read into.
     tape: Tape,
 }
@@ -66,6 +71,16 @@ impl StreamChecks {
     pub fn new(client_id: &str) -> StreamChecks {
         StreamChecks {
             client_id: client_id.to_owned(),
+            ..StreamChecks::default()
+        }
+    }
+
+    /// The checks of a connection whose client the harness did not write (a proxy's, a
+    /// capture's): what it sends comes through [`StreamChecks::observed_sent`], and the host
+    /// applying an action it dispatched malformed breaks DISPATCH-007.
+    pub fn observing() -> StreamChecks {
+        StreamChecks {
+            malformed: Some(MalformedDispatches::default()),
             ..StreamChecks::default()
         }
     }
@@ -143,8 +158,9 @@ impl StreamChecks {
                 }
                 Some("dispatchAction") => {
                     if let Some(seq) = params.member("clientSeq").as_i64() {
-                        self.dispatched
-                            .insert(seq, params.member("action").to_value());
+                        let action = params.member("action");
+                        self.dispatched.insert(seq, action.to_value());
+                        self.note_malformed(seq, action, schemas);
                     }
                 }
                 _ => {}
@@ -152,6 +168,26 @@ impl StreamChecks {
         }
         self.tape = tape;
         self.sent(index, at_ms, text, schemas);
+    }
+
+    /// Notes dispatch `seq` of an observed client when its action is malformed: no string
+    /// `type`, or invalid against its type's definition. An unknown type is not malformed
+    /// (forward compatibility), nor is a channel the client spelled its own way.
+    fn note_malformed(&mut self, seq: i64, action: Node<'_>, schemas: &Schemas) {
+        if self.malformed.is_none() {
+            return;
+        }
+        let kind = action.member("type").as_str();
+        let malformed = match kind.and_then(|kind| schemas.map.actions.get(kind)) {
+            Some(def) => matches!(
+                self.checker.validate_node(schemas, def, action),
+                Some(Err(_))
+            ),
+            None => kind.is_none(),
+        };
+        if let (true, Some(found)) = (malformed, self.malformed.as_mut()) {
+            found.sent(seq, kind.unwrap_or("action without a type"));
+        }
     }
 
     /// Adds what every always-on rule looked at on this connection to `counts`, and what it
@@ -171,6 +207,9 @@ impl StreamChecks {
         *counts.entry(Rule::InvTerm1).or_insert(0) += self.terminals.states_checked;
         for (rule, n) in &self.invariant_counts {
             *counts.entry(*rule).or_insert(0) += n;
+        }
+        if let Some(malformed) = &self.malformed {
+            malformed.tally(counts, skipped);
         }
     }
 
@@ -293,6 +332,11 @@ impl StreamChecks {
             .checker
             .on_text(&mut tape, text, schemas, &self.client_id);
         if let Some(message) = message {
+            if let (Some(malformed), Some("action")) =
+                (self.malformed.as_mut(), message.member("method").as_str())
+            {
+                found.extend(malformed.echoed(message.member("params"), &self.client_id));
+            }
             self.error_data(message, says, schemas, &mut found);
             if !says.echoes_invalid() {
                 self.newer_actions(message, schemas, &mut found);
