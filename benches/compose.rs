@@ -8,7 +8,10 @@
 //! `AHPSPEC_COMPOSE_TIMEOUT_MS` (each expectation's wait while screening, default 2000),
 //! `AHPSPEC_COMPOSE_CONFIRM_MS` (the wait when a suspect pair is run again, default 2000)
 //! and `AHPSPEC_COMPOSE_SKIP` (pairs of the shuffled order an earlier run covered) shape it.
-//! Figures: benches/README.md. A sample of pairs is a test (tests/compose.rs).
+//! Each suspect prints as `suspect a,b: …` when screened; `AHPSPEC_COMPOSE_CONFIRM_ONLY=LOG`
+//! confirms the suspects an earlier run's output `LOG` lists and has not confirmed yet, and
+//! screens nothing. Figures: benches/README.md. A sample of pairs is a test
+//! (tests/compose.rs).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -129,8 +132,50 @@ fn singles(
     alone
 }
 
+/// The suspects an earlier run's output lists (`suspect a,b: …`) and has not confirmed yet
+/// (no `a,b: screened …` or `a,b: also …` line after), with what the screening saw.
+fn unconfirmed(log: &str) -> Vec<((&'static str, &'static str), String)> {
+    let fault = |name: &str| Fault::ALL.iter().map(|f| f.name()).find(|n| *n == name);
+    let pair = |text: &str| {
+        let (a, b) = text.split_once(',')?;
+        Some((fault(a)?, fault(b)?))
+    };
+    let mut suspects = Vec::new();
+    let mut confirmed = BTreeSet::new();
+    for line in log.lines() {
+        if let Some(rest) = line.strip_prefix("suspect ") {
+            if let Some((names, first)) = rest.split_once(": ") {
+                if let Some(p) = pair(names) {
+                    suspects.push((p, first.to_owned()));
+                }
+            }
+        } else if let Some((names, _)) = line.split_once(": ") {
+            if let Some(p) = pair(names) {
+                confirmed.insert(p);
+            }
+        }
+    }
+    suspects.retain(|(p, _)| !confirmed.contains(p));
+    suspects
+}
+
 fn main() {
     let parallel: usize = env("AHPSPEC_COMPOSE_PARALLEL").unwrap_or(2);
+    let confirm = Duration::from_millis(env("AHPSPEC_COMPOSE_CONFIRM_MS").unwrap_or(2000));
+    if let Ok(path) = std::env::var("AHPSPEC_COMPOSE_CONFIRM_ONLY") {
+        let log = match std::fs::read_to_string(&path) {
+            Ok(log) => log,
+            Err(error) => {
+                eprintln!("{path}: {error}");
+                std::process::exit(2);
+            }
+        };
+        let suspects = unconfirmed(&log);
+        println!("{} suspects of {path} to confirm", suspects.len());
+        let started = Instant::now();
+        confirm_suspects(&suspects, confirm, suspects.len(), 0, started);
+        return;
+    }
     let timeout = Duration::from_millis(env("AHPSPEC_COMPOSE_TIMEOUT_MS").unwrap_or(2000));
     let names: Vec<&'static str> = Fault::ALL.iter().map(|f| f.name()).collect();
     let catalog = Catalog::embedded().unwrap_or_default();
@@ -178,10 +223,14 @@ fn main() {
                 Ok(together) => {
                     let new = extra(&together, &alone[a], &alone[b]);
                     if !new.is_empty() {
+                        println!("suspect {a},{b}: also {new:?}");
                         suspects.push(((a, b), format!("also {new:?}")));
                     }
                 }
-                Err(error) => suspects.push(((a, b), format!("harness error {error}"))),
+                Err(error) => {
+                    println!("suspect {a},{b}: harness error {error}");
+                    suspects.push(((a, b), format!("harness error {error}")));
+                }
             }
             if seen % 500 == 0 || seen == total {
                 println!(
@@ -193,12 +242,21 @@ fn main() {
             }
         },
     );
-    // A short screening timeout can miss a message under load: every suspect pair is run
-    // again, with both its faults alone, at the confirming timeout, and only what holds then
-    // is reported.
-    let confirm = Duration::from_millis(env("AHPSPEC_COMPOSE_CONFIRM_MS").unwrap_or(2000));
+    confirm_suspects(&suspects, confirm, total, skip, started);
+}
+
+/// A short screening timeout can miss a message under load: every suspect pair is run
+/// again, with both its faults alone, at the `confirm` timeout, and only what holds then is
+/// reported. `total` pairs were screened (from `skip`).
+fn confirm_suspects(
+    suspects: &[((&'static str, &'static str), String)],
+    confirm: Duration,
+    total: usize,
+    skip: usize,
+    started: Instant,
+) {
     let mut not_composing = Vec::new();
-    for ((a, b), first) in &suspects {
+    for ((a, b), first) in suspects {
         let again = singles(&[a, b], 2, confirm);
         let mut pair = None;
         in_parallel(
