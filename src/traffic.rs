@@ -26,7 +26,8 @@ const TRANSCRIPT_FRAMES: usize = 256;
 const CLIENT_PROBLEMS_KEPT: usize = 20;
 
 /// Case rules that traffic can judge as well, after the always-on rows: in a run their
-/// cases judge them, but a client nobody scripted has no case. Their text is their case's in
+/// cases judge them, but a client nobody scripted has no case
+/// ([`crate::checks::malformed`]). Their text is their case's in
 /// the catalog (a test holds the two together).
 pub const OBSERVED_CASE_RULES: &[AlwaysOnRule] = &[AlwaysOnRule {
     rule: Rule::Dispatch007,
@@ -36,6 +37,14 @@ pub const OBSERVED_CASE_RULES: &[AlwaysOnRule] = &[AlwaysOnRule {
     spec: "docs/guide/actions.md (robustness)",
     requirement: "Malformed actions (missing members, wrong types, unknown type) are not applied and do not break the connection.",
     unit: "echoes of actions a client dispatched malformed (no type, or invalid for theirs)",
+}, AlwaysOnRule {
+    rule: Rule::Transport009,
+    id: "TRANSPORT-009",
+    level: crate::verdict::Level::Should,
+    area: "transport",
+    spec: "docs/specification/root-channel.md § Paginating the catalogue",
+    requirement: "Params of the wrong shape get -32602 (not a success, not a hang).",
+    unit: "answers to requests a client sent with params of the wrong shape",
 }];
 
 /// Which peer sent a frame.
@@ -424,6 +433,10 @@ mod tests {
     fn an_observed_client_s_malformed_action_applied_breaks_dispatch_007() {
         let schemas = Schemas::load(None).expect("schemas");
         let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersions":["1.0.0"],"clientId":"me"}}"#;
+        // Messages are judged malformed against the schemas of 1.0.0, once it is negotiated.
+        let initialized = |version: &str| {
+            format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"protocolVersion":"{version}"}}}}"#)
+        };
         let dispatch = |seq: u32, title: &str| {
             format!(
                 r#"{{"jsonrpc":"2.0","method":"dispatchAction","params":{{"channel":"ahp-session:/s","clientSeq":{seq},"action":{{"type":"session/titleChanged","title":{title}}}}}}}"#
@@ -434,7 +447,7 @@ mod tests {
                 r#"{{"jsonrpc":"2.0","method":"action","params":{{"channel":"ahp-session:/s","serverSeq":{server_seq},"origin":{{"clientId":"me","clientSeq":{seq}}}{extra},"action":{{"type":"session/titleChanged","title":{title}}}}}}}"#
             )
         };
-        let run = |rejected: bool| {
+        let run = |rejected: bool, version: &str| {
             let runner = InvalidDispatches::default();
             let mut traffic = Traffic::default();
             let mut sender = ConnWatch::new("1", 1000.0).sharing(&runner);
@@ -446,6 +459,7 @@ mod tests {
             };
             let frames = [
                 (Peer::Client, init.to_owned()),
+                (Peer::Server, initialized(version)),
                 (Peer::Client, dispatch(1, "42")),
                 (Peer::Client, dispatch(2, r#""fine""#)),
                 (Peer::Server, echo(1, 1, extra, "42")),
@@ -477,30 +491,27 @@ mod tests {
                 .expect("a DISPATCH-007 row");
             (dispatch_007, lines, row)
         };
-        let (applied, lines, row) = run(false);
-        assert_eq!(applied, 1, "{lines:?}");
-        assert!(
-            lines.iter().any(|l| l.starts_with("DISPATCH-007 [SHOULD]")),
-            "{lines:?}"
-        );
-        assert_eq!(
-            row.verdict,
-            crate::verdict::Verdict::Warn,
-            "{}",
-            row.summary
-        );
-        assert!(
-            row.summary.contains("1 violation(s) in 1 echoes"),
-            "{}",
-            row.summary
-        );
-        let (applied, lines, row) = run(true);
-        assert_eq!(applied, 0, "{lines:?}");
-        assert_eq!(
-            row.verdict,
-            crate::verdict::Verdict::Pass,
-            "{}",
-            row.summary
-        );
+        use crate::verdict::Verdict;
+        // A 0.9.x client's action may be well formed in its version: not judged.
+        for (rejected, version, broken, verdict) in [
+            (false, "1.0.0", 1, Verdict::Warn),
+            (true, "1.0.0", 0, Verdict::Pass),
+            (false, "0.9.0", 0, Verdict::NotTestable),
+        ] {
+            let (applied, lines, row) = run(rejected, version);
+            assert_eq!(applied, broken, "{lines:?}");
+            assert_eq!(row.verdict, verdict, "{}", row.summary);
+            if broken > 0 {
+                assert!(
+                    lines.iter().any(|l| l.starts_with("DISPATCH-007 [SHOULD]")),
+                    "{lines:?}"
+                );
+                assert!(
+                    row.summary.contains("1 violation(s) in 1 echoes"),
+                    "{}",
+                    row.summary
+                );
+            }
+        }
     }
 }

@@ -597,6 +597,7 @@ fault_tests! {
     added_allowance_uncounted => AddedAllowanceUncounted,
     patched_trigger_labels_kept => PatchedTriggerLabelsKept,
     unknown_time_zone_accepted => UnknownTimeZoneAccepted,
+    list_limit_unchecked => ListLimitUnchecked,
     event_trigger_never_fires => EventTriggerNeverFires,
     runs_cursor_never_ends => RunsCursorNeverEnds,
     disabled_trigger_fires => DisabledTriggerFires,

@@ -684,6 +684,80 @@ async fn a_clients_malformed_action_rejected_passes_dispatch_007_behind_the_prox
     );
 }
 
+/// A client asks with params of the wrong shape: `listSessions` with `limit: "x"` and
+/// `subscribe` without a channel. The correct host answers both -32602 and TRANSPORT-009's
+/// row passes having judged two answers; `list-limit-unchecked` answers the listing with a
+/// success, which warns; `subscribe-params-internal-error` answers -32603, which is not
+/// judged (another code is the case's informational verdict).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_request_of_the_wrong_shape_is_judged_by_transport_009_behind_the_proxy() {
+    use serde_json::json;
+    let timeout = Duration::from_secs(5);
+    for (faults, expected, judged_answers) in [
+        (FaultSet::default(), Verdict::Pass, 2),
+        (Fault::ListLimitUnchecked.into(), Verdict::Warn, 2),
+        (Fault::SubscribeParamsInternalError.into(), Verdict::Pass, 1),
+    ] {
+        let (mut link, _, proxy, host) =
+            client_through_proxy(faults, "ahp-session:/wrong-shape").await;
+        let listed = link
+            .request(
+                "listSessions",
+                json!({ "channel": "ahp-root://", "limit": "x" }),
+                timeout,
+            )
+            .await
+            .expect("listSessions answered");
+        let subscribed = link
+            .request("subscribe", json!({}), timeout)
+            .await
+            .expect("subscribe answered");
+        link.close().await;
+        for _ in 0..100 {
+            if proxy.client_problems().1 >= 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let (report, _) = proxy.finish().await;
+        host.shutdown().await;
+        let judged = row(&report, "TRANSPORT-009");
+        let answers = format!("{listed} {subscribed}");
+        assert_eq!(judged.verdict, expected, "{answers}: {}", judged.summary);
+        let checked = format!("in {judged_answers} answers");
+        assert!(
+            judged.summary.contains(&checked)
+                || judged
+                    .summary
+                    .starts_with(&format!("checked {judged_answers} answers")),
+            "{}",
+            judged.summary
+        );
+        if expected == Verdict::Warn {
+            assert!(
+                judged.findings[0].actual.starts_with("a success"),
+                "{:?}",
+                judged.findings[0]
+            );
+            assert!(judged.findings[0].expected.contains("listSessions"));
+        }
+        if error_code(&subscribed) == Some(-32603) {
+            assert!(
+                judged
+                    .summary
+                    .contains(ahpspec::checks::malformed::OTHER_CODE),
+                "{}",
+                judged.summary
+            );
+        }
+    }
+}
+
+/// The error code of an answer, if it is an error.
+fn error_code(answer: &serde_json::Value) -> Option<i64> {
+    answer["error"]["code"].as_i64()
+}
+
 /// The catalog through the proxy to a host that accepts malformed actions: the runner
 /// reports DISPATCH-007's (and CHAT-VALIDATE-006's) failure, and the proxy, which saw the
 /// runner's deliberately invalid dispatches as a client's invalid frames, blames the server

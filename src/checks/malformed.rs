@@ -1,44 +1,84 @@
-//! DISPATCH-007 over traffic the harness did not drive (a proxy's clients, a capture's): an
-//! action a client dispatched malformed — no `type`, or not valid against its own type's
-//! definition — is not applied. In a run the harness sends such actions only deliberately,
-//! and the case that sends one judges what became of it; a client nobody scripted has no
-//! case, so its sender's echo is judged here: an echo without `rejectionReason` tells every
-//! subscriber to apply the action.
+//! What a host owes a client nobody scripted (a proxy's, a capture's) about the messages it
+//! sent malformed. In a run the harness sends such messages only deliberately, and the case
+//! that sends one judges what became of it; behind a proxy there is no case, and the
+//! always-on rules leave the answer or echo of a malformed message alone (it carries the
+//! client's words). Two case rules are judged here instead:
+//! - DISPATCH-007: an action dispatched malformed — no `type`, or invalid against its own
+//!   type's definition — is not applied: its sender's echo carries `rejectionReason`.
+//! - TRANSPORT-009: a request whose params have the wrong shape (invalid against the
+//!   method's params schema) gets -32602 — not a success, not a hang. Another error code is
+//!   skipped (the case calls it informational).
 
+use super::rpc::id_key;
 use super::{FastMap, Rule, Skips, Violation};
 use crate::tape::Node;
 
 /// Why DISPATCH-007 left a malformed dispatch unjudged.
 pub const NO_ECHO: &str =
     "no echo of it was seen on its connection (dropped, or the connection was not subscribed)";
+/// Why TRANSPORT-009 left an answer unjudged.
+pub const OTHER_CODE: &str =
+    "answered with another error code than -32602 (informational: the case's verdict)";
+/// Why TRANSPORT-009 left an unanswered request unjudged.
+pub const ENDED_SOON: &str = "the connection ended before the timeout";
 
-/// The malformed dispatches of one observed connection and what their echoes showed.
-#[derive(Debug, Default, Clone)]
-pub struct MalformedDispatches {
-    /// clientSeq → the action's type, until the echo of that dispatch comes.
-    waiting: FastMap<i64, String>,
-    /// Echoes judged.
-    echoes: usize,
+/// A request sent with params of the wrong shape, waiting for its answer.
+#[derive(Debug, Clone)]
+struct Asked {
+    method: String,
+    at_ms: f64,
 }
 
-impl MalformedDispatches {
+/// The malformed messages of one observed connection and what became of them.
+#[derive(Debug, Default, Clone)]
+pub struct Malformed {
+    /// clientSeq → the action's type, until the echo of that dispatch comes.
+    dispatches: FastMap<i64, String>,
+    /// Echoes judged (DISPATCH-007).
+    echoes: usize,
+    /// Request id (as [`id_key`] writes it) → the request, until its answer comes.
+    requests: FastMap<String, Asked>,
+    /// Answers and silences judged (TRANSPORT-009).
+    answers: usize,
+    skips: Skips,
+}
+
+impl Malformed {
     /// Notes dispatch `seq`, whose action `kind` was found malformed.
-    pub fn sent(&mut self, seq: i64, kind: &str) {
-        self.waiting.insert(seq, kind.to_owned());
+    pub fn dispatched(&mut self, seq: i64, kind: &str) {
+        self.dispatches.insert(seq, kind.to_owned());
     }
 
-    /// Judges an `action` notification's params when they echo one of this connection's
-    /// malformed dispatches (its origin names `client_id`): each such dispatch once.
-    pub fn echoed(&mut self, params: Node<'_>, client_id: &str) -> Option<Violation> {
-        if self.waiting.is_empty() {
-            return None;
+    /// Notes request `id` (`method`, sent `at_ms`), whose params were found of the wrong
+    /// shape.
+    pub fn asked(&mut self, id: Node<'_>, method: &str, at_ms: f64) {
+        let asked = Asked {
+            method: method.to_owned(),
+            at_ms,
+        };
+        self.requests.insert(id_key(id, String::new()), asked);
+    }
+
+    /// Judges a message from the host: the echo of one of this connection's malformed
+    /// dispatches (an `action` notification whose origin names `client_id`), or the answer
+    /// to one of its malformed requests; each once.
+    pub fn received(&mut self, message: Node<'_>, client_id: &str) -> Option<Violation> {
+        match message.member("method").as_str() {
+            Some("action") if !self.dispatches.is_empty() => {
+                self.echoed(message.member("params"), client_id)
+            }
+            None if !self.requests.is_empty() => self.answered(message),
+            _ => None,
         }
+    }
+
+    fn echoed(&mut self, params: Node<'_>, client_id: &str) -> Option<Violation> {
         let origin = params.member("origin");
         if client_id.is_empty() || origin.member("clientId").as_str() != Some(client_id) {
             return None;
         }
         let seq = origin.member("clientSeq").as_i64()?;
-        let kind = self.waiting.remove(&seq)?;
+        let kind = self.dispatches.remove(&seq)?;
         self.echoes += 1;
         if !params.member("rejectionReason").is_null() {
             return None;
@@ -50,13 +90,75 @@ impl MalformedDispatches {
         ))
     }
 
-    /// Adds the echoes judged to `counts`, and the dispatches whose echo never came to
-    /// `skipped`.
-    pub fn tally(&self, counts: &mut super::frame::Counts, skipped: &mut Skips) {
-        if self.echoes > 0 {
-            *counts.entry(Rule::Dispatch007).or_insert(0) += self.echoes;
+    fn answered(&mut self, message: Node<'_>) -> Option<Violation> {
+        let id = message.member("id");
+        if !id.exists() {
+            return None;
         }
-        skipped.add(Rule::Dispatch007, NO_ECHO, self.waiting.len());
+        let asked = self.requests.remove(&id_key(id, String::new()))?;
+        let error = message.member("error");
+        match error.member("code").as_i64() {
+            Some(-32602) => {
+                self.answers += 1;
+                None
+            }
+            Some(_) => {
+                self.skips.add(Rule::Transport009, OTHER_CODE, 1);
+                None
+            }
+            None => {
+                self.answers += 1;
+                let got = if error.exists() {
+                    "an error without an integer code"
+                } else {
+                    "a success"
+                };
+                Some(Violation::new(
+                    Rule::Transport009,
+                    format!(
+                        "-32602 for the {} whose params the client sent of the wrong shape",
+                        asked.method
+                    ),
+                    got,
+                ))
+            }
+        }
+    }
+
+    /// The connection ended at `at_ms`: a malformed request unanswered for `timeout_ms` or
+    /// more hung (TRANSPORT-009: not a hang); a younger one is skipped.
+    pub fn ended(&mut self, at_ms: f64, timeout_ms: f64) -> Vec<Violation> {
+        let mut found = Vec::new();
+        let mut left: Vec<(String, Asked)> = self.requests.drain().collect();
+        left.sort_by(|a, b| a.1.at_ms.total_cmp(&b.1.at_ms));
+        for (id, asked) in left {
+            let waited = at_ms - asked.at_ms;
+            if waited >= timeout_ms {
+                self.answers += 1;
+                found.push(Violation::new(
+                    Rule::Transport009,
+                    format!("-32602 for request {id} ({}), whose params the client sent of the wrong shape", asked.method),
+                    format!("no answer in {waited:.0} ms, until the connection ended"),
+                ));
+            } else {
+                self.skips.add(Rule::Transport009, ENDED_SOON, 1);
+            }
+        }
+        found
+    }
+
+    /// Adds what was judged to `counts`, and what was not to `skipped`.
+    pub fn tally(&self, counts: &mut super::frame::Counts, skipped: &mut Skips) {
+        for (rule, n) in [
+            (Rule::Dispatch007, self.echoes),
+            (Rule::Transport009, self.answers),
+        ] {
+            if n > 0 {
+                *counts.entry(rule).or_insert(0) += n;
+            }
+        }
+        skipped.add(Rule::Dispatch007, NO_ECHO, self.dispatches.len());
+        skipped.merge(&self.skips);
     }
 }
 
@@ -72,19 +174,30 @@ mod tests {
             ""
         };
         format!(
-            r#"{{"channel":"ahp-session:/s","serverSeq":3,"origin":{{"clientId":"{client}","clientSeq":{seq}}}{reason},"action":{{"type":"session/titleChanged","title":7}}}}"#
+            r#"{{"jsonrpc":"2.0","method":"action","params":{{"channel":"ahp-session:/s","serverSeq":3,"origin":{{"clientId":"{client}","clientSeq":{seq}}}{reason},"action":{{"type":"session/titleChanged","title":7}}}}}}"#
         )
     }
 
-    fn judge(malformed: &mut MalformedDispatches, text: &str) -> Option<Violation> {
+    fn judge(malformed: &mut Malformed, text: &str) -> Option<Violation> {
         let mut tape = Tape::default();
-        malformed.echoed(tape.parse(text).expect("JSON"), "me")
+        malformed.received(tape.parse(text).expect("JSON"), "me")
+    }
+
+    fn ask(malformed: &mut Malformed, id: &str, at_ms: f64) {
+        let mut tape = Tape::default();
+        malformed.asked(tape.parse(id).expect("JSON"), "listSessions", at_ms);
+    }
+
+    fn tally(malformed: &Malformed) -> (crate::checks::frame::Counts, Skips) {
+        let (mut counts, mut skipped) = (Default::default(), Skips::default());
+        malformed.tally(&mut counts, &mut skipped);
+        (counts, skipped)
     }
 
     #[test]
     fn an_accepted_echo_of_a_malformed_dispatch_breaks_dispatch_007_once() {
-        let mut malformed = MalformedDispatches::default();
-        malformed.sent(4, "session/titleChanged");
+        let mut malformed = Malformed::default();
+        malformed.dispatched(4, "session/titleChanged");
         assert_eq!(judge(&mut malformed, &echo("other", 4, false)), None);
         assert_eq!(judge(&mut malformed, &echo("me", 5, false)), None);
         let found = judge(&mut malformed, &echo("me", 4, false)).expect("a violation");
@@ -92,21 +205,59 @@ mod tests {
         assert!(found.expected.contains("clientSeq 4"), "{}", found.expected);
         // The same dispatch is judged once.
         assert_eq!(judge(&mut malformed, &echo("me", 4, false)), None);
-        let (mut counts, mut skipped) = (Default::default(), Skips::default());
-        malformed.tally(&mut counts, &mut skipped);
+        let (counts, skipped) = tally(&malformed);
         assert_eq!(counts.get(&Rule::Dispatch007), Some(&1));
         assert!(skipped.of(Rule::Dispatch007).is_empty());
     }
 
     #[test]
     fn a_rejected_echo_passes_and_a_missing_one_is_skipped() {
-        let mut malformed = MalformedDispatches::default();
-        malformed.sent(1, "session/titleChanged");
-        malformed.sent(2, "chat/draftChanged");
+        let mut malformed = Malformed::default();
+        malformed.dispatched(1, "session/titleChanged");
+        malformed.dispatched(2, "chat/draftChanged");
         assert_eq!(judge(&mut malformed, &echo("me", 1, true)), None);
-        let (mut counts, mut skipped) = (Default::default(), Skips::default());
-        malformed.tally(&mut counts, &mut skipped);
+        let (counts, skipped) = tally(&malformed);
         assert_eq!(counts.get(&Rule::Dispatch007), Some(&1));
         assert_eq!(skipped.of(Rule::Dispatch007), vec![(NO_ECHO, 1)]);
+    }
+
+    #[test]
+    fn a_malformed_request_answered_by_a_success_or_never_breaks_transport_009() {
+        let mut malformed = Malformed::default();
+        for (id, at) in [
+            ("1", 0.0),
+            (r#""two""#, 0.0),
+            ("3", 0.0),
+            ("4", 0.0),
+            ("5", 900.0),
+        ] {
+            ask(&mut malformed, id, at);
+        }
+        let answer = |id: &str, body: &str| format!(r#"{{"jsonrpc":"2.0","id":{id},{body}}}"#);
+        let success = judge(&mut malformed, &answer("1", r#""result":{}"#));
+        assert_eq!(
+            success.map(|v| (v.rule, v.actual)),
+            Some((Rule::Transport009, "a success".to_owned()))
+        );
+        let refused = answer(r#""two""#, r#""error":{"code":-32602,"message":"x"}"#);
+        assert_eq!(judge(&mut malformed, &refused), None);
+        let other = answer("3", r#""error":{"code":-32600,"message":"x"}"#);
+        assert_eq!(judge(&mut malformed, &other), None);
+        // An answer to no malformed request, and the same answer again, are not judged.
+        assert_eq!(judge(&mut malformed, &answer("9", r#""result":{}"#)), None);
+        assert_eq!(judge(&mut malformed, &answer("1", r#""result":{}"#)), None);
+        let hung = malformed.ended(1000.0, 1000.0);
+        assert_eq!(hung.len(), 1, "{hung:?}");
+        assert!(
+            hung[0].expected.contains("request 4"),
+            "{}",
+            hung[0].expected
+        );
+        let (counts, skipped) = tally(&malformed);
+        assert_eq!(counts.get(&Rule::Transport009), Some(&3));
+        assert_eq!(
+            skipped.of(Rule::Transport009),
+            vec![(OTHER_CODE, 1), (ENDED_SOON, 1)]
+        );
     }
 }

@@ -11,7 +11,7 @@ use super::compare::Kind;
 use super::error_data;
 use super::frame::{parse_version, snapshots_in, Counts, FrameChecker, Received, Schemas, Version};
 use super::invariants;
-use super::malformed::MalformedDispatches;
+use super::malformed::Malformed;
 use super::mirror::Mirror;
 use super::toolcalls::ToolCalls;
 use super::words::{Says, ANSWERS_INVALID, ECHOES_INVALID};
@@ -54,10 +54,11 @@ pub struct StreamChecks {
     /// Dispatches looked at ahead of the checks ([`StreamChecks::foresee_sent`]):
     /// transcript index → what makes it invalid, if anything.
     foreseen: FastMap<usize, Option<String>>,
-    /// The malformed dispatches of a client the harness did not write (a proxy's, a
-    /// capture's), whose echoes DISPATCH-007 judges: set by [`StreamChecks::observing`].
-    /// The harness's own malformed dispatches are deliberate, judged by their cases.
-    pub malformed: Option<MalformedDispatches>,
+    /// The malformed dispatches and requests of a client the harness did not write (a
+    /// proxy's, a capture's), whose echoes and answers DISPATCH-007 and TRANSPORT-009
+    /// judge: set by [`StreamChecks::observing`]. The harness's own malformed messages are
+    /// deliberate, judged by their cases.
+    pub malformed: Option<Malformed>,
     /// The parse buffer every frame is read into.
     tape: Tape,
 }
@@ -76,11 +77,12 @@ impl StreamChecks {
     }
 
     /// The checks of a connection whose client the harness did not write (a proxy's, a
-    /// capture's): what it sends comes through [`StreamChecks::observed_sent`], and the host
-    /// applying an action it dispatched malformed breaks DISPATCH-007.
+    /// capture's): what it sends comes through [`StreamChecks::observed_sent`]; the host
+    /// applying an action it dispatched malformed breaks DISPATCH-007, and answering a
+    /// request whose params have the wrong shape with a success, or never, TRANSPORT-009.
     pub fn observing() -> StreamChecks {
         StreamChecks {
-            malformed: Some(MalformedDispatches::default()),
+            malformed: Some(Malformed::default()),
             ..StreamChecks::default()
         }
     }
@@ -165,6 +167,12 @@ impl StreamChecks {
                 }
                 _ => {}
             }
+            if let (Some(method), true) = (
+                message.member("method").as_str(),
+                message.member("id").exists() && params.exists(),
+            ) {
+                self.note_wrong_shape(message.member("id"), method, params, at_ms, schemas);
+            }
         }
         self.tape = tape;
         self.sent(index, at_ms, text, schemas);
@@ -174,7 +182,7 @@ impl StreamChecks {
     /// `type`, or invalid against its type's definition. An unknown type is not malformed
     /// (forward compatibility), nor is a channel the client spelled its own way.
     fn note_malformed(&mut self, seq: i64, action: Node<'_>, schemas: &Schemas) {
-        if self.malformed.is_none() {
+        if self.malformed.is_none() || !self.speaks_the_schemas_version() {
             return;
         }
         let kind = action.member("type").as_str();
@@ -186,7 +194,37 @@ impl StreamChecks {
             None => kind.is_none(),
         };
         if let (true, Some(found)) = (malformed, self.malformed.as_mut()) {
-            found.sent(seq, kind.unwrap_or("action without a type"));
+            found.dispatched(seq, kind.unwrap_or("action without a type"));
+        }
+    }
+
+    /// Whether the connection negotiated 1.0.0 or later, the version of the schemas: a
+    /// message of an older version may be well formed there and not in 1.0.0.
+    fn speaks_the_schemas_version(&self) -> bool {
+        self.negotiated.is_some_and(|version| version >= (1, 0, 0))
+    }
+
+    /// Notes request `id` of an observed client when its params have the wrong shape for
+    /// `method` (invalid against the method's params schema; a method the schemas do not
+    /// know is not judged).
+    fn note_wrong_shape(
+        &mut self,
+        id: Node<'_>,
+        method: &str,
+        params: Node<'_>,
+        at_ms: f64,
+        schemas: &Schemas,
+    ) {
+        let judged = self.malformed.is_some() && self.speaks_the_schemas_version();
+        let Some(def) = schemas.map.params.get(method).filter(|_| judged) else {
+            return;
+        };
+        let wrong = matches!(
+            self.checker.validate_node(schemas, def, params),
+            Some(Err(_))
+        );
+        if let (true, Some(found)) = (wrong, self.malformed.as_mut()) {
+            found.asked(id, method, at_ms);
         }
     }
 
@@ -216,7 +254,11 @@ impl StreamChecks {
     /// The connection ended at `at_ms` (by the host when `by_host`); the checks that wait
     /// for something judge what never came (see [`FrameChecker::on_end`]).
     pub fn ended(&mut self, at_ms: f64, timeout_ms: f64, by_host: bool) -> Vec<Violation> {
-        self.checker.on_end(at_ms, timeout_ms, by_host)
+        let mut found = self.checker.on_end(at_ms, timeout_ms, by_host);
+        if let Some(malformed) = self.malformed.as_mut() {
+            found.extend(malformed.ended(at_ms, timeout_ms));
+        }
+        found
     }
 
     /// Takes in a frame the harness (or an observed client) sent: it is invalid when sent
@@ -332,10 +374,8 @@ impl StreamChecks {
             .checker
             .on_text(&mut tape, text, schemas, &self.client_id);
         if let Some(message) = message {
-            if let (Some(malformed), Some("action")) =
-                (self.malformed.as_mut(), message.member("method").as_str())
-            {
-                found.extend(malformed.echoed(message.member("params"), &self.client_id));
+            if let Some(malformed) = self.malformed.as_mut() {
+                found.extend(malformed.received(message, &self.client_id));
             }
             self.error_data(message, says, schemas, &mut found);
             if !says.echoes_invalid() {

@@ -327,6 +327,8 @@ fault_catalog! {
     EventTriggerNeverFires => ("event-trigger-never-fires", "AUTOMATION-016", "Accepts event triggers but starts no run when their event occurs (a file written in the workspace)."),
     DisabledTriggerFires => ("disabled-trigger-fires", "AUTOMATION-016", "Starts runs from the event triggers of an automation whose enabled is false."),
     UnknownTimeZoneAccepted => ("unknown-time-zone-accepted", "AUTOMATION-015", "Accepts a schedule trigger whose timeZone is no IANA time zone identifier (and never schedules it)."),
+    // Session 20: the broken twin of TRANSPORT-009 behind the proxy.
+    ListLimitUnchecked => ("list-limit-unchecked", "TRANSPORT-009", "Answers listSessions whose limit is no integer with the whole listing, as if it had no limit, instead of -32602."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

@@ -31,6 +31,14 @@ impl World {
                 format!("unknown member {key:?}"),
             ));
         }
+        let unchecked;
+        let params = match params.get("limit") {
+            Some(limit) if !limit.is_u64() && self.fault(Fault::ListLimitUnchecked) => {
+                unchecked = without(params, "limit");
+                &unchecked
+            }
+            _ => params,
+        };
         let params: ListSessionsParams = parse(params)?;
         let mut items: Vec<Value> = self
             .sessions
@@ -392,4 +400,13 @@ impl World {
             conn.subscriptions.remove(uri);
         }
     }
+}
+
+/// `params` without the member `name`.
+fn without(params: &Value, name: &str) -> Value {
+    let mut params = params.clone();
+    if let Some(object) = params.as_object_mut() {
+        object.remove(name);
+    }
+    params
 }
