@@ -322,6 +322,11 @@ impl Traffic {
                 row.summary
                     .push_str("; the parts judged at checkpoints need a run and were not judged");
             }
+            if rule.rule == Rule::InvFold1 {
+                row.summary.push_str(
+                    "; compared only where a client subscribed again to a channel its connection folded, at the fold's serverSeq (observed traffic has no checkpoints)",
+                );
+            }
             if let Some(transcript) = self.transcripts.remove(&rule.rule) {
                 row.transcript = transcript;
             }

@@ -16,6 +16,7 @@ pub mod malformed;
 pub mod mirror;
 pub mod rejected;
 pub mod replayed;
+pub mod resnapshot;
 pub mod rpc;
 mod rules;
 pub mod stream;

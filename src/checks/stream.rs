@@ -13,6 +13,7 @@ use super::frame::{parse_version, snapshots_in, Counts, FrameChecker, Received, 
 use super::invariants;
 use super::malformed::Malformed;
 use super::mirror::Mirror;
+use super::resnapshot::fold_at_snapshot;
 use super::toolcalls::ToolCalls;
 use super::words::{Says, ANSWERS_INVALID, ECHOES_INVALID};
 use super::{FastMap, Rule, Skips, Violation};
@@ -530,6 +531,17 @@ impl StreamChecks {
                 self.tool_calls.snapshot(resource, &state, counts, found);
             } else if super::terminals::is_terminal(resource, &state) {
                 self.terminals.snapshot(resource, &state, found);
+            }
+            // Observed traffic has no checkpoints: a client subscribing again makes one.
+            let from = snapshot.member("fromSeq").as_u64();
+            if let Some(judged) = self
+                .malformed
+                .is_some()
+                .then(|| fold_at_snapshot(&self.mirror, resource, &state, from))
+                .flatten()
+            {
+                *counts.entry(Rule::InvFold1).or_insert(0) += 1;
+                found.extend(judged);
             }
             self.mirror.load_snapshot(snapshot);
         }
