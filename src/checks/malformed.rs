@@ -9,6 +9,7 @@
 //!   method's params schema) gets -32602 — not a success, not a hang. Another error code is
 //!   skipped (the case calls it informational).
 
+use super::frame::{FrameChecker, Schemas};
 use super::rpc::id_key;
 use super::{FastMap, Rule, Skips, Violation};
 use crate::tape::Node;
@@ -44,6 +45,47 @@ pub struct Malformed {
 }
 
 impl Malformed {
+    /// Takes in a message the client sent `at_ms`, on a connection that negotiated the
+    /// schemas' version: notes a dispatch whose action is malformed — no string `type`, or
+    /// invalid against its type's definition (an unknown type is not: forward
+    /// compatibility) — and a request whose params the method's schema rejects (a method
+    /// the schemas do not know is not judged). `checker` validates.
+    pub fn sent(
+        &mut self,
+        message: Node<'_>,
+        at_ms: f64,
+        checker: &mut FrameChecker,
+        schemas: &Schemas,
+    ) {
+        let Some(method) = message.member("method").as_str() else {
+            return;
+        };
+        let params = message.member("params");
+        let seq = params.member("clientSeq").as_i64();
+        if let (Some(seq), "dispatchAction") = (seq, method) {
+            let action = params.member("action");
+            let kind = action.member("type").as_str();
+            let malformed = match kind.and_then(|kind| schemas.map.actions.get(kind)) {
+                Some(def) => matches!(checker.validate_node(schemas, def, action), Some(Err(_))),
+                None => kind.is_none(),
+            };
+            if malformed {
+                self.dispatched(seq, kind.unwrap_or("action without a type"));
+            }
+        }
+        let id = message.member("id");
+        let def = schemas
+            .map
+            .params
+            .get(method)
+            .filter(|_| id.exists() && params.exists());
+        if let Some(def) = def {
+            if matches!(checker.validate_node(schemas, def, params), Some(Err(_))) {
+                self.asked(id, method, at_ms);
+            }
+        }
+    }
+
     /// Notes dispatch `seq`, whose action `kind` was found malformed.
     pub fn dispatched(&mut self, seq: i64, kind: &str) {
         self.dispatches.insert(seq, kind.to_owned());

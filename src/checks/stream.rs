@@ -161,72 +161,21 @@ impl StreamChecks {
                 }
                 Some("dispatchAction") => {
                     if let Some(seq) = params.member("clientSeq").as_i64() {
-                        let action = params.member("action");
-                        self.dispatched.insert(seq, action.to_value());
-                        self.note_malformed(seq, action, schemas);
+                        self.dispatched
+                            .insert(seq, params.member("action").to_value());
                     }
                 }
                 _ => {}
             }
-            if let (Some(method), true) = (
-                message.member("method").as_str(),
-                message.member("id").exists() && params.exists(),
-            ) {
-                self.note_wrong_shape(message.member("id"), method, params, at_ms, schemas);
+            // A message of an older version may be well formed there and not in 1.0.0, the
+            // schemas' version.
+            let schemas_version = self.negotiated.is_some_and(|v| v >= (1, 0, 0));
+            if let (Some(malformed), true) = (self.malformed.as_mut(), schemas_version) {
+                malformed.sent(message, at_ms, &mut self.checker, schemas);
             }
         }
         self.tape = tape;
         self.sent(index, at_ms, text, schemas);
-    }
-
-    /// Notes dispatch `seq` of an observed client when its action is malformed: no string
-    /// `type`, or invalid against its type's definition. An unknown type is not malformed
-    /// (forward compatibility), nor is a channel the client spelled its own way.
-    fn note_malformed(&mut self, seq: i64, action: Node<'_>, schemas: &Schemas) {
-        if self.malformed.is_none() || !self.speaks_the_schemas_version() {
-            return;
-        }
-        let kind = action.member("type").as_str();
-        let malformed = match kind.and_then(|kind| schemas.map.actions.get(kind)) {
-            Some(def) => matches!(
-                self.checker.validate_node(schemas, def, action),
-                Some(Err(_))
-            ),
-            None => kind.is_none(),
-        };
-        if let (true, Some(found)) = (malformed, self.malformed.as_mut()) {
-            found.dispatched(seq, kind.unwrap_or("action without a type"));
-        }
-    }
-
-    /// Whether the connection negotiated 1.0.0 or later, the version of the schemas: a
-    /// message of an older version may be well formed there and not in 1.0.0.
-    fn speaks_the_schemas_version(&self) -> bool {
-        self.negotiated.is_some_and(|version| version >= (1, 0, 0))
-    }
-
-    /// Notes request `id` of an observed client when its params have the wrong shape for
-    /// `method` (invalid against the method's params schema; a method the schemas do not
-    /// know is not judged).
-    fn note_wrong_shape(
-        &mut self,
-        id: Node<'_>,
-        method: &str,
-        params: Node<'_>,
-        at_ms: f64,
-        schemas: &Schemas,
-    ) {
-        let judged = self.malformed.is_some() && self.speaks_the_schemas_version();
-        let Some(def) = schemas.map.params.get(method).filter(|_| judged) else {
-            return;
-        };
-        let wrong = matches!(
-            self.checker.validate_node(schemas, def, params),
-            Some(Err(_))
-        );
-        if let (true, Some(found)) = (wrong, self.malformed.as_mut()) {
-            found.asked(id, method, at_ms);
-        }
     }
 
     /// Adds what every always-on rule looked at on this connection to `counts`, and what it
@@ -532,7 +481,8 @@ impl StreamChecks {
             } else if super::terminals::is_terminal(resource, &state) {
                 self.terminals.snapshot(resource, &state, found);
             }
-            // Observed traffic has no checkpoints: a client subscribing again makes one.
+            // Observed traffic (`malformed` is set only there) has no checkpoints: a client
+            // subscribing again makes one.
             let from = snapshot.member("fromSeq").as_u64();
             if let Some(judged) = self
                 .malformed
