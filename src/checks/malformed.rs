@@ -87,13 +87,13 @@ impl Malformed {
     }
 
     /// Notes dispatch `seq`, whose action `kind` was found malformed.
-    pub fn dispatched(&mut self, seq: i64, kind: &str) {
+    fn dispatched(&mut self, seq: i64, kind: &str) {
         self.dispatches.insert(seq, kind.to_owned());
     }
 
     /// Notes request `id` (`method`, sent `at_ms`), whose params were found of the wrong
     /// shape.
-    pub fn asked(&mut self, id: Node<'_>, method: &str, at_ms: f64) {
+    fn asked(&mut self, id: Node<'_>, method: &str, at_ms: f64) {
         let asked = Asked {
             method: method.to_owned(),
             at_ms,

@@ -79,8 +79,10 @@ impl StreamChecks {
 
     /// The checks of a connection whose client the harness did not write (a proxy's, a
     /// capture's): what it sends comes through [`StreamChecks::observed_sent`]; the host
-    /// applying an action it dispatched malformed breaks DISPATCH-007, and answering a
-    /// request whose params have the wrong shape with a success, or never, TRANSPORT-009.
+    /// applying an action it dispatched malformed breaks DISPATCH-007, answering a request
+    /// whose params have the wrong shape with a success, or never, TRANSPORT-009; and a
+    /// snapshot it asks for again at its fold's serverSeq is compared with the fold
+    /// (INV-FOLD-1: such traffic has no checkpoints).
     pub fn observing() -> StreamChecks {
         StreamChecks {
             malformed: Some(Malformed::default()),
@@ -239,8 +241,6 @@ impl StreamChecks {
         }
     }
 
-    /// What is wrong with a frame sent, if anything: its params against the method's schema
-    /// (a dispatch's by parts), or a channel it names in a legacy scheme.
     /// Whether frame `index` was declared sent invalid, and else what makes it invalid.
     fn sent_verdict(
         &mut self,
@@ -254,6 +254,8 @@ impl StreamChecks {
         (false, self.sent_problem(message, schemas))
     }
 
+    /// What is wrong with a frame sent, if anything: its params against the method's schema
+    /// (a dispatch's by parts), or a channel it names in a legacy scheme.
     fn sent_problem(&mut self, message: Node<'_>, schemas: &Schemas) -> Option<String> {
         let method = message.member("method").as_str()?;
         let params = message.member("params");
@@ -469,6 +471,9 @@ impl StreamChecks {
         if !result.exists() || says == Says::AnswerToInvalid {
             return;
         }
+        // Observed traffic (`malformed` is set only there) has no checkpoints: a client
+        // subscribing again makes one.
+        let observing = self.malformed.is_some();
         for snapshot in snapshots_in(result) {
             let resource = snapshot.member("resource").as_str().unwrap_or_default();
             let state = snapshot.member("state").to_value();
@@ -481,12 +486,8 @@ impl StreamChecks {
             } else if super::terminals::is_terminal(resource, &state) {
                 self.terminals.snapshot(resource, &state, found);
             }
-            // Observed traffic (`malformed` is set only there) has no checkpoints: a client
-            // subscribing again makes one.
             let from = snapshot.member("fromSeq").as_u64();
-            if let Some(judged) = self
-                .malformed
-                .is_some()
+            if let Some(judged) = observing
                 .then(|| fold_at_snapshot(&self.mirror, resource, &state, from))
                 .flatten()
             {
