@@ -324,7 +324,7 @@ impl Traffic {
             }
             if rule.rule == Rule::InvFold1 {
                 row.summary.push_str(
-                    "; compared only where a client subscribed again to a channel its connection folded, at the fold's serverSeq (observed traffic has no checkpoints)",
+                    "; compared only where a client subscribed again to a channel its connection folded, once the channel's next action or the connection's end showed no action of it was still to come (observed traffic has no checkpoints)",
                 );
             }
             if let Some(transcript) = self.transcripts.remove(&rule.rule) {

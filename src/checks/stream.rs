@@ -13,7 +13,7 @@ use super::frame::{parse_version, snapshots_in, Counts, FrameChecker, Received, 
 use super::invariants;
 use super::malformed::Malformed;
 use super::mirror::Mirror;
-use super::resnapshot::fold_at_snapshot;
+use super::resnapshot::Resnapshots;
 use super::toolcalls::ToolCalls;
 use super::words::{Says, ANSWERS_INVALID, ECHOES_INVALID};
 use super::{FastMap, Rule, Skips, Violation};
@@ -60,6 +60,9 @@ pub struct StreamChecks {
     /// judge: set by [`StreamChecks::observing`]. The harness's own malformed messages are
     /// deliberate, judged by their cases.
     pub malformed: Option<Malformed>,
+    /// Snapshots such a client asked for again of a channel it folds, compared with the
+    /// fold (INV-FOLD-1: observed traffic has no checkpoints); set with `malformed`.
+    resnapshots: Option<Resnapshots>,
     /// The parse buffer every frame is read into.
     tape: Tape,
 }
@@ -81,11 +84,12 @@ impl StreamChecks {
     /// capture's): what it sends comes through [`StreamChecks::observed_sent`]; the host
     /// applying an action it dispatched malformed breaks DISPATCH-007, answering a request
     /// whose params have the wrong shape with a success, or never, TRANSPORT-009; and a
-    /// snapshot it asks for again at its fold's serverSeq is compared with the fold
-    /// (INV-FOLD-1: such traffic has no checkpoints).
+    /// snapshot it asks for again of a channel it folds is compared with the fold
+    /// (INV-FOLD-1: such traffic has no checkpoints; see [`Resnapshots`]).
     pub fn observing() -> StreamChecks {
         StreamChecks {
             malformed: Some(Malformed::default()),
+            resnapshots: Some(Resnapshots::default()),
             ..StreamChecks::default()
         }
     }
@@ -201,6 +205,10 @@ impl StreamChecks {
         if let Some(malformed) = &self.malformed {
             malformed.tally(counts, skipped);
         }
+        if let Some(resnapshots) = &self.resnapshots {
+            *counts.entry(Rule::InvFold1).or_insert(0) += resnapshots.compared;
+            skipped.merge(&resnapshots.skips);
+        }
     }
 
     /// The connection ended at `at_ms` (by the host when `by_host`); the checks that wait
@@ -209,6 +217,9 @@ impl StreamChecks {
         let mut found = self.checker.on_end(at_ms, timeout_ms, by_host);
         if let Some(malformed) = self.malformed.as_mut() {
             found.extend(malformed.ended(at_ms, timeout_ms));
+        }
+        if let Some(resnapshots) = self.resnapshots.as_mut() {
+            found.extend(resnapshots.ended());
         }
         found
     }
@@ -452,6 +463,7 @@ impl StreamChecks {
                     self.prestates.insert(seq, before);
                 }
                 if envelope.member("rejectionReason").is_null() {
+                    self.settle(envelope, found);
                     self.mirror.unknown(channel, ACCEPTED_INVALID);
                 }
                 return;
@@ -471,9 +483,6 @@ impl StreamChecks {
         if !result.exists() || says == Says::AnswerToInvalid {
             return;
         }
-        // Observed traffic (`malformed` is set only there) has no checkpoints: a client
-        // subscribing again makes one.
-        let observing = self.malformed.is_some();
         for snapshot in snapshots_in(result) {
             let resource = snapshot.member("resource").as_str().unwrap_or_default();
             let state = snapshot.member("state").to_value();
@@ -486,13 +495,10 @@ impl StreamChecks {
             } else if super::terminals::is_terminal(resource, &state) {
                 self.terminals.snapshot(resource, &state, found);
             }
-            let from = snapshot.member("fromSeq").as_u64();
-            if let Some(judged) = observing
-                .then(|| fold_at_snapshot(&self.mirror, resource, &state, from))
-                .flatten()
-            {
-                *counts.entry(Rule::InvFold1).or_insert(0) += 1;
-                found.extend(judged);
+            // Observed traffic has no checkpoints: a client subscribing again makes one.
+            if let Some(resnapshots) = self.resnapshots.as_mut() {
+                let from = snapshot.member("fromSeq").as_u64();
+                found.extend(resnapshots.snapshot(&self.mirror, resource, &state, from));
             }
             self.mirror.load_snapshot(snapshot);
         }
@@ -510,6 +516,7 @@ impl StreamChecks {
         if !envelope.member("rejectionReason").is_null() {
             return;
         }
+        self.settle(envelope, found);
         self.terminals.action(envelope, found);
         if let Some(chat) = envelope
             .member("channel")
@@ -520,6 +527,17 @@ impl StreamChecks {
             let action = envelope.member("action");
             let counts = &mut self.invariant_counts;
             self.tool_calls.action(chat, action, host, counts, found);
+        }
+    }
+
+    /// An accepted envelope settles its channel's waiting re-subscribe comparison, if any.
+    fn settle(&mut self, envelope: Node<'_>, found: &mut Vec<Violation>) {
+        if let (Some(resnapshots), Some(channel)) = (
+            self.resnapshots.as_mut(),
+            envelope.member("channel").as_str(),
+        ) {
+            let seq = envelope.member("serverSeq").as_u64();
+            found.extend(resnapshots.envelope(channel, seq));
         }
     }
 
