@@ -19,7 +19,7 @@ use super::{FastMap, Rule, Skips, Violation};
 
 /// Why a re-subscribe snapshot was not compared with the fold.
 pub const LATE_ENVELOPE: &str =
-    "an action of the channel numbered at or below the snapshot's fromSeq came after it (SUB-002's)";
+    "an action of the channel numbered at or below the snapshot's fromSeq (or not numbered) came after it (SUB-002's)";
 pub const SNAPSHOT_BEHIND: &str =
     "the snapshot's fromSeq is below the serverSeq the fold had reached (SUB-002's)";
 
