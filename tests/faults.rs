@@ -598,6 +598,7 @@ fault_tests! {
     patched_trigger_labels_kept => PatchedTriggerLabelsKept,
     unknown_time_zone_accepted => UnknownTimeZoneAccepted,
     list_limit_unchecked => ListLimitUnchecked,
+    watch_never_released => WatchNeverReleased,
     event_trigger_never_fires => EventTriggerNeverFires,
     runs_cursor_never_ends => RunsCursorNeverEnds,
     disabled_trigger_fires => DisabledTriggerFires,

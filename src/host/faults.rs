@@ -329,6 +329,8 @@ fault_catalog! {
     UnknownTimeZoneAccepted => ("unknown-time-zone-accepted", "AUTOMATION-015", "Accepts a schedule trigger whose timeZone is no IANA time zone identifier (and never schedules it)."),
     // Session 20: the broken twin of TRANSPORT-009 behind the proxy.
     ListLimitUnchecked => ("list-limit-unchecked", "TRANSPORT-009", "Answers listSessions whose limit is no integer with the whole listing, as if it had no limit, instead of -32602."),
+    // Session 21: the gap the mutation run found in release_watches.
+    WatchNeverReleased => ("watch-never-released", "RES-007", "Keeps every resource watch when its last subscriber unsubscribes: its channel can still be subscribed to."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.
