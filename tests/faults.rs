@@ -599,6 +599,8 @@ fault_tests! {
     unknown_time_zone_accepted => UnknownTimeZoneAccepted,
     list_limit_unchecked => ListLimitUnchecked,
     watch_never_released => WatchNeverReleased,
+    returned_client_forgotten => ReturnedClientForgotten,
+    object_id_answered => ObjectIdAnswered,
     event_trigger_never_fires => EventTriggerNeverFires,
     runs_cursor_never_ends => RunsCursorNeverEnds,
     disabled_trigger_fires => DisabledTriggerFires,
