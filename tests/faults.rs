@@ -72,6 +72,8 @@ fn blocks(fault: Fault) -> Blocks {
         Fault::SessionNotInputNeeded => Blocks::Cases(&[("SESSION-009", "SESSION-007")]),
         // TURN-011 fetches with the cursor of the same one-turn window (SUB-008's).
         Fault::WindowWithoutCursor => Blocks::Cases(&[("TURN-011", "SUB-008")]),
+        // RECONNECT-009/came-back needs two clients active in one session (SESSION-006's).
+        Fault::OneActiveClient => Blocks::Cases(&[("RECONNECT-009/came-back", "SESSION-006")]),
         // PENDING-007 inspects the turn of a message queued on an idle chat.
         Fault::QueuedIdleKept => Blocks::Cases(&[("PENDING-007", "PENDING-004")]),
         // TOOL-003 and TOOL-009 read the pending call from the host's snapshot before they
