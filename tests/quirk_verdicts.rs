@@ -12,17 +12,18 @@ use std::time::Duration;
 
 use ahpspec::certify::{certify, Options};
 use ahpspec::engine::Quiet;
-use ahpspec::host::HostConfig;
+use ahpspec::host::{HostConfig, DEFAULT_SESSION_INIT};
 use ahpspec::verdict::{RunReport, Verdict};
 use quirky_hosts::{quirky_on, Quirk};
 
 /// The catalog against the built-in host behind `quirk` (with the short client grace period
 /// the built-in target uses, for RECONNECT-009).
-async fn catalog_behind(quirk: Quirk) -> RunReport {
+async fn catalog_behind(quirk: Quirk, session_init: Duration) -> RunReport {
     let host = quirky_on(
         quirk,
         HostConfig {
             client_grace: Duration::from_millis(300),
+            session_init,
             ..HostConfig::default()
         },
     )
@@ -51,7 +52,7 @@ fn listing(report: &RunReport) -> String {
 /// Conforming: JSON-RPC lets a server answer in any order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_catalog_passes_a_host_that_answers_out_of_order() {
-    let report = catalog_behind(Quirk::ReverseAnswers).await;
+    let report = catalog_behind(Quirk::ReverseAnswers, DEFAULT_SESSION_INIT).await;
     assert!(
         report.cases.iter().all(|c| c.verdict == Verdict::Pass
             || (c.verdict == Verdict::NotApplicable
@@ -69,10 +70,12 @@ async fn the_catalog_passes_a_host_that_answers_out_of_order() {
 /// frame it sends — the echo of a client's annotation, whose origin names the session:
 /// DISPATCH-001, and ANNOTATION-001 that waits for that echo); every search for the session
 /// still finds it, so no other rule is blamed (an independent host did this: issue 22's
-/// field trial).
+/// field trial). Its sessions stay `creating` long enough for every case to see it: the
+/// `session/ready` that ends the creation comes on the renamed channel, and a session
+/// whose state turns ready is not taken for one that never does (LIFECYCLE-003).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_that_names_sessions_its_own_way_breaks_only_the_rules_that_pin_uris() {
-    let report = catalog_behind(Quirk::OwnSessionScheme).await;
+    let report = catalog_behind(Quirk::OwnSessionScheme, Duration::from_millis(60)).await;
     let pinning = BTreeSet::from([
         "SUB-001",
         "ROOT-005",

@@ -2,6 +2,7 @@
 //! target-profile behaviour, and checkpoints (mirrors against fresh snapshots).
 
 use super::*;
+use crate::client::is_channel;
 
 impl Runner<'_> {
     pub(super) async fn make_session(&mut self, s: &MakeSession) -> StepResult {
@@ -67,14 +68,16 @@ impl Runner<'_> {
     }
 
     /// Waits for the session `uri` created on `on` to be ready: its creation failing or
-    /// never ending is a LIFECYCLE-003 failure that blocks the case.
+    /// never ending is a LIFECYCLE-003 failure that blocks the case. The action that ends
+    /// it is searched for on the session's channel in any spelling: one the host spells its
+    /// own way is ENV-004's to judge, not a creation that never ends.
     async fn wait_ready(&mut self, on: &Option<String>, uri: &str) -> StepResult {
         let timeout = self.ctx.timeout;
         let uri_for = uri.to_owned();
         let found = self
             .wait_message(on, timeout, |m| {
                 m["method"] == "action"
-                    && m["params"]["channel"] == uri_for.as_str()
+                    && is_channel(&m["params"]["channel"], &uri_for)
                     && (m["params"]["action"]["type"] == "session/ready"
                         || m["params"]["action"]["type"] == "session/creationFailed")
             })
