@@ -72,6 +72,8 @@ fn blocks(fault: Fault) -> Blocks {
         Fault::SessionNotInputNeeded => Blocks::Cases(&[("SESSION-009", "SESSION-007")]),
         // TURN-011 fetches with the cursor of the same one-turn window (SUB-008's).
         Fault::WindowWithoutCursor => Blocks::Cases(&[("TURN-011", "SUB-008")]),
+        // RECONNECT-009/came-back needs two clients active in one session (SESSION-006's).
+        Fault::OneActiveClient => Blocks::Cases(&[("RECONNECT-009/came-back", "SESSION-006")]),
         // PENDING-007 inspects the turn of a message queued on an idle chat.
         Fault::QueuedIdleKept => Blocks::Cases(&[("PENDING-007", "PENDING-004")]),
         // TOOL-003 and TOOL-009 read the pending call from the host's snapshot before they
@@ -598,6 +600,9 @@ fault_tests! {
     patched_trigger_labels_kept => PatchedTriggerLabelsKept,
     unknown_time_zone_accepted => UnknownTimeZoneAccepted,
     list_limit_unchecked => ListLimitUnchecked,
+    watch_never_released => WatchNeverReleased,
+    returned_client_forgotten => ReturnedClientForgotten,
+    object_id_answered => ObjectIdAnswered,
     event_trigger_never_fires => EventTriggerNeverFires,
     runs_cursor_never_ends => RunsCursorNeverEnds,
     disabled_trigger_fires => DisabledTriggerFires,

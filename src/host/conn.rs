@@ -154,7 +154,8 @@ fn forget_client_later(shared: &Arc<Shared>, client_id: String) {
             .conns
             .values()
             .any(|c| c.client_id.as_deref() == Some(client_id.as_str()));
-        if !back && !world.fault(Fault::NeverForgetsClient) {
+        let forget = !back || world.fault(Fault::ReturnedClientForgotten);
+        if forget && !world.fault(Fault::NeverForgetsClient) {
             world.drop_active_client_outside(&client_id, &HashSet::new());
         }
     });
@@ -207,9 +208,10 @@ fn handle_text(shared: &Shared, conn: ConnId, text: &str) -> (Next, bool) {
         return (Next::Continue, false);
     };
     let id = object.get("id").cloned();
-    let id_ok = id
-        .as_ref()
-        .is_none_or(|id| id.is_number() || id.is_string() || id.is_null());
+    let id_ok = world.fault(Fault::ObjectIdAnswered)
+        || id
+            .as_ref()
+            .is_none_or(|id| id.is_number() || id.is_string() || id.is_null());
     let version_ok = object.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
         || (world.fault(Fault::AcceptsMissingJsonrpc) && !object.contains_key("jsonrpc"));
     let method = object.get("method");

@@ -329,6 +329,12 @@ fault_catalog! {
     UnknownTimeZoneAccepted => ("unknown-time-zone-accepted", "AUTOMATION-015", "Accepts a schedule trigger whose timeZone is no IANA time zone identifier (and never schedules it)."),
     // Session 20: the broken twin of TRANSPORT-009 behind the proxy.
     ListLimitUnchecked => ("list-limit-unchecked", "TRANSPORT-009", "Answers listSessions whose limit is no integer with the whole listing, as if it had no limit, instead of -32602."),
+    // Session 21: the gap the mutation run found in release_watches.
+    WatchNeverReleased => ("watch-never-released", "RES-007", "Keeps every resource watch when its last subscriber unsubscribes: its channel can still be subscribed to."),
+    // Session 21: the gap the mutation run found in forget_client_later.
+    ReturnedClientForgotten => ("returned-client-forgotten", "RECONNECT-009", "Removes a client from activeClients once the grace period after its disconnect is over, even when it reconnected in time."),
+    // Session 21: the gap the mutation run found in handle_text's id check.
+    ObjectIdAnswered => ("object-id-answered", "TRANSPORT-007", "Takes a message whose id is an object or an array as a request, answering it under that id, instead of -32600."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

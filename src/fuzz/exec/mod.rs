@@ -376,6 +376,14 @@ impl Run<'_> {
     /// not the answer it cut off — FUZZ-001, saying whether the server still takes
     /// connections (a crash when it does not).
     async fn lost_during(&mut self, index: Option<usize>, failure: Failure) -> Failure {
+        // A client that has read nothing since the failure cannot know its connection
+        // ended (a case's or probe's own connections saw the host die, the sequence's did
+        // not): a ping makes each read up to now.
+        for conn in &mut self.conns {
+            if !conn.is_closed() {
+                let _ = conn.ping(self.cfg.timeout).await;
+            }
+        }
         let ended = |conn: &&Conn| {
             let last = conn.last_frame();
             conn.is_closed()

@@ -92,6 +92,9 @@ impl World {
     /// Releases the watches nobody subscribes to any more (and those whose creator left
     /// without subscribing).
     pub fn release_watches(&mut self) {
+        if self.fault(Fault::WatchNeverReleased) {
+            return;
+        }
         let conns = &self.conns;
         self.watches.retain(|channel, entry| {
             if conns.values().any(|c| c.subscriptions.contains(channel)) {
