@@ -603,6 +603,8 @@ fault_tests! {
     watch_never_released => WatchNeverReleased,
     returned_client_forgotten => ReturnedClientForgotten,
     object_id_answered => ObjectIdAnswered,
+    pending_removal_refused => PendingRemovalRefused,
+    removes_any_pending => RemovesAnyPending,
     event_trigger_never_fires => EventTriggerNeverFires,
     runs_cursor_never_ends => RunsCursorNeverEnds,
     disabled_trigger_fires => DisabledTriggerFires,

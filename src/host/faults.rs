@@ -335,6 +335,9 @@ fault_catalog! {
     ReturnedClientForgotten => ("returned-client-forgotten", "RECONNECT-009", "Removes a client from activeClients once the grace period after its disconnect is over, even when it reconnected in time."),
     // Session 21: the gap the mutation run found in handle_text's id check.
     ObjectIdAnswered => ("object-id-answered", "TRANSPORT-007", "Takes a message whose id is an object or an array as a request, answering it under that id, instead of -32600."),
+    // Session 22: the gaps the mutation run found in pending_message_removed.
+    PendingRemovalRefused => ("pending-removal-refused", "DISPATCH-008", "Rejects a client's chat/pendingMessageRemoved even when the queued or steering message it names exists."),
+    RemovesAnyPending => ("removes-any-pending", "CHAT-VALIDATE-009", "Accepts chat/pendingMessageRemoved whenever a pending message of its kind exists, whatever id it names (and removes nothing)."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

@@ -22,10 +22,21 @@ impl Runner<'_> {
         self.ctx.settled.contains(rule)
     }
 
-    /// What a wait of `within` that found nothing saw: nothing in that time, or, when it
-    /// ended at a ping's answer (a settled rule), nothing before it.
-    fn missed(&self, within: Duration) -> String {
-        if self.settled() {
+    /// What a wait of `within` on `on` that found nothing saw: the connection's end, nothing
+    /// in that time, or, when it ended at a ping's answer (a settled rule), nothing before
+    /// it.
+    fn missed(&self, on: &Option<String>, within: Duration) -> String {
+        let ended = self
+            .conns
+            .get(&Self::conn_name(on))
+            .filter(|conn| conn.is_closed());
+        if let Some(conn) = ended {
+            let last = conn.last_frame().map_or(String::new(), |f| f.text.clone());
+            format!(
+                "the connection ended before it came ({})",
+                crate::checks::frame::clip(&last)
+            )
+        } else if self.settled() {
             "none before the answer to a ping sent after it".to_owned()
         } else {
             format!("nothing within {} ms", within.as_millis())
@@ -50,7 +61,7 @@ impl Runner<'_> {
                 Ok(())
             }
             None => {
-                let actual = self.missed(within);
+                let actual = self.missed(on, within);
                 self.broken(level, on, expected, actual)
             }
         }
@@ -227,7 +238,7 @@ impl Runner<'_> {
             if s.or_ignored && !s.accepted {
                 return Ok(());
             }
-            let actual = self.missed(timeout);
+            let actual = self.missed(&on, timeout);
             return self.broken_part(
                 exercised.answered,
                 &s.level,

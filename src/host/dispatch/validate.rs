@@ -417,15 +417,22 @@ impl World {
             return Ok(());
         }
         let id = &action["id"];
+        // `removes-any-pending` asks only whether a message of the kind is pending.
+        let any = self.fault(Fault::RemovesAnyPending);
         let found = match action["kind"].as_str() {
-            Some("steering") => state["steeringMessage"]["id"] == *id,
+            Some("steering") => {
+                state["steeringMessage"]["id"] == *id || any && state["steeringMessage"].is_object()
+            }
             Some("queued") => state["queuedMessages"]
                 .as_array()
                 .into_iter()
                 .flatten()
-                .any(|m| m["id"] == *id),
+                .any(|m| m["id"] == *id || any),
             _ => false,
         };
+        if found && self.fault(Fault::PendingRemovalRefused) {
+            return Err("pending messages are not removed on request".into());
+        }
         if found {
             Ok(())
         } else {
