@@ -152,9 +152,16 @@ fn expected_with_blocking(fault: Fault) -> BTreeSet<String> {
 /// Cases a fault makes not applicable: it takes the other path of a MAY they need one of.
 fn expected_not_applicable(fault: Fault) -> BTreeSet<String> {
     match fault {
-        // PENDING-001 reads the steering slot back, which a host may empty on an idle chat
-        // (PENDING-005, a MAY).
-        Fault::SteeringConsumedIdle => BTreeSet::from(["PENDING-001".to_owned()]),
+        // PENDING-001 and the steering removals read the steering slot back, which a host
+        // may empty on an idle chat (PENDING-005, a MAY).
+        Fault::SteeringConsumedIdle => [
+            "PENDING-001",
+            "DISPATCH-008/steering-removed",
+            "CHAT-VALIDATE-009/other-steering",
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .collect(),
         _ => BTreeSet::new(),
     }
 }
