@@ -285,12 +285,16 @@ fn the_proxy_command_reports_on_sigterm_and_check_gives_the_live_verdicts() {
     assert_eq!(run.status.code(), Some(0), "{}", show(&run));
     let check = ahpspec(&["check", &clean, "--report-dir", &dir.sub("clean-check")]);
     assert_eq!(check.status.code(), Some(0), "{}", show(&check));
-    // A fuzz campaign's capture, against a correct server, passes too.
+    // A fuzz campaign's capture, against a correct server, passes too. Seeded: of three
+    // sequences of a random seed, all may be frames-mode ones, which dispatch nothing to
+    // echo (seed 9 did, of the forty tried).
     let clean_host = Served::start(&["serve"]);
     let fuzzed = dir.sub("fuzz.jsonl");
     let fuzz = ahpspec(&[
         "fuzz",
         &clean_host.url,
+        "--seed",
+        "1",
         "--cases",
         "3",
         "--record",
