@@ -70,9 +70,9 @@ async fn the_catalog_passes_a_host_that_answers_out_of_order() {
 /// frame it sends — the echo of a client's annotation, whose origin names the session:
 /// DISPATCH-001, and ANNOTATION-001 that waits for that echo); every search for the session
 /// still finds it, so no other rule is blamed (an independent host did this: issue 22's
-/// field trial). Its sessions stay `creating` long enough for every case to see it: the
-/// `session/ready` that ends the creation comes on the renamed channel, and a session
-/// whose state turns ready is not taken for one that never does (LIFECYCLE-003).
+/// field trial). Its sessions stay `creating` long enough for every case to see it, so
+/// every case waits for the `session/ready` that ends the creation, which comes on the
+/// renamed channel: found there, it is no creation that never ends (LIFECYCLE-003).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_that_names_sessions_its_own_way_breaks_only_the_rules_that_pin_uris() {
     let report = catalog_behind(Quirk::OwnSessionScheme, Duration::from_millis(60)).await;

@@ -357,3 +357,15 @@ impl Conn {
         self.link.close().await;
     }
 }
+
+/// Whether `message` is the action that ends the creation of `session` (`session/ready` or
+/// `session/creationFailed`), on the session's channel in any spelling: one the host spells
+/// its own way is ENV-004's to judge, not a creation that never ends.
+pub fn ends_creation(message: &Value, session: &str) -> bool {
+    message["method"] == "action"
+        && super::is_channel(&message["params"]["channel"], session)
+        && matches!(
+            message["params"]["action"]["type"].as_str(),
+            Some("session/ready" | "session/creationFailed")
+        )
+}

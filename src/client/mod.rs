@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use crate::transport::{Connection, TransportError};
 
-pub use commands::{ping_params, ping_request, Offer};
+pub use commands::{ends_creation, ping_params, ping_request, Offer};
 pub use conn::{json_equal, Conn, Located};
 pub use profile::Profile;
 pub use spelling::{is_channel, json_finds, same_channel};

@@ -2,7 +2,7 @@
 //! target-profile behaviour, and checkpoints (mirrors against fresh snapshots).
 
 use super::*;
-use crate::client::is_channel;
+use crate::client::ends_creation;
 
 impl Runner<'_> {
     pub(super) async fn make_session(&mut self, s: &MakeSession) -> StepResult {
@@ -68,19 +68,11 @@ impl Runner<'_> {
     }
 
     /// Waits for the session `uri` created on `on` to be ready: its creation failing or
-    /// never ending is a LIFECYCLE-003 failure that blocks the case. The action that ends
-    /// it is searched for on the session's channel in any spelling: one the host spells its
-    /// own way is ENV-004's to judge, not a creation that never ends.
+    /// never ending is a LIFECYCLE-003 failure that blocks the case.
     async fn wait_ready(&mut self, on: &Option<String>, uri: &str) -> StepResult {
         let timeout = self.ctx.timeout;
-        let uri_for = uri.to_owned();
         let found = self
-            .wait_message(on, timeout, |m| {
-                m["method"] == "action"
-                    && is_channel(&m["params"]["channel"], &uri_for)
-                    && (m["params"]["action"]["type"] == "session/ready"
-                        || m["params"]["action"]["type"] == "session/creationFailed")
-            })
+            .wait_message(on, timeout, |m| ends_creation(m, uri))
             .await?;
         match found {
             Some(m) if m["params"]["action"]["type"] == "session/ready" => {}

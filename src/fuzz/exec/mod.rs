@@ -378,12 +378,8 @@ impl Run<'_> {
     async fn lost_during(&mut self, index: Option<usize>, failure: Failure) -> Failure {
         // A client that has read nothing since the failure cannot know its connection
         // ended (a case's or probe's own connections saw the host die, the sequence's did
-        // not): a ping makes each read up to now.
-        for conn in &mut self.conns {
-            if !conn.is_closed() {
-                let _ = conn.ping(self.cfg.timeout).await;
-            }
-        }
+        // not).
+        self.read_up_to_now().await;
         let ended = |conn: &&Conn| {
             let last = conn.last_frame();
             conn.is_closed()
@@ -417,12 +413,17 @@ impl Run<'_> {
     /// Brings every client up to date: a ping round trip on each flushes whatever the host
     /// queued for it before, then the first client catches up with the agent.
     async fn settle(&mut self) {
+        self.read_up_to_now().await;
+        self.catch_up(false).await;
+    }
+
+    /// Has every open client read all the host sent it before now: a ping round trip each.
+    async fn read_up_to_now(&mut self) {
         for conn in &mut self.conns {
             if !conn.is_closed() {
                 let _ = conn.ping(self.cfg.timeout).await;
             }
         }
-        self.catch_up(false).await;
     }
 
     /// Brings the first client (the model plans from its mirror) up to date: with `ping`, a

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use super::{in_setup, refused, ExecError, Failure, Halt, Run};
 use crate::checks::Rule;
-use crate::client::{is_channel, Conn, Offer, DEFAULT_OFFER, ROOT};
+use crate::client::{ends_creation, Conn, Offer, DEFAULT_OFFER, ROOT};
 use crate::transport::Incoming;
 
 impl Run<'_> {
@@ -102,17 +102,14 @@ impl Run<'_> {
         for index in 1..self.cfg.clients.max(1) {
             self.open_client(index).await?;
         }
-        // A session may still be `creating`: wait for the envelope that ends it (on the
-        // session's channel in any spelling: one of the host's own is ENV-004's finding).
+        // A session may still be `creating`: wait for the envelope that ends it.
         if state["lifecycle"] == "creating" {
             let session = self.session.clone();
             let ended = self.conns[0]
-                .wait_for(timeout, |item| {
-                    matches!(item, Incoming::Message(m) if m["method"] == "action"
-                        && is_channel(&m["params"]["channel"], &session)
-                        && matches!(m["params"]["action"]["type"].as_str(),
-                                    Some("session/ready" | "session/creationFailed")))
-                })
+                .wait_for(
+                    timeout,
+                    |item| matches!(item, Incoming::Message(m) if ends_creation(m, &session)),
+                )
                 .await;
             match ended {
                 Ok(Incoming::Message(m)) if m["params"]["action"]["type"] == "session/ready" => {}
