@@ -510,6 +510,8 @@ rules! {
         (Term004, "TERM-004"),
         (Term005, "TERM-005"),
         (Term007, "TERM-007"),
+        (Term008, "TERM-008"),
+        (Term009, "TERM-009"),
         (Tool001, "TOOL-001"),
         (Tool002, "TOOL-002"),
         (Tool004, "TOOL-004"),

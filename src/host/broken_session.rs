@@ -195,6 +195,16 @@ impl World {
         entry
     }
 
+    /// Whether the active fault keeps an `inputNeeded` entry out of the session: a client
+    /// tool's run or a tool call's wait for a token.
+    pub(super) fn entry_unmirrored(&self, entry: &Value) -> bool {
+        match entry["kind"].as_str() {
+            Some("toolClientExecution") => self.fault(Fault::ClientToolUnmirrored),
+            Some("toolAuthentication") => self.fault(Fault::AuthWaitUnmirrored),
+            _ => false,
+        }
+    }
+
     /// Whether a steering `chat/pendingMessageSet` finds the slot taken by another
     /// message (the fault then refuses to replace it).
     pub(super) fn steering_slot_taken(&self, state: &Value, action: &Value) -> bool {

@@ -98,7 +98,12 @@ impl World {
                     .as_array()
                     .is_some_and(|kids| kids.iter().any(|k| k["id"] == id))
             };
-            return match list.iter().any(|c| c["id"] == id || child(c)) {
+            let toggles =
+                |c: &Value| !self.fault(Fault::OnlyServersToggle) || c["type"] == "mcpServer";
+            return match list
+                .iter()
+                .any(|c| (c["id"] == id || child(c)) && toggles(c))
+            {
                 true => Ok(()),
                 false => Err("no such customization".into()),
             };

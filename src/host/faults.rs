@@ -338,6 +338,20 @@ fault_catalog! {
     // Session 22: the gaps the mutation run found in pending_message_removed.
     PendingRemovalRefused => ("pending-removal-refused", "DISPATCH-008", "Rejects a client's chat/pendingMessageRemoved even when the queued or steering message it names exists."),
     RemovesAnyPending => ("removes-any-pending", "CHAT-VALIDATE-009", "Accepts chat/pendingMessageRemoved whenever a pending message of its kind exists, whatever id it names (and removes nothing)."),
+    // Session 23: the gaps the mutation run found in question, option, side-chat, toggle and
+    // chat-URI checks.
+    OnlyQuestionUnknown => ("only-question-unknown", "INPUT-003", "Matches a draft answer's questionId with the comparison inverted (any question of another id will do): the only question of a one-question request is unknown and its drafts are refused."),
+    OnlyOptionUnknown => ("only-option-unknown", "TOOL-005", "Matches a confirmation's selectedOptionId with the comparison inverted (any option of another id will do): choosing the only option of a one-option call is refused."),
+    SideChatAnyTurn => ("side-chat-any-turn", "CHAT-FORK-002", "Accepts a side chat whose source turn the source chat lacks."),
+    OnlyServersToggle => ("only-servers-toggle", "CUSTOM-002", "Refuses session/customizationToggled for a listed customization that is not an MCP server."),
+    ForeignChatUriAccepted => ("foreign-chat-uri-accepted", "SUB-012", "Accepts createChat for a chat URI of any scheme and lists that chat in the session's catalog."),
+    TerminalRecreated => ("terminal-recreated", "TERM-008", "Answers createTerminal for a terminal URI that exists by replacing that terminal with a new one."),
+    TerminalCwdIgnored => ("terminal-cwd-ignored", "TERM-009", "Starts every terminal in the host's temporary directory, whatever cwd createTerminal names."),
+    InputEntryDroppedEarly => ("input-entry-dropped-early", "SESSION-009", "Removes a chat's inputNeeded entries from the session at the chat's next change while their requests are still open (and sets the still-open ones again)."),
+    SummaryFromLatestChat => ("summary-from-latest-chat", "SESSION-013", "Takes a session summary's activity from its most recently modified chat, even when the session has a default chat."),
+    ClientToolUnmirrored => ("client-tool-unmirrored", "TOOL-011", "Leaves running client tools out of the session's inputNeeded (no toolClientExecution entry)."),
+    AuthWaitUnmirrored => ("auth-wait-unmirrored", "TOOL-011", "Leaves tool calls waiting for a token out of the session's inputNeeded (no toolAuthentication entry)."),
+    SummaryActivityDropped => ("summary-activity-dropped", "SESSION-013", "Leaves the activity of the chat that gives a session its status out of the session's root summary."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

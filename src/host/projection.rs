@@ -127,6 +127,7 @@ impl World {
         let wanted: Vec<Value> = chats
             .iter()
             .flat_map(|(chat, state)| input_needed_entries(chat, state))
+            .filter(|entry| !self.entry_unmirrored(entry))
             .map(|entry| self.break_input_entry(entry))
             .collect();
         let Some(session_entry) = self.sessions.get(session) else {
@@ -145,7 +146,8 @@ impl World {
                 continue;
             }
             let kept = self.fault(Fault::ToolInputNeededKept) && old["kind"] == "toolConfirmation";
-            if !kept && !wanted.iter().any(|new| id_of(new) == id_of(old)) {
+            let dropped = self.fault(Fault::InputEntryDroppedEarly);
+            if !kept && (dropped || !wanted.iter().any(|new| id_of(new) == id_of(old))) {
                 self.emit_logged(
                     session,
                     json!({ "type": "session/inputNeededRemoved", "id": id_of(old) }),
@@ -223,6 +225,7 @@ impl World {
         let supplier = state
             .default_chat
             .as_ref()
+            .filter(|_| !self.fault(Fault::SummaryFromLatestChat))
             .and_then(|uri| chats.iter().find(|c| c["resource"] == uri.as_str()))
             .or_else(|| chats.iter().max_by_key(|c| instant_key(&c["modifiedAt"])));
         let mut activity = supplier
@@ -253,7 +256,7 @@ impl World {
         summary.insert("status".into(), json!(activity | flags));
         if let Some(text) = supplier
             .and_then(|c| c.get("activity"))
-            .filter(|v| !v.is_null())
+            .filter(|v| !v.is_null() && !self.fault(Fault::SummaryActivityDropped))
         {
             summary.insert("activity".into(), text.clone());
         }

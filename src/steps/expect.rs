@@ -285,6 +285,7 @@ impl Runner<'_> {
         };
         let kind = s.action_type.clone();
         let matching = self.subst_matches(&s.matching)?;
+        let contains = self.subst_matches(&s.where_contains)?;
         let conn = self.conn(&s.on)?;
         let responses = s.responses;
         let pred = |m: &Value| {
@@ -297,6 +298,7 @@ impl Runner<'_> {
                     .as_ref()
                     .is_none_or(|k| m["params"]["action"]["type"] == k.as_str())
                 && matches_all(m, &matching)
+                && lists(m, &contains, true)
         };
         let within = Duration::from_millis(s.for_ms);
         let waited = if s.fresh {

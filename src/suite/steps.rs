@@ -386,6 +386,10 @@ pub struct ExpectSilence {
     /// Pointer → value filters.
     #[serde(default, rename = "where", skip_serializing_if = "BTreeMap::is_empty")]
     pub matching: Matches,
+    /// Pointer to an array → an element it contains (partial object match): a filter like
+    /// `where`, for a change that may come anywhere in a batch.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub where_contains: Matches,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub level: Option<Level>,
 }

@@ -69,7 +69,7 @@ impl World {
                         .active_turn
                         .as_ref()
                         .is_some_and(|t| t.id == side.turn_id);
-                if !known {
+                if !known && !self.fault(Fault::SideChatAnyTurn) {
                     return Err(RpcError::new(
                         INVALID_PARAMS,
                         format!("{} has no turn {:?}", side.chat, side.turn_id),

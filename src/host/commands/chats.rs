@@ -28,7 +28,9 @@ impl World {
                 format!("no such session: {session}"),
             ));
         };
-        if !params.chat.starts_with("ahp-chat:/") || params.chat.len() <= "ahp-chat:/".len() {
+        let scheme_ok =
+            params.chat.starts_with("ahp-chat:/") || self.fault(Fault::ForeignChatUriAccepted);
+        if !scheme_ok || params.chat.len() <= "ahp-chat:/".len() {
             return Err(RpcError::new(
                 INVALID_PARAMS,
                 "a chat URI must start with ahp-chat:/",

@@ -315,7 +315,7 @@ impl World {
                 .as_array()
                 .into_iter()
                 .flatten()
-                .any(|o| o["id"] == option);
+                .any(|o| (o["id"] == option) != self.fault(Fault::OnlyOptionUnknown));
             if !known {
                 return Err(format!("no confirmation option {option}"));
             }
@@ -371,7 +371,8 @@ impl World {
         let request = open_request(active, &action["requestId"])?;
         let question = action["questionId"].as_str().unwrap_or_default();
         if let Some(questions) = request["questions"].as_array() {
-            if !questions.iter().any(|q| q["id"] == question) {
+            let inverted = self.fault(Fault::OnlyQuestionUnknown);
+            if !questions.iter().any(|q| (q["id"] == question) != inverted) {
                 return Err(format!("no question {question} in this request"));
             }
         }

@@ -122,7 +122,7 @@ impl World {
                 "this host starts terminals only when it listens on a loopback address",
             ));
         }
-        if self.terminals.contains_key(&uri) {
+        if self.terminals.contains_key(&uri) && !self.fault(Fault::TerminalRecreated) {
             return Err(RpcError::new(
                 ALREADY_EXISTS,
                 format!("terminal {uri} exists"),
@@ -136,6 +136,7 @@ impl World {
             ));
         }
         let cwd = match params.cwd.as_deref() {
+            Some(_) if self.fault(Fault::TerminalCwdIgnored) => std::env::temp_dir(),
             Some(cwd) => directory_of(cwd).ok_or_else(|| {
                 RpcError::new(INVALID_PARAMS, format!("cwd {cwd} is no directory here"))
             })?,
