@@ -68,8 +68,9 @@ fn blocks(fault: Fault) -> Blocks {
             ("SESSION-004/promoted", "INIT-003"),
             // Session 23's gaps closed.
             ("CHAT-FORK-002/side-chat", "INIT-003"),
-            ("SUB-012/create-chat", "INIT-003"),
+            ("CHAT-010", "INIT-003"),
             ("SESSION-013/two-chats", "INIT-003"),
+            ("SESSION-013/promoted", "INIT-003"),
         ]),
         // SESSION-009 reads the session's InputNeeded status (SESSION-007's) while its entry
         // is open.
@@ -628,6 +629,7 @@ fault_tests! {
     client_tool_unmirrored => ClientToolUnmirrored,
     auth_wait_unmirrored => AuthWaitUnmirrored,
     summary_activity_dropped => SummaryActivityDropped,
+    promoted_activity_ignored => PromotedActivityIgnored,
     event_trigger_never_fires => EventTriggerNeverFires,
     runs_cursor_never_ends => RunsCursorNeverEnds,
     disabled_trigger_fires => DisabledTriggerFires,

@@ -434,6 +434,7 @@ rules! {
         (Chat005, "CHAT-005"),
         (Chat008, "CHAT-008"),
         (Chat009, "CHAT-009"),
+        (Chat010, "CHAT-010"),
         (ChatFork001, "CHAT-FORK-001"),
         (ChatFork002, "CHAT-FORK-002"),
         (ChatFork003, "CHAT-FORK-003"),

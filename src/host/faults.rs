@@ -344,7 +344,7 @@ fault_catalog! {
     OnlyOptionUnknown => ("only-option-unknown", "TOOL-005", "Matches a confirmation's selectedOptionId with the comparison inverted (any option of another id will do): choosing the only option of a one-option call is refused."),
     SideChatAnyTurn => ("side-chat-any-turn", "CHAT-FORK-002", "Accepts a side chat whose source turn the source chat lacks."),
     OnlyServersToggle => ("only-servers-toggle", "CUSTOM-002", "Refuses session/customizationToggled for a listed customization that is not an MCP server."),
-    ForeignChatUriAccepted => ("foreign-chat-uri-accepted", "SUB-012", "Accepts createChat for a chat URI of any scheme and lists that chat in the session's catalog."),
+    ForeignChatUriAccepted => ("foreign-chat-uri-accepted", "CHAT-010", "Accepts createChat for a chat URI of any scheme and lists that chat in the session's catalog."),
     TerminalRecreated => ("terminal-recreated", "TERM-008", "Answers createTerminal for a terminal URI that exists by replacing that terminal with a new one."),
     TerminalCwdIgnored => ("terminal-cwd-ignored", "TERM-009", "Starts every terminal in the host's temporary directory, whatever cwd createTerminal names."),
     InputEntryDroppedEarly => ("input-entry-dropped-early", "SESSION-009", "Removes a chat's inputNeeded entries from the session at the chat's next change while their requests are still open (and sets the still-open ones again)."),
@@ -352,6 +352,7 @@ fault_catalog! {
     ClientToolUnmirrored => ("client-tool-unmirrored", "TOOL-011", "Leaves running client tools out of the session's inputNeeded (no toolClientExecution entry)."),
     AuthWaitUnmirrored => ("auth-wait-unmirrored", "TOOL-011", "Leaves tool calls waiting for a token out of the session's inputNeeded (no toolAuthentication entry)."),
     SummaryActivityDropped => ("summary-activity-dropped", "SESSION-013", "Leaves the activity of the chat that gives a session its status out of the session's root summary."),
+    PromotedActivityIgnored => ("promoted-activity-ignored", "SESSION-013", "Takes a session summary's activity text from its default chat even when another chat won the InputNeeded or Error promotion."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

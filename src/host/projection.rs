@@ -254,7 +254,19 @@ impl World {
         summary.insert("provider".into(), json!(state.provider));
         summary.insert("title".into(), json!(state.title));
         summary.insert("status".into(), json!(activity | flags));
-        if let Some(text) = supplier
+        // The activity text comes from the chat that gave the activity bits: one that won
+        // the InputNeeded or Error promotion over the supplier (session-channel.md § Chat
+        // aggregation).
+        let bits = |c: &Value| c["status"].as_u64().map(|s| s & ACTIVITY_MASK);
+        let contributor = match supplier {
+            Some(chat) if bits(chat) == Some(activity) => Some(chat),
+            _ if self.fault(Fault::PromotedActivityIgnored) => supplier,
+            _ => chats
+                .iter()
+                .find(|c| bits(c) == Some(activity))
+                .or(supplier),
+        };
+        if let Some(text) = contributor
             .and_then(|c| c.get("activity"))
             .filter(|v| !v.is_null() && !self.fault(Fault::SummaryActivityDropped))
         {
