@@ -127,7 +127,13 @@ fn blocks(fault: Fault) -> Blocks {
             ("AUTH-003", "AUTH-004"),
             ("TOOL-010", "AUTH-004"),
             ("TOOL-010/other-resource", "AUTH-004"),
+            ("TOOL-011/auth", "AUTH-004"),
         ]),
+        // Session 23: TOOL-011/auth waits for the call's resolution (TOOL-010's) before it
+        // looks for the entry's removal; SESSION-009 drafts an answer (INPUT-003's) while
+        // the request is open.
+        Fault::ToolAuthUnresolved => Blocks::Cases(&[("TOOL-011/auth", "TOOL-010")]),
+        Fault::OnlyQuestionUnknown => Blocks::Cases(&[("SESSION-009", "INPUT-003")]),
         Fault::ProtectedAgentOpen => Blocks::Cases(&[("LIFECYCLE-007", "AUTH-003")]),
         // Issue 29 (i29): a movable default chat is SESSION-004's to blame, not the move's;
         // a new session nobody announced is ROOT-005's; a client's reorder accepted is the
