@@ -228,19 +228,23 @@ impl World {
             .filter(|_| !self.fault(Fault::SummaryFromLatestChat))
             .and_then(|uri| chats.iter().find(|c| c["resource"] == uri.as_str()))
             .or_else(|| chats.iter().max_by_key(|c| instant_key(&c["modifiedAt"])));
-        let mut activity = supplier
-            .and_then(|c| c["status"].as_u64())
-            .map_or(1, |s| s & ACTIVITY_MASK);
-        let activities: Vec<u64> = chats
-            .iter()
-            .filter_map(|c| c["status"].as_u64())
-            .map(|s| s & ACTIVITY_MASK)
-            .collect();
-        if activities.contains(&INPUT_NEEDED) {
-            activity = INPUT_NEEDED;
-        } else if activities.contains(&ERROR) {
-            activity = ERROR;
-        }
+        // InputNeeded, else Error, of any chat wins over the supplier's activity bits; the
+        // activity text comes from the chat that gave the bits, the supplier when it has them
+        // itself (session-channel.md § Chat aggregation).
+        let bits = |c: &Value| c["status"].as_u64().map(|s| s & ACTIVITY_MASK);
+        let promoted = [INPUT_NEEDED, ERROR]
+            .into_iter()
+            .find_map(|wanted| chats.iter().find(|c| bits(c) == Some(wanted)));
+        let activity = promoted.or(supplier).and_then(bits).unwrap_or(1);
+        let contributor = match promoted {
+            Some(chat)
+                if supplier.and_then(bits) != bits(chat)
+                    && !self.fault(Fault::PromotedActivityIgnored) =>
+            {
+                Some(chat)
+            }
+            _ => supplier,
+        };
         let flags = u64::from(state.status) & !ACTIVITY_MASK;
         let modified_at = chats
             .iter()
@@ -254,18 +258,6 @@ impl World {
         summary.insert("provider".into(), json!(state.provider));
         summary.insert("title".into(), json!(state.title));
         summary.insert("status".into(), json!(activity | flags));
-        // The activity text comes from the chat that gave the activity bits: one that won
-        // the InputNeeded or Error promotion over the supplier (session-channel.md § Chat
-        // aggregation).
-        let bits = |c: &Value| c["status"].as_u64().map(|s| s & ACTIVITY_MASK);
-        let contributor = match supplier {
-            Some(chat) if bits(chat) == Some(activity) => Some(chat),
-            _ if self.fault(Fault::PromotedActivityIgnored) => supplier,
-            _ => chats
-                .iter()
-                .find(|c| bits(c) == Some(activity))
-                .or(supplier),
-        };
         if let Some(text) = contributor
             .and_then(|c| c.get("activity"))
             .filter(|v| !v.is_null() && !self.fault(Fault::SummaryActivityDropped))
