@@ -134,6 +134,10 @@ fn blocks(fault: Fault) -> Blocks {
         // the request is open.
         Fault::ToolAuthUnresolved => Blocks::Cases(&[("TOOL-011/auth", "TOOL-010")]),
         Fault::OnlyQuestionUnknown => Blocks::Cases(&[("SESSION-009", "INPUT-003")]),
+        // AUTOMATION-011/fields names its months by name (AUTOMATION-004's grammar).
+        Fault::AutomationCronNamesRefused => {
+            Blocks::Cases(&[("AUTOMATION-011/fields", "AUTOMATION-004")])
+        }
         Fault::ProtectedAgentOpen => Blocks::Cases(&[("LIFECYCLE-007", "AUTH-003")]),
         // Issue 29 (i29): a movable default chat is SESSION-004's to blame, not the move's;
         // a new session nobody announced is ROOT-005's; a client's reorder accepted is the
@@ -636,6 +640,10 @@ fault_tests! {
     auth_wait_unmirrored => AuthWaitUnmirrored,
     summary_activity_dropped => SummaryActivityDropped,
     promoted_activity_ignored => PromotedActivityIgnored,
+    cron_steps_loose => CronStepsLoose,
+    day_fields_both_required => DayFieldsBothRequired,
+    limit_ignored => LimitIgnored,
+    limit_over_cap_refused => LimitOverCapRefused,
     event_trigger_never_fires => EventTriggerNeverFires,
     runs_cursor_never_ends => RunsCursorNeverEnds,
     disabled_trigger_fires => DisabledTriggerFires,

@@ -19,6 +19,7 @@ pub mod replayed;
 pub mod resnapshot;
 pub mod rpc;
 mod rules;
+pub mod schedule;
 pub mod stream;
 pub mod terminals;
 pub mod toolcalls;

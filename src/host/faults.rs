@@ -353,6 +353,10 @@ fault_catalog! {
     AuthWaitUnmirrored => ("auth-wait-unmirrored", "TOOL-011", "Leaves tool calls waiting for a token out of the session's inputNeeded (no toolAuthentication entry)."),
     SummaryActivityDropped => ("summary-activity-dropped", "SESSION-013", "Leaves the activity of the chat that gives a session its status out of the session's root summary."),
     PromotedActivityIgnored => ("promoted-activity-ignored", "SESSION-013", "Takes a session summary's activity text from its default chat even when another chat won the InputNeeded or Error promotion."),
+    CronStepsLoose => ("cron-steps-loose", "AUTOMATION-004", "Accepts schedule expressions with a step the AHP cron grammar forbids: a step of 0 (taken as 1) and a step on a single value (ignored)."),
+    LimitIgnored => ("limit-ignored", "ROOT-003", "Answers listSessions with every session whatever its limit, and no nextCursor."),
+    LimitOverCapRefused => ("limit-over-cap-refused", "ROOT-003", "Refuses listSessions with a limit above its own page size of 1 (-32602) instead of answering fewer entries."),
+    DayFieldsBothRequired => ("day-fields-both-required", "AUTOMATION-011", "Computes nextRunAt with a day matching both day fields when both are restricted ('0 12 13 * FRI': only a Friday the 13th), where the grammar takes either."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

@@ -39,6 +39,9 @@ impl Runner<'_> {
         if let Some(miss) = out_of_window(document, &a.instant_within_s) {
             return Ok(Err(miss));
         }
+        if let Some(miss) = not_next_occurrence(document, &a.next_occurrence)? {
+            return Ok(Err(miss));
+        }
         if let Some(miss) = self.compare(document, a)? {
             return Ok(Err(miss));
         }
@@ -395,6 +398,48 @@ fn out_of_window(
         }
     }
     None
+}
+
+/// The first member of `document` that is not its schedule's next occurrence
+/// (`checks::schedule::judge_next_occurrence`). A schedule the harness cannot evaluate is
+/// the suite's error.
+fn not_next_occurrence(
+    document: &Value,
+    schedules: &BTreeMap<String, crate::suite::Schedule>,
+) -> Result<Option<(String, String)>, Stop> {
+    use crate::checks::schedule::{judge_next_occurrence, LOOKBACK_S};
+    let now = jiff::Timestamp::now();
+    for (pointer, schedule) in schedules {
+        let crate::suite::Schedule {
+            expression,
+            time_zone,
+        } = schedule;
+        let member = document.pointer(pointer);
+        let shown = member
+            .and_then(Value::as_str)
+            .and_then(|text| text.parse::<jiff::Timestamp>().ok());
+        let expected = |at: &dyn std::fmt::Display| {
+            format!(
+                "{pointer} the first occurrence of `{expression}` in {time_zone} after the \
+                 last {LOOKBACK_S} s: {at}"
+            )
+        };
+        let Some(shown) = shown else {
+            let actual = member.map_or_else(
+                || format!("{pointer} is absent"),
+                |m| format!("{pointer} = {m}, not a timestamp"),
+            );
+            return Ok(Some((expected(&"a timestamp"), actual)));
+        };
+        match judge_next_occurrence(shown, expression, time_zone, now) {
+            Ok(Ok(())) => {}
+            Ok(Err(first)) => {
+                return Ok(Some((expected(&first), format!("{pointer} = {shown}"))));
+            }
+            Err(e) => return Err(Stop::Harness(e.to_string())),
+        }
+    }
+    Ok(None)
 }
 
 fn unsorted(document: &Value, sorted_desc: &BTreeMap<String, String>) -> Option<(String, String)> {

@@ -70,6 +70,11 @@ pub struct Assertions {
     /// after the moment of the check (a host-computed next occurrence, say).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub instant_within_s: BTreeMap<String, [i64; 2]>,
+    /// Pointer → a schedule: the member there must be the schedule's next occurrence, the
+    /// first match of its expression in its time zone after the last few seconds
+    /// (`checks::schedule`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub next_occurrence: BTreeMap<String, Schedule>,
     /// Pointer → JSON type of the member there, for members whose type the rule is about.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub types: BTreeMap<String, JsonType>,
@@ -77,6 +82,14 @@ pub struct Assertions {
     /// other elements may stand between them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub in_order: BTreeMap<String, Vec<Value>>,
+}
+
+/// A five-field cron expression in an IANA time zone, as a schedule trigger holds them.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Schedule {
+    pub expression: String,
+    pub time_zone: String,
 }
 
 impl Assertions {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use super::assertions::{Asserting, Assertions, JsonType, Matches};
+pub use super::assertions::{Asserting, Assertions, JsonType, Matches, Schedule};
 use crate::verdict::Level;
 
 /// One directive of a case.

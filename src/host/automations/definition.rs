@@ -8,7 +8,7 @@ use ahp_types::actions::StateAction;
 use ahp_types::state::{AutomationOperation, AutomationRunLifecycle};
 use serde_json::{json, Value};
 
-use super::schedule::Cron;
+use super::schedule::{Cron, Dialect};
 use super::CATALOGUE;
 use crate::host::agents::agent_for;
 use crate::host::faults::Fault;
@@ -164,8 +164,12 @@ impl World {
                 let expression = trigger["schedule"]["expression"]
                     .as_str()
                     .unwrap_or_default();
-                let names = !self.fault(Fault::AutomationCronNamesRefused);
-                if Cron::parse(expression, names).is_none() {
+                let dialect = Dialect {
+                    names: !self.fault(Fault::AutomationCronNamesRefused),
+                    loose_steps: self.fault(Fault::CronStepsLoose),
+                    ..Dialect::AHP
+                };
+                if Cron::parse(expression, dialect).is_none() {
                     return Err(format!("{expression:?} is no AHP cron expression"));
                 }
                 let zone = trigger["schedule"]["timeZone"].as_str().unwrap_or_default();

@@ -16,6 +16,26 @@ const WEEKDAYS: [&str; 7] = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"];
 /// matches up to eight years on (no 29 February from 2096 to 2104).
 const HORIZON_YEARS: i16 = 9;
 
+/// How a host reads the grammar: the AHP grammar ([`Dialect::AHP`]), or a fault's reading of
+/// it (names refused, steps the grammar forbids accepted, both day fields required).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dialect {
+    /// Month and weekday names (`JAN`, `MON`).
+    pub names: bool,
+    /// A step of 0 (taken as 1) and a step on a single value (ignored) accepted.
+    pub loose_steps: bool,
+    /// When both day fields are restricted, a day must match both (not either).
+    pub both_days: bool,
+}
+
+impl Dialect {
+    pub const AHP: Dialect = Dialect {
+        names: true,
+        loose_steps: false,
+        both_days: false,
+    };
+}
+
 /// A parsed cron expression: bit `v` of a field is set when the field matches the value `v`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cron {
@@ -29,28 +49,31 @@ pub struct Cron {
     /// are, a day matches when either does (Unix cron).
     days_restricted: bool,
     weekdays_restricted: bool,
+    both_days: bool,
 }
 
 impl Cron {
-    /// Parses a five-field AHP cron expression (month and weekday names only when `names`);
-    /// `None` when it is outside the grammar.
-    pub fn parse(expression: &str, names: bool) -> Option<Cron> {
+    /// Parses a five-field AHP cron expression as `dialect` reads it; `None` when it is
+    /// outside the grammar.
+    pub fn parse(expression: &str, dialect: Dialect) -> Option<Cron> {
         let fields: Vec<&str> = expression.split_whitespace().collect();
         let [minute, hour, day, month, weekday] = fields.as_slice() else {
             return None;
         };
-        let months: &[&str] = if names { &MONTHS } else { &[] };
-        let weekdays: &[&str] = if names { &WEEKDAYS } else { &[] };
-        let weekday_bits = field(weekday, 0, 7, weekdays, 0)?;
+        let months: &[&str] = if dialect.names { &MONTHS } else { &[] };
+        let weekdays: &[&str] = if dialect.names { &WEEKDAYS } else { &[] };
+        let loose = dialect.loose_steps;
+        let weekday_bits = field(weekday, (0, 7), weekdays, 0, loose)?;
         Some(Cron {
-            minutes: field(minute, 0, 59, &[], 0)?,
-            hours: u32::try_from(field(hour, 0, 23, &[], 0)?).ok()?,
-            days: u32::try_from(field(day, 1, 31, &[], 0)?).ok()?,
-            months: u16::try_from(field(month, 1, 12, months, 1)?).ok()?,
+            minutes: field(minute, (0, 59), &[], 0, loose)?,
+            hours: u32::try_from(field(hour, (0, 23), &[], 0, loose)?).ok()?,
+            days: u32::try_from(field(day, (1, 31), &[], 0, loose)?).ok()?,
+            months: u16::try_from(field(month, (1, 12), months, 1, loose)?).ok()?,
             // Bit 7 (the grammar's second Sunday) becomes bit 0.
             weekdays: u8::try_from((weekday_bits | (weekday_bits >> 7)) & 0x7f).ok()?,
             days_restricted: *day != "*",
             weekdays_restricted: *weekday != "*",
+            both_days: dialect.both_days,
         })
     }
 
@@ -101,6 +124,7 @@ impl Cron {
             date.weekday().to_sunday_zero_offset(),
         );
         match (self.days_restricted, self.weekdays_restricted) {
+            (true, true) if self.both_days => day && weekday,
             (true, true) => day || weekday,
             (true, false) => day,
             (false, true) => weekday,
@@ -119,23 +143,31 @@ fn first_of_next_month(date: Date) -> Option<DateTime> {
 }
 
 /// The values one comma-separated field matches, as bits; `None` when an item is outside
-/// the grammar.
-fn field(text: &str, low: u32, high: u32, named: &[&str], first: u32) -> Option<u64> {
+/// the grammar. `bounds` are the field's lowest and highest values, `named` its names (the
+/// first standing for `first`), `loose` a fault's reading of steps.
+fn field(text: &str, bounds: (u32, u32), named: &[&str], first: u32, loose: bool) -> Option<u64> {
     text.split(',').try_fold(0u64, |bits, item| {
-        Some(bits | item_bits(item, low, high, named, first)?)
+        Some(bits | item_bits(item, bounds, named, first, loose)?)
     })
 }
 
 /// One list item: `*`, a value or a range, the first and the last with an optional positive
 /// step (a step on a single value is not part of the grammar).
-fn item_bits(item: &str, low: u32, high: u32, named: &[&str], first: u32) -> Option<u64> {
+fn item_bits(
+    item: &str,
+    (low, high): (u32, u32),
+    named: &[&str],
+    first: u32,
+    loose: bool,
+) -> Option<u64> {
     let (base, step) = match item.split_once('/') {
         Some((base, step)) => (base, Some(step)),
         None => (item, None),
     };
     let step = match step {
         Some(step) if !step.is_empty() && step.bytes().all(|b| b.is_ascii_digit()) => {
-            step.parse::<u32>().ok().filter(|n| *n > 0)?
+            let step = step.parse::<u32>().ok().filter(|n| *n > 0 || loose)?;
+            step.max(1)
         }
         Some(_) => return None,
         None => 1,
@@ -154,7 +186,7 @@ fn item_bits(item: &str, low: u32, high: u32, named: &[&str], first: u32) -> Opt
         (low, high)
     } else if let Some((from, to)) = base.split_once('-') {
         (value(from)?, value(to)?)
-    } else if step == 1 && !item.contains('/') {
+    } else if (step == 1 && !item.contains('/')) || loose {
         let single = value(base)?;
         (single, single)
     } else {
@@ -173,7 +205,7 @@ fn item_bits(item: &str, low: u32, high: u32, named: &[&str], first: u32) -> Opt
 
 #[cfg(test)]
 mod tests {
-    use super::Cron;
+    use super::{Cron, Dialect};
     use jiff::tz::TimeZone;
     use jiff::Timestamp;
 
@@ -187,7 +219,7 @@ mod tests {
             "1-30/2 0-23 1-31 jan-Dec 0-7",
             "59 23 31 12 7",
         ] {
-            assert!(Cron::parse(good, true).is_some(), "{good}");
+            assert!(Cron::parse(good, Dialect::AHP).is_some(), "{good}");
         }
         for bad in [
             "",
@@ -207,13 +239,17 @@ mod tests {
             "* * L * *",
             "*/x * * * *",
         ] {
-            assert!(Cron::parse(bad, true).is_none(), "{bad}");
+            assert!(Cron::parse(bad, Dialect::AHP).is_none(), "{bad}");
         }
-        assert!(Cron::parse("30 9 * * MON-FRI", false).is_none());
+        let names_refused = Dialect {
+            names: false,
+            ..Dialect::AHP
+        };
+        assert!(Cron::parse("30 9 * * MON-FRI", names_refused).is_none());
     }
 
     fn next(expression: &str, zone: &str, after: &str) -> String {
-        let cron = Cron::parse(expression, true).expect("a valid expression");
+        let cron = Cron::parse(expression, Dialect::AHP).expect("a valid expression");
         let zone = TimeZone::get(zone).expect("a known zone");
         let after: Timestamp = after.parse().expect("a timestamp");
         cron.next_after(&zone, after)

@@ -17,18 +17,23 @@ use jiff::Timestamp;
 use serde_json::{json, Value};
 
 use super::definition::condition;
-use super::schedule::Cron;
+use super::schedule::{Cron, Dialect};
 use crate::host::faults::Fault;
 use crate::host::world::World;
 
-/// The next occurrence of an entry's schedule triggers after `after`: (instant, trigger id).
-fn next_occurrence(definition: &Value, after: Timestamp) -> Option<(Timestamp, String)> {
+/// The next occurrence of an entry's schedule triggers after `after`, their expressions
+/// read in `dialect`: (instant, trigger id).
+fn next_occurrence(
+    definition: &Value,
+    after: Timestamp,
+    dialect: Dialect,
+) -> Option<(Timestamp, String)> {
     let triggers = definition["triggers"].as_array().into_iter().flatten();
     triggers
         .filter(|trigger| trigger["kind"] == "schedule")
         .filter_map(|trigger| {
             let schedule = &trigger["schedule"];
-            let cron = Cron::parse(schedule["expression"].as_str()?, true)?;
+            let cron = Cron::parse(schedule["expression"].as_str()?, dialect)?;
             let zone = TimeZone::get(schedule["timeZone"].as_str()?).ok()?;
             let at = cron.next_after(&zone, after)?;
             Some((at, trigger["id"].as_str().unwrap_or_default().to_owned()))
@@ -63,7 +68,11 @@ impl World {
         if definition["enabled"] != true || self.fault(Fault::ScheduleNextRunUnset) {
             return;
         }
-        let Some((at, trigger)) = next_occurrence(&definition, Timestamp::now()) else {
+        let dialect = Dialect {
+            both_days: self.fault(Fault::DayFieldsBothRequired),
+            ..Dialect::AHP
+        };
+        let Some((at, trigger)) = next_occurrence(&definition, Timestamp::now(), dialect) else {
             return;
         };
         if after_date(&definition).is_some_and(|date| at > date) {

@@ -88,6 +88,13 @@ impl World {
             Some(limit) if limit < 1 => {
                 return Err(RpcError::new(INVALID_PARAMS, "limit must be at least 1"))
             }
+            Some(limit) if limit > 1 && self.fault(Fault::LimitOverCapRefused) => {
+                return Err(RpcError::new(
+                    INVALID_PARAMS,
+                    "limit above the page size (1)",
+                ))
+            }
+            Some(_) if self.fault(Fault::LimitIgnored) => usize::MAX,
             Some(limit) => usize::try_from(limit).unwrap_or(usize::MAX),
             None => usize::MAX,
         };
