@@ -36,9 +36,11 @@ fn blocks(fault: Fault) -> Blocks {
         // (their verdicts stand; TURN-012's row carries the failure).
         Fault::RejectsTruncation => Blocks::Cases(&[("TURN-013", "TURN-012")]),
         // The MCP channel cases need the server ready (its channel comes with the state).
-        Fault::McpStartUnconfirmed => {
-            Blocks::Cases(&[("MCP-001", "MCP-002"), ("MCP-003", "MCP-002")])
-        }
+        Fault::McpStartUnconfirmed => Blocks::Cases(&[
+            ("MCP-001", "MCP-002"),
+            ("MCP-003", "MCP-002"),
+            ("INIT-006/mcp-server", "MCP-002"),
+        ]),
         // Without the agents array the capabilities that gate these cases are unknown.
         Fault::RootWithoutAgents => Blocks::Cases(&[
             ("CHAT-001", "INIT-003"),
@@ -125,6 +127,8 @@ fn blocks(fault: Fault) -> Blocks {
         Fault::ValidTokenRefused => Blocks::Cases(&[
             ("AUTH-002", "AUTH-004"),
             ("AUTH-003", "AUTH-004"),
+            ("AUTH-005", "AUTH-004"),
+            ("AUTH-006", "AUTH-004"),
             ("TOOL-010", "AUTH-004"),
             ("TOOL-010/other-resource", "AUTH-004"),
             ("TOOL-011/auth", "AUTH-004"),
@@ -138,7 +142,9 @@ fn blocks(fault: Fault) -> Blocks {
         Fault::AutomationCronNamesRefused => {
             Blocks::Cases(&[("AUTOMATION-011/fields", "AUTOMATION-004")])
         }
-        Fault::ProtectedAgentOpen => Blocks::Cases(&[("LIFECYCLE-007", "AUTH-003")]),
+        Fault::ProtectedAgentOpen => {
+            Blocks::Cases(&[("LIFECYCLE-007", "AUTH-003"), ("AUTH-005", "AUTH-003")])
+        }
         // Issue 29 (i29): a movable default chat is SESSION-004's to blame, not the move's;
         // a new session nobody announced is ROOT-005's; a client's reorder accepted is the
         // server-only rule's (DISPATCH-006).
@@ -203,6 +209,8 @@ fn expected_not_testable(fault: Fault) -> BTreeSet<String> {
         }
         // Every open input request shows resolved in snapshots: INV-CHAT-4 sees none open.
         Fault::InputShownResolved => BTreeSet::from(["INV-CHAT-4".to_owned()]),
+        // No terminal/data at all: TERM-002's scan of it looks at nothing.
+        Fault::TerminalOutputDropped => BTreeSet::from(["TERM-002".to_owned()]),
         _ => BTreeSet::new(),
     }
 }
@@ -643,6 +651,10 @@ fault_tests! {
     cron_steps_loose => CronStepsLoose,
     day_fields_both_required => DayFieldsBothRequired,
     limit_ignored => LimitIgnored,
+    terminal_output_dropped => TerminalOutputDropped,
+    state_channel_unstripped => StateChannelUnstripped,
+    revocation_ignored => RevocationIgnored,
+    stale_expiry_applied => StaleExpiryApplied,
     limit_over_cap_refused => LimitOverCapRefused,
     event_trigger_never_fires => EventTriggerNeverFires,
     runs_cursor_never_ends => RunsCursorNeverEnds,

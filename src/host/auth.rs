@@ -69,7 +69,9 @@ impl World {
             ));
         }
         if params.token.is_empty() {
-            self.auth_grants.revoke(conn, resource);
+            if !self.fault(Fault::RevocationIgnored) {
+                self.auth_grants.revoke(conn, resource);
+            }
             return Ok(json!({}));
         }
         // The schema's minimum is 1: a token's lifetime of zero or less is a malformed request
@@ -139,7 +141,13 @@ impl World {
                 return;
             };
             let mut world = shared.lock();
-            if world.auth_grants.expire(conn, &resource, generation) {
+            let expired = if world.fault(Fault::StaleExpiryApplied) {
+                world.auth_grants.revoke(conn, &resource);
+                true
+            } else {
+                world.auth_grants.expire(conn, &resource, generation)
+            };
+            if expired {
                 let notice = super::world::notification(
                     "auth/required",
                     json!({ "channel": ROOT, "resource": metadata(&resource), "reason": "expired" }),

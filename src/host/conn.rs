@@ -50,17 +50,22 @@ pub async fn serve(
     };
     let (sink, mut source) = socket.split();
     let (tx, rx) = mpsc::unbounded_channel::<Outbound>();
-    shared.lock().conns.insert(
-        conn,
-        ConnEntry {
-            tx: tx.clone(),
-            client_id: None,
-            version: None,
-            subscriptions: HashSet::new(),
-            coalesced: HashSet::new(),
-            shows_mcp_apps: false,
-        },
-    );
+    {
+        let mut world = shared.lock();
+        let leaks_state_channel = world.fault(Fault::StateChannelUnstripped);
+        world.conns.insert(
+            conn,
+            ConnEntry {
+                tx: tx.clone(),
+                client_id: None,
+                version: None,
+                subscriptions: HashSet::new(),
+                coalesced: HashSet::new(),
+                shows_mcp_apps: false,
+                leaks_state_channel,
+            },
+        );
+    }
     let writer = tokio::spawn(write_outbound(sink, rx));
     let mut dead = false;
     loop {

@@ -35,8 +35,9 @@ pub fn may_show_mcp_apps(text: &str) -> bool {
 }
 
 /// Removes from `value`, at any depth, the MCP App and channel of every MCP server
-/// customization and the channel of every `session/mcpServerStateChanged`.
-pub fn strip_mcp_apps(value: &mut Value) {
+/// customization and the channel of every `session/mcpServerStateChanged` (unless
+/// `state_changes_kept`: a fault's partial strip).
+pub fn strip_mcp_apps(value: &mut Value, state_changes_kept: bool) {
     match value {
         Value::Object(object) => {
             match object.get("type").and_then(Value::as_str) {
@@ -44,14 +45,18 @@ pub fn strip_mcp_apps(value: &mut Value) {
                     object.remove("mcpApp");
                     object.remove("channel");
                 }
-                Some("session/mcpServerStateChanged") => {
+                Some("session/mcpServerStateChanged") if !state_changes_kept => {
                     object.remove("channel");
                 }
                 _ => {}
             }
-            object.values_mut().for_each(strip_mcp_apps);
+            object
+                .values_mut()
+                .for_each(|v| strip_mcp_apps(v, state_changes_kept));
         }
-        Value::Array(items) => items.iter_mut().for_each(strip_mcp_apps),
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|v| strip_mcp_apps(v, state_changes_kept)),
         _ => {}
     }
 }
@@ -66,7 +71,7 @@ mod tests {
             { "type": "mcpServer", "id": "a", "mcpApp": echo_app(), "channel": "mcp://a/s" },
             { "type": "plugin", "id": "p", "channel": "kept" },
         ], "action": { "type": "session/mcpServerStateChanged", "id": "a", "channel": "mcp://a/s" } });
-        strip_mcp_apps(&mut state);
+        strip_mcp_apps(&mut state, false);
         assert_eq!(
             state["customizations"][0],
             json!({ "type": "mcpServer", "id": "a" })

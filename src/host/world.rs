@@ -68,6 +68,9 @@ pub struct ConnEntry {
     /// Whether this client may be shown MCP Apps and their `mcp://` channels (it declared
     /// `capabilities.mcpApps`); frames to the others are stripped of them.
     pub shows_mcp_apps: bool,
+    /// Only the state-channel-unstripped fault sets it: frames to the others keep the
+    /// channel of `session/mcpServerStateChanged`.
+    pub leaks_state_channel: bool,
 }
 
 impl ConnEntry {
@@ -80,7 +83,7 @@ impl ConnEntry {
             true => text,
             false => match serde_json::from_str::<Value>(&text) {
                 Ok(mut frame) => {
-                    super::mcp_apps::strip_mcp_apps(&mut frame);
+                    super::mcp_apps::strip_mcp_apps(&mut frame, self.leaks_state_channel);
                     Utf8Bytes::from(frame.to_string())
                 }
                 Err(_) => text,

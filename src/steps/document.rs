@@ -45,6 +45,9 @@ impl Runner<'_> {
         if let Some(miss) = self.compare(document, a)? {
             return Ok(Err(miss));
         }
+        if let Some(miss) = missing_text(document, &self.subst_matches(&a.text_contains)?) {
+            return Ok(Err(miss));
+        }
         self.members(document, a)
     }
 
@@ -440,6 +443,25 @@ fn not_next_occurrence(
         }
     }
     Ok(None)
+}
+
+/// The first `text_contains` entry whose member does not hold its text.
+fn missing_text(document: &Value, texts: &BTreeMap<String, Value>) -> Option<(String, String)> {
+    for (pointer, wanted) in texts {
+        let wanted = wanted
+            .as_str()
+            .map_or_else(|| wanted.to_string(), str::to_owned);
+        let member = document.pointer(pointer);
+        let text = member.map(|m| m.as_str().map_or_else(|| m.to_string(), str::to_owned));
+        if !text.as_deref().is_some_and(|t| t.contains(&wanted)) {
+            let actual = match text {
+                None => format!("{pointer} is absent"),
+                Some(t) => format!("{pointer} = {}", crate::checks::frame::clip(&t)),
+            };
+            return Some((format!("{pointer} holds the text {wanted:?}"), actual));
+        }
+    }
+    None
 }
 
 fn unsorted(document: &Value, sorted_desc: &BTreeMap<String, String>) -> Option<(String, String)> {

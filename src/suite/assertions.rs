@@ -37,6 +37,10 @@ pub struct Assertions {
     /// Pointer to an array → an element it must contain (partial object match).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub contains: Matches,
+    /// Pointer → text the member there must hold: a string's own characters, any other
+    /// value's JSON (so a text spread over an array's parts is found in any one of them).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub text_contains: Matches,
     /// Pointer to an array → an element it must not contain (partial object match).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub excludes: Matches,

@@ -319,8 +319,10 @@ impl World {
 
     /// The action one event of the output stream becomes, if any.
     fn terminal_action(&mut self, uri: &str, event: Event) -> Option<Value> {
+        let output_dropped = self.fault(Fault::TerminalOutputDropped);
         let entry = self.terminals.get_mut(uri)?;
         Some(match event {
+            Event::Data(_) if output_dropped => return None,
             Event::Data(data) => json!({ "type": "terminal/data", "data": data }),
             // See `terminal_output`: announced at the first command.
             Event::IntegrationSeen => return None,
