@@ -55,8 +55,9 @@ impl World {
             return;
         }
         let mut agents = to_value(&self.root.agents);
+        let wrong_agent = self.fault(Fault::WrongAgentDescribed);
         for agent in agents.as_array_mut().into_iter().flatten() {
-            if agent["provider"] == provider.as_str() {
+            if (agent["provider"] == provider.as_str()) != wrong_agent {
                 agent["description"] = json!(text);
             }
         }
