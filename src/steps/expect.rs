@@ -14,6 +14,13 @@ pub async fn ping_if(conn: &mut Conn, settled: bool) -> Option<u64> {
     conn.send_ping().await.ok()
 }
 
+/// What a wait that found nothing is reported with: how long it waited, and what came of
+/// the awaited kind that the filter did not match.
+pub(super) struct Miss {
+    within: Duration,
+    near: Option<String>,
+}
+
 impl Runner<'_> {
     /// Whether the rule the running step rests on (its `relies_on`, else the case's) is
     /// settled for the caller (see [`CaseContext::settled`]).
@@ -43,7 +50,28 @@ impl Runner<'_> {
         }
     }
 
-    /// An awaited message arrived (its params are stored under `name`), or it did not.
+    /// Messages of the awaited kind that the connection `on` received in the case but that
+    /// do not match the step's filter (`near` tells both): how many, and the last, so that a
+    /// miss shows what came instead.
+    fn near_misses(
+        &mut self,
+        on: &Option<String>,
+        mut near: impl FnMut(&Value) -> bool,
+    ) -> Option<String> {
+        let conn = self.conns.get(&Self::conn_name(on))?;
+        let (count, last) = conn
+            .received_since(0)
+            .filter(|m| near(m))
+            .fold((0usize, None), |(n, _), m| (n + 1, Some(m)));
+        let last = last?;
+        Some(format!(
+            "{count} of that kind came that the filter did not match, the last: {}",
+            crate::checks::frame::clip(&last["params"].to_string())
+        ))
+    }
+
+    /// An awaited message arrived (its params are stored under `name`), or it did not (what
+    /// the wait saw instead is in `miss`).
     pub(super) fn store_or_missing(
         &mut self,
         found: Option<Value>,
@@ -51,7 +79,7 @@ impl Runner<'_> {
         level: &Option<Level>,
         on: &Option<String>,
         expected: String,
-        within: Duration,
+        miss: Miss,
     ) -> StepResult {
         match found {
             Some(message) => {
@@ -61,7 +89,10 @@ impl Runner<'_> {
                 Ok(())
             }
             None => {
-                let actual = self.missed(on, within);
+                let mut actual = self.missed(on, miss.within);
+                if let Some(near) = miss.near {
+                    actual = format!("{actual}; {near}");
+                }
                 self.broken(level, on, expected, actual)
             }
         }
@@ -327,15 +358,18 @@ impl Runner<'_> {
         let kind = s.action_type.clone();
         let within = s.within_ms.map_or(self.ctx.timeout, Duration::from_millis);
         let next = s.next;
+        let of_kind = |m: &Value| {
+            m["method"] == "action"
+                && is_channel(&m["params"]["channel"], &channel)
+                && m["params"]["action"]["type"] == kind.as_str()
+        };
+        let filtered = |m: &Value| {
+            (next || matches_all(&m["params"], &matching))
+                && lists(&m["params"], &contains, true)
+                && lists(&m["params"], &excludes, false)
+        };
         let found = self
-            .wait_message(&s.on, within, |m| {
-                m["method"] == "action"
-                    && is_channel(&m["params"]["channel"], &channel)
-                    && m["params"]["action"]["type"] == kind.as_str()
-                    && (next || matches_all(&m["params"], &matching))
-                    && lists(&m["params"], &contains, true)
-                    && lists(&m["params"], &excludes, false)
-            })
+            .wait_message(&s.on, within, |m| of_kind(m) && filtered(m))
             .await?;
         match found {
             Some(message) if next && !matches_all(&message["params"], &matching) => self.broken(
@@ -344,14 +378,20 @@ impl Runner<'_> {
                 format!("the next {kind} on {channel}{}", describe(&matching)),
                 crate::checks::frame::clip(&message["params"].to_string()),
             ),
-            found => self.store_or_missing(
-                found,
-                &s.name,
-                &s.level,
-                &s.on,
-                format!("a {kind} action on {channel}{}", describe(&matching)),
-                within,
-            ),
+            found => {
+                let near = match found {
+                    Some(_) => None,
+                    None => self.near_misses(&s.on, |m| of_kind(m) && !filtered(m)),
+                };
+                self.store_or_missing(
+                    found,
+                    &s.name,
+                    &s.level,
+                    &s.on,
+                    format!("a {kind} action on {channel}{}", describe(&matching)),
+                    Miss { within, near },
+                )
+            }
         }
     }
 
@@ -359,20 +399,26 @@ impl Runner<'_> {
         let matching = self.subst_matches(&s.matching)?;
         let method = s.method.clone();
         let within = s.within_ms.map_or(self.ctx.timeout, Duration::from_millis);
+        let of_kind =
+            |m: &Value| m["method"] == method.as_str() && m.get("id").is_some() == s.request;
         let found = self
             .wait_message(&s.on, within, |m| {
-                m["method"] == method.as_str()
-                    && m.get("id").is_some() == s.request
-                    && matches_all(&m["params"], &matching)
+                of_kind(m) && matches_all(&m["params"], &matching)
             })
             .await?;
+        let near = match found {
+            Some(_) => None,
+            None => self.near_misses(&s.on, |m| {
+                of_kind(m) && !matches_all(&m["params"], &matching)
+            }),
+        };
         self.store_or_missing(
             found,
             &s.name,
             &s.level,
             &s.on,
             format!("a {method} notification{}", describe(&matching)),
-            within,
+            Miss { within, near },
         )
     }
 
