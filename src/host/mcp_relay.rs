@@ -61,6 +61,14 @@ impl World {
                 "name": "echo", "description": "Answers with its input.",
                 "inputSchema": { "type": "object", "properties": { "text": { "type": "string" } } },
             }] })),
+            "tools/call"
+                if params["name"] != "echo" && self.fault(Fault::McpUnknownToolUnserved) =>
+            {
+                Err(RpcError::new(
+                    METHOD_NOT_FOUND,
+                    format!("{method} is not served on this MCP channel"),
+                ))
+            }
             "tools/call" if params["name"] == "echo" => {
                 let text = params["arguments"]["text"].as_str().unwrap_or_default();
                 Ok(json!({ "content": [{ "type": "text", "text": text }], "isError": false }))
