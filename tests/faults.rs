@@ -651,6 +651,7 @@ fault_tests! {
     cron_steps_loose => CronStepsLoose,
     day_fields_both_required => DayFieldsBothRequired,
     limit_ignored => LimitIgnored,
+    after_date_refused => AfterDateRefused,
     disable_conditions_unchecked => DisableConditionsUnchecked,
     mcp_unknown_tool_unserved => McpUnknownToolUnserved,
     wrong_agent_described => WrongAgentDescribed,

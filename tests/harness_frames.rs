@@ -89,6 +89,16 @@ fn expiry_below_minimum(message: &Value) -> bool {
             .is_some_and(|seconds| seconds < 1)
 }
 
+/// AUTOMATION-003 dispatches an `afterRuns` cap of 0, on purpose (the refusal is the rule).
+/// The crate's schema takes any integer; the official one's minimum is 1.
+fn runs_cap_below_minimum(message: &Value) -> bool {
+    let conditions = message["params"]["action"]["definition"]["disableConditions"].as_array();
+    conditions
+        .into_iter()
+        .flatten()
+        .any(|c| c["kind"] == "afterRuns" && c["max"].as_i64().is_some_and(|max| max < 1))
+}
+
 /// The official actions.schema.json refers to `$defs/AutomationDefinitionPatch`, which only its
 /// commands.schema.json defines, so `AutomationUpdateRequestedAction` does not compile there
 /// (an upstream defect; the crate's schema, which the harness's checks use, has the def). The
@@ -136,6 +146,7 @@ async fn every_frame_the_harness_sends_is_valid_under_the_crate_and_the_official
             && !unknown_source_kind(&message)
             && !repeated_condition_kind(&message)
             && !expiry_below_minimum(&message)
+            && !runs_cap_below_minimum(&message)
             && parts
                 .iter()
                 .all(|(_, def, instance)| derived.validate(def, instance).is_ok());

@@ -361,6 +361,7 @@ fault_catalog! {
     WrongAgentDescribed => ("wrong-agent-described", "ROOT-013", "When an agent describes itself anew, gives that description to every other agent in root/agentsChanged instead of to it."),
     McpUnknownToolUnserved => ("mcp-unknown-tool-unserved", "MCP-003", "Answers tools/call of a tool the MCP server does not have with -32601 (method not found), as if tools/call were not served, instead of an invalid-params error."),
     DisableConditionsUnchecked => ("disable-conditions-unchecked", "AUTOMATION-003", "Accepts disable conditions the types rule out: an afterRuns cap that is no positive integer, an afterDate that is no timestamp."),
+    AfterDateRefused => ("after-date-refused", "AUTOMATION-002", "Refuses every automation whose disable conditions hold an afterDate, valid ones too."),
     LimitIgnored => ("limit-ignored", "ROOT-003", "Answers listSessions with every session whatever its limit, and no nextCursor."),
     LimitOverCapRefused => ("limit-over-cap-refused", "ROOT-003", "Refuses listSessions with a limit above its own page size of 1 (-32602) instead of answering fewer entries."),
     DayFieldsBothRequired => ("day-fields-both-required", "AUTOMATION-011", "Computes nextRunAt with a day matching both day fields when both are restricted ('0 12 13 * FRI': only a Friday the 13th), where the grammar takes either."),

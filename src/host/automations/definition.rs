@@ -142,6 +142,9 @@ impl World {
             kinds.push(kind);
             match kind {
                 _ if self.fault(Fault::DisableConditionsUnchecked) => {}
+                "afterDate" if self.fault(Fault::AfterDateRefused) => {
+                    return Err("this host takes no afterDate condition".into())
+                }
                 "afterRuns" if condition["max"].as_i64().is_none_or(|max| max < 1) => {
                     return Err("afterRuns.max is a positive integer".into())
                 }
