@@ -61,19 +61,12 @@ impl World {
                 "name": "echo", "description": "Answers with its input.",
                 "inputSchema": { "type": "object", "properties": { "text": { "type": "string" } } },
             }] })),
-            "tools/call"
-                if params["name"] != "echo" && self.fault(Fault::McpUnknownToolUnserved) =>
-            {
-                Err(RpcError::new(
-                    METHOD_NOT_FOUND,
-                    format!("{method} is not served on this MCP channel"),
-                ))
-            }
             "tools/call" if params["name"] == "echo" => {
                 let text = params["arguments"]["text"].as_str().unwrap_or_default();
                 Ok(json!({ "content": [{ "type": "text", "text": text }], "isError": false }))
             }
-            "tools/call" => Err(RpcError::new(
+            // Under mcp-unknown-tool-unserved an unknown tool falls through to -32601.
+            "tools/call" if !self.fault(Fault::McpUnknownToolUnserved) => Err(RpcError::new(
                 INVALID_PARAMS,
                 format!("unknown tool {}", params["name"]),
             )),

@@ -383,24 +383,37 @@ fn out_of_window(
 ) -> Option<(String, String)> {
     let now = jiff::Timestamp::now();
     for (pointer, [from, to]) in windows {
-        let member = document.pointer(pointer);
-        let seconds = member
-            .and_then(Value::as_str)
-            .and_then(|text| text.parse::<jiff::Timestamp>().ok())
-            .map(|at| now.duration_until(at).as_secs_f64());
+        let expected = format!("{pointer} a timestamp {from} s to {to} s from now");
+        let (member, at) = match timestamp_at(document, pointer) {
+            Ok(found) => found,
+            Err(actual) => return Some((expected, actual)),
+        };
+        let seconds = now.duration_until(at).as_secs_f64();
         #[allow(clippy::cast_precision_loss)] // window bounds are small numbers of seconds
-        let within = seconds.is_some_and(|s| s >= *from as f64 && s <= *to as f64);
-        if !within {
-            let expected = format!("{pointer} a timestamp {from} s to {to} s from now");
-            let actual = match (member, seconds) {
-                (None, _) => format!("{pointer} is absent"),
-                (Some(m), None) => format!("{pointer} = {m}, not a timestamp"),
-                (Some(m), Some(s)) => format!("{pointer} = {m}, {s:.1} s from now"),
-            };
-            return Some((expected, actual));
+        if seconds < *from as f64 || seconds > *to as f64 {
+            return Some((
+                expected,
+                format!("{pointer} = {member}, {seconds:.1} s from now"),
+            ));
         }
     }
     None
+}
+
+/// The member at `pointer` as an instant, or what is there instead (absent, or not a
+/// timestamp) as a finding's actual text.
+fn timestamp_at<'d>(
+    document: &'d Value,
+    pointer: &str,
+) -> Result<(&'d Value, jiff::Timestamp), String> {
+    let member = document
+        .pointer(pointer)
+        .ok_or_else(|| format!("{pointer} is absent"))?;
+    let at = member
+        .as_str()
+        .and_then(|text| text.parse::<jiff::Timestamp>().ok())
+        .ok_or_else(|| format!("{pointer} = {member}, not a timestamp"))?;
+    Ok((member, at))
 }
 
 /// The first member of `document` that is not its schedule's next occurrence
@@ -417,22 +430,15 @@ fn not_next_occurrence(
             expression,
             time_zone,
         } = schedule;
-        let member = document.pointer(pointer);
-        let shown = member
-            .and_then(Value::as_str)
-            .and_then(|text| text.parse::<jiff::Timestamp>().ok());
         let expected = |at: &dyn std::fmt::Display| {
             format!(
                 "{pointer} the first occurrence of `{expression}` in {time_zone} after the \
                  last {LOOKBACK_S} s: {at}"
             )
         };
-        let Some(shown) = shown else {
-            let actual = member.map_or_else(
-                || format!("{pointer} is absent"),
-                |m| format!("{pointer} = {m}, not a timestamp"),
-            );
-            return Ok(Some((expected(&"a timestamp"), actual)));
+        let shown = match timestamp_at(document, pointer) {
+            Ok((_, shown)) => shown,
+            Err(actual) => return Ok(Some((expected(&"a timestamp"), actual))),
         };
         match judge_next_occurrence(shown, expression, time_zone, now) {
             Ok(Ok(())) => {}
