@@ -417,3 +417,42 @@ async fn the_duration_bounds_the_whole_campaign() {
         "{does}"
     );
 }
+
+/// A campaign against a server that outlives its sequences leaves it as it found it: each
+/// sequence disposes the sessions it made (its own, side sessions, a chat moved to a new
+/// one), in both modes, so the session list every checkpoint reads does not grow with the
+/// campaign (left behind, it slowed a second campaign on the same server from 295 to 125
+/// operations/s).
+#[tokio::test]
+async fn campaigns_against_a_shared_server_dispose_the_sessions_they_made() {
+    let host = host::spawn(HostConfig::default())
+        .await
+        .expect("host starts");
+    let mut opts = options(Some(host.url()), 8, Duration::from_secs(120));
+    opts.cases = Some(40);
+    let (_stop, interrupt) = tokio::sync::watch::channel(false);
+    let model = fuzz(&opts, interrupt.clone()).await.expect("fuzzer runs");
+    no_finding(&model);
+    let frames = fuzz_frames(&opts, interrupt).await.expect("fuzzer runs");
+    no_finding(&frames);
+    assert_eq!((model.cases, frames.cases), (40, 40));
+    let timeout = Duration::from_secs(5);
+    let mut conn = ahpspec::client::checkpoint::observer(host.url(), timeout, "lister", "1.0.0")
+        .await
+        .expect("a connection");
+    let listed = conn
+        .request(
+            "listSessions",
+            serde_json::json!({ "channel": "ahp-root://" }),
+            timeout,
+        )
+        .await
+        .expect("listSessions answered");
+    let items = listed["result"]["items"].as_array().expect("a list");
+    assert!(
+        items.is_empty(),
+        "{} sessions left behind by 80 sequences: {:?}",
+        items.len(),
+        items.iter().map(|i| &i["resource"]).collect::<Vec<_>>()
+    );
+}

@@ -137,6 +137,18 @@ pub async fn snapshot_state(
     channel: &str,
     timeout: Duration,
 ) -> Option<Value> {
+    fresh_snapshot(observer, channel, timeout)
+        .await
+        .map(|(state, _)| state)
+}
+
+/// [`snapshot_state`] with the snapshot's `fromSeq` (`None` when it has none): a fold is
+/// comparable with it only up to there ([`fold_comparable`]).
+pub async fn fresh_snapshot(
+    observer: &mut Connection,
+    channel: &str,
+    timeout: Duration,
+) -> Option<(Value, Option<u64>)> {
     observer.take_arrived();
     observer.take_backlog();
     let id = observer
@@ -147,7 +159,9 @@ pub async fn snapshot_state(
     let _ = observer
         .send_notification("unsubscribe", json!({ "channel": channel }))
         .await;
-    answer?.pointer("/result/snapshot/state").cloned()
+    let snapshot = answer?.pointer("/result/snapshot")?.clone();
+    let from = snapshot["fromSeq"].as_u64();
+    Some((snapshot.get("state")?.clone(), from))
 }
 
 /// A fresh snapshot: channel, state, fromSeq.
@@ -409,7 +423,10 @@ fn modified_after_turn(channel: &str, expected: &str, actual: &Value) -> Option<
 
 /// Every `listSessions` entry, following cursors (`None` when the host does not answer
 /// with a list).
-async fn list_sessions(observer: &mut Connection, timeout: Duration) -> Option<Vec<Value>> {
+pub(super) async fn list_sessions(
+    observer: &mut Connection,
+    timeout: Duration,
+) -> Option<Vec<Value>> {
     let mut entries = Vec::new();
     let mut cursor = Value::Null;
     // A host that keeps handing out cursors is not followed forever.

@@ -243,6 +243,9 @@ struct Run<'a> {
     behaviours: HashMap<String, Behaviour>,
     /// The connection that takes checkpoint snapshots (opened at the first checkpoint).
     observer: Option<Connection>,
+    /// Sessions the host named for this run (a chat moved to a new session), disposed with
+    /// the run's own at its end on a server that outlives it.
+    made: Vec<String>,
     /// Violations found while catching up, reported by the next [`Run::checks`].
     pending: Vec<Located>,
     /// The first client's initialize answer (`${c1.init}` to a probe's steps).
@@ -307,6 +310,7 @@ pub async fn execute_until(
         clock: None,
         behaviours: HashMap::new(),
         observer: None,
+        made: Vec::new(),
         pending: Vec::new(),
         first_init: None,
         workspace: cfg.profile.workspace.clone().or(server.workspace.clone()),
@@ -315,6 +319,9 @@ pub async fn execute_until(
     };
     let (outcome, cut_off) = until(deadline, Box::pin(run.go(ops))).await;
     run.exec.cut_off = cut_off;
+    if target.url().is_some() {
+        run.sweep().await;
+    }
     for conn in &mut run.conns {
         conn.close().await;
     }
@@ -577,6 +584,28 @@ impl Run<'_> {
                 actual: error,
                 op_index: index,
             }),
+        }
+    }
+
+    /// On a server that outlives the sequence, disposes the sessions the sequence named with
+    /// its token (its own, side sessions, its cases') or the host named for it, on the observer (opened for it when no
+    /// checkpoint did): what a sequence leaves behind would make every later checkpoint's
+    /// session list longer. A failure here is no finding (the sequence's verdict is made),
+    /// and a server that stopped answering costs it at most a second per request.
+    async fn sweep(&mut self) {
+        if self.session.is_empty() {
+            return;
+        }
+        let timeout = self.cfg.timeout.min(Duration::from_secs(1));
+        if self.observer.is_none() && self.observer_ready(None).await.is_some() {
+            return;
+        }
+        if let Some(observer) = self.observer.as_mut() {
+            for session in &self.made {
+                let params = serde_json::json!({ "channel": session });
+                let _ = observer.request("disposeSession", params, timeout).await;
+            }
+            crate::client::dispose_own_sessions(observer, &self.token, timeout).await;
         }
     }
 

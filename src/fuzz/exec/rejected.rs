@@ -16,6 +16,18 @@ impl Run<'_> {
         index: usize,
         channel: &str,
     ) -> Result<Option<Value>, Failure> {
+        Ok(self
+            .observed_at(index, channel)
+            .await?
+            .map(|(state, _)| state))
+    }
+
+    /// [`Run::observed`] with the snapshot's `fromSeq`.
+    async fn observed_at(
+        &mut self,
+        index: usize,
+        channel: &str,
+    ) -> Result<Option<(Value, Option<u64>)>, Failure> {
         if let Some(failure) = self.observer_ready(Some(index)).await {
             return Err(failure);
         }
@@ -23,12 +35,14 @@ impl Run<'_> {
         let Some(observer) = self.observer.as_mut() else {
             return Ok(None);
         };
-        Ok(checkpoint::snapshot_state(observer, channel, timeout).await)
+        Ok(checkpoint::fresh_snapshot(observer, channel, timeout).await)
     }
 
     /// A fresh snapshot of `channel` after `client`'s dispatch of `action` was rejected
     /// (operation `index`): the finding when it shows the action's effect, which no
-    /// envelope brought to the client. No snapshot, no claim.
+    /// envelope brought to the client. No snapshot, no claim; nor when the client's fold is
+    /// past the snapshot: a host that moved on meanwhile (an agent's turn on another thread)
+    /// shows what it did since, which can be where the rejected action would have written.
     pub(super) async fn rejected_left_alone(
         &mut self,
         index: usize,
@@ -36,7 +50,7 @@ impl Run<'_> {
         channel: &str,
         action: &Value,
     ) -> Option<Failure> {
-        let fresh = match self.observed(index, channel).await {
+        let (fresh, from) = match self.observed_at(index, channel).await {
             Ok(fresh) => fresh?,
             Err(failure) => return Some(failure),
         };
@@ -47,7 +61,12 @@ impl Run<'_> {
         conn.ping(self.cfg.timeout).await.ok()?;
         let found = conn.process(&schemas);
         self.pending.extend(found);
-        let folded = self.conns[client].mirror().state(channel)?;
+        let mirror = self.conns[client].mirror();
+        let lost = mirror.lost(channel).is_some();
+        if checkpoint::fold_comparable(lost, mirror.seq(channel), from) != Ok(true) {
+            return None;
+        }
+        let folded = mirror.state(channel)?;
         let violation = applied_anyway(channel, &folded, &fresh, action)?;
         Some(Failure::after(index, violation))
     }

@@ -113,6 +113,12 @@ pub async fn execute_frames_until(
     for conn in &mut conns {
         conn.close().await;
     }
+    // A server that outlives the sequence gets its sessions back (see `client::sweep`).
+    if target.url().is_some() {
+        let client_id = format!("ahpspec-{token}-sweep");
+        let timeout = cfg.timeout.min(Duration::from_secs(1));
+        crate::client::dispose_own_sessions_at(&server.url, &client_id, &token, timeout).await;
+    }
     // Mutated frames can be megabytes: keep the trace readable.
     execution.frames = conns
         .iter()
