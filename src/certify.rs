@@ -238,6 +238,7 @@ async fn certify_ahp(
         schemas,
         profile,
         protocol_version: DEFAULT_OFFER.to_owned(),
+        sweep: decided.url().is_some(),
     };
     let report = match record_through(options, &mut config).await {
         Ok(recording) => {

@@ -130,6 +130,9 @@ pub struct CaseOutcome {
     pub prerequisite: Option<Finding>,
     /// What the always-on rules could not judge, and why.
     pub skipped: crate::checks::Skips,
+    /// Sessions the host made for the case outside its namespace (a chat moved to a new
+    /// session), for a run that disposes what it made.
+    pub made_sessions: Vec<String>,
 }
 
 /// Why a step stopped the case.

@@ -10,15 +10,64 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::checkpoint::{list_sessions, observer};
-use super::DEFAULT_OFFER;
-use crate::transport::Connection;
+use super::{Conn, DEFAULT_OFFER};
+use crate::transport::{Connection, Direction};
+
+/// The sessions the host named in its answers to `conn`'s requests: the new session of a
+/// chat moved to one (`moveChat`'s `result.session`). They are not in the run's namespace.
+pub fn sessions_made(conn: &Conn) -> Vec<String> {
+    let mut asked: Vec<u64> = Vec::new();
+    let mut made = Vec::new();
+    for frame in &conn.link.transcript().frames {
+        // Only frames that can be a moveChat or its answer are parsed.
+        let wanted = match frame.direction {
+            Direction::Sent => frame.text.contains("\"moveChat\""),
+            Direction::Received => !asked.is_empty() && frame.text.contains("\"session\""),
+        };
+        if !wanted {
+            continue;
+        }
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(&frame.text) else {
+            continue;
+        };
+        let Some(id) = message["id"].as_u64() else {
+            continue;
+        };
+        match frame.direction {
+            Direction::Sent if message["method"] == "moveChat" => asked.push(id),
+            Direction::Received if asked.contains(&id) => {
+                if let Some(session) = message["result"]["session"].as_str() {
+                    made.push(session.to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    made
+}
+
+/// Disposes `sessions` on `conn` (what [`sessions_made`] found), whatever each answer.
+pub async fn dispose_sessions(conn: &mut Connection, sessions: &[String], timeout: Duration) {
+    for session in sessions {
+        let params = json!({ "channel": session });
+        let _ = conn.request("disposeSession", params, timeout).await;
+    }
+}
 
 /// [`dispose_own_sessions`] on a connection of its own to `url` (as `client_id`), closed
 /// afterwards; nothing when it cannot be opened.
-pub async fn dispose_own_sessions_at(url: &str, client_id: &str, token: &str, timeout: Duration) {
+/// The `made` sessions (see [`sessions_made`]) go too.
+pub async fn dispose_own_sessions_at(
+    url: &str,
+    client_id: &str,
+    token: &str,
+    made: &[String],
+    timeout: Duration,
+) {
     let Ok(mut conn) = observer(url, timeout, client_id, DEFAULT_OFFER).await else {
         return;
     };
+    dispose_sessions(&mut conn, made, timeout).await;
     dispose_own_sessions(&mut conn, token, timeout).await;
     conn.close().await;
 }

@@ -35,6 +35,9 @@ pub struct RunConfig {
     pub profile: Profile,
     /// The protocol version connections offer (a step may name its own).
     pub protocol_version: String,
+    /// Whether the cases' sessions are disposed at the run's end: the server outlives the
+    /// run (a URL), and a catalog run left some 190 sessions on it.
+    pub sweep: bool,
 }
 
 /// What a run has gathered so far: its rows, and the rules broken as the prerequisite of a
@@ -42,6 +45,8 @@ pub struct RunConfig {
 struct Gathered {
     rows: Rows,
     prerequisites: prerequisite::Prerequisites,
+    /// Sessions the host made for cases outside their namespace (see `RunConfig::sweep`).
+    made_sessions: Vec<String>,
 }
 
 impl Gathered {
@@ -55,7 +60,8 @@ impl Gathered {
     }
 
     /// Takes in a case that ran: its row, what its always-on checks found and counted.
-    fn absorb(&mut self, outcome: CaseOutcome, sink: &mut dyn EventSink) {
+    fn absorb(&mut self, mut outcome: CaseOutcome, sink: &mut dyn EventSink) {
+        self.made_sessions.append(&mut outcome.made_sessions);
         let always_on = &mut self.rows.always_on;
         always_on.looked_at(&outcome.counts, &outcome.skipped);
         let case = &outcome.result.info.id;
@@ -73,10 +79,10 @@ impl Gathered {
 /// Every case's context: the run's settings plus its own token and re-run command.
 fn case_contexts(
     config: &RunConfig,
+    nonce: &str,
     cases: &[&Case],
     agent_capabilities: &Result<AgentsRead, AgentsUnread>,
 ) -> Vec<CaseContext> {
-    let nonce = crate::client::unique_token("");
     let rule_levels = Arc::new(config.catalog.rule_levels());
     cases
         .iter()
@@ -153,6 +159,7 @@ pub async fn run(
     let mut gathered = Gathered {
         rows: Rows::new(total),
         prerequisites: prerequisite::Prerequisites::new(),
+        made_sessions: Vec::new(),
     };
     let mut interrupted = *interrupt.borrow();
     // Reading the capabilities waits on the server: let Ctrl-C cut it short too.
@@ -163,7 +170,8 @@ pub async fn run(
             Err(AgentsUnread::Harness("the run was interrupted".to_owned()))
         }
     };
-    let contexts = Arc::new(case_contexts(config, &cases, &agent_capabilities));
+    let nonce = crate::client::unique_token("");
+    let contexts = Arc::new(case_contexts(config, &nonce, &cases, &agent_capabilities));
     let mut to_run: Vec<usize> = if interrupted {
         (0..cases.len()).collect()
     } else {
@@ -197,6 +205,13 @@ pub async fn run(
             }
         }
     }
+    if config.sweep && !interrupted {
+        // Every case named its sessions `ahp-session:/{nonce}-{index}…`.
+        let client_id = format!("ahpspec-{nonce}-sweep");
+        let made = &gathered.made_sessions;
+        crate::client::dispose_own_sessions_at(&config.url, &client_id, &nonce, made, plan.timeout)
+            .await;
+    }
     gathered
         .rows
         .order_as(cases.iter().map(|c| c.info.id.as_str()));
@@ -207,6 +222,7 @@ pub async fn run(
     let Gathered {
         rows,
         prerequisites,
+        ..
     } = gathered;
     let mut results = rows.into_results();
     for result in prerequisite::charge_prerequisites(&mut results, prerequisites, config) {

@@ -240,12 +240,20 @@ impl Runner<'_> {
             duration_ms: elapsed.as_secs_f64() * 1000.0,
             rerun: self.ctx.rerun.clone(),
         };
+        // Lent connections are their lender's to sweep.
+        let made_sessions = self
+            .conns
+            .iter()
+            .filter(|(name, _)| !self.lent.contains_key(*name))
+            .flat_map(|(_, conn)| crate::client::sessions_made(conn))
+            .collect();
         let outcome = CaseOutcome {
             result,
             always_on: std::mem::take(&mut self.always_on),
             counts,
             prerequisite,
             skipped,
+            made_sessions,
         };
         let lent = std::mem::take(&mut self.lent);
         let conns = std::mem::take(&mut self.conns);

@@ -44,7 +44,8 @@ impl Run<'_> {
             ..base
         };
         // Boxed: a case's future is large in a debug build (see `Run::go`).
-        let outcome = Box::pin(run_case(case, &ctx)).await;
+        let mut outcome = Box::pin(run_case(case, &ctx)).await;
+        self.made.append(&mut outcome.made_sessions);
         // What the always-on checks found on the case's connections is reported by the next
         // `checks`, named as the case's.
         self.pending

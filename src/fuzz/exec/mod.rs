@@ -243,8 +243,8 @@ struct Run<'a> {
     behaviours: HashMap<String, Behaviour>,
     /// The connection that takes checkpoint snapshots (opened at the first checkpoint).
     observer: Option<Connection>,
-    /// Sessions the host named for this run (a chat moved to a new session), disposed with
-    /// the run's own at its end on a server that outlives it.
+    /// Sessions the host made for the run's cases and probes on connections of their own
+    /// (a chat moved to a new session), disposed at its end on a server that outlives it.
     made: Vec<String>,
     /// Violations found while catching up, reported by the next [`Run::checks`].
     pending: Vec<Located>,
@@ -600,11 +600,10 @@ impl Run<'_> {
         if self.observer.is_none() && self.observer_ready(None).await.is_some() {
             return;
         }
+        let mut made = std::mem::take(&mut self.made);
+        made.extend(self.conns.iter().flat_map(crate::client::sessions_made));
         if let Some(observer) = self.observer.as_mut() {
-            for session in &self.made {
-                let params = serde_json::json!({ "channel": session });
-                let _ = observer.request("disposeSession", params, timeout).await;
-            }
+            crate::client::dispose_sessions(observer, &made, timeout).await;
             crate::client::dispose_own_sessions(observer, &self.token, timeout).await;
         }
     }

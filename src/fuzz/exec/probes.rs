@@ -128,8 +128,9 @@ impl Run<'_> {
                 (conn.name.clone(), conn)
             })
             .collect();
-        let (outcome, mut back) = run_lent(&case, &ctx, lent, preset).await;
+        let (mut outcome, mut back) = run_lent(&case, &ctx, lent, preset).await;
         self.conns = order.iter().filter_map(|name| back.remove(name)).collect();
+        self.made.append(&mut outcome.made_sessions);
         outcome
     }
 }

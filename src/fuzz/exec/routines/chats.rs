@@ -278,9 +278,6 @@ impl Run<'_> {
             Err(found) => return found,
         };
         let named = answer.pointer("/result/session");
-        if let Some(made) = named.and_then(Value::as_str).filter(|s| *s != session) {
-            self.made.push(made.to_owned());
-        }
         if !refused(&answer) && named.is_none_or(|s| !s.is_string() || *s == session.as_str()) {
             return finding(
                 Rule::ChatMove002,
