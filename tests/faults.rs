@@ -56,6 +56,7 @@ fn blocks(fault: Fault) -> Blocks {
             ("SESSION-003/after-dispose", "INIT-003"),
             ("SESSION-011", "INIT-003"),
             ("TURN-014", "INIT-003"),
+            ("TURN-014/end-turn", "INIT-003"),
             // Issue 29 (i29): the cases gated on what the agent advertises.
             ("CHAT-FORK-001/unknown-kind", "INIT-003"),
             ("CHAT-FORK-002", "INIT-003"),
@@ -659,6 +660,9 @@ fault_tests! {
     state_channel_unstripped => StateChannelUnstripped,
     revocation_ignored => RevocationIgnored,
     stale_expiry_applied => StaleExpiryApplied,
+    answer_kinds_narrow => AnswerKindsNarrow,
+    resolved_request_completable => ResolvedRequestCompletable,
+    end_turn_attachment_refused => EndTurnAttachmentRefused,
     limit_over_cap_refused => LimitOverCapRefused,
     event_trigger_never_fires => EventTriggerNeverFires,
     runs_cursor_never_ends => RunsCursorNeverEnds,

@@ -72,10 +72,27 @@ impl World {
             "chat/inputAnswerChanged" => {
                 self.fault(Fault::AnswerUnknownRequest) && unknown_request()
             }
-            "chat/inputCompleted" => self.fault(Fault::CompleteUnknownRequest) && unknown_request(),
+            "chat/inputCompleted" => {
+                (self.fault(Fault::CompleteUnknownRequest) && unknown_request())
+                    || (self.fault(Fault::ResolvedRequestCompletable)
+                        && resolved_request(active, &action["requestId"]))
+            }
             "chat/workingDirectorySet" => self.fault(Fault::OutsideDirectoryAccepted),
             _ => false,
         }
+    }
+
+    /// Fault injection: an answer of a kind this host does not take (number, selected-many)
+    /// or a skipped one, refused though valid.
+    pub(in crate::host) fn refuses_answer_kind(&self, answer: &Value) -> Result<(), String> {
+        let narrow_kind = matches!(
+            answer["value"]["kind"].as_str(),
+            Some("number" | "selected-many")
+        );
+        if self.fault(Fault::AnswerKindsNarrow) && (narrow_kind || answer["state"] == "skipped") {
+            return Err("this host takes text, boolean and selected answers only".into());
+        }
+        Ok(())
     }
 
     /// Moves the chat's modifiedAt one second past what its turn's end set, behind the
@@ -333,4 +350,17 @@ fn add_stray_directory(holder: &mut Value) {
             *dirs = Value::Array(vec![Value::String(STRAY_DIRECTORY.to_owned())]);
         }
     }
+}
+
+/// Whether the active turn holds the input request `request_id` already resolved.
+fn resolved_request(active: Option<&Value>, request_id: &Value) -> bool {
+    active
+        .and_then(|turn| turn["responseParts"].as_array())
+        .into_iter()
+        .flatten()
+        .any(|part| {
+            part["kind"] == "inputRequest"
+                && part["request"]["id"] == *request_id
+                && part.get("response").is_some_and(|r| !r.is_null())
+        })
 }

@@ -365,6 +365,9 @@ fault_catalog! {
     LimitIgnored => ("limit-ignored", "ROOT-003", "Answers listSessions with every session whatever its limit, and no nextCursor."),
     LimitOverCapRefused => ("limit-over-cap-refused", "ROOT-003", "Refuses listSessions with a limit above its own page size of 1 (-32602) instead of answering fewer entries."),
     DayFieldsBothRequired => ("day-fields-both-required", "AUTOMATION-011", "Computes nextRunAt with a day matching both day fields when both are restricted ('0 12 13 * FRI': only a Friday the 13th), where the grammar takes either."),
+    AnswerKindsNarrow => ("answer-kinds-narrow", "INPUT-003", "Refuses input answers of kind number or selected-many, and skipped answers: only text, boolean and selected ones are taken."),
+    EndTurnAttachmentRefused => ("end-turn-attachment-refused", "TURN-014", "Refuses a chat attachment whose endTurn names a completed turn the chat retains, as if it were unknown."),
+    ResolvedRequestCompletable => ("resolved-request-completable", "CHAT-VALIDATE-007", "Accepts chat/inputCompleted for a request of the active turn that is already resolved (its part has a response)."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

@@ -378,7 +378,7 @@ impl World {
         }
         match action.get("answer").filter(|a| !a.is_null()) {
             Some(_) if self.fault(Fault::AnswerWithoutValue) => Ok(()),
-            Some(answer) => check_answer(answer),
+            Some(answer) => check_answer(answer).and_then(|()| self.refuses_answer_kind(answer)),
             None => Ok(()),
         }
     }
@@ -473,7 +473,8 @@ impl World {
                 .get(uri)
                 .ok_or_else(|| format!("chat attachment names unknown chat {uri}"))?;
             if let Some(end) = attachment["endTurn"].as_str() {
-                if !chat.state.turns.iter().any(|turn| turn.id == end) {
+                let retained = chat.state.turns.iter().any(|turn| turn.id == end);
+                if !retained || self.fault(Fault::EndTurnAttachmentRefused) {
                     return Err(format!(
                         "chat attachment endTurn {end} is not a retained completed turn of {uri}"
                     ));
