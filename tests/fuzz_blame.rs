@@ -444,8 +444,9 @@ async fn campaigns_against_a_shared_server_dispose_the_sessions_they_made() {
     );
 }
 
-/// So does a catalog run against a URL: its cases' sessions are disposed at its end (the
-/// sessions and chats cases only; a whole run left some 190 behind).
+/// So does a catalog run against a URL: its cases' sessions are disposed at its end, and its
+/// automations removed with their runs' sessions (a whole run left some 190 sessions and 10
+/// automations behind).
 #[tokio::test]
 async fn a_catalog_run_against_a_url_disposes_its_cases_sessions() {
     use ahpspec::catalog::Selection;
@@ -457,7 +458,11 @@ async fn a_catalog_run_against_a_url_disposes_its_cases_sessions() {
     let options = Options {
         url: Some(host.url().to_owned()),
         selection: Selection {
-            filter: vec!["SESSION-*".to_owned(), "CHAT-*".to_owned()],
+            filter: vec![
+                "SESSION-*".to_owned(),
+                "CHAT-*".to_owned(),
+                "AUTOMATION-*".to_owned(),
+            ],
             ..Selection::default()
         },
         ..Options::default()
@@ -468,6 +473,30 @@ async fn a_catalog_run_against_a_url_disposes_its_cases_sessions() {
     assert!(report.cases.len() > 20, "{} cases", report.cases.len());
     let left = sessions_on(host.url()).await;
     assert!(left.is_empty(), "{} sessions left: {left:?}", left.len());
+    let automations = automations_on(host.url()).await;
+    assert!(automations.is_empty(), "automations left: {automations:?}");
+}
+
+/// The resources of the automations `url`'s catalogue lists.
+async fn automations_on(url: &str) -> Vec<String> {
+    let timeout = Duration::from_secs(5);
+    let mut conn = ahpspec::client::checkpoint::observer(url, timeout, "lister", "1.0.0")
+        .await
+        .expect("a connection");
+    let answer = conn
+        .request(
+            "subscribe",
+            serde_json::json!({ "channel": "ahp-automations://" }),
+            timeout,
+        )
+        .await
+        .expect("subscribe answered");
+    answer["result"]["snapshot"]["state"]["entries"]
+        .as_array()
+        .expect("a catalogue")
+        .iter()
+        .filter_map(|entry| entry["resource"].as_str().map(str::to_owned))
+        .collect()
 }
 
 /// The resources of the sessions `url` lists (its first page, which the built-in host does

@@ -1,4 +1,5 @@
-//! Leaving a shared server as it was found: the sessions a run created, disposed at its end.
+//! Leaving a shared server as it was found: the sessions (and automations) a run created,
+//! disposed at its end.
 //!
 //! A server somebody else runs lives on between sequences. A campaign that left every
 //! sequence's sessions behind made that server's session list, which every checkpoint reads
@@ -77,6 +78,7 @@ pub async fn dispose_own_sessions_at(
 /// run named with its own token, and no one else's. Returns how many were disposed; a host
 /// that does not list or dispose is left as it is (this is housekeeping, not a check).
 pub async fn dispose_own_sessions(conn: &mut Connection, token: &str, timeout: Duration) -> usize {
+    remove_own_automations(conn, token, timeout).await;
     let Some(listed) = list_sessions(conn, timeout).await else {
         return 0;
     };
@@ -99,6 +101,46 @@ pub async fn dispose_own_sessions(conn: &mut Connection, token: &str, timeout: D
         }
     }
     disposed
+}
+
+/// Removes, on `conn`, the automations of the catalogue in the namespace
+/// `ahp-automation:/ahpspec-{token}` (the URIs cases create) with `automation/removed`, after
+/// disposing the primary sessions of their runs (which the host named, outside the run's
+/// namespace). Nothing when the host has no catalogue to subscribe to.
+async fn remove_own_automations(conn: &mut Connection, token: &str, timeout: Duration) {
+    const CATALOGUE: &str = "ahp-automations://";
+    let params = json!({ "channel": CATALOGUE });
+    let Ok(answer) = conn.request("subscribe", params, timeout).await else {
+        return;
+    };
+    let own = format!("ahp-automation:/ahpspec-{token}");
+    let entries = answer["result"]["snapshot"]["state"]["entries"].clone();
+    let mine = entries.as_array().into_iter().flatten().filter(|entry| {
+        entry["resource"]
+            .as_str()
+            .is_some_and(|uri| in_namespace(uri, &own))
+    });
+    let mut seq = 0;
+    for entry in mine {
+        let sessions: Vec<String> = entry["runs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|run| run["primarySession"].as_str().map(str::to_owned))
+            .collect();
+        dispose_sessions(conn, &sessions, timeout).await;
+        seq += 1;
+        let action = json!({ "type": "automation/removed", "resource": entry["resource"] });
+        let params = json!({ "channel": CATALOGUE, "clientSeq": seq, "action": action });
+        let _ = conn.send_notification("dispatchAction", params).await;
+    }
+    let _ = conn
+        .send_notification("unsubscribe", json!({ "channel": CATALOGUE }))
+        .await;
+    // The removals are notifications: a request answered after them has seen them through.
+    let _ = conn
+        .request("ping", json!({ "channel": super::ROOT }), timeout)
+        .await;
 }
 
 /// Whether `uri` is `own` or continues it with `-` (a token is not padded: `…/fz12` must
