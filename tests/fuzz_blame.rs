@@ -479,45 +479,37 @@ async fn a_catalog_run_against_a_url_disposes_its_cases_sessions() {
 
 /// The resources of the automations `url`'s catalogue lists.
 async fn automations_on(url: &str) -> Vec<String> {
-    let timeout = Duration::from_secs(5);
-    let mut conn = ahpspec::client::checkpoint::observer(url, timeout, "lister", "1.0.0")
-        .await
-        .expect("a connection");
-    let answer = conn
-        .request(
-            "subscribe",
-            serde_json::json!({ "channel": "ahp-automations://" }),
-            timeout,
-        )
-        .await
-        .expect("subscribe answered");
-    answer["result"]["snapshot"]["state"]["entries"]
-        .as_array()
-        .expect("a catalogue")
-        .iter()
-        .filter_map(|entry| entry["resource"].as_str().map(str::to_owned))
-        .collect()
+    let channel = serde_json::json!({ "channel": "ahp-automations://" });
+    resources_in(url, "subscribe", channel, "/result/snapshot/state/entries").await
 }
 
 /// The resources of the sessions `url` lists (its first page, which the built-in host does
 /// not cut).
 async fn sessions_on(url: &str) -> Vec<String> {
+    let channel = serde_json::json!({ "channel": "ahp-root://" });
+    resources_in(url, "listSessions", channel, "/result/items").await
+}
+
+/// The `resource` of each entry of the list at `pointer` in `url`'s answer to `method`.
+async fn resources_in(
+    url: &str,
+    method: &str,
+    params: serde_json::Value,
+    pointer: &str,
+) -> Vec<String> {
     let timeout = Duration::from_secs(5);
     let mut conn = ahpspec::client::checkpoint::observer(url, timeout, "lister", "1.0.0")
         .await
         .expect("a connection");
-    let listed = conn
-        .request(
-            "listSessions",
-            serde_json::json!({ "channel": "ahp-root://" }),
-            timeout,
-        )
+    let answer = conn
+        .request(method, params, timeout)
         .await
-        .expect("listSessions answered");
-    listed["result"]["items"]
-        .as_array()
-        .expect("a list")
+        .expect("answered");
+    answer
+        .pointer(pointer)
+        .and_then(serde_json::Value::as_array)
+        .unwrap_or_else(|| panic!("a list at {pointer}: {answer}"))
         .iter()
-        .filter_map(|item| item["resource"].as_str().map(str::to_owned))
+        .filter_map(|entry| entry["resource"].as_str().map(str::to_owned))
         .collect()
 }
