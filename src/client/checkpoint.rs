@@ -131,19 +131,9 @@ pub async fn compare_once(
 }
 
 /// The state of `channel` in a fresh snapshot taken on `observer`, which unsubscribes again
-/// (so it can serve the next checkpoint); `None` when no snapshot comes.
-pub async fn snapshot_state(
-    observer: &mut Connection,
-    channel: &str,
-    timeout: Duration,
-) -> Option<Value> {
-    fresh_snapshot(observer, channel, timeout)
-        .await
-        .map(|(state, _)| state)
-}
-
-/// [`snapshot_state`] with the snapshot's `fromSeq` (`None` when it has none): a fold is
-/// comparable with it only up to there ([`fold_comparable`]).
+/// (so it can serve the next checkpoint), with the snapshot's `fromSeq` (`None` when it has
+/// none: a fold is comparable with it only up to there, [`fold_comparable`]); `None` when no
+/// snapshot comes.
 pub async fn fresh_snapshot(
     observer: &mut Connection,
     channel: &str,

@@ -23,7 +23,7 @@ pub use commands::{ends_creation, ping_params, ping_request, Offer};
 pub use conn::{json_equal, Conn, Located};
 pub use profile::Profile;
 pub use spelling::{is_channel, json_finds, same_channel};
-pub use sweep::{dispose_own_sessions, dispose_own_sessions_at, dispose_sessions, sessions_made};
+pub use sweep::{sessions_made, sweep, sweep_at};
 
 /// The root channel: requests that belong to no session or chat go to it.
 pub const ROOT: &str = "ahp-root://";

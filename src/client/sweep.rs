@@ -47,60 +47,44 @@ pub fn sessions_made(conn: &Conn) -> Vec<String> {
     made
 }
 
-/// Disposes `sessions` on `conn` (what [`sessions_made`] found), whatever each answer.
-pub async fn dispose_sessions(conn: &mut Connection, sessions: &[String], timeout: Duration) {
+/// Leaves the server as the run found it, on `conn`: removes the run's automations (with
+/// their runs' sessions), disposes the sessions the host `made` for it (see
+/// [`sessions_made`]) and every session `listSessions` lists in the namespace
+/// `ahp-session:/{token}` (that URI itself, or one that continues it with `-`): the URIs the
+/// run named with its own token, and no one else's. A host that does not list or dispose is
+/// left as it is: this is housekeeping, not a check.
+pub async fn sweep(conn: &mut Connection, token: &str, made: &[String], timeout: Duration) {
+    remove_own_automations(conn, token, timeout).await;
+    dispose_sessions(conn, made, timeout).await;
+    let Some(listed) = list_sessions(conn, timeout).await else {
+        return;
+    };
+    let own = format!("ahp-session:/{token}");
+    let named: Vec<String> = listed
+        .iter()
+        .filter_map(|entry| entry["resource"].as_str())
+        .filter(|uri| in_namespace(uri, &own))
+        .map(str::to_owned)
+        .collect();
+    dispose_sessions(conn, &named, timeout).await;
+}
+
+/// [`sweep`] on a connection of its own to `url` (as `client_id`), closed afterwards;
+/// nothing when it cannot be opened.
+pub async fn sweep_at(url: &str, client_id: &str, token: &str, made: &[String], timeout: Duration) {
+    let Ok(mut conn) = observer(url, timeout, client_id, DEFAULT_OFFER).await else {
+        return;
+    };
+    sweep(&mut conn, token, made, timeout).await;
+    conn.close().await;
+}
+
+/// Disposes `sessions` on `conn`, whatever each answer.
+async fn dispose_sessions(conn: &mut Connection, sessions: &[String], timeout: Duration) {
     for session in sessions {
         let params = json!({ "channel": session });
         let _ = conn.request("disposeSession", params, timeout).await;
     }
-}
-
-/// [`dispose_own_sessions`] on a connection of its own to `url` (as `client_id`), closed
-/// afterwards; nothing when it cannot be opened.
-/// The `made` sessions (see [`sessions_made`]) go too.
-pub async fn dispose_own_sessions_at(
-    url: &str,
-    client_id: &str,
-    token: &str,
-    made: &[String],
-    timeout: Duration,
-) {
-    let Ok(mut conn) = observer(url, timeout, client_id, DEFAULT_OFFER).await else {
-        return;
-    };
-    dispose_sessions(&mut conn, made, timeout).await;
-    dispose_own_sessions(&mut conn, token, timeout).await;
-    conn.close().await;
-}
-
-/// Disposes, on `conn`, every session `listSessions` lists in the namespace
-/// `ahp-session:/{token}` (that URI itself, or one that continues it with `-`): the URIs a
-/// run named with its own token, and no one else's. Returns how many were disposed; a host
-/// that does not list or dispose is left as it is (this is housekeeping, not a check).
-pub async fn dispose_own_sessions(conn: &mut Connection, token: &str, timeout: Duration) -> usize {
-    remove_own_automations(conn, token, timeout).await;
-    let Some(listed) = list_sessions(conn, timeout).await else {
-        return 0;
-    };
-    let own = format!("ahp-session:/{token}");
-    let mut disposed = 0;
-    for entry in listed {
-        let Some(uri) = entry["resource"].as_str() else {
-            continue;
-        };
-        if !in_namespace(uri, &own) {
-            continue;
-        }
-        let params = json!({ "channel": uri });
-        if conn
-            .request("disposeSession", params, timeout)
-            .await
-            .is_ok()
-        {
-            disposed += 1;
-        }
-    }
-    disposed
 }
 
 /// Removes, on `conn`, the automations of the catalogue in the namespace

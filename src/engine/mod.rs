@@ -35,8 +35,9 @@ pub struct RunConfig {
     pub profile: Profile,
     /// The protocol version connections offer (a step may name its own).
     pub protocol_version: String,
-    /// Whether the cases' sessions are disposed at the run's end: the server outlives the
-    /// run (a URL), and a catalog run left some 190 sessions on it.
+    /// Whether the cases' sessions and automations are removed at the run's end
+    /// (`client::sweep`): the server outlives the run (a URL), and a catalog run left some
+    /// 190 sessions and 10 automations on it.
     pub sweep: bool,
 }
 
@@ -209,8 +210,7 @@ pub async fn run(
         // Every case named its sessions `ahp-session:/{nonce}-{index}…`.
         let client_id = format!("ahpspec-{nonce}-sweep");
         let made = &gathered.made_sessions;
-        crate::client::dispose_own_sessions_at(&config.url, &client_id, &nonce, made, plan.timeout)
-            .await;
+        crate::client::sweep_at(&config.url, &client_id, &nonce, made, plan.timeout).await;
     }
     gathered
         .rows

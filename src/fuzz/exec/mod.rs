@@ -587,10 +587,10 @@ impl Run<'_> {
         }
     }
 
-    /// On a server that outlives the sequence, disposes the sessions the sequence named with
-    /// its token (its own, side sessions, its cases') or the host named for it, on the observer (opened for it when no
-    /// checkpoint did): what a sequence leaves behind would make every later checkpoint's
-    /// session list longer. A failure here is no finding (the sequence's verdict is made),
+    /// On a server that outlives the sequence, sweeps what the sequence made (`client::sweep`:
+    /// the sessions named with its token, its cases' automations, the sessions the host named
+    /// for it) on the observer, opened for it when no checkpoint did: what a sequence leaves
+    /// behind would make every later checkpoint's session list longer. A failure here is no finding (the sequence's verdict is made),
     /// and a server that stopped answering costs it at most a second per request.
     async fn sweep(&mut self) {
         if self.session.is_empty() {
@@ -603,8 +603,7 @@ impl Run<'_> {
         let mut made = std::mem::take(&mut self.made);
         made.extend(self.conns.iter().flat_map(crate::client::sessions_made));
         if let Some(observer) = self.observer.as_mut() {
-            crate::client::dispose_sessions(observer, &made, timeout).await;
-            crate::client::dispose_own_sessions(observer, &self.token, timeout).await;
+            crate::client::sweep(observer, &self.token, &made, timeout).await;
         }
     }
 

@@ -117,7 +117,7 @@ pub async fn execute_frames_until(
     if target.url().is_some() {
         let client_id = format!("ahpspec-{token}-sweep");
         let timeout = cfg.timeout.min(Duration::from_secs(1));
-        crate::client::dispose_own_sessions_at(&server.url, &client_id, &token, &[], timeout).await;
+        crate::client::sweep_at(&server.url, &client_id, &token, &[], timeout).await;
     }
     // Mutated frames can be megabytes: keep the trace readable.
     execution.frames = conns
