@@ -411,6 +411,7 @@ rules! {
         (Automation014, "AUTOMATION-014"),
         (Automation015, "AUTOMATION-015"),
         (Automation016, "AUTOMATION-016"),
+        (Automation017, "AUTOMATION-017"),
         (Canvas001, "CANVAS-001"),
         (Custom001, "CUSTOM-001"),
         (Custom002, "CUSTOM-002"),

@@ -368,6 +368,12 @@ fault_catalog! {
     AnswerKindsNarrow => ("answer-kinds-narrow", "INPUT-003", "Refuses input answers of kind number or selected-many, and skipped answers: only text, boolean and selected ones are taken."),
     EndTurnAttachmentRefused => ("end-turn-attachment-refused", "TURN-014", "Refuses a chat attachment whose endTurn names a completed turn the chat retains, as if it were unknown."),
     ResolvedRequestCompletable => ("resolved-request-completable", "CHAT-VALIDATE-007", "Accepts chat/inputCompleted for a request of the active turn that is already resolved (its part has a response)."),
+    MoveAnchorUnchecked => ("move-anchor-unchecked", "CHAT-MOVE-001", "Accepts moveChat after an anchor that is not a chat of the destination session (the chat lands first)."),
+    MoveWithDirectoriesRefused => ("move-with-directories-refused", "CHAT-MOVE-002", "Refuses moveChat of a chat with working directories into a session that has them, as if they were outside it."),
+    DirectoryNotOverwritten => ("directory-not-overwritten", "RES-009", "Refuses resourceCopy and resourceMove onto an existing directory without failIfExists (-32010), as if failIfExists were set."),
+    RunCapOfOneRefused => ("run-cap-of-one-refused", "AUTOMATION-002", "Refuses an afterRuns disable condition whose cap is 1, as if the cap had to be above 1."),
+    UpdateUnvalidated => ("update-unvalidated", "AUTOMATION-017", "Accepts any automation/updateRequested of an automation that permits update, without validating the patched definition."),
+    SundayListedTwiceLost => ("sunday-listed-twice-lost", "AUTOMATION-011", "Computes nextRunAt as if a weekday field listing Sunday as both 0 and 7 listed no Sunday (the two cancel out)."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

@@ -73,6 +73,9 @@ impl World {
             }
             StateAction::AutomationUpdateRequested(update) => {
                 let entry = self.operable(&update.resource, AutomationOperation::Update)?;
+                if self.fault(Fault::UpdateUnvalidated) {
+                    return Ok(());
+                }
                 let changes = to_value(&update.changes);
                 self.check_definition(&patched(&entry["definition"], &changes))
             }
@@ -145,7 +148,11 @@ impl World {
                 "afterDate" if self.fault(Fault::AfterDateRefused) => {
                     return Err("this host takes no afterDate condition".into())
                 }
-                "afterRuns" if condition["max"].as_i64().is_none_or(|max| max < 1) => {
+                "afterRuns"
+                    if condition["max"].as_i64().is_none_or(|max| {
+                        max < 1 || (max == 1 && self.fault(Fault::RunCapOfOneRefused))
+                    }) =>
+                {
                     return Err("afterRuns.max is a positive integer".into())
                 }
                 "afterDate"

@@ -26,6 +26,8 @@ pub struct Dialect {
     pub loose_steps: bool,
     /// When both day fields are restricted, a day must match both (not either).
     pub both_days: bool,
+    /// Sunday listed as both 0 and 7 cancels out (the two bits folded by exclusive or).
+    pub sundays_cancel: bool,
 }
 
 impl Dialect {
@@ -33,6 +35,7 @@ impl Dialect {
         names: true,
         loose_steps: false,
         both_days: false,
+        sundays_cancel: false,
     };
 }
 
@@ -69,8 +72,7 @@ impl Cron {
             hours: u32::try_from(field(hour, (0, 23), &[], 0, loose)?).ok()?,
             days: u32::try_from(field(day, (1, 31), &[], 0, loose)?).ok()?,
             months: u16::try_from(field(month, (1, 12), months, 1, loose)?).ok()?,
-            // Bit 7 (the grammar's second Sunday) becomes bit 0.
-            weekdays: u8::try_from((weekday_bits | (weekday_bits >> 7)) & 0x7f).ok()?,
+            weekdays: u8::try_from(fold_sundays(weekday_bits, dialect.sundays_cancel)).ok()?,
             days_restricted: *day != "*",
             weekdays_restricted: *weekday != "*",
             both_days: dialect.both_days,
@@ -131,6 +133,13 @@ impl Cron {
             (false, false) => true,
         }
     }
+}
+
+/// The weekday field's bits with bit 7 (the grammar's second Sunday) folded onto bit 0.
+fn fold_sundays(bits: u64, cancel: bool) -> u64 {
+    let second = bits >> 7;
+    let folded = if cancel { bits ^ second } else { bits | second };
+    folded & 0x7f
 }
 
 fn bit(bits: u64, value: i8) -> bool {

@@ -70,6 +70,7 @@ impl World {
         }
         let dialect = Dialect {
             both_days: self.fault(Fault::DayFieldsBothRequired),
+            sundays_cancel: self.fault(Fault::SundayListedTwiceLost),
             ..Dialect::AHP
         };
         let Some((at, trigger)) = next_occurrence(&definition, Timestamp::now(), dialect) else {

@@ -81,7 +81,9 @@ impl World {
                     "a chat cannot be placed after itself",
                 ));
             }
-            if !destination.state.chats.iter().any(|c| c.resource == anchor) {
+            if !destination.state.chats.iter().any(|c| c.resource == anchor)
+                && !self.fault(Fault::MoveAnchorUnchecked)
+            {
                 return Err(RpcError::new(
                     INVALID_PARAMS,
                     format!("{anchor} is not a chat of {session}"),
@@ -98,7 +100,9 @@ impl World {
             .get(chat)
             .and_then(|entry| entry.state.working_directories.as_deref())
             .unwrap_or_default();
-        if let Some(outside) = wanted.iter().find(|d| !allowed.contains(d)) {
+        let refused =
+            |d: &&String| !allowed.contains(d) || self.fault(Fault::MoveWithDirectoriesRefused);
+        if let Some(outside) = wanted.iter().find(refused) {
             return Err(RpcError::new(
                 INVALID_PARAMS,
                 format!("{outside} is not a working directory of {session}"),

@@ -309,7 +309,10 @@ impl World {
             ));
         }
         if fs::symlink_metadata(&to).is_ok() {
-            if fail_if_exists == Some(true) && !self.fault(Fault::CopyOverwritesAnyway) {
+            let refused_anyway = to.is_dir() && self.fault(Fault::DirectoryNotOverwritten);
+            if (fail_if_exists == Some(true) && !self.fault(Fault::CopyOverwritesAnyway))
+                || refused_anyway
+            {
                 return Err(RpcError::new(
                     ALREADY_EXISTS,
                     format!("{destination} exists (failIfExists)"),
