@@ -672,6 +672,7 @@ fault_tests! {
     sunday_listed_twice_lost => SundayListedTwiceLost,
     run_cap_of_one_refused => RunCapOfOneRefused,
     update_unvalidated => UpdateUnvalidated,
+    rename_target_deleted => RenameTargetDeleted,
     limit_over_cap_refused => LimitOverCapRefused,
     event_trigger_never_fires => EventTriggerNeverFires,
     runs_cursor_never_ends => RunsCursorNeverEnds,

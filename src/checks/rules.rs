@@ -321,6 +321,7 @@ rules! {
         (Res009, "RES-009"),
         (Res010, "RES-010"),
         (Res013, "RES-013"),
+        (Res014, "RES-014"),
         (Root001, "ROOT-001"),
         (Root005, "ROOT-005"),
         (Root006, "ROOT-006"),

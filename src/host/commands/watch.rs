@@ -69,6 +69,13 @@ impl World {
     /// passes the filter: batches are never empty).
     pub(in crate::host) fn watch_event(&mut self, channel: &str, event: &notify::Event) {
         let ignore_excludes = self.fault(Fault::WatchIgnoresExcludes);
+        let renames_deleted = self.fault(Fault::RenameTargetDeleted)
+            && matches!(
+                event.kind,
+                notify::EventKind::Modify(notify::event::ModifyKind::Name(
+                    notify::event::RenameMode::Both
+                ))
+            );
         let Some(entry) = self.watches.get(channel) else {
             return;
         };
@@ -78,7 +85,10 @@ impl World {
                 path.strip_prefix(&entry.root)
                     .is_ok_and(|rel| entry.filter.reports(rel, ignore_excludes))
             })
-            .map(|(path, kind)| json!({ "uri": file_uri(path), "type": kind }))
+            .map(|(path, kind)| {
+                let kind = if renames_deleted { "deleted" } else { kind };
+                json!({ "uri": file_uri(path), "type": kind })
+            })
             .collect();
         if items.is_empty() {
             return;
