@@ -673,6 +673,7 @@ fault_tests! {
     run_cap_of_one_refused => RunCapOfOneRefused,
     update_unvalidated => UpdateUnvalidated,
     rename_target_deleted => RenameTargetDeleted,
+    after_date_ignored => AfterDateIgnored,
     limit_over_cap_refused => LimitOverCapRefused,
     event_trigger_never_fires => EventTriggerNeverFires,
     runs_cursor_never_ends => RunsCursorNeverEnds,

@@ -413,6 +413,7 @@ rules! {
         (Automation015, "AUTOMATION-015"),
         (Automation016, "AUTOMATION-016"),
         (Automation017, "AUTOMATION-017"),
+        (Automation018, "AUTOMATION-018"),
         (Canvas001, "CANVAS-001"),
         (Custom001, "CUSTOM-001"),
         (Custom002, "CUSTOM-002"),

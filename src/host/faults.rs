@@ -374,6 +374,7 @@ fault_catalog! {
     RunCapOfOneRefused => ("run-cap-of-one-refused", "AUTOMATION-002", "Refuses an afterRuns disable condition whose cap is 1, as if the cap had to be above 1."),
     UpdateUnvalidated => ("update-unvalidated", "AUTOMATION-017", "Accepts any automation/updateRequested of an automation that permits update, without validating the patched definition."),
     RenameTargetDeleted => ("rename-target-deleted", "RES-014", "Reports both URIs of a rename within a watched directory as deleted (the new one too) in resourceWatch/changed."),
+    AfterDateIgnored => ("after-date-ignored", "AUTOMATION-018", "Keeps scheduling an automation whose afterDate disable condition has passed (its entry shows a nextRunAt)."),
     SundayListedTwiceLost => ("sunday-listed-twice-lost", "AUTOMATION-011", "Computes nextRunAt as if a weekday field listing Sunday as both 0 and 7 listed no Sunday (the two cancel out)."),
 }
 

@@ -76,7 +76,8 @@ impl World {
         let Some((at, trigger)) = next_occurrence(&definition, Timestamp::now(), dialect) else {
             return;
         };
-        if after_date(&definition).is_some_and(|date| at > date) {
+        let expired = after_date(&definition).is_some_and(|date| at > date);
+        if expired && !self.fault(Fault::AfterDateIgnored) {
             // Scheduling stops before that occurrence: the condition is met.
             if let Some(definition) = object.get_mut("definition") {
                 definition["enabled"] = json!(false);
