@@ -674,6 +674,7 @@ fault_tests! {
     update_unvalidated => UpdateUnvalidated,
     rename_target_deleted => RenameTargetDeleted,
     after_date_ignored => AfterDateIgnored,
+    run_actions_accepted => RunActionsAccepted,
     limit_over_cap_refused => LimitOverCapRefused,
     event_trigger_never_fires => EventTriggerNeverFires,
     runs_cursor_never_ends => RunsCursorNeverEnds,

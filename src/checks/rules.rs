@@ -414,6 +414,7 @@ rules! {
         (Automation016, "AUTOMATION-016"),
         (Automation017, "AUTOMATION-017"),
         (Automation018, "AUTOMATION-018"),
+        (Automation019, "AUTOMATION-019"),
         (Canvas001, "CANVAS-001"),
         (Custom001, "CUSTOM-001"),
         (Custom002, "CUSTOM-002"),

@@ -36,9 +36,11 @@ impl World {
             return Err(format!("{}{type_name} action", super::MALFORMED));
         }
         // Each fault accepts its own kind of host-only action: the changeset channel's
-        // (CHANGESET-001) or the others (DISPATCH-006).
+        // (CHANGESET-001), a run's (AUTOMATION-019) or the others (DISPATCH-006).
         let accepted_anyway = if type_name.starts_with("changeset/") {
             self.fault(Fault::ChangesetServerActionAccepted)
+        } else if type_name.starts_with("automationRun/") {
+            self.fault(Fault::RunActionsAccepted)
         } else {
             self.fault(Fault::ServerOnlyAccepted)
         };
