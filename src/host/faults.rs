@@ -304,7 +304,7 @@ fault_catalog! {
     McpStartUnconfirmed => ("mcp-start-unconfirmed", "MCP-002", "Accepts session/mcpServerStartRequested but never reports the server's outcome (no session/mcpServerStateChanged): it stays starting."),
     // Issue 29, automations (i29c).
     AutomationMetaDropped => ("automation-meta-dropped", "AUTOMATION-002", "Publishes an accepted automation/createRequested with automation/set, but without the definition's _meta."),
-    AutomationDuplicateConditionsAccepted => ("automation-duplicate-conditions-accepted", "AUTOMATION-003", "Accepts an automation definition whose disableConditions repeat a kind (two afterRuns)."),
+    AutomationDuplicateConditionsAccepted => ("automation-duplicate-conditions-accepted", "AUTOMATION-003", "Accepts an automation/createRequested whose disableConditions repeat a kind (two afterRuns)."),
     AutomationCronNamesRefused => ("automation-cron-names-refused", "AUTOMATION-004", "Refuses schedule expressions that name months or weekdays (JAN, MON-FRI), which the AHP cron grammar allows."),
     AutomationPatchDisables => ("automation-patch-disables", "AUTOMATION-005", "Applies an automation/updateRequested that omits enabled as if it set enabled to false."),
     AutomationEventLabelsKept => ("automation-event-labels-kept", "AUTOMATION-006", "Saves an event trigger with the client's titles instead of normalizing them to the listed trigger definition's."),
@@ -360,7 +360,7 @@ fault_catalog! {
     TerminalOutputDropped => ("terminal-output-dropped", "TERM-010", "Forwards terminal input to the shell but never sends what the shell writes: no terminal/data, so the terminal's content stays empty."),
     WrongAgentDescribed => ("wrong-agent-described", "ROOT-013", "When an agent describes itself anew, gives that description to every other agent in root/agentsChanged instead of to it."),
     McpUnknownToolUnserved => ("mcp-unknown-tool-unserved", "MCP-003", "Answers tools/call of a tool the MCP server does not have with -32601 (method not found), as if tools/call were not served, instead of an invalid-params error."),
-    DisableConditionsUnchecked => ("disable-conditions-unchecked", "AUTOMATION-003", "Accepts disable conditions the types rule out: an afterRuns cap that is no positive integer, an afterDate that is no timestamp."),
+    DisableConditionsUnchecked => ("disable-conditions-unchecked", "AUTOMATION-003", "Accepts disable conditions the types rule out in an automation/createRequested: an afterRuns cap that is no positive integer, an afterDate that is no timestamp."),
     AfterDateRefused => ("after-date-refused", "AUTOMATION-002", "Refuses every automation whose disable conditions hold an afterDate, valid ones too."),
     LimitIgnored => ("limit-ignored", "ROOT-003", "Answers listSessions with every session whatever its limit, and no nextCursor."),
     LimitOverCapRefused => ("limit-over-cap-refused", "ROOT-003", "Refuses listSessions with a limit above its own page size of 1 (-32602) instead of answering fewer entries."),

@@ -51,6 +51,13 @@ pub fn patched(definition: &Value, changes: &Value) -> Value {
     patched
 }
 
+/// Which request a definition comes with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Request {
+    Create,
+    Update,
+}
+
 impl World {
     /// Why a client's action on an automation channel is refused, if it is.
     pub(in crate::host) fn check_automation(
@@ -69,7 +76,7 @@ impl World {
                         create.resource
                     ));
                 }
-                self.check_definition(&to_value(&create.definition))
+                self.check_definition(&to_value(&create.definition), Request::Create)
             }
             StateAction::AutomationUpdateRequested(update) => {
                 let entry = self.operable(&update.resource, AutomationOperation::Update)?;
@@ -77,7 +84,7 @@ impl World {
                     return Ok(());
                 }
                 let changes = to_value(&update.changes);
-                self.check_definition(&patched(&entry["definition"], &changes))
+                self.check_definition(&patched(&entry["definition"], &changes), Request::Update)
             }
             StateAction::AutomationRemoved(removed) => {
                 // Removing an unknown resource is a no-op.
@@ -112,7 +119,10 @@ impl World {
     }
 
     /// Why a complete definition is refused, if it is.
-    fn check_definition(&self, definition: &Value) -> Result<(), String> {
+    fn check_definition(&self, definition: &Value, request: Request) -> Result<(), String> {
+        // The condition faults break creation's checks alone (AUTOMATION-003); an update's
+        // are AUTOMATION-017's, which `update-unvalidated` breaks.
+        let created = request == Request::Create;
         if definition["message"]["origin"]["kind"] != "automation" {
             return Err("an automation's message has origin kind automation".into());
         }
@@ -139,12 +149,14 @@ impl World {
         let mut kinds = Vec::new();
         for condition in conditions.into_iter().flatten() {
             let kind = condition["kind"].as_str().unwrap_or_default();
-            if kinds.contains(&kind) && !self.fault(Fault::AutomationDuplicateConditionsAccepted) {
+            if kinds.contains(&kind)
+                && !(created && self.fault(Fault::AutomationDuplicateConditionsAccepted))
+            {
                 return Err(format!("disable condition {kind} appears twice"));
             }
             kinds.push(kind);
             match kind {
-                _ if self.fault(Fault::DisableConditionsUnchecked) => {}
+                _ if created && self.fault(Fault::DisableConditionsUnchecked) => {}
                 "afterDate" if self.fault(Fault::AfterDateRefused) => {
                     return Err("this host takes no afterDate condition".into())
                 }
