@@ -675,6 +675,7 @@ fault_tests! {
     rename_target_deleted => RenameTargetDeleted,
     after_date_ignored => AfterDateIgnored,
     run_actions_accepted => RunActionsAccepted,
+    empty_annotation_accepted => EmptyAnnotationAccepted,
     limit_over_cap_refused => LimitOverCapRefused,
     event_trigger_never_fires => EventTriggerNeverFires,
     runs_cursor_never_ends => RunsCursorNeverEnds,

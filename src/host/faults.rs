@@ -376,6 +376,7 @@ fault_catalog! {
     RenameTargetDeleted => ("rename-target-deleted", "RES-014", "Reports both URIs of a rename within a watched directory as deleted (the new one too) in resourceWatch/changed."),
     AfterDateIgnored => ("after-date-ignored", "AUTOMATION-018", "Keeps scheduling an automation whose afterDate disable condition has passed (its entry shows a nextRunAt)."),
     RunActionsAccepted => ("run-actions-accepted", "AUTOMATION-019", "Accepts and applies a client's automationRun actions other than cancelRequested (a primary session, a lifecycle) on a run channel."),
+    EmptyAnnotationAccepted => ("empty-annotation-accepted", "ANNOTATION-002", "Accepts an annotations/set whose annotation has no entries, and holds it."),
     SundayListedTwiceLost => ("sunday-listed-twice-lost", "AUTOMATION-011", "Computes nextRunAt as if a weekday field listing Sunday as both 0 and 7 listed no Sunday (the two cancel out)."),
 }
 

@@ -103,7 +103,10 @@ impl World {
     ) -> Result<(), String> {
         let state = self.annotations.get(uri).map(|entry| &entry.state);
         match action {
-            StateAction::AnnotationsSet(set) if set.annotation.entries.is_empty() => {
+            StateAction::AnnotationsSet(set)
+                if set.annotation.entries.is_empty()
+                    && !self.fault(Fault::EmptyAnnotationAccepted) =>
+            {
                 Err("an annotation has at least one entry".into())
             }
             StateAction::AnnotationsEntrySet(_) if self.fault(Fault::AnnotationEntryRefused) => {
