@@ -39,6 +39,7 @@ fn blocks(fault: Fault) -> Blocks {
         Fault::McpStartUnconfirmed => Blocks::Cases(&[
             ("MCP-001", "MCP-002"),
             ("MCP-003", "MCP-002"),
+            ("MCP-003/call", "MCP-002"),
             ("INIT-006/mcp-server", "MCP-002"),
         ]),
         // Without the agents array the capabilities that gate these cases are unknown.
@@ -676,6 +677,7 @@ fault_tests! {
     after_date_ignored => AfterDateIgnored,
     run_actions_accepted => RunActionsAccepted,
     empty_annotation_accepted => EmptyAnnotationAccepted,
+    mcp_tool_call_unserved => McpToolCallUnserved,
     limit_over_cap_refused => LimitOverCapRefused,
     event_trigger_never_fires => EventTriggerNeverFires,
     runs_cursor_never_ends => RunsCursorNeverEnds,

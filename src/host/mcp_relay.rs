@@ -61,7 +61,7 @@ impl World {
                 "name": "echo", "description": "Answers with its input.",
                 "inputSchema": { "type": "object", "properties": { "text": { "type": "string" } } },
             }] })),
-            "tools/call" if params["name"] == "echo" => {
+            "tools/call" if params["name"] == "echo" && !self.fault(Fault::McpToolCallUnserved) => {
                 let text = params["arguments"]["text"].as_str().unwrap_or_default();
                 Ok(json!({ "content": [{ "type": "text", "text": text }], "isError": false }))
             }
