@@ -93,6 +93,8 @@ pub struct Connection {
     opened: Instant,
     transcript: Transcript,
     backlog: VecDeque<Incoming>,
+    /// Open [`BacklogMark`]s, innermost last.
+    marks: Vec<BacklogMark>,
     next_id: u64,
     closed: bool,
     /// The run's timeout, given at connect: how long a request may go unanswered.
@@ -151,6 +153,7 @@ impl Connection {
             opened: Instant::now(),
             transcript: Transcript::default(),
             backlog: VecDeque::new(),
+            marks: Vec::new(),
             next_id: 0,
             closed: false,
             timeout,
@@ -267,6 +270,11 @@ impl Connection {
                 .await
                 .map_err(|_| TransportError::Timeout(timeout))?;
             let incoming = self.record_incoming(next)?;
+            if let Some(item) = &incoming {
+                for mark in &mut self.marks {
+                    mark.read.push(item.clone());
+                }
+            }
             // A failed answer means a broken socket, which the next read or send reports.
             let _ = self.answer_host_requests().await;
             if let Some(incoming) = incoming {
@@ -492,6 +500,38 @@ impl Connection {
     pub fn take_backlog(&mut self) -> Vec<Incoming> {
         self.backlog.drain(..).collect()
     }
+
+    /// Remembers the backlog, and from now on every item read, so that
+    /// [`Connection::rewind`] can put back what later calls consume. Marks nest; each ends
+    /// with one `rewind` or `release`.
+    pub fn mark(&mut self) {
+        self.marks.push(BacklogMark {
+            backlog: self.backlog.clone(),
+            read: Vec::new(),
+        });
+    }
+
+    /// Ends the innermost mark and puts the backlog back as if nothing had been consumed
+    /// since: what it held then, followed by every item read since, in order.
+    pub fn rewind(&mut self) {
+        if let Some(mark) = self.marks.pop() {
+            let mut backlog = mark.backlog;
+            backlog.extend(mark.read);
+            self.backlog = backlog;
+        }
+    }
+
+    /// Ends the innermost mark, keeping what was consumed since.
+    pub fn release(&mut self) {
+        self.marks.pop();
+    }
+}
+
+/// The backlog at a point, and the items read since (see [`Connection::mark`]).
+#[derive(Debug)]
+struct BacklogMark {
+    backlog: VecDeque<Incoming>,
+    read: Vec<Incoming>,
 }
 
 /// The answer to `message` when it is a host-to-client request (a method and an id):

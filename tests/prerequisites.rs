@@ -258,3 +258,43 @@ async fn always_on_rows_that_saw_nothing_because_cases_were_blocked_say_so() {
         );
     }
 }
+
+/// A case whose `any_of` tries a rejection first and an acceptance second: the first
+/// alternative reads the echo and fails on it, and the second must still find it.
+const ECHO_EITHER_WAY_SUITE: &str = r#"
+page = "docs/specification/session-channel.md"
+
+[[case]]
+id = "DISPATCH-008"
+level = "MUST"
+spec = "§ Actions"
+requirement = "A client's rename of its session is echoed, accepted or rejected."
+does = "Renames a session; the echo is looked for as a rejection, then as an acceptance."
+steps = [
+  { initialize = {} },
+  { session = { as = "S" } },
+  { dispatch = { channel = "${S}", action = { type = "session/titleChanged", title = "either way" }, as = "rename" } },
+  { any_of = { alternatives = [
+    [{ echo = { of = "rename", accepted = false } }],
+    [{ echo = { of = "rename", accepted = true } }],
+  ] } },
+]
+"#;
+
+#[test]
+fn an_alternative_that_fails_leaves_the_frames_it_read_to_the_next() {
+    let suites = TempDir::new("echo-either-way");
+    std::fs::write(suites.path().join("either.toml"), ECHO_EITHER_WAY_SUITE).expect("suite");
+    let reports = TempDir::new("echo-either-way-reports");
+    let out = ahpspec(&[
+        "run",
+        "--suites",
+        suites.str(),
+        "--report-dir",
+        reports.str(),
+    ]);
+    let report = report_json(reports.path());
+    let row = case(&report, "DISPATCH-008");
+    assert_eq!(row["verdict"], "pass", "{row}\n{}", show(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+}

@@ -339,6 +339,23 @@ impl Conn {
         self.link.take_backlog()
     }
 
+    /// Remembers the backlog, so that what later reads consume can be put back
+    /// ([`Conn::rewind_backlog`]) or kept ([`Conn::release_backlog`]); see
+    /// [`Connection::mark`].
+    pub fn mark_backlog(&mut self) {
+        self.link.mark();
+    }
+
+    /// Puts back everything consumed since the innermost mark.
+    pub fn rewind_backlog(&mut self) {
+        self.link.rewind();
+    }
+
+    /// Keeps what was consumed since the innermost mark, and ends it.
+    pub fn release_backlog(&mut self) {
+        self.link.release();
+    }
+
     /// How many frames the transcript holds (a position later reads start from).
     pub fn frame_count(&self) -> usize {
         self.link.transcript().frames.len()

@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use super::{Runner, StepResult, Stop};
+use crate::client::Conn;
 use crate::suite::{Asserting, ExpectCheck, Step};
 use crate::verdict::Finding;
 
@@ -34,7 +35,10 @@ impl Runner<'_> {
     }
 
     /// Runs the alternatives in order until one passes. Notes recorded by a failed
-    /// alternative are dropped with it; when all fail, the failure lists each one's miss.
+    /// alternative are dropped with it, and so is what it consumed of the connections'
+    /// backlogs: the next alternative sees the frames it would have seen had the failed one
+    /// not run (an echo the first alternative read and judged is still there for the
+    /// second). When all fail, the failure lists each one's miss.
     /// Only a miss of the case's own rule moves on to the next alternative: a step that
     /// another rule's failure blocked (a prerequisite), or one that ends the case otherwise
     /// (`not_applicable`), ends it here.
@@ -42,13 +46,18 @@ impl Runner<'_> {
         let mut misses: Vec<Finding> = Vec::new();
         for steps in alternatives {
             let noted = self.findings.len();
-            match self.run_alternative(steps).await {
-                Ok(()) => return Ok(()),
+            self.conns.values_mut().for_each(Conn::mark_backlog);
+            let outcome = self.run_alternative(steps).await;
+            match outcome {
                 Err(Stop::Broken(finding)) => {
+                    self.conns.values_mut().for_each(Conn::rewind_backlog);
                     self.findings.truncate(noted);
                     misses.push(*finding);
                 }
-                Err(other) => return Err(other),
+                ended => {
+                    self.conns.values_mut().for_each(Conn::release_backlog);
+                    return ended;
+                }
             }
         }
         let Some(last) = misses.last().cloned() else {
