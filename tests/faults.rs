@@ -160,6 +160,10 @@ fn blocks(fault: Fault) -> Blocks {
         Fault::ServerOnlyAccepted => Blocks::Cases(&[("SESSION-005", "DISPATCH-006")]),
         // AUTOMATION-013 counts the runs AUTOMATION-012 sees start.
         Fault::ScheduleNeverFires => Blocks::Cases(&[("AUTOMATION-013", "AUTOMATION-012")]),
+        // AUTOMATION-019 dispatches on a run once it has completed (AUTOMATION-007's).
+        Fault::AutomationRunNeverCompletes => {
+            Blocks::Cases(&[("AUTOMATION-019", "AUTOMATION-007")])
+        }
         _ => Blocks::Nothing,
     }
 }
@@ -188,6 +192,9 @@ fn expected_not_applicable(fault: Fault) -> BTreeSet<String> {
         .into_iter()
         .map(str::to_owned)
         .collect(),
+        // A host may refuse an afterDate that has passed (AUTOMATION-018's other path); this
+        // one refuses every afterDate.
+        Fault::AfterDateRefused => BTreeSet::from(["AUTOMATION-018".to_owned()]),
         _ => BTreeSet::new(),
     }
 }
