@@ -51,8 +51,10 @@ pub fn sessions_made(conn: &Conn) -> Vec<String> {
 /// their runs' sessions), disposes the sessions the host `made` for it (see
 /// [`sessions_made`]) and every session `listSessions` lists in the namespace
 /// `ahp-session:/{token}` (that URI itself, or one that continues it with `-`): the URIs the
-/// run named with its own token, and no one else's. A host that does not list or dispose is
-/// left as it is: this is housekeeping, not a check.
+/// run named with its own token, and no one else's. So do the listed sessions whose origin
+/// names an automation of the run's (a case that removed its automation left its runs'
+/// sessions behind). A host that does not list or dispose is left as it is: this is
+/// housekeeping, not a check.
 pub async fn sweep(conn: &mut Connection, token: &str, made: &[String], timeout: Duration) {
     remove_own_automations(conn, token, timeout).await;
     dispose_sessions(conn, made, timeout).await;
@@ -60,10 +62,17 @@ pub async fn sweep(conn: &mut Connection, token: &str, made: &[String], timeout:
         return;
     };
     let own = format!("ahp-session:/{token}");
+    let own_automations = format!("ahp-automation:/ahpspec-{token}");
     let named: Vec<String> = listed
         .iter()
+        .filter(|entry| {
+            let of_automation = entry["origin"]["automation"].as_str();
+            of_automation.is_some_and(|uri| in_namespace(uri, &own_automations))
+                || entry["resource"]
+                    .as_str()
+                    .is_some_and(|uri| in_namespace(uri, &own))
+        })
         .filter_map(|entry| entry["resource"].as_str())
-        .filter(|uri| in_namespace(uri, &own))
         .map(str::to_owned)
         .collect();
     dispose_sessions(conn, &named, timeout).await;
