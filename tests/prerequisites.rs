@@ -97,22 +97,33 @@ steps = [
 ]
 "#;
 
-#[test]
-fn a_step_that_relies_on_another_rule_charges_that_rule_and_blocks_its_case() {
-    let suites = TempDir::new("suites");
-    std::fs::write(suites.path().join("relying.toml"), RELYING_SUITE).expect("suite");
-    let reports = TempDir::new("relying-reports");
-    let out = ahpspec(&[
+/// Runs the one suite `text` (as `{name}.toml`, the cases `extra` selects) and returns the
+/// process's output and its JSON report.
+fn run_suite(name: &str, text: &str, extra: &[&str]) -> (std::process::Output, Value) {
+    let suites = TempDir::new(name);
+    std::fs::write(suites.path().join(format!("{name}.toml")), text).expect("suite");
+    let reports = TempDir::new(&format!("{name}-reports"));
+    let mut args = vec![
         "run",
         "--suites",
         suites.str(),
-        "--filter",
-        "TRANSPORT-010,ROOT-001",
         "--report-dir",
         reports.str(),
-    ]);
-    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    ];
+    args.extend_from_slice(extra);
+    let out = ahpspec(&args);
     let report = report_json(reports.path());
+    (out, report)
+}
+
+#[test]
+fn a_step_that_relies_on_another_rule_charges_that_rule_and_blocks_its_case() {
+    let (out, report) = run_suite(
+        "relying",
+        RELYING_SUITE,
+        &["--filter", "TRANSPORT-010,ROOT-001"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     let blocked = case(&report, "ROOT-001");
     assert_eq!(blocked["verdict"], "blocked", "{blocked}");
     assert_eq!(blocked["blockedBy"], "TRANSPORT-010");
@@ -283,17 +294,7 @@ steps = [
 
 #[test]
 fn an_alternative_that_fails_leaves_the_frames_it_read_to_the_next() {
-    let suites = TempDir::new("echo-either-way");
-    std::fs::write(suites.path().join("either.toml"), ECHO_EITHER_WAY_SUITE).expect("suite");
-    let reports = TempDir::new("echo-either-way-reports");
-    let out = ahpspec(&[
-        "run",
-        "--suites",
-        suites.str(),
-        "--report-dir",
-        reports.str(),
-    ]);
-    let report = report_json(reports.path());
+    let (out, report) = run_suite("either", ECHO_EITHER_WAY_SUITE, &[]);
     let row = case(&report, "DISPATCH-008");
     assert_eq!(row["verdict"], "pass", "{row}\n{}", show(&out));
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));

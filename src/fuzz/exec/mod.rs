@@ -590,8 +590,9 @@ impl Run<'_> {
     /// On a server that outlives the sequence, sweeps what the sequence made (`client::sweep`:
     /// the sessions named with its token, its cases' automations, the sessions the host named
     /// for it) on the observer, opened for it when no checkpoint did: what a sequence leaves
-    /// behind would make every later checkpoint's session list longer. A failure here is no finding (the sequence's verdict is made),
-    /// and a server that stopped answering costs it at most a second per request.
+    /// behind would make every later checkpoint's session list longer. A failure here is no
+    /// finding (the sequence's verdict is made), and a server that stopped answering costs it
+    /// at most a second per request.
     async fn sweep(&mut self) {
         if self.session.is_empty() {
             return;
