@@ -64,6 +64,7 @@ fn blocks(fault: Fault) -> Blocks {
             ("CHAT-FORK-003", "INIT-003"),
             ("CHAT-FORK-004", "INIT-003"),
             ("CHAT-FORK-005", "INIT-003"),
+            ("CHAT-FORK-006", "INIT-003"),
             ("CHAT-MOVE-002", "INIT-003"),
             ("CHAT-MOVE-002/new-session", "INIT-003"),
             // Session 26's gaps closed.
@@ -685,6 +686,7 @@ fault_tests! {
     run_actions_accepted => RunActionsAccepted,
     empty_annotation_accepted => EmptyAnnotationAccepted,
     mcp_tool_call_unserved => McpToolCallUnserved,
+    active_turn_side_chat_refused => ActiveTurnSideChatRefused,
     limit_over_cap_refused => LimitOverCapRefused,
     event_trigger_never_fires => EventTriggerNeverFires,
     runs_cursor_never_ends => RunsCursorNeverEnds,

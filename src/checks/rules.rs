@@ -446,6 +446,7 @@ rules! {
         (ChatFork003, "CHAT-FORK-003"),
         (ChatFork004, "CHAT-FORK-004"),
         (ChatFork005, "CHAT-FORK-005"),
+        (ChatFork006, "CHAT-FORK-006"),
         (ChatMove001, "CHAT-MOVE-001"),
         (ChatValidate001, "CHAT-VALIDATE-001"),
         (ChatValidate008, "CHAT-VALIDATE-008"),

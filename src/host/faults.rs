@@ -378,6 +378,7 @@ fault_catalog! {
     RunActionsAccepted => ("run-actions-accepted", "AUTOMATION-019", "Accepts and applies a client's automationRun actions other than cancelRequested (a primary session, a lifecycle) on a run channel."),
     EmptyAnnotationAccepted => ("empty-annotation-accepted", "ANNOTATION-002", "Accepts an annotations/set whose annotation has no entries, and holds it."),
     McpToolCallUnserved => ("mcp-tool-call-unserved", "MCP-003", "Answers tools/call of the MCP channel's own echo tool with an error, as if the server had no such tool."),
+    ActiveTurnSideChatRefused => ("active-turn-side-chat-refused", "CHAT-FORK-006", "Refuses a side chat whose source turn is the source chat's active turn, as if only completed turns were known."),
     SundayListedTwiceLost => ("sunday-listed-twice-lost", "AUTOMATION-011", "Computes nextRunAt as if a weekday field listing Sunday as both 0 and 7 listed no Sunday (the two cancel out)."),
 }
 

@@ -65,10 +65,11 @@ impl World {
             ChatSource::SideChat(side) if kinds.side_chat => {
                 let source_chat = self.source_chat(session, &params.chat, &side.chat)?;
                 let known = source_chat.turns.iter().any(|t| t.id == side.turn_id)
-                    || source_chat
+                    || (source_chat
                         .active_turn
                         .as_ref()
-                        .is_some_and(|t| t.id == side.turn_id);
+                        .is_some_and(|t| t.id == side.turn_id)
+                        && !self.fault(Fault::ActiveTurnSideChatRefused));
                 if !known && !self.fault(Fault::SideChatAnyTurn) {
                     return Err(RpcError::new(
                         INVALID_PARAMS,
