@@ -161,10 +161,11 @@ fn blocks(fault: Fault) -> Blocks {
         Fault::ServerOnlyAccepted => Blocks::Cases(&[("SESSION-005", "DISPATCH-006")]),
         // AUTOMATION-013 counts the runs AUTOMATION-012 sees start.
         Fault::ScheduleNeverFires => Blocks::Cases(&[("AUTOMATION-013", "AUTOMATION-012")]),
-        // AUTOMATION-019 dispatches on a run once it has completed (AUTOMATION-007's).
-        Fault::AutomationRunNeverCompletes => {
-            Blocks::Cases(&[("AUTOMATION-019", "AUTOMATION-007")])
-        }
+        // AUTOMATION-019 and -020 act on a run once it has completed (AUTOMATION-007's).
+        Fault::AutomationRunNeverCompletes => Blocks::Cases(&[
+            ("AUTOMATION-019", "AUTOMATION-007"),
+            ("AUTOMATION-020", "AUTOMATION-007"),
+        ]),
         _ => Blocks::Nothing,
     }
 }
@@ -687,6 +688,10 @@ fault_tests! {
     empty_annotation_accepted => EmptyAnnotationAccepted,
     mcp_tool_call_unserved => McpToolCallUnserved,
     active_turn_side_chat_refused => ActiveTurnSideChatRefused,
+    ended_run_failed_on_dispose => EndedRunFailedOnDispose,
+    automation_commands_any_channel => AutomationCommandsAnyChannel,
+    token_ignores_session_followers => TokenIgnoresSessionFollowers,
+    token_ignores_chat_followers => TokenIgnoresChatFollowers,
     limit_over_cap_refused => LimitOverCapRefused,
     event_trigger_never_fires => EventTriggerNeverFires,
     runs_cursor_never_ends => RunsCursorNeverEnds,

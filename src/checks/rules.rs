@@ -415,6 +415,7 @@ rules! {
         (Automation017, "AUTOMATION-017"),
         (Automation018, "AUTOMATION-018"),
         (Automation019, "AUTOMATION-019"),
+        (Automation020, "AUTOMATION-020"),
         (Canvas001, "CANVAS-001"),
         (Custom001, "CUSTOM-001"),
         (Custom002, "CUSTOM-002"),

@@ -177,7 +177,12 @@ impl World {
         };
         let mut waiting = Vec::new();
         for (chat, entry) in &self.chats {
-            if !followed.contains(chat) && !followed.contains(&entry.session) {
+            // A client that follows either the chat or its session may answer the call.
+            let follows_chat =
+                followed.contains(chat) && !self.fault(Fault::TokenIgnoresChatFollowers);
+            let follows_session = followed.contains(&entry.session)
+                && !self.fault(Fault::TokenIgnoresSessionFollowers);
+            if !follows_chat && !follows_session {
                 continue;
             }
             let Some(turn) = entry.state.active_turn.as_ref() else {

@@ -379,6 +379,10 @@ fault_catalog! {
     EmptyAnnotationAccepted => ("empty-annotation-accepted", "ANNOTATION-002", "Accepts an annotations/set whose annotation has no entries, and holds it."),
     McpToolCallUnserved => ("mcp-tool-call-unserved", "MCP-003", "Answers tools/call of the MCP channel's own echo tool with an error, as if the server had no such tool."),
     ActiveTurnSideChatRefused => ("active-turn-side-chat-refused", "CHAT-FORK-006", "Refuses a side chat whose source turn is the source chat's active turn, as if only completed turns were known."),
+    EndedRunFailedOnDispose => ("ended-run-failed-on-dispose", "AUTOMATION-020", "Fails a run that had already completed when its session is disposed, as if it had lost the session while running."),
+    AutomationCommandsAnyChannel => ("automation-commands-any-channel", "TRANSPORT-009", "Serves runAutomation and fetchAutomationRuns on any channel, not only on ahp-automations:// (the one value their channel may take)."),
+    TokenIgnoresSessionFollowers => ("token-ignores-session-followers", "TOOL-010", "Resumes a tool call waiting for a token only when the client pushing the token follows the call's chat: one that follows only its session resolves nothing."),
+    TokenIgnoresChatFollowers => ("token-ignores-chat-followers", "TOOL-010", "Resumes a tool call waiting for a token only when the client pushing the token follows the call's session: one that follows only its chat resolves nothing."),
     SundayListedTwiceLost => ("sunday-listed-twice-lost", "AUTOMATION-011", "Computes nextRunAt as if a weekday field listing Sunday as both 0 and 7 listed no Sunday (the two cancel out)."),
 }
 

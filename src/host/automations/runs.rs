@@ -197,7 +197,7 @@ impl World {
         let Some(entry) = self.automations.runs.get(&run) else {
             return;
         };
-        let ended = terminal(&entry.state.lifecycle);
+        let ended = terminal(&entry.state.lifecycle) && !self.fault(Fault::EndedRunFailedOnDispose);
         let automation = entry.state.automation.clone();
         self.emit_logged(
             &run,
