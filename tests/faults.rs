@@ -692,6 +692,8 @@ fault_tests! {
     automation_commands_any_channel => AutomationCommandsAnyChannel,
     token_ignores_session_followers => TokenIgnoresSessionFollowers,
     token_ignores_chat_followers => TokenIgnoresChatFollowers,
+    disposed_changesets_kept => DisposedChangesetsKept,
+    changesets_dropped_silently => ChangesetsDroppedSilently,
     limit_over_cap_refused => LimitOverCapRefused,
     event_trigger_never_fires => EventTriggerNeverFires,
     runs_cursor_never_ends => RunsCursorNeverEnds,

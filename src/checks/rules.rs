@@ -436,6 +436,8 @@ rules! {
         (Changeset002, "CHANGESET-002"),
         (Changeset003, "CHANGESET-003"),
         (Changeset004, "CHANGESET-004"),
+        (Changeset005, "CHANGESET-005"),
+        (Changeset006, "CHANGESET-006"),
         (Chat002, "CHAT-002"),
         (Chat004, "CHAT-004"),
         (Chat005, "CHAT-005"),

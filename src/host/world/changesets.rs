@@ -109,9 +109,16 @@ impl World {
             .collect()
     }
 
-    /// Drops the changesets of a disposed session.
+    /// Drops the changesets of a disposed session: each subscriber gets `changeset/cleared`
+    /// (the URI is becoming un-subscribable), then is unsubscribed.
     pub(in crate::host) fn drop_changesets(&mut self, session: &str) {
         for uri in self.session_changesets(session) {
+            if !self.fault(Fault::ChangesetsDroppedSilently) {
+                self.emit_logged(&uri, json!({ "type": "changeset/cleared" }));
+            }
+            if self.fault(Fault::DisposedChangesetsKept) {
+                continue;
+            }
             self.changesets.remove(&uri);
             for conn in self.conns.values_mut() {
                 conn.subscriptions.remove(&uri);
