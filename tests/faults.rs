@@ -694,6 +694,7 @@ fault_tests! {
     token_ignores_chat_followers => TokenIgnoresChatFollowers,
     disposed_changesets_kept => DisposedChangesetsKept,
     changesets_dropped_silently => ChangesetsDroppedSilently,
+    disposed_subscriptions_kept => DisposedSubscriptionsKept,
     limit_over_cap_refused => LimitOverCapRefused,
     event_trigger_never_fires => EventTriggerNeverFires,
     runs_cursor_never_ends => RunsCursorNeverEnds,

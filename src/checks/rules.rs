@@ -470,6 +470,7 @@ rules! {
         (Lifecycle007, "LIFECYCLE-007"),
         (Lifecycle008, "LIFECYCLE-008"),
         (Lifecycle010, "LIFECYCLE-010"),
+        (Lifecycle011, "LIFECYCLE-011"),
         (Otlp001, "OTLP-001"),
         (Pending001, "PENDING-001"),
         (Pending002, "PENDING-002"),

@@ -385,6 +385,7 @@ fault_catalog! {
     TokenIgnoresChatFollowers => ("token-ignores-chat-followers", "TOOL-010", "Resumes a tool call waiting for a token only when the client pushing the token follows the call's session: one that follows only its chat resolves nothing."),
     DisposedChangesetsKept => ("disposed-changesets-kept", "CHANGESET-005", "Keeps a disposed session's changesets subscribable (and their subscribers subscribed)."),
     ChangesetsDroppedSilently => ("changesets-dropped-silently", "CHANGESET-006", "Unsubscribes a disposed session's changeset subscribers without sending changeset/cleared first."),
+    DisposedSubscriptionsKept => ("disposed-subscriptions-kept", "LIFECYCLE-011", "Keeps a disposed session's subscribers subscribed to its URI: a session created again there sends them its actions unasked."),
     SundayListedTwiceLost => ("sunday-listed-twice-lost", "AUTOMATION-011", "Computes nextRunAt as if a weekday field listing Sunday as both 0 and 7 listed no Sunday (the two cancel out)."),
 }
 

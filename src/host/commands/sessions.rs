@@ -385,7 +385,9 @@ impl World {
             self.drop_canvases(&chat);
             self.forget_channel(&chat);
         }
-        self.forget_channel(&uri);
+        if !self.fault(Fault::DisposedSubscriptionsKept) {
+            self.forget_channel(&uri);
+        }
         self.drop_changesets(&uri);
         self.unlink_run_session(&uri);
         self.drop_annotations(&uri);
