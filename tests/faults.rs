@@ -161,6 +161,13 @@ fn blocks(fault: Fault) -> Blocks {
         Fault::ServerOnlyAccepted => Blocks::Cases(&[("SESSION-005", "DISPATCH-006")]),
         // AUTOMATION-013 counts the runs AUTOMATION-012 sees start.
         Fault::ScheduleNeverFires => Blocks::Cases(&[("AUTOMATION-013", "AUTOMATION-012")]),
+        // AUTOMATION-020 disposes its run's session: the unlinking is AUTOMATION-009's.
+        Fault::AutomationSessionLinkKept => Blocks::Cases(&[("AUTOMATION-020", "AUTOMATION-009")]),
+        // CHANGESET-005 and -006 dispose a session once its changeset is ready (CHANGESET-003's).
+        Fault::ChangesetNeverReady => Blocks::Cases(&[
+            ("CHANGESET-005", "CHANGESET-003"),
+            ("CHANGESET-006", "CHANGESET-003"),
+        ]),
         // AUTOMATION-019 and -020 act on a run once it has completed (AUTOMATION-007's).
         Fault::AutomationRunNeverCompletes => Blocks::Cases(&[
             ("AUTOMATION-019", "AUTOMATION-007"),

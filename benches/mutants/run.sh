@@ -2,7 +2,9 @@
 # One mutation run of the reference host (benches/MUTANTS.md), the whole catalog as oracle:
 # MUT_WT (a worktree of its own: --in-place mutates it), MUT_OUT (output dir), MUT_FILES
 # (space-separated host files, e.g. "$(cat benches/mutants/whole-half1.txt)"), MUT_NAMES
-# (optional space-separated -F regexes on mutant names), MUT_ITERATE=--iterate to resume.
+# (optional space-separated -F regexes on mutant names), MUT_ITERATE=--iterate to resume;
+# MUT_TEST and MUT_TEST_NAME pick another oracle (default: the catalog, tests/conformance),
+# MUT_TIMEOUT its timeout in seconds (default 40; tests/schedules.rs waits for minutes).
 set -u
 cd "$MUT_WT"
 export CARGO_TARGET_DIR="$MUT_WT/target-mut"
@@ -11,6 +13,7 @@ args=()
 for f in $MUT_FILES; do args+=(-f "$f"); done
 for n in ${MUT_NAMES:-}; do args+=(-F "$n"); done
 nice -n 19 cargo mutants --in-place --no-shuffle -o "$MUT_OUT" "${args[@]}" \
-  --timeout 40 --build-timeout 900 --cargo-arg=--test=conformance ${MUT_ITERATE:-} \
-  -- every_case_passes_against_the_reference_host
+  --timeout "${MUT_TIMEOUT:-40}" --build-timeout 900 \
+  --cargo-arg=--test="${MUT_TEST:-conformance}" ${MUT_ITERATE:-} \
+  -- "${MUT_TEST_NAME:-every_case_passes_against_the_reference_host}"
 git checkout -q -- src
