@@ -137,6 +137,8 @@ fn blocks(fault: Fault) -> Blocks {
             ("AUTH-006", "AUTH-004"),
             ("TOOL-010", "AUTH-004"),
             ("TOOL-010/other-resource", "AUTH-004"),
+            ("TOOL-010/session-follower", "AUTH-004"),
+            ("TOOL-010/chat-follower", "AUTH-004"),
             ("TOOL-011/auth", "AUTH-004"),
         ]),
         // Session 23: TOOL-011/auth waits for the call's resolution (TOOL-010's) before it

@@ -99,6 +99,18 @@ fn runs_cap_below_minimum(message: &Value) -> bool {
         .any(|c| c["kind"] == "afterRuns" && c["max"].as_i64().is_some_and(|max| max < 1))
 }
 
+/// TRANSPORT-009/automation-channel sends the automation commands on channels their params do
+/// not allow, on purpose (the -32602 is the rule). The crate's schema takes any URI; the
+/// official one makes each channel a one-value enum.
+fn automation_command_off_channel(message: &Value) -> bool {
+    let channel = &message["params"]["channel"];
+    match message["method"].as_str() {
+        Some("runAutomation" | "fetchAutomationRuns") => channel != "ahp-automations://",
+        Some("listAutomationTriggerDefinitions") => channel != "ahp-root://",
+        _ => false,
+    }
+}
+
 /// The official actions.schema.json refers to `$defs/AutomationDefinitionPatch`, which only its
 /// commands.schema.json defines, so `AutomationUpdateRequestedAction` does not compile there
 /// (an upstream defect; the crate's schema, which the harness's checks use, has the def). The
@@ -147,6 +159,7 @@ async fn every_frame_the_harness_sends_is_valid_under_the_crate_and_the_official
             && !repeated_condition_kind(&message)
             && !expiry_below_minimum(&message)
             && !runs_cap_below_minimum(&message)
+            && !automation_command_off_channel(&message)
             && parts
                 .iter()
                 .all(|(_, def, instance)| derived.validate(def, instance).is_ok());
