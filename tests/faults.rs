@@ -163,6 +163,8 @@ fn blocks(fault: Fault) -> Blocks {
         Fault::ServerOnlyAccepted => Blocks::Cases(&[("SESSION-005", "DISPATCH-006")]),
         // AUTOMATION-013 counts the runs AUTOMATION-012 sees start.
         Fault::ScheduleNeverFires => Blocks::Cases(&[("AUTOMATION-013", "AUTOMATION-012")]),
+        // LIFECYCLE-011's control client, which never followed the session, gets its actions.
+        Fault::SessionActionsToAll => Blocks::Cases(&[("LIFECYCLE-011", "SUB-005")]),
         // AUTOMATION-020 disposes its run's session: the unlinking is AUTOMATION-009's.
         Fault::AutomationSessionLinkKept => Blocks::Cases(&[("AUTOMATION-020", "AUTOMATION-009")]),
         // CHANGESET-005 and -006 dispose a session once its changeset is ready (CHANGESET-003's).
