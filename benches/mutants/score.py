@@ -54,7 +54,8 @@ def main(argv):
     summary = Counter(seen.values())
     missed = [name for name, s in seen.items() if s == "MissedMutant"]
     categories = Counter(triage.get(name, "untriaged") for name in missed)
-    detected = sum(summary[s] for s in DETECTED) + categories[ELSEWHERE]
+    raw = sum(summary[s] for s in DETECTED)
+    detected = raw + categories[ELSEWHERE]
     viable = len(seen) - summary["Unviable"]
     judged = viable - sum(categories[c] for c in NO_BEHAVIOUR)
     print(f"tested {len(seen)}" + (f" of {total}" if total else ""))
@@ -62,7 +63,6 @@ def main(argv):
         f"caught {summary['CaughtMutant']}, timeout {summary['Timeout']}, "
         f"unviable {summary['Unviable']}, missed {len(missed)}"
     )
-    raw = detected - categories[ELSEWHERE]
     print(f"raw: {raw} of {viable} viable detected ({100 * raw / max(viable, 1):.1f}%)")
     for category, n in sorted(categories.items()):
         print(f"  missed, {category}: {n}")
