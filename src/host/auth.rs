@@ -177,11 +177,15 @@ impl World {
         };
         let mut waiting = Vec::new();
         for (chat, entry) in &self.chats {
-            // A client that follows either the chat or its session may answer the call.
+            // A client that follows either the chat or its session may answer the call. Each
+            // fault ignores a client that follows only the one, so that together they still
+            // leave a client following both.
+            let (in_chat, in_session) =
+                (followed.contains(chat), followed.contains(&entry.session));
             let follows_chat =
-                followed.contains(chat) && !self.fault(Fault::TokenIgnoresChatFollowers);
-            let follows_session = followed.contains(&entry.session)
-                && !self.fault(Fault::TokenIgnoresSessionFollowers);
+                in_chat && (in_session || !self.fault(Fault::TokenIgnoresChatFollowers));
+            let follows_session =
+                in_session && (in_chat || !self.fault(Fault::TokenIgnoresSessionFollowers));
             if !follows_chat && !follows_session {
                 continue;
             }
