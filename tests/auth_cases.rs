@@ -114,6 +114,38 @@ async fn a_host_whose_agents_protect_nothing_finds_them_not_applicable() {
     host.shutdown().await;
 }
 
+/// A host may let a pushed token resume every call waiting for its resource, whoever pushed
+/// it: no rule says whose calls a token is for. The tool-auth cases each push the token and
+/// wait for their own call, so run side by side against such a host one case's token would
+/// resolve another's call (TOOL-010/other-resource saw it in its silence, TOOL-010/decline
+/// found its call running again): their `exclusive` group keeps them apart, and they pass.
+#[tokio::test]
+async fn tool_auth_cases_pass_against_a_host_whose_tokens_resume_every_call() {
+    let host = host::spawn(HostConfig {
+        variants: Variants {
+            host_wide_tool_tokens: true,
+            ..Variants::default()
+        },
+        ..HostConfig::default()
+    })
+    .await
+    .expect("host starts");
+    let mut ids: Vec<String> = auth_cases()
+        .into_iter()
+        .filter(|id| id.starts_with("TOOL-"))
+        .collect();
+    assert!(ids.len() >= 5, "the tool-auth cases of auth.toml: {ids:?}");
+    ids.push("TOOL-011/auth".to_owned());
+    let report = run(Options {
+        url: Some(host.url().to_owned()),
+        selection: only(&ids),
+        ..Options::default()
+    })
+    .await;
+    assert_all(&report, &ids, Verdict::Pass, "host-wide tool tokens");
+    host.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_profile_without_auth_leaves_them_not_testable() {
     let dir = TempDir::new("auth-nt");

@@ -16,7 +16,7 @@ use super::checks::{Observer, SECRET_PREFIX};
 use super::http::{Client, HttpError, Target};
 use super::suite::{AapCase, AapCatalog, Step};
 use super::version::AapVersion;
-use crate::catalog::SuiteFormat;
+use crate::catalog::{CaseQueue, SuiteFormat};
 use crate::checks::{AlwaysOnRule, Rule, Violation};
 use crate::rows::{Event, EventSink, Rows, RunPlan, Started};
 use crate::schema::SchemaSet;
@@ -141,22 +141,29 @@ async fn run_cases(
 ) -> bool {
     let mut pending = FuturesUnordered::new();
     let mut interrupted = *interrupt.borrow();
-    let mut queue = selected.iter().enumerate();
+    let mut queue = CaseQueue::new(selected, (0..selected.len()).collect());
     loop {
         while !interrupted && pending.len() < shared.config.plan.jobs.max(1) {
-            let Some((index, case)) = queue.next() else {
+            let Some(index) = queue.start() else {
                 break;
             };
+            let case = selected[index];
             match prepare(case, shared, index) {
-                Ok(ctx) => pending.push(run_case(case, ctx)),
-                Err(result) => gathered.rows.case(*result, sink),
+                Ok(ctx) => pending.push(async move { (index, run_case(case, ctx).await) }),
+                Err(result) => {
+                    queue.finished(index);
+                    gathered.rows.case(*result, sink);
+                }
             }
         }
         if pending.is_empty() {
             break;
         }
         tokio::select! {
-            Some(outcome) = pending.next() => gathered.absorb(outcome, sink),
+            Some((index, outcome)) = pending.next() => {
+                queue.finished(index);
+                gathered.absorb(outcome, sink);
+            }
             changed = interrupt.changed() => {
                 if changed.is_err() || *interrupt.borrow() {
                     interrupted = true;

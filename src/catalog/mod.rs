@@ -4,6 +4,7 @@
 //! run takes ([`Selection`]). Each protocol supplies only its step type ([`SuiteFormat`]):
 //! what a step is, and which suites are compiled in. Nothing here runs anything.
 
+mod queue;
 mod selection;
 
 use std::collections::HashSet;
@@ -13,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use toml::Spanned;
 
+pub use queue::CaseQueue;
 pub use selection::{derive_seed, glob, Selection, Shard, ShardError};
 
 use crate::checks::AlwaysOnRule;
@@ -109,6 +111,9 @@ struct CaseFile<S> {
     /// How long the case waits by its nature (a token's expiry, a timer the rule sets).
     #[serde(default)]
     waits_ms: u64,
+    /// Cases naming the same group never run at the same time.
+    #[serde(default)]
+    exclusive: Option<String>,
     #[serde(default)]
     steps: Vec<Spanned<S>>,
 }
@@ -138,6 +143,11 @@ pub struct Case<S> {
     /// not say): a run starts the longest waiters first, so their waits overlap the rest of
     /// the catalog instead of ending it.
     pub waits_ms: u64,
+    /// The group of cases this one never runs beside (`exclusive` in the suite file): they
+    /// share state the protocol lets a host keep for everyone, such as a pushed token that
+    /// may resume every call waiting for its resource, so one case could see another's
+    /// effect and take it for the server's.
+    pub exclusive: Option<String>,
     pub steps: Vec<Located<S>>,
 }
 
@@ -309,6 +319,7 @@ impl<S: SuiteFormat> Catalog<S> {
                 since: case.since,
                 versions: case.versions,
                 waits_ms: case.waits_ms,
+                exclusive: case.exclusive,
                 steps,
             });
         }

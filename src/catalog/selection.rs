@@ -29,7 +29,9 @@ impl Selection {
 
     /// The selected cases of the catalog, in catalog order: those `includes` admits, and of
     /// those, with a shard, every `count`-th by case ID (so a shard holds the same cases
-    /// whatever the suite files' order).
+    /// whatever the suite files' order). The cases of one exclusive group count as one, by
+    /// their first ID, and stay in one shard: shards may run side by side against one server,
+    /// and the group's cases must not.
     pub fn cases<'a, S>(&self, catalog: &'a Catalog<S>) -> Vec<&'a Case<S>> {
         let selected: Vec<&Case<S>> = catalog
             .cases
@@ -39,9 +41,24 @@ impl Selection {
         let Some(shard) = self.shard else {
             return selected;
         };
-        let mut ids: Vec<&str> = selected.iter().map(|c| c.info.id.as_str()).collect();
-        ids.sort_unstable();
-        let mine: std::collections::HashSet<&str> = ids
+        // Each case's unit: its exclusive group's first ID, or its own.
+        let mut firsts: std::collections::HashMap<&str, &str> = Default::default();
+        for case in &selected {
+            if let Some(group) = &case.exclusive {
+                let first = firsts.entry(group.as_str()).or_insert(&case.info.id);
+                *first = (*first).min(case.info.id.as_str());
+            }
+        }
+        let unit = |case: &'a Case<S>| -> &'a str {
+            match &case.exclusive {
+                Some(group) => firsts.get(group.as_str()).copied().unwrap_or(&case.info.id),
+                None => &case.info.id,
+            }
+        };
+        let mut units: Vec<&str> = selected.iter().map(|case| unit(case)).collect();
+        units.sort_unstable();
+        units.dedup();
+        let mine: std::collections::HashSet<&str> = units
             .iter()
             .enumerate()
             .filter(|(position, _)| position % shard.count == shard.index - 1)
@@ -49,7 +66,7 @@ impl Selection {
             .collect();
         selected
             .into_iter()
-            .filter(|case| mine.contains(case.info.id.as_str()))
+            .filter(|case| mine.contains(unit(case)))
             .collect()
     }
 
@@ -230,5 +247,36 @@ mod tests {
             }
         }
         assert_eq!(seen.len(), all);
+    }
+
+    #[test]
+    fn an_exclusive_group_stays_in_one_shard() {
+        let catalog = crate::suite::Catalog::embedded().expect("suites load");
+        let group: Vec<&str> = catalog
+            .cases
+            .iter()
+            .filter(|case| case.exclusive.as_deref() == Some("tool-auth"))
+            .map(|case| case.info.id.as_str())
+            .collect();
+        assert!(group.len() >= 6, "the tool-auth group: {group:?}");
+        let holders: Vec<usize> = (1..=4)
+            .filter(|&index| {
+                let selection = Selection {
+                    shard: Some(Shard { index, count: 4 }),
+                    ..Selection::default()
+                };
+                let cases = selection.cases(&catalog);
+                let held = group
+                    .iter()
+                    .filter(|id| cases.iter().any(|case| case.info.id == **id))
+                    .count();
+                assert!(
+                    held == 0 || held == group.len(),
+                    "shard {index} holds {held}"
+                );
+                held > 0
+            })
+            .collect();
+        assert_eq!(holders.len(), 1, "the group is in shards {holders:?}");
     }
 }

@@ -17,6 +17,7 @@ pub use crate::catalog::{glob, Selection, Shard, ShardError};
 pub use crate::client::Profile;
 pub use crate::rows::{baseline, reconcile, Event, EventSink, Quiet};
 
+use crate::catalog::CaseQueue;
 use crate::checks::frame::Schemas;
 use crate::checks::{AlwaysOnRule, ALWAYS_ON};
 use crate::rows::{Rows, RunPlan, Started};
@@ -186,19 +187,23 @@ pub async fn run(
         )
     };
     longest_waiters_first(&cases, &mut to_run);
+    let mut queue = CaseQueue::new(&cases, to_run);
     let mut pending = FuturesUnordered::new();
-    let mut next = 0;
     let jobs = plan.jobs.max(1);
-    while !interrupted && (next < to_run.len() || !pending.is_empty()) {
-        while next < to_run.len() && pending.len() < jobs {
-            let case = cases[to_run[next]];
+    while !interrupted && (!queue.is_empty() || !pending.is_empty()) {
+        while pending.len() < jobs {
+            let Some(index) = queue.start() else {
+                break;
+            };
+            let case = cases[index];
             let contexts = Arc::clone(&contexts);
-            let index = to_run[next];
-            pending.push(async move { run_case(case, &contexts[index]).await });
-            next += 1;
+            pending.push(async move { (index, run_case(case, &contexts[index]).await) });
         }
         tokio::select! {
-            Some(outcome) = pending.next() => gathered.absorb(outcome, sink),
+            Some((index, outcome)) = pending.next() => {
+                queue.finished(index);
+                gathered.absorb(outcome, sink);
+            }
             changed = interrupt.changed() => {
                 if changed.is_err() || *interrupt.borrow() {
                     interrupted = true;

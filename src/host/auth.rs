@@ -170,7 +170,8 @@ impl World {
     }
 
     /// Resumes every tool call waiting for [`TOOL_RESOURCE`] in the sessions `conn`
-    /// subscribes to (or in their chats): `chat/toolCallAuthResolved`.
+    /// subscribes to (or in their chats), or in every session under the host-wide variant:
+    /// `chat/toolCallAuthResolved`.
     fn resolve_tool_auth(&mut self, conn: ConnId) {
         let Some(followed) = self.conns.get(&conn).map(|c| c.subscriptions.clone()) else {
             return;
@@ -186,7 +187,8 @@ impl World {
                 in_chat && (in_session || !self.fault(Fault::TokenIgnoresChatFollowers));
             let follows_session =
                 in_session && (in_chat || !self.fault(Fault::TokenIgnoresSessionFollowers));
-            if !follows_chat && !follows_session {
+            let anyone = self.config.variants.host_wide_tool_tokens;
+            if !follows_chat && !follows_session && !anyone {
                 continue;
             }
             let Some(turn) = entry.state.active_turn.as_ref() else {

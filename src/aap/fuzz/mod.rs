@@ -265,6 +265,7 @@ pub fn as_case(ops: &[Op], id: &str, level: Level) -> AapCase {
         since: None,
         versions: Vec::new(),
         waits_ms: 0,
+        exclusive: None,
         steps,
     }
 }

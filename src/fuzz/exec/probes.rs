@@ -101,6 +101,7 @@ impl Run<'_> {
             since: None,
             versions: Vec::new(),
             waits_ms: 0,
+            exclusive: None,
             steps: probed
                 .steps
                 .iter()

@@ -47,6 +47,10 @@ pub struct Variants {
     /// Advertises no agent behind a protected resource (issue 25, authentication), as a host
     /// without authentication: the `ahpspec-protected` agent is neither listed nor known.
     pub no_protected_agent: bool,
+    /// A pushed token for the tool's resource resumes every call waiting for it, in every
+    /// session, whoever pushed it (the default: only calls in the sessions or chats the
+    /// pushing client follows). No rule says whose calls a token is for.
+    pub host_wide_tool_tokens: bool,
 }
 
 impl World {
