@@ -161,8 +161,12 @@ fn blocks(fault: Fault) -> Blocks {
         Fault::DefaultChatRestored => Blocks::Cases(&[("SESSION-004/promoted", "SESSION-003")]),
         Fault::NoSessionAdded => Blocks::Cases(&[("CHAT-MOVE-002/new-session", "ROOT-005")]),
         Fault::ServerOnlyAccepted => Blocks::Cases(&[("SESSION-005", "DISPATCH-006")]),
-        // AUTOMATION-013 counts the runs AUTOMATION-012 sees start.
-        Fault::ScheduleNeverFires => Blocks::Cases(&[("AUTOMATION-013", "AUTOMATION-012")]),
+        // AUTOMATION-013 counts the runs AUTOMATION-012 sees start; AUTOMATION-021 waits for
+        // the run that uses up its allowance.
+        Fault::ScheduleNeverFires => Blocks::Cases(&[
+            ("AUTOMATION-013", "AUTOMATION-012"),
+            ("AUTOMATION-021", "AUTOMATION-012"),
+        ]),
         // LIFECYCLE-011's control client, which never followed the session, gets its actions.
         Fault::SessionActionsToAll => Blocks::Cases(&[("LIFECYCLE-011", "SUB-005")]),
         // AUTOMATION-020 disposes its run's session: the unlinking is AUTOMATION-009's.
@@ -245,7 +249,7 @@ fn expected_not_testable(fault: Fault) -> BTreeSet<String> {
 fn profile_for(fault: Fault) -> Option<std::path::PathBuf> {
     matches!(
         fault,
-        Fault::ScheduleNeverFires | Fault::RunCountKeptOnReEnable
+        Fault::ScheduleNeverFires | Fault::RunCountKeptOnReEnable | Fault::RunAllowanceIgnored
     )
     .then(builtin::scripted_profile_with_schedule_waits)
 }
@@ -649,6 +653,7 @@ fault_tests! {
     // Session 16: schedule triggers fire.
     schedule_next_run_unset => ScheduleNextRunUnset,
     schedule_never_fires => ScheduleNeverFires,
+    run_allowance_ignored => RunAllowanceIgnored,
     run_count_kept_on_re_enable => RunCountKeptOnReEnable,
     // Session 17: the automation gaps the mutation run found.
     added_allowance_uncounted => AddedAllowanceUncounted,

@@ -17,9 +17,14 @@ async fn a_schedule_trigger_starts_its_run_when_its_minute_comes_and_counts_it()
     let options = Options {
         profile: Some(builtin::scripted_profile_with_schedule_waits()),
         selection: Selection {
-            filter: ["AUTOMATION-011", "AUTOMATION-012", "AUTOMATION-013"]
-                .map(String::from)
-                .to_vec(),
+            filter: [
+                "AUTOMATION-011",
+                "AUTOMATION-012",
+                "AUTOMATION-013",
+                "AUTOMATION-021",
+            ]
+            .map(String::from)
+            .to_vec(),
             ..Selection::default()
         },
         ..Options::default()
@@ -33,8 +38,8 @@ async fn a_schedule_trigger_starts_its_run_when_its_minute_comes_and_counts_it()
         .filter(|case| options.selection.includes(&case.info.id, case.info.level))
         .map(|case| (case.info.id.clone(), case.verdict, case.summary.clone()))
         .collect();
-    // AUTOMATION-011 and its /fields sub-case, AUTOMATION-012, AUTOMATION-013.
-    assert_eq!(verdicts.len(), 4, "{verdicts:?}");
+    // AUTOMATION-011 and its /fields sub-case, AUTOMATION-012, AUTOMATION-013, AUTOMATION-021.
+    assert_eq!(verdicts.len(), 5, "{verdicts:?}");
     for (id, verdict, summary) in &verdicts {
         assert_eq!(*verdict, Verdict::Pass, "{id}: {summary}");
     }

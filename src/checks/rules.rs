@@ -416,6 +416,7 @@ rules! {
         (Automation018, "AUTOMATION-018"),
         (Automation019, "AUTOMATION-019"),
         (Automation020, "AUTOMATION-020"),
+        (Automation021, "AUTOMATION-021"),
         (Canvas001, "CANVAS-001"),
         (Custom001, "CUSTOM-001"),
         (Custom002, "CUSTOM-002"),

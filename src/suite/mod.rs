@@ -107,6 +107,11 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "automations.toml",
         include_str!("../../suites/automations.toml"),
     ),
+    // Issue 29, automations' schedules and disable conditions (split from automations.toml).
+    (
+        "automation-schedules.toml",
+        include_str!("../../suites/automation-schedules.toml"),
+    ),
     // Issue 29, annotations (i29b).
     (
         "annotations.toml",
