@@ -678,6 +678,7 @@ fault_tests! {
     auth_wait_unmirrored => AuthWaitUnmirrored,
     summary_activity_dropped => SummaryActivityDropped,
     promoted_activity_ignored => PromotedActivityIgnored,
+    promoting_chat_activity => PromotingChatActivity,
     cron_steps_loose => CronStepsLoose,
     day_fields_both_required => DayFieldsBothRequired,
     limit_ignored => LimitIgnored,

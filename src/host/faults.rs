@@ -353,6 +353,7 @@ fault_catalog! {
     AuthWaitUnmirrored => ("auth-wait-unmirrored", "TOOL-011", "Leaves tool calls waiting for a token out of the session's inputNeeded (no toolAuthentication entry)."),
     SummaryActivityDropped => ("summary-activity-dropped", "SESSION-013", "Leaves the activity of the chat that gives a session its status out of the session's root summary."),
     PromotedActivityIgnored => ("promoted-activity-ignored", "SESSION-013", "Takes a session summary's activity text from its default chat even when another chat won the InputNeeded or Error promotion."),
+    PromotingChatActivity => ("promoting-chat-activity", "SESSION-013", "Takes a session summary's activity text from the first chat that needs input (or errored) even when the default chat, which supplies the activity bits, needs input itself."),
     CronStepsLoose => ("cron-steps-loose", "AUTOMATION-004", "Accepts schedule expressions with a step the AHP cron grammar forbids: a step of 0 (taken as 1) and a step on a single value (ignored)."),
     RevocationIgnored => ("revocation-ignored", "AUTH-005", "Answers authenticate with an empty token with success but keeps the connection's earlier token: what it unlocked stays unlocked."),
     StaleExpiryApplied => ("stale-expiry-applied", "AUTH-006", "Expires a connection's token when the lifetime of an earlier push of it ends, even though the token was pushed again since (and tells the client with auth/required)."),

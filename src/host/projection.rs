@@ -238,7 +238,8 @@ impl World {
         let activity = promoted.or(supplier).and_then(bits).unwrap_or(1);
         let contributor = match promoted {
             Some(chat)
-                if supplier.and_then(bits) != bits(chat)
+                if (supplier.and_then(bits) != bits(chat)
+                    || self.fault(Fault::PromotingChatActivity))
                     && !self.fault(Fault::PromotedActivityIgnored) =>
             {
                 Some(chat)
