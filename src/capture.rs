@@ -14,7 +14,7 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::checks::words::InvalidDispatches;
+use crate::checks::words::{EarlierDispatches, InvalidDispatches};
 pub use crate::traffic::Peer;
 use crate::traffic::{ConnWatch, Seen, Traffic};
 
@@ -433,6 +433,7 @@ fn check_file(
     let mut upstream = Upstream::default();
     // One capture is one runner's traffic: its connections share their invalid dispatches.
     let invalid = InvalidDispatches::default();
+    let earlier = EarlierDispatches::default();
     read_counting(path, &mut upstream, |record| {
         let name = match prefix {
             Some(prefix) => format!("{prefix}:{}", record.conn),
@@ -441,9 +442,10 @@ fn check_file(
         if !open.contains_key(&name) {
             order.push(name.clone());
         }
-        let (watch, last) = open
-            .entry(name.clone())
-            .or_insert_with(|| (ConnWatch::new(&name, timeout_ms).sharing(&invalid), 0.0));
+        let (watch, last) = open.entry(name.clone()).or_insert_with(|| {
+            let watch = ConnWatch::new(&name, timeout_ms).sharing(&invalid, &earlier);
+            (watch, 0.0)
+        });
         *last = record.at_ms;
         let from = record.from.unwrap_or(Peer::Client);
         match record.seen() {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checks::frame::{Counts, Schemas};
 use crate::checks::stream::StreamChecks;
-use crate::checks::words::InvalidDispatches;
+use crate::checks::words::{EarlierDispatches, InvalidDispatches};
 use crate::checks::{AlwaysOnRule, Rule, Skips, Violation, ALWAYS_ON};
 use crate::rows::AlwaysOnRows;
 use crate::verdict::{ReportedFrame, RunReport};
@@ -136,10 +136,12 @@ impl ConnWatch {
         }
     }
 
-    /// The watch, sharing `runner`'s registry of invalid dispatches with the other
-    /// connections of the same traffic (a proxy's clients, a capture's connections).
-    pub fn sharing(mut self, runner: &InvalidDispatches) -> ConnWatch {
+    /// The watch, sharing `runner`'s registry of invalid dispatches and `earlier`'s of every
+    /// client's dispatches with the other connections of the same traffic (a proxy's
+    /// clients, a capture's connections).
+    pub fn sharing(mut self, runner: &InvalidDispatches, earlier: &EarlierDispatches) -> ConnWatch {
         self.checks.checker.words.share(runner);
+        self.checks.earlier = Some(earlier.clone());
         self
     }
 
@@ -431,6 +433,58 @@ mod tests {
         }
     }
 
+    /// A client that reconnects may get the echo of a dispatch it sent on its earlier
+    /// connection (the replay carries it when the echo had not reached it before it left):
+    /// that echo is its own, judged against that dispatch; an echo of a clientSeq it never
+    /// sent, or of another action, still breaks DISPATCH-001.
+    #[test]
+    fn an_echo_of_a_dispatch_from_the_clients_earlier_connection_is_its_own() {
+        let schemas = Schemas::load(None).expect("schemas");
+        let hello = |method: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{{"protocolVersions":["1.0.0"],"clientId":"me","lastSeenServerSeq":0,"subscriptions":[]}}}}"#
+            )
+        };
+        let dispatch = r#"{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"ahp-session:/s","clientSeq":1,"action":{"type":"session/titleChanged","title":"one"}}}"#;
+        let echo = |seq: u32, title: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"action","params":{{"channel":"ahp-session:/s","serverSeq":1,"origin":{{"clientId":"me","clientSeq":{seq}}},"action":{{"type":"session/titleChanged","title":"{title}"}}}}}}"#
+            )
+        };
+        let dispatch_001 = |seq: u32, title: &str| {
+            let (runner, earlier) = (InvalidDispatches::default(), EarlierDispatches::default());
+            let mut first = ConnWatch::new("1", 1000.0).sharing(&runner, &earlier);
+            let mut second = ConnWatch::new("2", 1000.0).sharing(&runner, &earlier);
+            let mut found = Vec::new();
+            for text in [hello("initialize"), dispatch.to_owned()] {
+                found.extend(first.frame(Peer::Client, 0.0, Seen::Text(&text), &schemas));
+            }
+            let reconnect = hello("reconnect");
+            found.extend(second.frame(Peer::Client, 1.0, Seen::Text(&reconnect), &schemas));
+            let echoed = echo(seq, title);
+            found.extend(second.frame(Peer::Server, 2.0, Seen::Text(&echoed), &schemas));
+            found
+                .iter()
+                .filter(|f| f.violation.rule == Rule::Dispatch001)
+                .count()
+        };
+        assert_eq!(
+            dispatch_001(1, "one"),
+            0,
+            "the earlier connection's dispatch"
+        );
+        assert_eq!(
+            dispatch_001(1, "two"),
+            1,
+            "another action than the one dispatched"
+        );
+        assert_eq!(
+            dispatch_001(2, "one"),
+            1,
+            "a clientSeq the client never sent"
+        );
+    }
+
     /// A client dispatches a title change with a numeric title: the host's echo to it
     /// without rejectionReason breaks DISPATCH-007 (a warning: SHOULD), with one rejected
     /// the row passes; a copy another client gets is not judged again.
@@ -455,8 +509,9 @@ mod tests {
         let run = |rejected: bool, version: &str| {
             let runner = InvalidDispatches::default();
             let mut traffic = Traffic::default();
-            let mut sender = ConnWatch::new("1", 1000.0).sharing(&runner);
-            let mut other = ConnWatch::new("2", 1000.0).sharing(&runner);
+            let earlier = EarlierDispatches::default();
+            let mut sender = ConnWatch::new("1", 1000.0).sharing(&runner, &earlier);
+            let mut other = ConnWatch::new("2", 1000.0).sharing(&runner, &earlier);
             let extra = if rejected {
                 r#","rejectionReason":"title is no string""#
             } else {

@@ -15,7 +15,7 @@ use super::malformed::Malformed;
 use super::mirror::Mirror;
 use super::resnapshot::Resnapshots;
 use super::toolcalls::ToolCalls;
-use super::words::{Says, ANSWERS_INVALID, ECHOES_INVALID};
+use super::words::{EarlierDispatches, Says, ANSWERS_INVALID, ECHOES_INVALID};
 use super::{FastMap, Rule, Skips, Violation};
 use crate::tape::{Node, Tape};
 
@@ -40,6 +40,9 @@ pub struct StreamChecks {
     pub intended_invalid: Vec<usize>,
     /// Every dispatch sent: clientSeq → action.
     pub dispatched: HashMap<i64, Value>,
+    /// An observed client's dispatches on all its connections (set by a proxy or a capture's
+    /// check): an echo of one sent on an earlier connection is judged against it.
+    pub earlier: Option<EarlierDispatches>,
     /// States and turns the snapshot invariants looked at.
     pub invariant_counts: Counts,
     /// clientSeqs of dispatches whose echo's pre-state is wanted (the fuzzer judges each
@@ -167,8 +170,11 @@ impl StreamChecks {
                 }
                 Some("dispatchAction") => {
                     if let Some(seq) = params.member("clientSeq").as_i64() {
-                        self.dispatched
-                            .insert(seq, params.member("action").to_value());
+                        let action = params.member("action").to_value();
+                        if let Some(earlier) = &self.earlier {
+                            earlier.record(&self.client_id, seq, action.clone());
+                        }
+                        self.dispatched.insert(seq, action);
                     }
                 }
                 _ => {}
@@ -553,8 +559,19 @@ impl StreamChecks {
         *self.invariant_counts.entry(Rule::Dispatch001).or_insert(0) += 1;
         let seq = origin.member("clientSeq").as_i64().unwrap_or(-1);
         let echoed = envelope.member("action");
-        let violations = match self.dispatched.get(&seq) {
-            Some(action) if echoed.equals(action) => return (Vec::new(), Some(seq)),
+        let earlier = match self.dispatched.get(&seq) {
+            Some(_) => None,
+            None => self
+                .earlier
+                .as_ref()
+                .and_then(|earlier| earlier.get(&self.client_id, seq)),
+        };
+        let violations = match self.dispatched.get(&seq).or(earlier.as_ref()) {
+            // The echo of a dispatch of this connection (a faithful one has its pre-state);
+            // one from the client's earlier connection is judged, with no pre-state here.
+            Some(action) if echoed.equals(action) => {
+                return (Vec::new(), earlier.is_none().then_some(seq));
+            }
             Some(action) => vec![Violation::new(
                 Rule::Dispatch001,
                 format!(

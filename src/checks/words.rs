@@ -89,6 +89,31 @@ impl InvalidDispatches {
     }
 }
 
+/// Every dispatch each client of one observed traffic (a proxy's clients, a capture's
+/// connections) sent, on any of its connections: clientId → clientSeq → action. A client
+/// that reconnects gets the echo of a dispatch it sent on its earlier connection whenever
+/// the echo had not reached it before it left (the replay carries it), and a connection of
+/// the harness's own carries its dispatches over (`StreamChecks::resuming`); an observed
+/// one has only this to look them up in. Clones share one registry.
+#[derive(Debug, Default, Clone)]
+pub struct EarlierDispatches(Arc<Mutex<FastMap<String, FastMap<i64, serde_json::Value>>>>);
+
+impl EarlierDispatches {
+    /// Notes that client `client_id` dispatched `action` as `seq`.
+    pub fn record(&self, client_id: &str, seq: i64, action: serde_json::Value) {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        map.entry(client_id.to_owned())
+            .or_default()
+            .insert(seq, action);
+    }
+
+    /// The action client `client_id` dispatched as `seq` on any of its connections.
+    pub fn get(&self, client_id: &str, seq: i64) -> Option<serde_json::Value> {
+        let map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        map.get(client_id)?.get(&seq).cloned()
+    }
+}
+
 /// What the client said on one connection that the host's frames may repeat.
 #[derive(Debug, Default, Clone)]
 pub struct ClientWords {

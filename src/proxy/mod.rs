@@ -22,7 +22,7 @@ use tokio::task::JoinSet;
 
 use crate::capture::Recorder;
 use crate::checks::frame::Schemas;
-use crate::checks::words::InvalidDispatches;
+use crate::checks::words::{EarlierDispatches, InvalidDispatches};
 use crate::traffic::Traffic;
 use crate::verdict::RunReport;
 
@@ -87,6 +87,9 @@ struct Shared {
     /// The dispatches the proxied clients sent invalid: the copy of one's echo another
     /// client gets is the clients' words (their problem), as the sender's own echo is.
     invalid: InvalidDispatches,
+    /// Every dispatch of each proxied client, on all its connections: a reconnected client
+    /// gets the echo of one it sent before (DISPATCH-001 judges it against that).
+    earlier: EarlierDispatches,
 }
 
 impl Shared {
@@ -130,6 +133,7 @@ impl Proxy {
             traffic: Mutex::new(Traffic::default()),
             next_conn: AtomicUsize::new(1),
             invalid: InvalidDispatches::default(),
+            earlier: EarlierDispatches::default(),
         });
         let (stop, stopped) = watch::channel(false);
         let accepting = tokio::spawn(accept(listener, Arc::clone(&shared), stopped));

@@ -250,8 +250,8 @@ async fn check(
     opened: Instant,
 ) {
     let config = &shared.config;
-    let mut watch =
-        ConnWatch::new(&name, config.timeout.as_secs_f64() * 1000.0).sharing(&shared.invalid);
+    let mut watch = ConnWatch::new(&name, config.timeout.as_secs_f64() * 1000.0)
+        .sharing(&shared.invalid, &shared.earlier);
     while let Some(item) = queued.recv().await {
         let found = match &item {
             Item::Frame(peer, at_ms, message) => {
