@@ -76,6 +76,8 @@ pub fn blocks(fault: Fault) -> Blocks {
             ("CHAT-010", "INIT-003"),
             ("SESSION-013/two-chats", "INIT-003"),
             ("SESSION-013/promoted", "INIT-003"),
+            // Session 28.
+            ("SESSION-013/default-asking", "INIT-003"),
         ]),
         // SESSION-009 reads the session's InputNeeded status (SESSION-007's) while its entry
         // is open.
@@ -158,6 +160,10 @@ pub fn blocks(fault: Fault) -> Blocks {
         Fault::DefaultChatRestored => Blocks::Cases(&[("SESSION-004/promoted", "SESSION-003")]),
         Fault::NoSessionAdded => Blocks::Cases(&[("CHAT-MOVE-002/new-session", "ROOT-005")]),
         Fault::ServerOnlyAccepted => Blocks::Cases(&[("SESSION-005", "DISPATCH-006")]),
+        // SESSION-013/default-asking moves its chat ahead of the default one first.
+        Fault::ReorderLeavesOneOut => {
+            Blocks::Cases(&[("SESSION-013/default-asking", "SESSION-005")])
+        }
         // AUTOMATION-013 counts the runs AUTOMATION-012 sees start; AUTOMATION-021 waits for
         // the run that uses up its allowance.
         Fault::ScheduleNeverFires => Blocks::Cases(&[
