@@ -22,6 +22,7 @@ async fn a_schedule_trigger_starts_its_run_when_its_minute_comes_and_counts_it()
                 "AUTOMATION-012",
                 "AUTOMATION-013",
                 "AUTOMATION-021",
+                "AUTOMATION-022",
             ]
             .map(String::from)
             .to_vec(),
@@ -38,8 +39,8 @@ async fn a_schedule_trigger_starts_its_run_when_its_minute_comes_and_counts_it()
         .filter(|case| options.selection.includes(&case.info.id, case.info.level))
         .map(|case| (case.info.id.clone(), case.verdict, case.summary.clone()))
         .collect();
-    // AUTOMATION-011 and its /fields sub-case, AUTOMATION-012, AUTOMATION-013, AUTOMATION-021.
-    assert_eq!(verdicts.len(), 5, "{verdicts:?}");
+    // AUTOMATION-011 and its /fields sub-case, AUTOMATION-012, -013, -021 and -022.
+    assert_eq!(verdicts.len(), 6, "{verdicts:?}");
     for (id, verdict, summary) in &verdicts {
         assert_eq!(*verdict, Verdict::Pass, "{id}: {summary}");
     }

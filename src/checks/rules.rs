@@ -417,6 +417,7 @@ rules! {
         (Automation019, "AUTOMATION-019"),
         (Automation020, "AUTOMATION-020"),
         (Automation021, "AUTOMATION-021"),
+        (Automation022, "AUTOMATION-022"),
         (Canvas001, "CANVAS-001"),
         (Custom001, "CUSTOM-001"),
         (Custom002, "CUSTOM-002"),

@@ -27,6 +27,10 @@ pub const NOT_TESTABLE_WITH_SCRIPTED_PROFILE: &[(&str, &str)] = &[
         "AUTOMATION-021",
         "an afterRuns allowance is used up by a scheduled run: the same wait as AUTOMATION-012's",
     ),
+    (
+        "AUTOMATION-022",
+        "a disabled automation's occurrence passes unrun: the same wait as AUTOMATION-012's",
+    ),
 ];
 
 /// Whether `case` is one of [`NOT_TESTABLE_WITH_SCRIPTED_PROFILE`].

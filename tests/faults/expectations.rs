@@ -252,7 +252,10 @@ pub fn expected_not_testable(fault: Fault) -> BTreeSet<String> {
 pub fn profile_for(fault: Fault) -> Option<std::path::PathBuf> {
     matches!(
         fault,
-        Fault::ScheduleNeverFires | Fault::RunCountKeptOnReEnable | Fault::RunAllowanceIgnored
+        Fault::ScheduleNeverFires
+            | Fault::RunCountKeptOnReEnable
+            | Fault::RunAllowanceIgnored
+            | Fault::DisabledScheduleFires
     )
     .then(builtin::scripted_profile_with_schedule_waits)
 }

@@ -115,7 +115,10 @@ impl World {
             return;
         };
         let scheduled_for = at.to_string();
-        if entry["nextRunAt"] != scheduled_for.as_str() || self.fault(Fault::ScheduleNeverFires) {
+        let disabled_fires =
+            entry["definition"]["enabled"] == false && self.fault(Fault::DisabledScheduleFires);
+        let stale = entry["nextRunAt"] != scheduled_for.as_str() && !disabled_fires;
+        if stale || self.fault(Fault::ScheduleNeverFires) {
             return;
         }
         let origin =
