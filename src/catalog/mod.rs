@@ -151,6 +151,24 @@ pub struct Case<S> {
     pub steps: Vec<Located<S>>,
 }
 
+impl<S> Case<S> {
+    /// A case that is only `info` and `steps`: no needs, capabilities, versions, waits or
+    /// group (a fuzzer's generated sequence, a protocol probe).
+    pub fn of_steps(info: CaseInfo, steps: Vec<Located<S>>) -> Self {
+        Case {
+            info,
+            needs: Vec::new(),
+            capabilities: Vec::new(),
+            probe: None,
+            since: None,
+            versions: Vec::new(),
+            waits_ms: 0,
+            exclusive: None,
+            steps,
+        }
+    }
+}
+
 /// Every loaded case, in file order.
 #[derive(Debug, Clone)]
 pub struct Catalog<S> {

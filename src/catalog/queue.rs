@@ -61,24 +61,18 @@ mod tests {
     use crate::verdict::{CaseInfo, Level};
 
     fn case(id: &str, exclusive: Option<&str>) -> Case<()> {
+        let info = CaseInfo {
+            id: id.to_owned(),
+            level: Level::Must,
+            area: "t".to_owned(),
+            spec: "s".to_owned(),
+            requirement: "r".to_owned(),
+            does: "d".to_owned(),
+            source: "t.toml:1".to_owned(),
+        };
         Case {
-            info: CaseInfo {
-                id: id.to_owned(),
-                level: Level::Must,
-                area: "t".to_owned(),
-                spec: "s".to_owned(),
-                requirement: "r".to_owned(),
-                does: "d".to_owned(),
-                source: "t.toml:1".to_owned(),
-            },
-            needs: Vec::new(),
-            capabilities: Vec::new(),
-            probe: None,
-            since: None,
-            versions: Vec::new(),
-            waits_ms: 0,
             exclusive: exclusive.map(str::to_owned),
-            steps: Vec::new(),
+            ..Case::of_steps(info, Vec::new())
         }
     }
 

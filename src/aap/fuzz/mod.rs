@@ -249,8 +249,8 @@ pub fn as_case(ops: &[Op], id: &str, level: Level) -> AapCase {
             })
         })
         .collect();
-    AapCase {
-        info: CaseInfo {
+    AapCase::of_steps(
+        CaseInfo {
             id: id.to_owned(),
             level,
             area: "aap/fuzz".into(),
@@ -259,15 +259,8 @@ pub fn as_case(ops: &[Op], id: &str, level: Level) -> AapCase {
             does: "Runs a generated request sequence.".into(),
             source: "fuzz".into(),
         },
-        needs: Vec::new(),
-        capabilities: Vec::new(),
-        probe: None,
-        since: None,
-        versions: Vec::new(),
-        waits_ms: 0,
-        exclusive: None,
         steps,
-    }
+    )
 }
 
 fn levels() -> Result<HashMap<String, Level>, SuiteError> {

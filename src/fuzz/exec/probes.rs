@@ -85,33 +85,25 @@ impl Run<'_> {
     /// with the run's names set: `${S}`, `${S.chat}`, `${cN.clientId}`, `${c1.init}`.
     async fn run_probe(&mut self, index: usize, probe: Probe, probed: &ProbeSteps) -> CaseOutcome {
         let name = format!("{probe:?}");
-        let case = Case {
-            info: CaseInfo {
-                id: format!("{}/probe", probed.rule.id()),
-                level: Level::Must,
-                area: "fuzz".into(),
-                spec: String::new(),
-                requirement: String::new(),
-                does: format!("the {name} probe"),
-                source: format!("probe {name} (operation {index})"),
-            },
-            needs: Vec::new(),
-            capabilities: Vec::new(),
-            probe: None,
-            since: None,
-            versions: Vec::new(),
-            waits_ms: 0,
-            exclusive: None,
-            steps: probed
-                .steps
-                .iter()
-                .enumerate()
-                .map(|(at, step)| Located {
-                    step: step.clone(),
-                    at: format!("probe {name} (operation {index}), step {}", at + 1),
-                })
-                .collect(),
+        let info = CaseInfo {
+            id: format!("{}/probe", probed.rule.id()),
+            level: Level::Must,
+            area: "fuzz".into(),
+            spec: String::new(),
+            requirement: String::new(),
+            does: format!("the {name} probe"),
+            source: format!("probe {name} (operation {index})"),
         };
+        let steps = probed
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(at, step)| Located {
+                step: step.clone(),
+                at: format!("probe {name} (operation {index}), step {}", at + 1),
+            })
+            .collect();
+        let case = Case::of_steps(info, steps);
         let ctx = self.step_context(&probed.steps, probed.rule.id());
         let mut preset = vec![
             ("S".to_owned(), json!(self.session)),
