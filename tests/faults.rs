@@ -419,6 +419,7 @@ fault_tests! {
     schedule_never_fires => ScheduleNeverFires,
     run_allowance_ignored => RunAllowanceIgnored,
     disabled_schedule_fires => DisabledScheduleFires,
+    schedule_stops_after_run => ScheduleStopsAfterRun,
     run_count_kept_on_re_enable => RunCountKeptOnReEnable,
     // Session 17: the automation gaps the mutation run found.
     added_allowance_uncounted => AddedAllowanceUncounted,

@@ -386,6 +386,7 @@ fault_catalog! {
     TokenIgnoresChatFollowers => ("token-ignores-chat-followers", "TOOL-010", "Resumes a tool call waiting for a token only when the client pushing the token follows the call's session: one that follows only its chat resolves nothing."),
     RunAllowanceIgnored => ("run-allowance-ignored", "AUTOMATION-021", "Keeps scheduling an automation whose afterRuns allowance a scheduled run used up (runCount reached max: its entry still shows a nextRunAt)."),
     DisabledScheduleFires => ("disabled-schedule-fires", "AUTOMATION-022", "Starts the run of an occurrence it had armed before the automation was disabled (the timer does not look whether the automation is still enabled)."),
+    ScheduleStopsAfterRun => ("schedule-stops-after-run", "AUTOMATION-012", "Disables an automation after each scheduled run, as if an afterRuns allowance of 1 were used up though it has no disable condition: nextRunAt does not move on."),
     DisposedChangesetsKept => ("disposed-changesets-kept", "CHANGESET-005", "Keeps a disposed session's changesets subscribable (and their subscribers subscribed)."),
     ChangesetsDroppedSilently => ("changesets-dropped-silently", "CHANGESET-006", "Unsubscribes a disposed session's changeset subscribers without sending changeset/cleared first."),
     DisposedSubscriptionsKept => ("disposed-subscriptions-kept", "LIFECYCLE-011", "Keeps a disposed session's subscribers subscribed to its URI: a session created again there sends them its actions unasked."),

@@ -256,6 +256,7 @@ pub fn profile_for(fault: Fault) -> Option<std::path::PathBuf> {
             | Fault::RunCountKeptOnReEnable
             | Fault::RunAllowanceIgnored
             | Fault::DisabledScheduleFires
+            | Fault::ScheduleStopsAfterRun
     )
     .then(builtin::scripted_profile_with_schedule_waits)
 }

@@ -134,6 +134,9 @@ impl World {
                 entry["definition"]["enabled"] = json!(false);
             }
         }
+        if self.fault(Fault::ScheduleStopsAfterRun) {
+            entry["definition"]["enabled"] = json!(false);
+        }
         self.schedule_entry(&mut entry);
         if let Ok(entry) = serde_json::from_value::<AutomationEntry>(entry) {
             // Published with the run history by launch_run, in one automation/set.
