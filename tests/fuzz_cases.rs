@@ -149,3 +149,21 @@ async fn the_built_in_hosts_workspace_lets_a_campaign_run_the_cases_that_need_on
         .expect("the sequence runs");
     assert_eq!(clean.failure, None, "on the correct host");
 }
+
+/// Once a campaign knows a case's rule fails, the case's own waits end at the host's next
+/// answer (nothing new can come of them), but a wait whose miss is another rule's still
+/// waits it out: a turn's end is TURN-002's, a session's creation LIFECYCLE-003's. Cut short,
+/// they blamed those rules on a correct host (a campaign against `promoted-activity-ignored`
+/// found TURN-002 in SESSION-013/activity, whose turn had not ended by the ping's answer).
+#[tokio::test]
+async fn a_known_case_rule_does_not_cut_short_the_waits_other_rules_answer_for() {
+    let cfg = config(true);
+    cfg.known.insert(ahpspec::checks::Rule::Session013);
+    let host = built_in(None);
+    for _ in 0..3 {
+        let clean = execute(&amid("SESSION-013/activity"), &host, &cfg)
+            .await
+            .expect("the sequence runs");
+        assert_eq!(clean.failure, None, "on the correct host");
+    }
+}

@@ -103,9 +103,41 @@ impl Runner<'_> {
         &mut self,
         on: &Option<String>,
         within: Duration,
-        mut pred: impl FnMut(&Value) -> bool,
+        pred: impl FnMut(&Value) -> bool,
     ) -> Result<Option<Value>, Stop> {
         let settled = self.settled();
+        self.wait_settled(settled, on, within, pred).await
+    }
+
+    /// As [`Runner::wait_message`], for a wait whose miss is charged to `exercised` when
+    /// the step names no `relies_on` (a session's creation is LIFECYCLE-003's, a turn's end
+    /// TURN-002's, an echo its acceptance rule's): it ends early only when the rule the miss
+    /// is charged to is settled. Judged by the case's own rule instead, a case whose rule
+    /// the campaign knows fails cut such a wait short and charged the miss to a rule that
+    /// did not break.
+    pub(super) async fn wait_message_for(
+        &mut self,
+        exercised: Option<Rule>,
+        on: &Option<String>,
+        within: Duration,
+        pred: impl FnMut(&Value) -> bool,
+    ) -> Result<Option<Value>, Stop> {
+        let charged = match (&self.relies_on, exercised) {
+            (Some(rule), _) => rule.as_str(),
+            (None, Some(rule)) => rule.id(),
+            (None, None) => own_rule(self.case),
+        };
+        let settled = self.ctx.settled.contains(charged);
+        self.wait_settled(settled, on, within, pred).await
+    }
+
+    async fn wait_settled(
+        &mut self,
+        settled: bool,
+        on: &Option<String>,
+        within: Duration,
+        mut pred: impl FnMut(&Value) -> bool,
+    ) -> Result<Option<Value>, Stop> {
         let conn = self.conn(on)?;
         let ping = ping_if(conn, settled).await;
         let pong = |m: &Value| ping.is_some_and(|id| crate::transport::is_response_to(m, id));
@@ -255,8 +287,9 @@ impl Runner<'_> {
         } else {
             self.ctx.timeout
         };
+        let exercised = s.exercised(&self.names);
         let echo = self
-            .wait_message(&on, timeout, |m| {
+            .wait_message_for(exercised.answered, &on, timeout, |m| {
                 // The echo of this dispatch carries its action (a wrong clientSeq is
                 // DISPATCH-001's business, checked on every echo).
                 m["method"] == "action"
@@ -264,7 +297,6 @@ impl Runner<'_> {
                     && json_eq(&m["params"]["action"], &dispatched)
             })
             .await?;
-        let exercised = s.exercised(&self.names);
         let Some(echo) = echo else {
             if s.or_ignored && !s.accepted {
                 return Ok(());

@@ -72,7 +72,9 @@ impl Runner<'_> {
     async fn wait_ready(&mut self, on: &Option<String>, uri: &str) -> StepResult {
         let timeout = self.ctx.timeout;
         let found = self
-            .wait_message(on, timeout, |m| ends_creation(m, uri))
+            .wait_message_for(Some(Rule::Lifecycle003), on, timeout, |m| {
+                ends_creation(m, uri)
+            })
             .await?;
         match found {
             Some(m) if m["params"]["action"]["type"] == "session/ready" => {}
@@ -139,7 +141,7 @@ impl Runner<'_> {
         if s.wait_end {
             let within = self.ctx.timeout * 4;
             let ended = self
-                .wait_message(&s.on, within, |m| {
+                .wait_message_for(Some(Rule::Turn002), &s.on, within, |m| {
                     m["method"] == "action"
                         && m["params"]["channel"] == chat.as_str()
                         && m["params"]["action"]["turnId"] == turn_id.as_str()
