@@ -418,6 +418,7 @@ fault_tests! {
     schedule_next_run_unset => ScheduleNextRunUnset,
     schedule_never_fires => ScheduleNeverFires,
     run_allowance_ignored => RunAllowanceIgnored,
+    allowance_ends_early => AllowanceEndsEarly,
     disabled_schedule_fires => DisabledScheduleFires,
     schedule_stops_after_run => ScheduleStopsAfterRun,
     run_count_kept_on_re_enable => RunCountKeptOnReEnable,

@@ -257,6 +257,7 @@ pub fn profile_for(fault: Fault) -> Option<std::path::PathBuf> {
             | Fault::RunAllowanceIgnored
             | Fault::DisabledScheduleFires
             | Fault::ScheduleStopsAfterRun
+            | Fault::AllowanceEndsEarly
     )
     .then(builtin::scripted_profile_with_schedule_waits)
 }

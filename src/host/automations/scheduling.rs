@@ -130,7 +130,8 @@ impl World {
         };
         if let Some(count) = entry["runCount"].as_i64() {
             entry["runCount"] = json!(count.saturating_add(1));
-            if allowance_used(&entry) && !self.fault(Fault::RunAllowanceIgnored) {
+            let used = allowance_used(&entry) || self.fault(Fault::AllowanceEndsEarly);
+            if used && !self.fault(Fault::RunAllowanceIgnored) {
                 entry["definition"]["enabled"] = json!(false);
             }
         }
