@@ -22,17 +22,25 @@ pub(super) struct Miss {
 }
 
 impl Runner<'_> {
-    /// Whether the rule the running step rests on (its `relies_on`, else the case's) is
-    /// settled for the caller (see [`CaseContext::settled`]).
-    fn settled(&self) -> bool {
-        let rule = self.relies_on.as_deref().unwrap_or(own_rule(self.case));
+    /// Whether the rule a miss of the running step is charged to is settled for the caller
+    /// (see [`CaseContext::settled`]): its `relies_on`, else the rule the waited-for part
+    /// exercises (`exercised`: a session's creation is LIFECYCLE-003's, a turn's end
+    /// TURN-002's, an echo its acceptance rule's), else the case's. Judged by the case's own
+    /// rule instead, a case whose rule a campaign knows fails cut such a wait short and
+    /// charged the miss to a rule that did not break.
+    fn settled(&self, exercised: Option<Rule>) -> bool {
+        let rule = match (&self.relies_on, exercised) {
+            (Some(rule), _) => rule.as_str(),
+            (None, Some(rule)) => rule.id(),
+            (None, None) => own_rule(self.case),
+        };
         self.ctx.settled.contains(rule)
     }
 
     /// What a wait of `within` on `on` that found nothing saw: the connection's end, nothing
     /// in that time, or, when it ended at a ping's answer (a settled rule), nothing before
     /// it.
-    fn missed(&self, on: &Option<String>, within: Duration) -> String {
+    fn missed(&self, on: &Option<String>, within: Duration, exercised: Option<Rule>) -> String {
         let ended = self
             .conns
             .get(&Self::conn_name(on))
@@ -43,7 +51,7 @@ impl Runner<'_> {
                 "the connection ended before it came ({})",
                 crate::checks::frame::clip(&last)
             )
-        } else if self.settled() {
+        } else if self.settled(exercised) {
             "none before the answer to a ping sent after it".to_owned()
         } else {
             format!("nothing within {} ms", within.as_millis())
@@ -89,7 +97,7 @@ impl Runner<'_> {
                 Ok(())
             }
             None => {
-                let mut actual = self.missed(on, miss.within);
+                let mut actual = self.missed(on, miss.within, None);
                 if let Some(near) = miss.near {
                     actual = format!("{actual}; {near}");
                 }
@@ -105,39 +113,19 @@ impl Runner<'_> {
         within: Duration,
         pred: impl FnMut(&Value) -> bool,
     ) -> Result<Option<Value>, Stop> {
-        let settled = self.settled();
-        self.wait_settled(settled, on, within, pred).await
+        self.wait_message_for(None, on, within, pred).await
     }
 
     /// As [`Runner::wait_message`], for a wait whose miss is charged to `exercised` when
-    /// the step names no `relies_on` (a session's creation is LIFECYCLE-003's, a turn's end
-    /// TURN-002's, an echo its acceptance rule's): it ends early only when the rule the miss
-    /// is charged to is settled. Judged by the case's own rule instead, a case whose rule
-    /// the campaign knows fails cut such a wait short and charged the miss to a rule that
-    /// did not break.
+    /// the step names no `relies_on` ([`Runner::settled`]).
     pub(super) async fn wait_message_for(
         &mut self,
         exercised: Option<Rule>,
         on: &Option<String>,
         within: Duration,
-        pred: impl FnMut(&Value) -> bool,
-    ) -> Result<Option<Value>, Stop> {
-        let charged = match (&self.relies_on, exercised) {
-            (Some(rule), _) => rule.as_str(),
-            (None, Some(rule)) => rule.id(),
-            (None, None) => own_rule(self.case),
-        };
-        let settled = self.ctx.settled.contains(charged);
-        self.wait_settled(settled, on, within, pred).await
-    }
-
-    async fn wait_settled(
-        &mut self,
-        settled: bool,
-        on: &Option<String>,
-        within: Duration,
         mut pred: impl FnMut(&Value) -> bool,
     ) -> Result<Option<Value>, Stop> {
+        let settled = self.settled(exercised);
         let conn = self.conn(on)?;
         let ping = ping_if(conn, settled).await;
         let pong = |m: &Value| ping.is_some_and(|id| crate::transport::is_response_to(m, id));
@@ -301,7 +289,7 @@ impl Runner<'_> {
             if s.or_ignored && !s.accepted {
                 return Ok(());
             }
-            let actual = self.missed(&on, timeout);
+            let actual = self.missed(&on, timeout, exercised.answered);
             return self.broken_part(
                 exercised.answered,
                 &s.level,
@@ -456,7 +444,7 @@ impl Runner<'_> {
 
     pub(super) async fn expect_closed(&mut self, s: &ExpectClosed) -> StepResult {
         let within = s.within_ms.map_or(self.ctx.timeout, Duration::from_millis);
-        let settled = self.settled();
+        let settled = self.settled(None);
         let conn = self.conn(&s.on)?;
         let closed = if conn.is_closed() {
             true
