@@ -387,7 +387,7 @@ fault_catalog! {
     RunAllowanceIgnored => ("run-allowance-ignored", "AUTOMATION-021", "Keeps scheduling an automation whose afterRuns allowance a scheduled run used up (runCount reached max: its entry still shows a nextRunAt)."),
     AllowanceEndsEarly => ("allowance-ends-early", "AUTOMATION-021", "Stops scheduling an automation with an afterRuns condition after its first scheduled run, whatever runs its allowance has left (no nextRunAt)."),
     DisabledScheduleFires => ("disabled-schedule-fires", "AUTOMATION-022", "Starts the run of an occurrence it had armed before the automation was disabled (the timer does not look whether the automation is still enabled)."),
-    ScheduleStopsAfterRun => ("schedule-stops-after-run", "AUTOMATION-012", "Disables an automation after each scheduled run, as if an afterRuns allowance of 1 were used up though it has no disable condition: nextRunAt does not move on."),
+    ScheduleStopsAfterRun => ("schedule-stops-after-run", "AUTOMATION-012", "Disables an automation with no disable condition after each scheduled run, as if an afterRuns allowance of 1 were used up: nextRunAt does not move on."),
     DisposedChangesetsKept => ("disposed-changesets-kept", "CHANGESET-005", "Keeps a disposed session's changesets subscribable (and their subscribers subscribed)."),
     ChangesetsDroppedSilently => ("changesets-dropped-silently", "CHANGESET-006", "Unsubscribes a disposed session's changeset subscribers without sending changeset/cleared first."),
     DisposedSubscriptionsKept => ("disposed-subscriptions-kept", "LIFECYCLE-011", "Keeps a disposed session's subscribers subscribed to its URI: a session created again there sends them its actions unasked."),

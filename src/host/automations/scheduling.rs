@@ -135,7 +135,12 @@ impl World {
                 entry["definition"]["enabled"] = json!(false);
             }
         }
-        if self.fault(Fault::ScheduleStopsAfterRun) {
+        // The fault's mistake is about automations with no disable condition: those with one
+        // keep their own allowance (AUTOMATION-021's), so the fault breaks one rule.
+        let unconditioned = entry["definition"]["disableConditions"]
+            .as_array()
+            .is_none_or(Vec::is_empty);
+        if unconditioned && self.fault(Fault::ScheduleStopsAfterRun) {
             entry["definition"]["enabled"] = json!(false);
         }
         self.schedule_entry(&mut entry);
