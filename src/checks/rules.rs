@@ -473,6 +473,7 @@ rules! {
         (Lifecycle008, "LIFECYCLE-008"),
         (Lifecycle010, "LIFECYCLE-010"),
         (Lifecycle011, "LIFECYCLE-011"),
+        (Lifecycle012, "LIFECYCLE-012"),
         (Otlp001, "OTLP-001"),
         (Pending001, "PENDING-001"),
         (Pending002, "PENDING-002"),

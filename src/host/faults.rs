@@ -392,6 +392,9 @@ fault_catalog! {
     ChangesetsDroppedSilently => ("changesets-dropped-silently", "CHANGESET-006", "Unsubscribes a disposed session's changeset subscribers without sending changeset/cleared first."),
     DisposedSubscriptionsKept => ("disposed-subscriptions-kept", "LIFECYCLE-011", "Keeps a disposed session's subscribers subscribed to its URI: a session created again there sends them its actions unasked."),
     SundayListedTwiceLost => ("sunday-listed-twice-lost", "AUTOMATION-011", "Computes nextRunAt as if a weekday field listing Sunday as both 0 and 7 listed no Sunday (the two cancel out)."),
+    DisposedAnnotationsKept => ("disposed-annotations-kept", "LIFECYCLE-012", "Keeps a disposed session's annotations channel subscribable (and its subscribers subscribed)."),
+    DisposedCanvasesKept => ("disposed-canvases-kept", "LIFECYCLE-012", "Keeps the canvases of a disposed session's (or chat's) chats subscribable (and their subscribers subscribed)."),
+    IntegrationRemnantLeft => ("integration-remnant-left", "TERM-002", "Strips a shell-integration sequence from terminal/data all but its last character and terminator: `ESC ]633;A BEL` leaves `A BEL` in the data."),
 }
 
 /// The faults a server breaks at once (`--fault a,b`); empty: the correct server.

@@ -27,6 +27,18 @@ pub enum Event {
     Title(String),
 }
 
+/// What the scanner does with a shell-integration sequence it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stripping {
+    /// Takes it out of the data whole (TERM-002).
+    Whole,
+    /// Passes it on as data (the fault that leaks them).
+    Nothing,
+    /// Takes out all but its body's last character and its terminator (the fault that
+    /// leaves a remnant).
+    AllButTail,
+}
+
 /// A streaming reader of a terminal's output: feed it chunks as they come.
 #[derive(Debug, Default)]
 pub struct Scanner {
@@ -36,9 +48,9 @@ pub struct Scanner {
 }
 
 impl Scanner {
-    /// The events of `chunk` (after what earlier chunks left pending). `strip` false passes
-    /// the shell-integration sequences through as data too (the fault that leaks them).
-    pub fn feed(&mut self, chunk: &str, strip: bool) -> Vec<Event> {
+    /// The events of `chunk` (after what earlier chunks left pending), its shell-integration
+    /// sequences taken out of the data as `stripping` says.
+    pub fn feed(&mut self, chunk: &str, stripping: Stripping) -> Vec<Event> {
         let mut text = std::mem::take(&mut self.pending);
         text.push_str(chunk);
         let mut events = Vec::new();
@@ -60,8 +72,13 @@ impl Scanner {
             let whole = &sequence[..len];
             match self.interpret(body) {
                 Some(found) => {
-                    if !strip {
-                        data.push_str(whole);
+                    match stripping {
+                        Stripping::Whole => {}
+                        Stripping::Nothing => data.push_str(whole),
+                        Stripping::AllButTail => {
+                            let last = body.chars().next_back().map_or(0, char::len_utf8);
+                            data.push_str(&whole[2 + body.len() - last..]);
+                        }
                     }
                     flush(&mut data, &mut events);
                     events.extend(found);
@@ -148,11 +165,22 @@ mod tests {
         data.contains("\u{1b}]633;") || data.contains("\u{1b}]133;")
     }
 
+    /// The data `events` carry, joined.
+    fn data_of(events: &[Event]) -> String {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Data(d) => Some(d.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
     #[test]
     fn a_command_between_prompts_becomes_events_and_its_sequences_leave_the_data() {
         let mut scanner = Scanner::default();
         let out = "\u{1b}]633;D;0\u{7}\u{1b}]633;P;Cwd=/tmp\u{7}$ echo hi\r\n\u{1b}]633;E;\t echo hi\u{7}\u{1b}]633;C\u{7}hi\r\n\u{1b}]633;D;0\u{7}$ ";
-        let events = scanner.feed(out, true);
+        let events = scanner.feed(out, Stripping::Whole);
         assert_eq!(
             events,
             vec![
@@ -167,13 +195,7 @@ mod tests {
                 Event::Data("$ ".into()),
             ]
         );
-        let data: String = events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Data(d) => Some(d.as_str()),
-                _ => None,
-            })
-            .collect();
+        let data = data_of(&events);
         assert!(!has_integration_sequence(&data));
     }
 
@@ -181,11 +203,11 @@ mod tests {
     fn a_sequence_split_across_chunks_waits_for_its_end() {
         let mut scanner = Scanner::default();
         assert_eq!(
-            scanner.feed("a\u{1b}]633;", true),
+            scanner.feed("a\u{1b}]633;", Stripping::Whole),
             vec![Event::Data("a".into())]
         );
         assert_eq!(
-            scanner.feed("C\u{1b}\\b", true),
+            scanner.feed("C\u{1b}\\b", Stripping::Whole),
             vec![
                 Event::IntegrationSeen,
                 Event::CommandStarted,
@@ -197,7 +219,7 @@ mod tests {
     #[test]
     fn titles_stay_in_the_data_and_leaking_keeps_the_integration_there_too() {
         let mut scanner = Scanner::default();
-        let events = scanner.feed("\u{1b}]0;build\u{7}x", true);
+        let events = scanner.feed("\u{1b}]0;build\u{7}x", Stripping::Whole);
         assert_eq!(
             events,
             vec![
@@ -206,7 +228,18 @@ mod tests {
                 Event::Data("x".into()),
             ]
         );
-        let leaked = scanner.feed("\u{1b}]633;C\u{7}", false);
+        let leaked = scanner.feed("\u{1b}]633;C\u{7}", Stripping::Nothing);
         assert!(matches!(&leaked[0], Event::Data(d) if has_integration_sequence(d)));
+    }
+
+    #[test]
+    fn the_remnant_fault_leaves_the_tail_of_each_integration_sequence() {
+        let mut scanner = Scanner::default();
+        let events = scanner.feed(
+            "x\u{1b}]633;A\u{7}y\u{1b}]133;B\u{1b}\\z",
+            Stripping::AllButTail,
+        );
+        let data = data_of(&events);
+        assert_eq!(data, "xA\u{7}yB\u{1b}\\z");
     }
 }

@@ -24,7 +24,7 @@ mod integration;
 mod pty;
 
 use entry::TerminalEntry;
-use integration::{Event, Scanner};
+use integration::{Event, Scanner, Stripping};
 use pty::{Output, Pty, Utf8Stream};
 
 /// Terminals one host runs at once.
@@ -413,8 +413,14 @@ fn pump(shared: &Weak<Shared>, uri: &str, mut output: Output) {
             return;
         };
         let mut world = shared.lock();
-        let strip = !world.fault(Fault::LeaksShellIntegration);
-        let events = scanner.feed(&text.push(&buffer[..read]), strip);
+        let stripping = if world.fault(Fault::LeaksShellIntegration) {
+            Stripping::Nothing
+        } else if world.fault(Fault::IntegrationRemnantLeft) {
+            Stripping::AllButTail
+        } else {
+            Stripping::Whole
+        };
+        let events = scanner.feed(&text.push(&buffer[..read]), stripping);
         world.terminal_output(uri, events, read);
     }
     let code = pty::exit_code(&mut output.child);

@@ -86,6 +86,9 @@ impl World {
 
     /// Drops the annotations channel of a disposed session.
     pub(in crate::host) fn drop_annotations(&mut self, session: &str) {
+        if self.fault(Fault::DisposedAnnotationsKept) {
+            return;
+        }
         let uri = annotations_uri(session);
         if self.annotations.remove(&uri).is_some() {
             for conn in self.conns.values_mut() {

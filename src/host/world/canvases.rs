@@ -96,6 +96,9 @@ impl World {
 
     /// Drops the canvases of a chat that is gone.
     pub(in crate::host) fn drop_canvases(&mut self, chat: &str) {
+        if self.fault(Fault::DisposedCanvasesKept) {
+            return;
+        }
         let gone: Vec<String> = self
             .canvases
             .iter()
