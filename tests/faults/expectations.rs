@@ -184,6 +184,10 @@ pub fn blocks(fault: Fault) -> Blocks {
             ("AUTOMATION-019", "AUTOMATION-007"),
             ("AUTOMATION-020", "AUTOMATION-007"),
         ]),
+        // TERM-002/joined types its printf once TERM-010's echo came back.
+        Fault::TerminalOutputDropped => Blocks::Cases(&[("TERM-002/joined", "TERM-010")]),
+        // LIFECYCLE-012's control: a never-existing annotations channel must be refused.
+        Fault::SubscribeUnknownOk => Blocks::Cases(&[("LIFECYCLE-012", "SUB-011")]),
         _ => Blocks::Nothing,
     }
 }
