@@ -178,7 +178,7 @@ R = [
  (r'world/changesets.rs:142:', 'not-rule-code', 'world/changesets.rs:142 (the scripted agent\'s path check)'),
  (r'world/changesets.rs:227:', 'equivalent', 'world/changesets.rs:227 (recomputing shown, no rule)'),
  (r'chat_snapshot.rs:24:', 'equivalent', 'world/chat_snapshot.rs:24 (no rule)'),
- (r'variants.rs:(60|64|76|77|81):', 'variant-only', 'world/variants.rs known-directories and truncation variants'),
+ (r'variants.rs:(60|64|72|76|77|81):', 'variant-only', 'world/variants.rs known-directories and truncation variants'),
  (r'wire.rs:21:', 'equivalent', 'world/wire.rs:21 changes_projections'),
 ]
 out=[]
