@@ -2,6 +2,9 @@
 //! nothing else beyond what `also_breaks` lists with its reason. Against the correct server
 //! the same run passes (tests/aap_run.rs).
 
+#[path = "common/allocator.rs"]
+mod allocator;
+
 use std::collections::BTreeSet;
 
 use ahpspec::aaphost::AapFault;

@@ -4,6 +4,9 @@
 //! version, find each robustness fault on its rule, shrink it, and write a trace that
 //! `run --suites DIR` replays (failing its rule against the fault, passing without it).
 
+#[path = "common/allocator.rs"]
+mod allocator;
+
 mod run_support;
 
 use ahpspec::aaphost::AapHostConfig;

@@ -4,6 +4,9 @@
 //! the matrix runs every version in one report, and each fault of a version-only rule fails
 //! its rule at its versions and nothing at the others.
 
+#[path = "common/allocator.rs"]
+mod allocator;
+
 mod run_support;
 
 use std::collections::BTreeSet;

@@ -2,6 +2,9 @@
 //! fault breaks alone. A fixed sample of pairs from different areas (every pair is measured
 //! by `cargo bench --bench compose`, figures in benches/README.md).
 
+#[path = "common/allocator.rs"]
+mod allocator;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use ahpspec::certify::{certify, Options};

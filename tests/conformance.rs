@@ -4,6 +4,9 @@
 //! random ones, as real agents do). Cases whose requirement allows more than one conforming
 //! answer pass each answer.
 
+#[path = "common/allocator.rs"]
+mod allocator;
+
 use std::path::{Path, PathBuf};
 
 #[path = "common/builtin.rs"]

@@ -1,6 +1,9 @@
 //! Every faulty variant of the built-in host breaks exactly the rules it declares: the
 //! cases for those rules fail and every other case still passes.
 
+#[path = "common/allocator.rs"]
+mod allocator;
+
 use std::collections::BTreeSet;
 
 #[path = "common/builtin.rs"]
@@ -140,7 +143,10 @@ async fn check(fault: Fault) {
 }
 
 macro_rules! fault_tests {
-    ($($name:ident => $fault:ident,)*) => {
+    (
+        $($name:ident => $fault:ident,)*
+        @side_by_side $group:ident { $($waiting:ident,)* }
+    ) => {
         $(
             #[tokio::test]
             async fn $name() {
@@ -148,11 +154,31 @@ macro_rules! fault_tests {
             }
         )*
 
+        /// The faults whose cases wait for scheduled runs (up to two minutes each), run side
+        /// by side in one test: one after another, their waits held CI's two test threads
+        /// for some 13 minutes between them. A failure names its fault.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $group() {
+            futures_util::future::join_all([$(check(Fault::$waiting),)*]).await;
+        }
+
         #[test]
         fn every_fault_has_a_test() {
-            let tested = [$(Fault::$fault,)*];
+            let tested = [$(Fault::$fault,)* $(Fault::$waiting,)*];
             for fault in Fault::ALL {
                 assert!(tested.contains(fault), "fault {fault} has no test");
+            }
+        }
+
+        #[test]
+        fn the_faults_run_side_by_side_are_those_that_wait_for_schedules() {
+            let waiting = [$(Fault::$waiting,)*];
+            for fault in Fault::ALL {
+                assert_eq!(
+                    waiting.contains(fault),
+                    profile_for(*fault).is_some(),
+                    "fault {fault}"
+                );
             }
         }
     };
@@ -416,12 +442,6 @@ fault_tests! {
     zero_expiry_accepted => ZeroExpiryAccepted,
     // Session 16: schedule triggers fire.
     schedule_next_run_unset => ScheduleNextRunUnset,
-    schedule_never_fires => ScheduleNeverFires,
-    run_allowance_ignored => RunAllowanceIgnored,
-    allowance_ends_early => AllowanceEndsEarly,
-    disabled_schedule_fires => DisabledScheduleFires,
-    schedule_stops_after_run => ScheduleStopsAfterRun,
-    run_count_kept_on_re_enable => RunCountKeptOnReEnable,
     // Session 17: the automation gaps the mutation run found.
     added_allowance_uncounted => AddedAllowanceUncounted,
     patched_trigger_labels_kept => PatchedTriggerLabelsKept,
@@ -542,6 +562,14 @@ fault_tests! {
     // Issue 29, sub-agents (i29d).
     worker_origin_user => WorkerOriginUser,
     subagent_result_unnamed => SubagentResultUnnamed,
+    @side_by_side faults_that_wait_for_schedules {
+        ScheduleNeverFires,
+        RunAllowanceIgnored,
+        AllowanceEndsEarly,
+        DisabledScheduleFires,
+        ScheduleStopsAfterRun,
+        RunCountKeptOnReEnable,
+    }
 }
 
 /// Every always-on check is proven by at least one fault that breaks it.

@@ -1,6 +1,9 @@
 //! The fuzzer: the correct host survives a long run; each reachable fault is found within a
 //! stated budget, shrunk, and its saved trace replays to the same failure.
 
+#[path = "common/allocator.rs"]
+mod allocator;
+
 use std::time::Duration;
 
 use ahpspec::checks::frame::Schemas;

@@ -6,6 +6,9 @@
 //! its rule is known; and the campaign's duration bounds the whole campaign, shrinking
 //! included.
 
+#[path = "common/allocator.rs"]
+mod allocator;
+
 mod quirky_hosts;
 mod run_support;
 

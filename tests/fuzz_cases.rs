@@ -4,6 +4,9 @@
 //! with them finds a fault the generator's own operations do not reach, and the trace
 //! replays; without a catalog the operation runs nothing.
 
+#[path = "common/allocator.rs"]
+mod allocator;
+
 use std::sync::Arc;
 use std::time::Duration;
 

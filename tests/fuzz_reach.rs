@@ -4,6 +4,9 @@
 //! The sample leans on what issue 24 added (routines, working directories, odd ids, the
 //! interleaved default campaign) and keeps one or two faults of each older area.
 
+#[path = "common/allocator.rs"]
+mod allocator;
+
 use std::time::Duration;
 
 use ahpspec::reach::{listed_faults, reach, ReachConfig, ReachMode};

@@ -5,6 +5,9 @@
 //! The hostile servers are tiny WebSocket servers on 127.0.0.1 (`hostile_servers`); the
 //! binary's exit codes against them are in `tests/hostile_cli.rs`.
 
+#[path = "common/allocator.rs"]
+mod allocator;
+
 mod hostile_servers;
 
 use std::collections::BTreeSet;

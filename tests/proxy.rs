@@ -3,6 +3,9 @@
 //! proxy's report names the fault's rule, for every fault that breaks an always-on rule;
 //! and the capture it records, re-checked offline, breaks the same rules.
 
+#[path = "common/allocator.rs"]
+mod allocator;
+
 mod run_support;
 
 #[path = "common/builtin.rs"]

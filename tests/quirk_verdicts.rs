@@ -2,6 +2,9 @@
 //! it (tests/quirky_hosts): a conforming quirk passes every case, a deviating one fails the
 //! rules it breaks and nothing else (everything else passes, or is blocked by those rules).
 
+#[path = "common/allocator.rs"]
+mod allocator;
+
 mod quirky_hosts;
 
 #[path = "common/builtin.rs"]

@@ -2,6 +2,9 @@
 //! minute, the built-in host passes the scheduling cases; its faults that never show the next
 //! occurrence or never start its run are tests/faults.rs's.
 
+#[path = "common/allocator.rs"]
+mod allocator;
+
 use ahpspec::catalog::Selection;
 use ahpspec::certify::{certify, Options};
 use ahpspec::rows::Quiet;

@@ -1,6 +1,9 @@
 //! Sharded runs: `run --shard I/N` takes a deterministic slice of the catalog, and
 //! `ahpspec merge` of all the shards' reports gives the verdicts of one unsharded run.
 
+#[path = "common/allocator.rs"]
+mod allocator;
+
 mod run_support;
 
 use std::collections::BTreeMap;
