@@ -148,7 +148,9 @@ macro_rules! fault_tests {
         @side_by_side $group:ident { $($waiting:ident,)* }
     ) => {
         $(
-            #[tokio::test]
+            // Two workers, as the CLI's runtime has: the harness and the host then share both
+            // cores, and CI's two test threads keep them busy through each other's waits.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() {
                 check(Fault::$fault).await;
             }
