@@ -87,13 +87,7 @@ async fn broken_rules(fault: AapFault) -> (BTreeSet<String>, BTreeSet<String>, S
                 | Verdict::Blocked
                 | Verdict::HarnessError
         ) {
-            let rule = case
-                .info
-                .id
-                .split('/')
-                .next()
-                .unwrap_or_default()
-                .to_owned();
+            let rule = ahpspec::verdict::rule_of(&case.info.id).to_owned();
             detail.push_str(&format!(
                 "  {} {}: {}\n",
                 case.info.id,

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use ahpspec::certify::{certify, Options};
 use ahpspec::host::Fault;
 use ahpspec::rows::Quiet;
-use ahpspec::verdict::{Level, Verdict};
+use ahpspec::verdict::{rule_of, Level, Verdict};
 
 use super::builtin;
 use super::expectations::{
@@ -45,13 +45,7 @@ pub async fn check(fault: Fault) {
     let mut blocked = BTreeSet::new();
     let mut details = Vec::new();
     for case in report.cases.iter().filter(|c| c.verdict != Verdict::Pass) {
-        let rule = case
-            .info
-            .id
-            .split('/')
-            .next()
-            .unwrap_or_default()
-            .to_owned();
+        let rule = rule_of(&case.info.id).to_owned();
         details.push(format!(
             "  {} [{}] {}",
             case.info.id,
