@@ -203,6 +203,11 @@ impl SuiteFormat for Step {
     const PROBES_AND_VERSIONS: bool = false;
     const ALWAYS_ON: &'static [AlwaysOnRule] = AAP_ALWAYS_ON;
     const ALWAYS_ON_OVER: &'static str = "response of every case";
+
+    fn embedded_once() -> &'static std::sync::OnceLock<AapCatalog> {
+        static ONCE: std::sync::OnceLock<AapCatalog> = std::sync::OnceLock::new();
+        &ONCE
+    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ mod selection;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -23,7 +24,7 @@ use crate::verdict::{CaseInfo, Level};
 /// What a protocol's suites bring to the shared loader: their step type (the implementor),
 /// the suite files compiled into the binary, and the always-on rules listed beside the
 /// cases.
-pub trait SuiteFormat: DeserializeOwned + Sized {
+pub trait SuiteFormat: DeserializeOwned + Sized + Clone + Send + Sync + 'static {
     /// The suite files compiled into the binary: (name, text).
     const EMBEDDED: &'static [(&'static str, &'static str)];
     /// What every case's area starts with (the area is the file's name after it).
@@ -41,6 +42,10 @@ pub trait SuiteFormat: DeserializeOwned + Sized {
         let _ = catalog;
         Ok(())
     }
+
+    /// Where [`Catalog::embedded`] keeps the built-in suites once parsed: a process that runs
+    /// the catalog many times (the tests run it once per fault) parses them once.
+    fn embedded_once() -> &'static OnceLock<Catalog<Self>>;
 }
 
 /// Why suites could not be loaded. No verdict is possible until they are fixed.
@@ -189,11 +194,15 @@ fn line_of(text: &str, offset: usize) -> usize {
 impl<S: SuiteFormat> Catalog<S> {
     /// The suites compiled into the binary.
     pub fn embedded() -> Result<Self, SuiteError> {
-        Self::from_texts(
+        if let Some(catalog) = S::embedded_once().get() {
+            return Ok(catalog.clone());
+        }
+        let catalog = Self::from_texts(
             S::EMBEDDED
                 .iter()
                 .map(|(name, text)| (name.to_string(), text.to_string())),
-        )
+        )?;
+        Ok(S::embedded_once().get_or_init(|| catalog).clone())
     }
 
     /// Every `*.toml` in `dir` (sorted by name), named by their file names.

@@ -7,7 +7,7 @@
 use serde_json::{json, Map, Value};
 
 use super::faults::Fault;
-use ahp_types::state::ResponsePart;
+use ahp_types::state::{ChatState, ResponsePart};
 
 use super::world::{to_value, World, ROOT};
 
@@ -216,29 +216,31 @@ impl World {
     pub fn session_summary(&self, session: &str) -> Option<Value> {
         let entry = self.sessions.get(session)?;
         let state = &entry.state;
-        let chats: Vec<Value> = state
+        // Read from the typed chat states: encoding each whole (every turn) for a handful
+        // of top-level members was most of a `listSessions`.
+        let chats: Vec<&ChatState> = state
             .chats
             .iter()
             .filter_map(|summary| self.chats.get(&summary.resource))
-            .map(|chat| to_value(&chat.state))
+            .map(|chat| &chat.state)
             .collect();
         let supplier = state
             .default_chat
             .as_ref()
             .filter(|_| !self.fault(Fault::SummaryFromLatestChat))
-            .and_then(|uri| chats.iter().find(|c| c["resource"] == uri.as_str()))
-            .or_else(|| chats.iter().max_by_key(|c| instant_key(&c["modifiedAt"])));
+            .and_then(|uri| chats.iter().find(|c| c.resource == *uri))
+            .or_else(|| chats.iter().max_by_key(|c| instant_of(&c.modified_at)));
         // InputNeeded, else Error, of any chat wins over the supplier's activity bits; the
         // activity text comes from the chat that gave the bits, the supplier when it has them
         // itself (session-channel.md § Chat aggregation).
-        let bits = |c: &Value| c["status"].as_u64().map(|s| s & ACTIVITY_MASK);
+        let bits = |c: &&ChatState| u64::from(c.status) & ACTIVITY_MASK;
         let promoted = [INPUT_NEEDED, ERROR]
             .into_iter()
-            .find_map(|wanted| chats.iter().find(|c| bits(c) == Some(wanted)));
-        let activity = promoted.or(supplier).and_then(bits).unwrap_or(1);
+            .find_map(|wanted| chats.iter().find(|c| bits(c) == wanted));
+        let activity = promoted.or(supplier).map_or(1, bits);
         let contributor = match promoted {
             Some(chat)
-                if (supplier.and_then(bits) != bits(chat)
+                if (supplier.map(bits) != Some(bits(chat))
                     || self.fault(Fault::PromotingChatActivity))
                     && !self.fault(Fault::PromotedActivityIgnored) =>
             {
@@ -249,9 +251,8 @@ impl World {
         let flags = u64::from(state.status) & !ACTIVITY_MASK;
         let modified_at = chats
             .iter()
-            .map(|c| &c["modifiedAt"])
-            .max_by_key(|value| instant_key(value))
-            .and_then(Value::as_str)
+            .map(|c| c.modified_at.as_str())
+            .max_by_key(|text| instant_of(text))
             .unwrap_or(&entry.created_at)
             .to_owned();
         let mut summary = Map::new();
@@ -260,10 +261,10 @@ impl World {
         summary.insert("title".into(), json!(state.title));
         summary.insert("status".into(), json!(activity | flags));
         if let Some(text) = contributor
-            .and_then(|c| c.get("activity"))
-            .filter(|v| !v.is_null() && !self.fault(Fault::SummaryActivityDropped))
+            .and_then(|c| c.activity.as_ref())
+            .filter(|_| !self.fault(Fault::SummaryActivityDropped))
         {
-            summary.insert("activity".into(), text.clone());
+            summary.insert("activity".into(), json!(text));
         }
         if let Some(dirs) = &state.working_directories {
             summary.insert("workingDirectories".into(), json!(dirs));
@@ -282,25 +283,7 @@ impl World {
         };
         summary.insert("createdAt".into(), json!(created_at));
         summary.insert("modifiedAt".into(), json!(modified_at));
-        let compact: Vec<Value> = chats
-            .iter()
-            .map(|c| {
-                let mut item = Map::new();
-                for key in [
-                    "resource",
-                    "title",
-                    "origin",
-                    "interactivity",
-                    "status",
-                    "changes",
-                ] {
-                    if let Some(value) = c.get(key).filter(|v| !v.is_null()) {
-                        item.insert(key.into(), value.clone());
-                    }
-                }
-                Value::Object(item)
-            })
-            .collect();
+        let compact: Vec<Value> = chats.iter().map(|c| compact_chat(c)).collect();
         if !self.config.variants.summaries_without_chats {
             summary.insert("chats".into(), Value::Array(compact));
         }
@@ -309,6 +292,31 @@ impl World {
         }
         Some(Value::Object(summary))
     }
+}
+
+/// A chat's entry in its session's root summary: the members of `chat` a root catalog
+/// lists, in the order the summary gives them.
+fn compact_chat(chat: &ChatState) -> Value {
+    let mut item = Map::new();
+    item.insert("resource".into(), json!(chat.resource));
+    item.insert("title".into(), json!(chat.title));
+    if let Some(origin) = &chat.origin {
+        item.insert("origin".into(), to_value(origin));
+    }
+    if let Some(interactivity) = &chat.interactivity {
+        item.insert("interactivity".into(), to_value(interactivity));
+    }
+    item.insert("status".into(), json!(chat.status));
+    if let Some(changes) = &chat.changes {
+        item.insert("changes".into(), to_value(changes));
+    }
+    Value::Object(item)
+}
+
+/// The instant a timestamp names, for ordering (an unreadable one first).
+fn instant_of(text: &str) -> i128 {
+    text.parse::<jiff::Timestamp>()
+        .map_or(i128::MIN, |ts| ts.as_nanosecond())
 }
 
 /// The summary members of a chat state.
@@ -387,8 +395,5 @@ fn only_read_flag_differs(published: &Value, current: &Value) -> bool {
 
 /// Orders RFC 3339 timestamps as instants (unparsable ones first).
 pub fn instant_key(value: &Value) -> i128 {
-    value
-        .as_str()
-        .and_then(|text| text.parse::<jiff::Timestamp>().ok())
-        .map_or(i128::MIN, |ts| ts.as_nanosecond())
+    value.as_str().map_or(i128::MIN, instant_of)
 }

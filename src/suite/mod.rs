@@ -153,6 +153,11 @@ impl SuiteFormat for Step {
     const ALWAYS_ON: &'static [AlwaysOnRule] = ALWAYS_ON;
     const ALWAYS_ON_OVER: &'static str = "frame of every case";
 
+    fn embedded_once() -> &'static std::sync::OnceLock<Catalog> {
+        static ONCE: std::sync::OnceLock<Catalog> = std::sync::OnceLock::new();
+        &ONCE
+    }
+
     fn check(catalog: &Catalog) -> Result<(), SuiteError> {
         catalog.check_relied_on_rules()?;
         catalog.check_claims()

@@ -1,7 +1,7 @@
 //! Which schema def validates which frame part ([`SchemaMap`], [`Schemas`]) and the
 //! INV-SCHEMA-1 validation a connection's checker runs with its own validators.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use jsonschema::Validator;
 use serde_json::Value;
@@ -105,14 +105,28 @@ pub struct Schemas {
 impl Schemas {
     /// The schemas in `dir` (a `--schemas` directory), or the built-in ones.
     pub fn load(dir: Option<&std::path::Path>) -> Result<Schemas, crate::schema::SchemaError> {
-        let set = match dir {
-            Some(dir) => SchemaSet::from_dir(dir)?,
-            None => SchemaSet::embedded()?,
-        };
-        Ok(Schemas {
+        match dir {
+            Some(dir) => Ok(Self::of(SchemaSet::from_dir(dir)?)),
+            None => Self::embedded(),
+        }
+    }
+
+    /// The built-in schemas, loaded once per process and shared with the validators compiled
+    /// from them: a process that runs the catalog many times compiles each def once.
+    fn embedded() -> Result<Schemas, crate::schema::SchemaError> {
+        static EMBEDDED: OnceLock<Schemas> = OnceLock::new();
+        if let Some(schemas) = EMBEDDED.get() {
+            return Ok(schemas.clone());
+        }
+        let schemas = Self::of(SchemaSet::embedded()?);
+        Ok(EMBEDDED.get_or_init(|| schemas).clone())
+    }
+
+    fn of(set: SchemaSet) -> Schemas {
+        Schemas {
             set: Arc::new(set),
             map: Arc::new(SchemaMap::embedded()),
-        })
+        }
     }
 }
 

@@ -59,10 +59,12 @@ impl World {
                 .filter(|(to, _)| *to == conn)
                 .map(|(_, summary)| summary.clone()),
         );
-        items.sort_by(|a, b| {
-            instant_key(&b["modifiedAt"])
-                .cmp(&instant_key(&a["modifiedAt"]))
-                .then_with(|| a["resource"].as_str().cmp(&b["resource"].as_str()))
+        // Newest first, then by URI; each timestamp parsed once.
+        items.sort_by_cached_key(|item| {
+            (
+                std::cmp::Reverse(instant_key(&item["modifiedAt"])),
+                item["resource"].as_str().map(str::to_owned),
+            )
         });
         if self.fault(Fault::SessionsOldestFirst) {
             items.reverse();
