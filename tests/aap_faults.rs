@@ -13,6 +13,10 @@ use ahpspec::certify::{certify, Options};
 use ahpspec::rows::Quiet;
 use ahpspec::target::Protocol;
 use ahpspec::verdict::Verdict;
+use futures_util::stream::{self, StreamExt};
+
+/// Fault runs at once: a run uses a few milliseconds of CPU per case and waits the rest.
+const RUNS_AT_ONCE: usize = 8;
 
 /// Rules a fault breaks besides its own, because one bug shows in several places (a row
 /// failing, or a case blocked by another rule than the fault's).
@@ -53,9 +57,13 @@ fn also_breaks(fault: AapFault) -> BTreeSet<&'static str> {
     rules.iter().copied().collect()
 }
 
+/// The rules whose rows failed, the rules of the rows that did not pass, and a listing (see
+/// [`broken_rules`]).
+type Broken = (BTreeSet<String>, BTreeSet<String>, String);
+
 /// The rules whose rows failed (fail, warn or info), and those of the other rows that did
 /// not pass (blocked by another rule than the fault's, harness errors), with a listing.
-async fn broken_rules(fault: AapFault) -> (BTreeSet<String>, BTreeSet<String>, String) {
+async fn broken_rules(fault: AapFault) -> Broken {
     let options = Options {
         protocol: Protocol::Aap,
         faults: fault.into(),
@@ -106,9 +114,16 @@ async fn broken_rules(fault: AapFault) -> (BTreeSet<String>, BTreeSet<String>, S
 #[tokio::test(flavor = "current_thread")]
 async fn every_aap_fault_fails_its_rule_and_only_that() {
     assert!(!AapFault::ALL.is_empty());
+    // Each run has a server of its own and mostly waits (one case at a time, below):
+    // several at once.
+    let runs: Vec<(AapFault, Broken)> =
+        stream::iter(AapFault::ALL.iter().copied().filter(|f| f.acts_at(3)))
+            .map(|fault| async move { (fault, broken_rules(fault).await) })
+            .buffered(RUNS_AT_ONCE)
+            .collect()
+            .await;
     let mut problems = Vec::new();
-    for &fault in AapFault::ALL.iter().filter(|f| f.acts_at(3)) {
-        let (failed, broken, detail) = broken_rules(fault).await;
+    for (fault, (failed, broken, detail)) in runs {
         if !failed.contains(fault.rule()) {
             problems.push(format!(
                 "{} does not fail {}:\n{detail}",
