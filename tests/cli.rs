@@ -1,12 +1,63 @@
 //! The command line as a user sees it: exit codes, reports, baselines, usage errors, the
 //! catalog listing and Ctrl-C.
+//!
+//! The tests run as libtest-mimic trials, two per core (`tests/common/trials.rs`): most wait
+//! on the processes they start (the three fuzz campaigns ~40 s each for ~9 s of CPU), and
+//! one per core took 89 s of wall time for 38 s of CPU.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use libtest_mimic::Trial;
 use serde_json::Value;
+
+#[path = "common/trials.rs"]
+mod trials;
+
+/// Trials of test functions, named as the functions.
+macro_rules! trials {
+    ($($test:ident),* $(,)?) => {
+        vec![$(Trial::test(stringify!($test), || {
+            $test();
+            Ok(())
+        }),)*]
+    };
+}
+
+fn main() -> std::process::ExitCode {
+    // The longest first: the fuzz campaigns.
+    let mut all = trials![
+        serve_with_two_faults_fails_both_rules_in_run_and_fuzz,
+        fuzz_reports_each_unbaselined_rule_with_a_trace_that_replays,
+        fuzz_exits_0_when_every_rule_found_is_baselined,
+        run_against_the_builtin_host_exits_0_and_writes_four_reports,
+        a_broken_should_warns_and_fails_only_with_strict,
+        a_broken_must_fails_and_names_the_rerun_command,
+        a_baseline_accepts_listed_failures_and_rejects_stale_entries,
+        bad_input_exits_2_and_names_the_problem_on_stderr,
+        bad_input_is_exactly_one_line_on_stderr,
+        list_prints_the_catalog_and_honours_filters,
+        a_refused_connection_is_not_a_conforming_run,
+        the_echo_check_follows_a_case_chosen_client_id,
+        run_with_two_faults_breaks_both_rules,
+        a_replay_that_stops_at_another_rule_says_which,
+    ];
+    all.push(Trial::test(
+        "ctrl_c_stops_the_run_and_still_writes_the_report",
+        || {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .map_err(|e| format!("no runtime: {e}"))?
+                .block_on(ctrl_c_stops_the_run_and_still_writes_the_report());
+            Ok(())
+        },
+    ));
+    libtest_mimic::run(&trials::arguments(), all).exit_code()
+}
 
 fn ahpspec() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ahpspec"))
@@ -78,7 +129,6 @@ fn report_json(dir: &Path) -> Value {
     serde_json::from_str(&body).expect("report.json parses")
 }
 
-#[test]
 fn run_against_the_builtin_host_exits_0_and_writes_four_reports() {
     let dir = TempDir::new("builtin");
     let out = run(&["run", "--report-dir", dir.str()]);
@@ -97,7 +147,6 @@ fn run_against_the_builtin_host_exits_0_and_writes_four_reports() {
     );
 }
 
-#[test]
 fn a_broken_should_warns_and_fails_only_with_strict() {
     let dir = TempDir::new("lifo");
     let base = [
@@ -121,7 +170,6 @@ fn a_broken_should_warns_and_fails_only_with_strict() {
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
 }
 
-#[test]
 fn a_broken_must_fails_and_names_the_rerun_command() {
     let dir = TempDir::new("lowest");
     let out = run(&[
@@ -143,7 +191,6 @@ fn a_broken_must_fails_and_names_the_rerun_command() {
     );
 }
 
-#[test]
 fn a_baseline_accepts_listed_failures_and_rejects_stale_entries() {
     let dir = TempDir::new("baseline");
     let known = dir.file("known.txt", "# known failures\nVERSION-002\n");
@@ -237,7 +284,6 @@ const BAD_INPUT: &[(&[&str], &str)] = &[
     ),
 ];
 
-#[test]
 fn bad_input_exits_2_and_names_the_problem_on_stderr() {
     for (args, culprit) in BAD_INPUT {
         let out = run(args);
@@ -257,7 +303,6 @@ fn bad_input_exits_2_and_names_the_problem_on_stderr() {
 /// The standard: a usage error is exactly one line on stderr. clap's own errors (unknown
 /// flag, unparsable value) add a blank line, a tip/usage block and "For more information,
 /// try '--help'." — this test fails for them until the CLI renders its errors itself.
-#[test]
 fn bad_input_is_exactly_one_line_on_stderr() {
     let mut problems = Vec::new();
     for (args, _) in BAD_INPUT {
@@ -299,7 +344,6 @@ fn is_case_id(id: &str) -> bool {
         })
 }
 
-#[test]
 fn list_prints_the_catalog_and_honours_filters() {
     let out = run(&["list"]);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
@@ -352,7 +396,6 @@ async fn silent_server() -> (String, tokio::task::JoinHandle<()>) {
     (url, task)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_stops_the_run_and_still_writes_the_report() {
     let (url, server) = silent_server().await;
     let dir = TempDir::new("sigint");
@@ -394,7 +437,6 @@ async fn ctrl_c_stops_the_run_and_still_writes_the_report() {
 
 /// Nothing listens at the URL: no case can run, which is a connection error (exit 2 per
 /// the README), never "conforming".
-#[test]
 fn a_refused_connection_is_not_a_conforming_run() {
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds loopback");
@@ -412,7 +454,6 @@ fn a_refused_connection_is_not_a_conforming_run() {
 /// The always-on echo check follows the clientId a case initialises with: a case that
 /// names its own clientId and dispatches, with no echo step of its own, fails only through
 /// that check against a host that echoes with the wrong clientSeq.
-#[test]
 fn the_echo_check_follows_a_case_chosen_client_id() {
     let dir = TempDir::new("client-id");
     let suites = dir.path().join("suites");
@@ -494,7 +535,6 @@ fn both_rules() -> std::collections::BTreeSet<String> {
         .into()
 }
 
-#[test]
 fn run_with_two_faults_breaks_both_rules() {
     let dir = TempDir::new("two-faults");
     let out = run(&["run", "--fault", TWO_FAULTS, "--report-dir", dir.str()]);
@@ -513,7 +553,6 @@ fn run_with_two_faults_breaks_both_rules() {
 
 /// The issue's demonstration: a server with two deviations (`serve --fault a,b`) fails both
 /// rules in a conformance run, and one fuzz campaign against it reports both.
-#[test]
 fn serve_with_two_faults_fails_both_rules_in_run_and_fuzz() {
     let mut child = ahpspec()
         .args(["serve", "--fault", TWO_FAULTS])
@@ -589,7 +628,6 @@ fn fuzz_two_faults(dir: &TempDir, baseline: &str) -> Output {
     ])
 }
 
-#[test]
 fn fuzz_reports_each_unbaselined_rule_with_a_trace_that_replays() {
     let dir = TempDir::new("fuzz-two-faults");
     let out = fuzz_two_faults(&dir, "PENDING-003  # known\n");
@@ -644,7 +682,6 @@ fn fuzz_reports_each_unbaselined_rule_with_a_trace_that_replays() {
     assert!(!text(&replay.stdout).contains("no longer reproduces"));
 }
 
-#[test]
 fn fuzz_exits_0_when_every_rule_found_is_baselined() {
     let dir = TempDir::new("fuzz-all-baselined");
     let out = fuzz_two_faults(&dir, "PENDING-003\nCHAT-VALIDATE-003\nINV-FOLD-1\n");
@@ -662,7 +699,6 @@ fn fuzz_exits_0_when_every_rule_found_is_baselined() {
 /// (`truncate-keeps-active`). Older versions blamed the accepted cancel (CHAT-VALIDATE-003,
 /// the trace's rule); the truncation's fresh-snapshot judge now finds the kept turn first,
 /// whether its snapshot comes before the cancel ends the turn or after (TURN-012).
-#[test]
 fn a_replay_that_stops_at_another_rule_says_which() {
     let dir = TempDir::new("replay-instead");
     let trace = serde_json::json!({

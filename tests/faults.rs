@@ -15,8 +15,11 @@ use std::collections::BTreeSet;
 #[path = "common/builtin.rs"]
 mod builtin;
 
+#[path = "common/trials.rs"]
+mod trials;
+
 use ahpspec::host::Fault;
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 
 #[path = "faults/expectations.rs"]
 mod expectations;
@@ -30,18 +33,8 @@ use check::check;
 /// run's busy part (2–3 s of CPU), far less than its wait for the next minute.
 const STAGGER: std::time::Duration = std::time::Duration::from_secs(8);
 
-/// Catalogs run at once for each core (see the module's comment).
-const RUNS_PER_CORE: usize = 2;
-
 fn main() -> std::process::ExitCode {
-    let mut args = Arguments::from_args();
-    if args.test_threads.is_none() {
-        let from_env = std::env::var("RUST_TEST_THREADS")
-            .ok()
-            .and_then(|n| n.parse().ok());
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        args.test_threads = Some(from_env.unwrap_or(cores * RUNS_PER_CORE));
-    }
+    let args = trials::arguments();
     let (waiting, others): (Vec<Fault>, Vec<Fault>) = Fault::ALL
         .iter()
         .copied()
