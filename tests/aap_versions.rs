@@ -37,8 +37,9 @@ async fn run_at(version: u64, fault: Option<AapFault>, url: Option<String>) -> R
 
 #[tokio::test(flavor = "current_thread")]
 async fn the_built_in_server_passes_the_whole_catalog_at_every_version() {
-    let reports = futures_util::future::join_all([1, 2, 3].map(|v| run_at(v, None, None))).await;
-    for (version, report) in [1, 2, 3].into_iter().zip(reports) {
+    let versions = [1, 2, 3];
+    let reports = futures_util::future::join_all(versions.map(|v| run_at(v, None, None))).await;
+    for (version, report) in versions.into_iter().zip(reports) {
         assert_eq!(report.protocol_version, format!("AAP {version}"));
         let (rules, detail) = rules_not_passing(&report, None);
         assert!(rules.is_empty(), "version {version}:\n{detail}");

@@ -47,13 +47,9 @@ fn main() -> std::process::ExitCode {
     all.push(Trial::test(
         "ctrl_c_stops_the_run_and_still_writes_the_report",
         || {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .map_err(|e| format!("no runtime: {e}"))?
-                .block_on(ctrl_c_stops_the_run_and_still_writes_the_report());
-            Ok(())
+            let mut runtime = tokio::runtime::Builder::new_multi_thread();
+            runtime.worker_threads(2);
+            trials::on_runtime(runtime, ctrl_c_stops_the_run_and_still_writes_the_report())
         },
     ));
     libtest_mimic::run(&trials::arguments(), all).exit_code()

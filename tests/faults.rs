@@ -61,12 +61,7 @@ fn main() -> std::process::ExitCode {
 
 /// Runs `work` to its end on a runtime of its own (one thread, as `#[tokio::test]`'s).
 fn on_runtime(work: impl std::future::Future<Output = ()>) -> Result<(), Failed> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failed::from(format!("no runtime: {e}")))?
-        .block_on(work);
-    Ok(())
+    trials::on_runtime(tokio::runtime::Builder::new_current_thread(), work)
 }
 
 /// The faults whose cases wait for scheduled runs (up to two minutes each), run side by side
