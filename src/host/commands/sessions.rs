@@ -100,10 +100,12 @@ impl World {
             Some(limit) => usize::try_from(limit).unwrap_or(usize::MAX),
             None => usize::MAX,
         };
-        let end = start.saturating_add(limit).min(items.len());
-        let page: Vec<Value> = items[start..end].to_vec();
+        let listed = items.len();
+        let end = start.saturating_add(limit).min(listed);
+        items.truncate(end);
+        let page: Vec<Value> = items.drain(start..).collect();
         let mut result = json!({ "items": page });
-        if end < items.len() {
+        if end < listed {
             result["nextCursor"] = json!(format!("offset:{end}"));
         }
         Ok(result)
