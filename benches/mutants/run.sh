@@ -5,7 +5,7 @@
 # (optional space-separated -F regexes on mutant names), MUT_ITERATE=--iterate to resume;
 # MUT_TEST and MUT_TEST_NAME pick another oracle (default: the catalog, tests/conformance),
 # MUT_TIMEOUT its timeout in seconds (default 40; the schedule cases wait for minutes:
-# MUT_TEST=faults MUT_TEST_NAME=schedule_cases_pass_on_the_correct_host, once tests/schedules.rs).
+# MUT_TEST=faults MUT_TEST_NAME=schedule_cases_pass_on_the_correct_host, formerly tests/schedules.rs).
 set -u
 cd "$MUT_WT"
 export CARGO_TARGET_DIR="$MUT_WT/target-mut"

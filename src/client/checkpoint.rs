@@ -422,26 +422,8 @@ pub(super) async fn list_sessions(
     observer: &mut Connection,
     timeout: Duration,
 ) -> Option<Vec<Value>> {
-    let mut entries = Vec::new();
-    let mut cursor = Value::Null;
     // A host that keeps handing out cursors is not followed forever.
-    for _ in 0..64 {
-        let mut params = json!({ "channel": ROOT });
-        if !cursor.is_null() {
-            params["cursor"] = cursor;
-        }
-        let answer = observer
-            .request("listSessions", params, timeout)
-            .await
-            .ok()?;
-        let page = answer.get("result")?;
-        entries.extend(page["items"].as_array()?.iter().cloned());
-        cursor = page["nextCursor"].clone();
-        if cursor.is_null() {
-            return Some(entries);
-        }
-    }
-    None
+    list_pages(observer, None, 64, |_| false, timeout).await
 }
 
 /// Entries of `listSessions` on a page of this size, newest first, find the sessions a
@@ -453,10 +435,10 @@ const LIST_PAGE: u64 = 32;
 /// Pages of `listSessions` this many at most before the whole list is asked for instead.
 const LIST_PAGES: usize = 4;
 
-/// The `listSessions` entries of `sessions` (and whatever else their pages hold): the newest
-/// pages, followed while one of them is missing, and the whole list as [`list_sessions`]
-/// reads it when the pages do not name them all (a session the host does not list, a host
-/// that refuses `limit` or whose cursors lead nowhere). Nothing is asked for no session.
+/// The `listSessions` entries of `sessions` (and whatever else their pages hold): pages of
+/// [`LIST_PAGE`], newest first, read until they name them all or the list ends; the whole
+/// list as [`list_sessions`] reads it when [`LIST_PAGES`] pages do neither, or the host
+/// does not answer a page (one that refuses `limit`). Nothing is asked for no session.
 async fn list_sessions_naming(
     observer: &mut Connection,
     sessions: &[String],
@@ -465,39 +447,51 @@ async fn list_sessions_naming(
     if sessions.is_empty() {
         return Some(Vec::new());
     }
-    let mut entries: Vec<Value> = Vec::new();
-    let mut cursor = Value::Null;
-    for _ in 0..LIST_PAGES {
-        let mut params = json!({ "channel": ROOT, "limit": LIST_PAGE });
-        if !cursor.is_null() {
-            params["cursor"] = cursor;
-        }
-        let Some(page) = observer
-            .request("listSessions", params, timeout)
-            .await
-            .ok()
-            .and_then(|mut answer| answer.get_mut("result").map(Value::take))
-        else {
-            break;
-        };
-        let Some(items) = page["items"].as_array() else {
-            break;
-        };
-        entries.extend(items.iter().cloned());
-        let named = |session: &String| {
+    let names_all = |entries: &[Value]| {
+        sessions.iter().all(|session| {
             entries
                 .iter()
                 .any(|e| super::is_channel(&e["resource"], session))
-        };
-        if sessions.iter().all(named) {
+        })
+    };
+    match list_pages(observer, Some(LIST_PAGE), LIST_PAGES, names_all, timeout).await {
+        Some(entries) => Some(entries),
+        None => list_sessions(observer, timeout).await,
+    }
+}
+
+/// `listSessions` pages of `limit` entries (the host's choice when `None`), following
+/// cursors until the list ends or the entries so far are `enough`; `None` when the host
+/// does not answer a page with a list, or after `pages` pages.
+async fn list_pages(
+    observer: &mut Connection,
+    limit: Option<u64>,
+    pages: usize,
+    enough: impl Fn(&[Value]) -> bool,
+    timeout: Duration,
+) -> Option<Vec<Value>> {
+    let mut entries = Vec::new();
+    let mut cursor = Value::Null;
+    for _ in 0..pages {
+        let mut params = json!({ "channel": ROOT });
+        if let Some(limit) = limit {
+            params["limit"] = json!(limit);
+        }
+        if !cursor.is_null() {
+            params["cursor"] = cursor;
+        }
+        let answer = observer
+            .request("listSessions", params, timeout)
+            .await
+            .ok()?;
+        let page = answer.get("result")?;
+        entries.extend(page["items"].as_array()?.iter().cloned());
+        cursor = page["nextCursor"].clone();
+        if cursor.is_null() || enough(&entries) {
             return Some(entries);
         }
-        cursor = page["nextCursor"].clone();
-        if cursor.is_null() {
-            break;
-        }
     }
-    list_sessions(observer, timeout).await
+    None
 }
 
 /// INV-SUMMARY-2/3 for every fresh session state whose `listSessions` entry read the same
